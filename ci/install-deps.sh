@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages crashsim builds with (only those missing). Run as root.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config git clang-format
+      libsqlite3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libboost1.81-dev libboost-filesystem1.81-dev
+      libssl-dev libcli11-dev libfmt-dev libicu-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "crashsim: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,1 @@
+#include "crashsim/failpoints.h"

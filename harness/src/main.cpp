@@ -1,0 +1,2 @@
+// crashsim CLI: placeholder until the harness lands.
+int main() { return 2; }

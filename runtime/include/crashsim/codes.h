@@ -1,0 +1,218 @@
+// crashsim/codes.h — every stable machine code of the contract, spelled once.
+//
+// Reason codes, statuses, diagnostics, rejection reasons, validation codes and error codes are
+// byte-exact contract (spec/runtime-contract.md). Code elsewhere refers to these constants and
+// never repeats the literal. Each constant's name is its value.
+#pragma once
+
+#include <string_view>
+
+namespace crashsim::code {
+
+// Resolver decision statuses (spec c.3)
+inline constexpr std::string_view completed = "completed";
+inline constexpr std::string_view indeterminate = "indeterminate";
+inline constexpr std::string_view definitely_not_dispatched = "definitely_not_dispatched";
+inline constexpr std::string_view parked = "parked";
+inline constexpr std::string_view corruption = "corruption";
+
+// Resolver decision reasons (spec c.3, c.5)
+inline constexpr std::string_view matching_response = "matching_response";
+inline constexpr std::string_view dispatch_without_response = "dispatch_without_response";
+inline constexpr std::string_view new_protocol_before_dispatch = "new_protocol_before_dispatch";
+inline constexpr std::string_view legacy_dispatch_unknown = "legacy_dispatch_unknown";
+inline constexpr std::string_view recovery_bundle_completed = "recovery_bundle_completed";
+inline constexpr std::string_view recovery_fact_corruption = "recovery_fact_corruption";
+inline constexpr std::string_view orphan_dispatch = "orphan_dispatch";
+inline constexpr std::string_view orphan_response = "orphan_response";
+inline constexpr std::string_view duplicate_call = "duplicate_call";
+inline constexpr std::string_view duplicate_operation = "duplicate_operation";
+inline constexpr std::string_view duplicate_dispatch = "duplicate_dispatch";
+inline constexpr std::string_view duplicate_response = "duplicate_response";
+inline constexpr std::string_view canonical_args_hash_conflict = "canonical_args_hash_conflict";
+inline constexpr std::string_view identity_conflict = "identity_conflict";
+inline constexpr std::string_view event_order_conflict = "event_order_conflict";
+
+// Parked reasons / reconcile observations (spec a.3, i)
+inline constexpr std::string_view reconcile_matches_prior_state = "reconcile_matches_prior_state";
+inline constexpr std::string_view reconcile_diverged = "reconcile_diverged";
+inline constexpr std::string_view reconcile_unreadable = "reconcile_unreadable";
+inline constexpr std::string_view reconcile_matches_expected_state = "reconcile_matches_expected_state";
+inline constexpr std::string_view matches_expected_state = "matches_expected_state";
+inline constexpr std::string_view matches_prior_state = "matches_prior_state";
+inline constexpr std::string_view diverged = "diverged";
+inline constexpr std::string_view unreadable = "unreadable";
+
+// Settlement origins (spec c.3)
+inline constexpr std::string_view normal_t2 = "normal_t2";
+inline constexpr std::string_view pre_t1_synthetic = "pre_t1_synthetic";
+inline constexpr std::string_view recovery_bundle = "recovery_bundle";
+
+// Scanner issues (spec c.2)
+inline constexpr std::string_view duplicate_event_id = "duplicate_event_id";
+inline constexpr std::string_view invocation_identity_conflict = "invocation_identity_conflict";
+inline constexpr std::string_view semantic_lane_conflict = "semantic_lane_conflict";
+inline constexpr std::string_view protocol_marker_invalid = "protocol_marker_invalid";
+inline constexpr std::string_view recovery_fact_shape_conflict = "recovery_fact_shape_conflict";
+
+// Protocol identifiers (spec a.3)
+inline constexpr std::string_view t1_after_preflight_v1 = "t1_after_preflight_v1";
+inline constexpr std::string_view tool_reconcile_v1 = "tool_reconcile_v1";
+inline constexpr std::string_view tool_recovery_v1 = "tool_recovery_v1";
+inline constexpr std::string_view state_identity_v1 = "state_identity_v1";
+inline constexpr std::string_view continuation_start_v2 = "continuation_start_v2";
+inline constexpr std::string_view runtime_admission = "runtime_admission";
+inline constexpr std::string_view claim_repair = "claim_repair";
+
+// Phase 0 plan (spec d)
+inline constexpr std::string_view safe_replay = "safe_replay";
+inline constexpr std::string_view blocked = "blocked";
+inline constexpr std::string_view succeeded = "succeeded";
+inline constexpr std::string_view failed = "failed";
+inline constexpr std::string_view not_dispatched = "not_dispatched";
+inline constexpr std::string_view runtime_offset_mismatch = "runtime_offset_mismatch";
+inline constexpr std::string_view pending_tool_result = "pending_tool_result";
+inline constexpr std::string_view tool_not_dispatched = "tool_not_dispatched";
+inline constexpr std::string_view tool_recovery_corruption = "tool_recovery_corruption";
+inline constexpr std::string_view tool_recovery_parked = "tool_recovery_parked";
+inline constexpr std::string_view tool_ledger_corruption = "tool_ledger_corruption";
+inline constexpr std::string_view unmatched_tool_result = "unmatched_tool_result";
+inline constexpr std::string_view tool_name_mismatch = "tool_name_mismatch";
+inline constexpr std::string_view dangling_tool_state = "dangling_tool_state";
+
+// Phase 1 rejection reasons (spec e.6)
+inline constexpr std::string_view pending_permission = "pending_permission";
+inline constexpr std::string_view workspace_identity_mismatch = "workspace_identity_mismatch";
+inline constexpr std::string_view background_operation_pending = "background_operation_pending";
+inline constexpr std::string_view tool_catalog_mismatch = "tool_catalog_mismatch";
+inline constexpr std::string_view runtime_ledger_unreadable = "runtime_ledger_unreadable";
+inline constexpr std::string_view terminal_repair_failed = "terminal_repair_failed";
+inline constexpr std::string_view workspace_cwd_mismatch = "workspace_cwd_mismatch";
+inline constexpr std::string_view runtime_ledger_empty = "runtime_ledger_empty";
+inline constexpr std::string_view runtime_identity_mismatch = "runtime_identity_mismatch";
+inline constexpr std::string_view continuation_identity_reused = "continuation_identity_reused";
+inline constexpr std::string_view provider_resume_head_unsupported = "provider_resume_head_unsupported";
+inline constexpr std::string_view provider_resume_boundary_unsupported = "provider_resume_boundary_unsupported";
+inline constexpr std::string_view provider_replay_non_suffix_gap = "provider_replay_non_suffix_gap";
+inline constexpr std::string_view provider_replay_unsupported = "provider_replay_unsupported";
+inline constexpr std::string_view runtime_lineage_cycle = "runtime_lineage_cycle";
+inline constexpr std::string_view runtime_lineage_depth_exceeded = "runtime_lineage_depth_exceeded";
+inline constexpr std::string_view runtime_lineage_missing = "runtime_lineage_missing";
+inline constexpr std::string_view runtime_lineage_start_mismatch = "runtime_lineage_start_mismatch";
+inline constexpr std::string_view runtime_lineage_replay_mismatch = "runtime_lineage_replay_mismatch";
+inline constexpr std::string_view runtime_lineage_claim_mismatch = "runtime_lineage_claim_mismatch";
+inline constexpr std::string_view source_prefix_digest_mismatch = "source_prefix_digest_mismatch";
+inline constexpr std::string_view workspace_ref_missing = "workspace_ref_missing";
+inline constexpr std::string_view checkpoint_restore_failed = "checkpoint_restore_failed";
+inline constexpr std::string_view source_run_unreadable = "source_run_unreadable";
+inline constexpr std::string_view continuation_already_exists = "continuation_already_exists";
+inline constexpr std::string_view continuation_authority_unavailable = "continuation_authority_unavailable";
+inline constexpr std::string_view continuation_claim_repair_required = "continuation_claim_repair_required";
+inline constexpr std::string_view continuation_started_indeterminate = "continuation_started_indeterminate";
+inline constexpr std::string_view workspace_identity_missing = "workspace_identity_missing";
+inline constexpr std::string_view safety_observation_unavailable = "safety_observation_unavailable";
+inline constexpr std::string_view resume_feature_disabled = "resume_feature_disabled";
+inline constexpr std::string_view resume_candidate_missing = "resume_candidate_missing";
+inline constexpr std::string_view workspace_location_changed = "workspace_location_changed";
+inline constexpr std::string_view tool_recovery_unsettled = "tool_recovery_unsettled";
+inline constexpr std::string_view unmatched_tool_call = "unmatched_tool_call";
+inline constexpr std::string_view partial_skipped = "partial_skipped";
+inline constexpr std::string_view tool_id_mismatch = "tool_id_mismatch";
+
+// Execution revalidation (spec e.9)
+inline constexpr std::string_view source_identity_changed = "source_identity_changed";
+inline constexpr std::string_view source_replay_changed = "source_replay_changed";
+inline constexpr std::string_view source_terminal_changed = "source_terminal_changed";
+inline constexpr std::string_view source_high_water_changed = "source_high_water_changed";
+inline constexpr std::string_view source_ledger_identity_changed = "source_ledger_identity_changed";
+inline constexpr std::string_view workspace_identity_changed = "workspace_identity_changed";
+inline constexpr std::string_view background_operation_started = "background_operation_started";
+inline constexpr std::string_view tool_catalog_changed = "tool_catalog_changed";
+inline constexpr std::string_view workspace_checkpoint_changed = "workspace_checkpoint_changed";
+inline constexpr std::string_view continuation_claim_conflict = "continuation_claim_conflict";
+inline constexpr std::string_view target_run_conflict = "target_run_conflict";
+inline constexpr std::string_view source_cwd_changed = "source_cwd_changed";
+
+// Claim results (spec e.8)
+inline constexpr std::string_view acquired = "acquired";
+inline constexpr std::string_view existing = "existing";
+inline constexpr std::string_view conflict = "conflict";
+
+// Recovery bundle validation (spec f.6), in validation order
+inline constexpr std::string_view call_identity_conflict = "call_identity_conflict";
+inline constexpr std::string_view dispatch_identity_conflict = "dispatch_identity_conflict";
+inline constexpr std::string_view recovery_mode_unsupported = "recovery_mode_unsupported";
+inline constexpr std::string_view reconcile_fact_invalid = "reconcile_fact_invalid";
+inline constexpr std::string_view decision_fact_invalid = "decision_fact_invalid";
+inline constexpr std::string_view recovery_fact_identity_conflict = "recovery_fact_identity_conflict";
+inline constexpr std::string_view operation_identity_conflict = "operation_identity_conflict";
+inline constexpr std::string_view outcome_required = "outcome_required";
+inline constexpr std::string_view outcome_identity_conflict = "outcome_identity_conflict";
+inline constexpr std::string_view outcome_not_successful = "outcome_not_successful";
+inline constexpr std::string_view outcome_reference_conflict = "outcome_reference_conflict";
+inline constexpr std::string_view reconcile_decision_conflict = "reconcile_decision_conflict";
+inline constexpr std::string_view outcome_for_parked = "outcome_for_parked";
+inline constexpr std::string_view evidence_order_conflict = "evidence_order_conflict";
+
+// Writers (spec a.5, f.3)
+inline constexpr std::string_view reserved_tool_boundary_fact = "reserved_tool_boundary_fact";
+inline constexpr std::string_view reserved_recovery_fact = "reserved_recovery_fact";
+inline constexpr std::string_view reserved_continuation_fact = "reserved_continuation_fact";
+inline constexpr std::string_view reserved_workspace_fact = "reserved_workspace_fact";
+inline constexpr std::string_view transition_shape_conflict = "transition_shape_conflict";
+inline constexpr std::string_view run_sealed = "run_sealed";
+inline constexpr std::string_view tool_ledger_corruption_error = "tool_ledger_corruption_error";
+inline constexpr std::string_view tool_ledger_rejection = "tool_ledger_rejection";
+inline constexpr std::string_view runtime_identity_conflict = "runtime_identity_conflict";
+inline constexpr std::string_view tool_operation_identity_conflict = "tool_operation_identity_conflict";
+inline constexpr std::string_view tool_operation_outcome_conflict = "tool_operation_outcome_conflict";
+inline constexpr std::string_view unknown_tool_operation = "unknown_tool_operation";
+inline constexpr std::string_view compare_and_set_failed = "compare_and_set_failed";
+inline constexpr std::string_view recovery_bundle_requires_dispatch = "recovery_bundle_requires_dispatch";
+inline constexpr std::string_view recovery_bundle_already_settled = "recovery_bundle_already_settled";
+inline constexpr std::string_view t1_invalid = "t1_invalid";
+inline constexpr std::string_view t2_invalid = "t2_invalid";
+inline constexpr std::string_view continuation_source_sealed = "continuation_source_sealed";
+inline constexpr std::string_view continuation_target_reserved = "continuation_target_reserved";
+
+// Store (spec f.1, f.2)
+inline constexpr std::string_view schema_newer_than_supported = "schema_newer_than_supported";
+inline constexpr std::string_view schema_version_mismatch = "schema_version_mismatch";
+inline constexpr std::string_view capability_unavailable = "capability_unavailable";
+inline constexpr std::string_view store_open_failed = "store_open_failed";
+inline constexpr std::string_view store_corrupt = "store_corrupt";
+inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
+inline constexpr std::string_view sqlite_error = "sqlite_error";
+inline constexpr std::string_view repair_ambiguous = "repair_ambiguous";
+
+// Workspace identity (spec h)
+inline constexpr std::string_view workspace_not_found = "workspace_not_found";
+inline constexpr std::string_view invalid_workspace = "invalid_workspace";
+inline constexpr std::string_view workspace_unmarked = "workspace_unmarked";
+inline constexpr std::string_view invalid_workspace_marker = "invalid_workspace_marker";
+inline constexpr std::string_view workspace_io_failed = "workspace_io_failed";
+
+// Repair (spec g)
+inline constexpr std::string_view app_restarted = "app_restarted";
+inline constexpr std::string_view model_stream_completed_without_runtime_terminal = "model_stream_completed_without_runtime_terminal";
+inline constexpr std::string_view stale_user_wait = "stale_user_wait";
+inline constexpr std::string_view tool_interrupted = "tool_interrupted";
+inline constexpr std::string_view run_interrupted = "run_interrupted";
+inline constexpr std::string_view non_terminal_run_recovered = "non_terminal_run_recovered";
+inline constexpr std::string_view continuation_abandoned_before_provider_dispatch = "continuation_abandoned_before_provider_dispatch";
+
+// Codec (spec a, a.6)
+inline constexpr std::string_view invalid_json = "invalid_json";
+inline constexpr std::string_view not_strict_json = "not_strict_json";
+inline constexpr std::string_view event_decode_error = "event_decode_error";
+inline constexpr std::string_view unknown_key = "unknown_key";
+inline constexpr std::string_view wrong_type = "wrong_type";
+inline constexpr std::string_view missing_field = "missing_field";
+inline constexpr std::string_view empty_id = "empty_id";
+inline constexpr std::string_view invalid_enum = "invalid_enum";
+inline constexpr std::string_view non_finite_number = "non_finite_number";
+inline constexpr std::string_view not_losslessly_serializable = "not_losslessly_serializable";
+inline constexpr std::string_view event_seq_gap = "event_seq_gap";
+inline constexpr std::string_view partial_in_prefix = "partial_in_prefix";
+
+}  // namespace crashsim::code

@@ -1,0 +1,127 @@
+// crashsim/runtime_event.h — the RuntimeEvent model (spec a.1–a.5) and its strict decoder.
+//
+// A RuntimeEvent is one immutable, append-only fact; the ledger of RuntimeEvents is the only
+// canonical recovery-fact source and every other table is a projection of it.
+//
+// The only way to obtain a RuntimeEvent is decodeRuntimeEvent(): it validates the closed key
+// sets of every declared level (envelope, content kinds, actions, refs, toolDispatch,
+// toolRecovery, continuationStart, runtimeProtocol), normalises text content (a.2) and fills
+// the typed views below, so scanners never re-parse JSON. `json` holds the normalised
+// canonical object; stableJson(event.json) is the persisted payload (a.6).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crashsim/json.h"
+
+namespace crashsim {
+
+enum class Role { user, model, tool, system };
+enum class Author { user, host, agent, tool, system };
+enum class EventStatus { streaming, completed, failed, aborted, cancelled };
+enum class ContentKind { none, text, thinking, function_call, function_response, error };
+
+// Tool-ledger lane of one physical event (a.5). `conflict` = more than one lane, or a lane
+// whose mandatory envelope is violated (scanner issue semantic_lane_conflict).
+enum class Lane {
+  ordinary,
+  function_call,
+  tool_dispatch,
+  function_response,
+  reconcile_result,
+  recovery_decision,
+  conflict
+};
+
+// actions.toolDispatch — the T1 dispatch fact (a.3). All six fields are required.
+struct ToolDispatch {
+  std::string protocol;  // always "t1_after_preflight_v1"
+  std::string operationId;
+  std::string providerToolCallId;
+  std::string toolName;
+  std::string canonicalArgsHash;
+  std::string recoveryMode;  // replay_safe|idempotent|reconcile|reattach|outcome_unknown|never_auto_retry
+};
+
+// actions.toolRecovery — reconcile observation or recovery decision (a.3), decoded.
+struct ToolRecovery {
+  enum class Kind { reconcile_result, recovery_decision } kind;
+  std::string operationId;
+  // reconcile_result
+  std::string observation;  // matches_expected_state|matches_prior_state|diverged|unreadable
+  std::string observationDigest;
+  // recovery_decision
+  std::string disposition;  // completed|parked
+  std::string reasonCode;
+  std::string outcomeEventId;  // completed only
+  std::vector<std::string> evidenceEventIds;
+};
+
+struct RuntimeEvent {
+  // Canonical, normalised JSON object of the whole event (what stableJson() persists).
+  Json json;
+
+  // Envelope (a.1).
+  std::string id, invocationId, runId, sessionId, turnId;
+  double ts = 0;
+  bool partial = false;
+  Role role = Role::user;
+  Author author = Author::user;
+  std::optional<std::string> branch;
+  std::optional<std::string> origin;           // provider | code_mode
+  bool hidden = false;                         // modelVisibility == "hidden"
+  std::optional<EventStatus> status;
+
+  // Content view (a.2). callId/toolName are content.id/content.name for calls and responses.
+  ContentKind contentKind = ContentKind::none;
+  std::string callId;
+  std::string toolName;
+  bool isError = false;  // function_response.isError
+  bool hasEndInvocation = false;
+
+  // Refs view (a.4).
+  std::optional<std::string> refOperationId;
+  std::optional<std::string> refToolCallId;
+
+  // Actions views (a.3).
+  std::optional<ToolDispatch> toolDispatch;
+  std::optional<ToolRecovery> toolRecovery;
+  std::optional<std::string> runtimeProtocol;  // actions.runtimeProtocol.toolBoundary
+  bool hasContinuationStart = false;
+  bool hasWorkspaceFact = false;
+
+  // Lane (a.5), computed by the decoder including the mandatory-envelope checks.
+  Lane lane = Lane::ordinary;
+
+  // Terminal event: terminal status or actions.endInvocation === true (a.1).
+  bool isTerminal() const;
+  // Model-visible content (a.2): not hidden and non-empty text/thinking/call/response.
+  bool isModelVisible() const;
+  // Cached canonicalArgsHash(toolName, content.args) of a function_call; empty optional when
+  // the args are not strict JSON. Computed by the decoder for function_call events.
+  std::optional<std::string> callArgsHash;
+
+  friend bool operator==(const RuntimeEvent& a, const RuntimeEvent& b) { return a.json == b.json; }
+};
+
+// Strict decoder: unknown keys at any declared level, wrong types, non-finite numbers,
+// empty required ids, bad enums → Error(code::event_decode_error-family code, message,
+// JSON path such as "$.actions.toolDispatch.operationId").
+RuntimeEvent decodeRuntimeEvent(const Json& value);
+
+// Stable JSON of the canonical event (the persisted payload_json bytes, a.6).
+std::string encodeRuntimeEvent(const RuntimeEvent& event);
+
+// Decodes a list: a JSON array of events, or JSON lines (one event per line). Errors carry
+// the element index in the message path as "[i]$..." .
+std::vector<RuntimeEvent> decodeRuntimeEventList(std::string_view text);
+
+std::string_view toString(Role);
+std::string_view toString(Author);
+std::string_view toString(EventStatus);
+
+}  // namespace crashsim

@@ -1,0 +1,153 @@
+// crashsim/store.h — the SQLite RuntimeEvent store (spec f, g).
+//
+// `runtime.sqlite` in a store directory: WAL, synchronous=FULL (configurable for the
+// power-loss study), foreign_keys=ON, busy_timeout=5000, BEGIN IMMEDIATE for every write,
+// rollback on any error. runtime_events is the only canonical fact table; tool_operations
+// and tool_journal_events are projections updated in the same transaction as their events
+// and rebuildable from runtime_events alone.
+//
+// Writers are dedicated (spec j.3) and each rejects the others' lanes:
+//   append()                    generic: ordinary events, function calls, unbound responses
+//   commitToolPrepared()        T1: call + dispatch + prepared journal + operation row
+//   commitToolOutcome()         T2: response + outcome journal + CAS prepared→outcome_committed
+//   commitToolRecoveryBundle()  reconcile [+ outcome] + decision, atomically
+// Every failure throws crashsim::Error with a stable code from crashsim/codes.h.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crashsim/json.h"
+#include "crashsim/runtime_event.h"
+
+struct sqlite3;
+
+namespace crashsim {
+
+inline constexpr int kSchemaVersion = 1;  // our own numbering (spec f.2 tables we need)
+
+struct StoreOptions {
+  bool readOnly = false;         // query_only; never migrates or repairs
+  std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
+  std::string vfs;               // SQLite VFS name; empty = default (power-loss VFS in tests)
+};
+
+// AgentRun header (projection of a run; status written only after its terminal fact).
+struct RunHeader {
+  std::string sessionId, runId, invocationId, turnId;
+  std::string status;  // created | running | completed | failed | cancelled
+  double createdAt = 0, updatedAt = 0;
+  std::optional<double> completedAt;
+  std::optional<std::string> failureClass, failureMessage, abortSource;
+  std::optional<std::string> workspaceIdentity;  // "workspace:v1:<uuid>"
+  std::optional<std::string> cwd;
+  std::optional<std::string> parentRunId, parentTurnId;
+  std::optional<Json> continuationSource;  // continuation_source_v2 object
+  Json toJson() const;
+  static RunHeader fromJson(const Json&);
+  bool operator==(const RunHeader&) const = default;
+};
+
+struct StoredEvent {
+  RuntimeEvent event;
+  int64_t eventSeq = 0;  // per invocation, 1, 2, …
+  std::string eventKind;
+  double committedAt = 0;
+};
+
+struct ToolOperationRow {
+  std::string operationId, invocationId, runId, turnId, providerToolCallId, toolName;
+  std::string canonicalArgsHash, recoveryMode, currentState;
+  std::string callEventId;
+  std::optional<std::string> dispatchEventId, resultEventId;
+  int64_t version = 0;
+  bool operator==(const ToolOperationRow&) const = default;
+};
+
+struct JournalRow {
+  std::string journalEventId, operationId, invocationId, runId, turnId, state, runtimeEventId;
+  std::string canonicalArgsHash, recoveryMode;
+  std::optional<std::string> metadataJson;
+  double committedAt = 0;
+  bool operator==(const JournalRow&) const = default;
+};
+
+struct ToolPrepared {  // T1 input (f.4)
+  std::string operationId, journalEventId;
+  RuntimeEvent call, dispatch;
+  std::string providerToolCallId, toolName, canonicalArgsHash, recoveryMode;
+  double committedAt = 0;
+};
+struct ToolOutcome {  // T2 input (f.5)
+  std::string operationId, journalEventId;
+  RuntimeEvent response;
+  double committedAt = 0;
+};
+struct RecoveryBundle {  // f.6 input
+  std::string operationId;
+  RuntimeEvent reconcile;
+  std::optional<RuntimeEvent> outcome;  // completed bundles only
+  RuntimeEvent decision;
+};
+struct WriteResult {
+  bool created = false;
+  int64_t runtimeEventSeq = 0;
+};
+
+class RuntimeStore {
+ public:
+  // Opens (creating and migrating when writable) <storeDir>/runtime.sqlite. A schema newer
+  // than kSchemaVersion fails closed (code::schema_newer_than_supported) without writing.
+  static std::unique_ptr<RuntimeStore> open(const std::filesystem::path& storeDir,
+                                            StoreOptions options = {});
+  ~RuntimeStore();
+  RuntimeStore(const RuntimeStore&) = delete;
+  RuntimeStore& operator=(const RuntimeStore&) = delete;
+
+  // --- run headers ---
+  void createRun(const RunHeader& header);  // exact retry is a no-op
+  std::optional<RunHeader> readRun(const std::string& sessionId, const std::string& runId) const;
+  std::vector<RunHeader> listRuns(const std::optional<std::string>& sessionId = {}) const;
+  // Terminal header update; refuses (code::repair_ambiguous-family) unless the run's terminal
+  // RuntimeEvent is already durable (terminal fact before header).
+  void markRunTerminal(const RunHeader& header);
+  void updateRunHeader(const RunHeader& header);  // non-terminal status changes (running)
+
+  // --- dedicated writers ---
+  WriteResult append(const RuntimeEvent& event);
+  WriteResult commitToolPrepared(const ToolPrepared& input);
+  WriteResult commitToolOutcome(const ToolOutcome& input);
+  WriteResult commitToolRecoveryBundle(const RecoveryBundle& input);
+
+  // --- reads ---
+  std::vector<StoredEvent> readRunEvents(const std::string& sessionId,
+                                         const std::string& runId) const;  // by event_seq
+  std::vector<StoredEvent> readAllEvents() const;  // (invocation_id, event_seq, event_id)
+  std::vector<ToolOperationRow> listToolOperations() const;
+  std::vector<JournalRow> listJournal() const;  // by journal_seq
+  std::vector<ToolOperationRow> listUnsettledToolOperations(
+      const std::optional<std::string>& sessionId = {}) const;
+  struct RebuildResult {
+    size_t operations = 0, journalEvents = 0;
+  };
+  RebuildResult rebuildProjections();  // one write transaction (f.8)
+  std::string ledgerHash() const;      // sha256 over every runtime_events row, for "unchanged"
+  std::string integrityCheck() const;  // PRAGMA integrity_check result ("ok")
+  std::filesystem::path path() const;
+
+  // Internal access for runtime components in src/ (continuation authority, repair).
+  sqlite3* handle() const;
+
+ private:
+  RuntimeStore();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  friend struct StoreAccess;
+};
+
+}  // namespace crashsim
