@@ -1,0 +1,1 @@
+#include "crashsim/json.h"
