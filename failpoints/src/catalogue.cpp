@@ -1,1 +1,136 @@
+// The failpoint catalogue P0–P11 (DESIGN.md "Failpoints", spec b): stable data, one place.
+//
+// This file is linked by production code (the `crashsim` CLI prints it); it contains no
+// trigger code. Everything that reads the environment or blocks lives in trigger.cpp.
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
 #include "crashsim/failpoints.h"
+
+namespace crashsim::failpoints {
+namespace {
+
+constexpr std::array<CatalogueEntry, kCount> kCatalogue{{
+    {Id::P0, "P0", "tool call decided by the model, function_call not committed",
+     "before tool preparation (T1)", "before_function_call", "no call",
+     "no operation; plan safe_replay", false},
+    {Id::P1, "P1", "function_call committed, T1 not committed",
+     "function_call committed before prepared journal", "after_function_call",
+     "call only (marker present)",
+     "definitely_not_dispatched / new_protocol_before_dispatch; plan blocked", false},
+    {Id::P2, "P2", "T1 committed, implementation not started",
+     "prepared journal committed before implementation", "after_function_call",
+     "call + dispatch", "indeterminate / dispatch_without_response", false},
+    {Id::P3, "P3",
+     "implementation in progress (partial side effect, e.g. temp file written, not renamed)",
+     "tool implementation in progress", "after_function_call", "call + dispatch",
+     "indeterminate; file reconcile -> matches_prior_state -> parked", false},
+    {Id::P4, "P4", "side effect finished, T2 not committed",
+     "side effect completed before outcome transaction (T2)", "after_function_call",
+     "call + dispatch",
+     "indeterminate; file reconcile -> matches_expected_state -> completed bundle", false},
+    {Id::P5, "P5", "inside T2: response written, not committed",
+     "function_response committed before outcome journal", "after_function_response",
+     "as P4 (T2 rolled back)", "indeterminate", false},
+    {Id::P6, "P6", "T2 committed, result not delivered to the model",
+     "outcome transaction committed before model result delivery", "after_function_response",
+     "call + dispatch + response", "completed / matching_response (normal_t2)", false},
+    {Id::P7, "P7", "result delivered, next provider step not started",
+     "tool result delivered before the next provider step", "after_function_response", "as P6",
+     "completed", false},
+    {Id::P8, "P8", "inside the terminal RuntimeEvent commit",
+     "terminal RuntimeEvent commit (reasoned about as the pre-append prefix)",
+     "after_function_response", "no terminal event",
+     "completed; repair appends a recovered terminal", false},
+    {Id::P9, "P9", "terminal RuntimeEvent committed, run header not terminal",
+     "terminal run header commit", "after_terminal_event", "terminal event, header stale",
+     "repair fixes the header from the fact", false},
+    {Id::P10, "P10", "inside the recovery-bundle commit (recovery process)",
+     "recovery decision commit", "after_terminal_event", "no bundle (rolled back)",
+     "indeterminate again; the next recovery commits the bundle once", true},
+    {Id::P11, "P11",
+     "continuation claim committed, continuation-start not committed (recovery process)",
+     "continuation run creation", "after_terminal_event", "claim without start",
+     "claim repair: deterministic repair start + abandoned terminal; a later continuation "
+     "resumes from it",
+     true},
+}};
+
+PowerlossCrashHook gPowerlossHook = nullptr;
+
+}  // namespace
+
+const std::array<CatalogueEntry, kCount>& catalogue() { return kCatalogue; }
+
+std::optional<Id> parseId(std::string_view text) {
+  if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
+  unsigned value = 0;
+  const char* first = text.data() + 1;
+  const char* last = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  if (text.size() == 3 && text[1] == '0') return std::nullopt;  // "P01" is not an id
+  if (value >= kCount) return std::nullopt;
+  return static_cast<Id>(value);
+}
+
+std::string_view name(Id id) { return kCatalogue.at(static_cast<size_t>(id)).name; }
+
+const CatalogueEntry& entry(Id id) { return kCatalogue.at(static_cast<size_t>(id)); }
+
+std::string catalogueJson(int indent) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& e : kCatalogue) {
+    rows.push_back({{"id", e.name},
+                    {"boundary", e.boundary},
+                    {"specBoundary", e.specBoundary},
+                    {"prefixClass", e.prefixClass},
+                    {"durableState", e.durableState},
+                    {"resolverDecision", e.resolverDecision},
+                    {"recoveryProcess", e.recoveryProcess}});
+  }
+  return rows.dump(indent);
+}
+
+std::string catalogueText() {
+  std::ostringstream out;
+  for (const auto& e : kCatalogue) {
+    out << e.name << (e.recoveryProcess ? "  [recovery process]" : "") << "\n"
+        << "  boundary:      " << e.boundary << "\n"
+        << "  spec boundary: " << e.specBoundary << "\n"
+        << "  prefix class:  " << e.prefixClass << "\n"
+        << "  durable state: " << e.durableState << "\n"
+        << "  resolver:      " << e.resolverDecision << "\n";
+  }
+  return out.str();
+}
+
+Arming parseArming(std::string_view text) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    throw std::invalid_argument("failpoint arming '" + std::string(text) +
+                                "' is malformed: expected <id>:<hit>, e.g. P4:1");
+  }
+  const auto idText = text.substr(0, colon);
+  const auto hitText = text.substr(colon + 1);
+  const auto id = parseId(idText);
+  if (!id) {
+    throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
+                                std::string(idText) + "' (expected P0..P11)");
+  }
+  uint64_t hit = 0;
+  auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);
+  if (hitText.empty() || ec != std::errc() || ptr != hitText.data() + hitText.size() ||
+      hit == 0) {
+    throw std::invalid_argument("failpoint arming '" + std::string(text) + "': hit '" +
+                                std::string(hitText) + "' must be a positive integer");
+  }
+  return Arming{*id, hit};
+}
+
+void setPowerlossCrashHook(PowerlossCrashHook hook) { gPowerlossHook = hook; }
+PowerlossCrashHook powerlossCrashHook() { return gPowerlossHook; }
+
+}  // namespace crashsim::failpoints

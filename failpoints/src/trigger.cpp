@@ -1,1 +1,199 @@
+// The child-side failpoint trigger (instrumented build only).
+//
+// Fault model: the harness arms exactly one (failpoint, hit) per child through the
+// environment. Every CRASHSIM_FAILPOINT(id) counts a hit; on the armed hit the child
+// (optionally) lets the power-loss VFS simulate its crash, writes one JSON line
+// {"failpoint":"P4","hit":1,"pid":N} to the control fd, and then blocks in pause() until the
+// parent SIGKILLs it (or raises SIGKILL itself in "self" mode). Nothing after the armed hit
+// runs: no destructor, no atexit handler, no normal-exit marker.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
 #include "crashsim/failpoints.h"
+
+namespace crashsim::failpoints {
+namespace {
+
+// Marker text that identifies trigger code in a binary (the production check looks for it).
+constexpr const char* kTriggerTag = "crashsim failpoint trigger";
+
+struct TriggerState {
+  std::mutex mutex;
+  bool initialised = false;
+  std::optional<Arming> arming;
+  int controlFd = 2;
+  bool selfKill = false;
+  bool powerloss = false;
+  std::string hitsOut;
+  bool hitsWritten = false;
+  bool atexitRegistered = false;
+};
+
+TriggerState& state() {
+  static TriggerState s;
+  return s;
+}
+
+std::array<std::atomic<uint64_t>, kCount>& counters() {
+  static std::array<std::atomic<uint64_t>, kCount> c{};
+  return c;
+}
+
+const char* env(const char* key) {
+  const char* value = std::getenv(key);
+  return (value != nullptr && *value != '\0') ? value : nullptr;
+}
+
+void writeAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // the parent will notice the missing control line (timeout = failure)
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+void atexitWriteHits() { writeHitCountsIfRequested(); }
+
+// Parses the environment into `s` (caller holds the mutex). Throws std::invalid_argument.
+void initLocked(TriggerState& s) {
+  if (s.initialised) return;
+  std::optional<Arming> arming;
+  if (const char* arm = env("CRASHSIM_ARM")) {
+    try {
+      arming = parseArming(arm);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_ARM: " + e.what());
+    }
+  }
+  int controlFd = 2;
+  if (const char* fdText = env("CRASHSIM_CONTROL_FD")) {
+    const std::string_view v(fdText);
+    int fd = -1;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), fd);
+    if (ec != std::errc() || ptr != v.data() + v.size() || fd < 0) {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD '" +
+                                  fdText + "' is not a file descriptor number");
+    }
+    if (::fcntl(fd, F_GETFD) < 0) {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD " +
+                                  fdText + " is not an open file descriptor");
+    }
+    controlFd = fd;
+  }
+  bool selfKill = false;
+  if (const char* mode = env("CRASHSIM_FAILPOINT_MODE")) {
+    const std::string_view m(mode);
+    if (m == "self") {
+      selfKill = true;
+    } else if (m != "block") {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAILPOINT_MODE '" +
+                                  mode + "' is not one of block, self");
+    }
+  }
+  bool powerloss = false;
+  if (const char* pl = env("CRASHSIM_POWERLOSS")) {
+    const std::string_view p(pl);
+    if (p == "1") {
+      powerloss = true;
+    } else if (p != "0") {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_POWERLOSS '" + pl +
+                                  "' must be 0 or 1");
+    }
+  }
+  s.arming = arming;
+  s.controlFd = controlFd;
+  s.selfKill = selfKill;
+  s.powerloss = powerloss;
+  s.hitsOut = env("CRASHSIM_HITS_OUT") ? env("CRASHSIM_HITS_OUT") : "";
+  s.hitsWritten = false;
+  if (!s.hitsOut.empty() && !s.atexitRegistered) {
+    std::atexit(atexitWriteHits);
+    s.atexitRegistered = true;
+  }
+  s.initialised = true;
+}
+
+[[noreturn]] void die(const TriggerState& s, Id id, uint64_t n) {
+  if (s.powerloss) {
+    if (PowerlossCrashHook hook = powerlossCrashHook()) hook();
+  }
+  nlohmann::json line = {
+      {"failpoint", std::string(name(id))}, {"hit", n}, {"pid", static_cast<int64_t>(::getpid())}};
+  writeAll(s.controlFd, line.dump() + "\n");
+  if (s.selfKill) ::raise(SIGKILL);
+  for (;;) ::pause();  // blocked until the parent's SIGKILL
+}
+
+}  // namespace
+
+void initFromEnvironment() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  initLocked(s);
+}
+
+void hit(Id id) {
+  auto& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.initialised) {
+      try {
+        initLocked(s);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        std::_Exit(2);
+      }
+    }
+  }
+  const uint64_t n = counters()[static_cast<size_t>(id)].fetch_add(1) + 1;
+  if (s.arming && s.arming->id == id && s.arming->hit == n) die(s, id, n);
+}
+
+std::array<uint64_t, kCount> hitCounts() {
+  std::array<uint64_t, kCount> out{};
+  for (size_t i = 0; i < kCount; ++i) out[i] = counters()[i].load();
+  return out;
+}
+
+std::string hitCountsJson() {
+  nlohmann::json out = nlohmann::json::object();
+  const auto counts = hitCounts();
+  for (size_t i = 0; i < kCount; ++i) out[std::string(name(static_cast<Id>(i)))] = counts[i];
+  return out.dump();
+}
+
+void writeHitCountsIfRequested() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.hitsOut.empty() || s.hitsWritten) return;
+  std::ofstream out(s.hitsOut, std::ios::binary | std::ios::trunc);
+  out << hitCountsJson() << "\n";
+  s.hitsWritten = true;
+}
+
+void resetForTesting() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  for (auto& c : counters()) c.store(0);
+  s.initialised = false;
+  s.arming.reset();
+  s.hitsWritten = false;
+}
+
+}  // namespace crashsim::failpoints

@@ -1,1 +1,283 @@
-// placeholder
+// The report model: JSON round trip, summary statistics, merge.
+#include "crashsim/reports/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace crashsim::reports {
+
+std::string_view crashsimVersion() { return CRASHSIM_VERSION; }
+
+namespace {
+
+Json platformJson(const Platform& p) {
+  Json j = {{"os", p.os},
+            {"kernel", p.kernel},
+            {"arch", p.arch},
+            {"fsType", p.fsType},
+            {"sqliteVersion", p.sqliteVersion},
+            {"sqliteCompileOptions", p.sqliteCompileOptions},
+            {"journalMode", p.journalMode},
+            {"synchronous", p.synchronous},
+            {"compiler", p.compiler},
+            {"buildType", p.buildType}};
+  if (p.fsyncLatencyUs) j["fsyncLatencyUs"] = *p.fsyncLatencyUs;
+  return j;
+}
+
+Platform platformFromJson(const Json& j) {
+  Platform p;
+  p.os = j.at("os").get<std::string>();
+  p.kernel = j.at("kernel").get<std::string>();
+  p.arch = j.at("arch").get<std::string>();
+  p.fsType = j.at("fsType").get<std::string>();
+  p.sqliteVersion = j.at("sqliteVersion").get<std::string>();
+  p.sqliteCompileOptions = j.at("sqliteCompileOptions").get<std::vector<std::string>>();
+  p.journalMode = j.at("journalMode").get<std::string>();
+  p.synchronous = j.at("synchronous").get<std::string>();
+  p.compiler = j.at("compiler").get<std::string>();
+  p.buildType = j.at("buildType").get<std::string>();
+  if (j.contains("fsyncLatencyUs")) p.fsyncLatencyUs = j.at("fsyncLatencyUs").get<double>();
+  return p;
+}
+
+// Rounds timing numbers so report.json does not carry meaningless digits.
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+double nearestRank(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  if (rank == 0) rank = 1;
+  return v[std::min(rank, v.size()) - 1];
+}
+
+}  // namespace
+
+void sortCases(Report& report) {
+  // Natural order: scenario, failpoint number (P2 before P10), hit, mode, recovery point.
+  auto num = [](const std::string& fp) { return fp.size() > 1 ? std::atoi(fp.c_str() + 1) : -1; };
+  auto key = [&](const CaseRecord& c) {
+    return std::make_tuple(c.scenario, num(c.failpoint), c.hit, c.mode,
+                           c.recoveryFailpoint ? num(*c.recoveryFailpoint) : -1,
+                           c.recoveryHit.value_or(0), c.id);
+  };
+  std::sort(report.cases.begin(), report.cases.end(),
+            [&](const CaseRecord& a, const CaseRecord& b) { return key(a) < key(b); });
+}
+
+void finalizeSummary(Report& report, double wallSeconds) {
+  Summary s;
+  std::vector<double> durations;
+  for (const auto& c : report.cases) {
+    ++s.total;
+    if (c.verdict == "pass")
+      ++s.passed;
+    else
+      ++s.failed;
+    durations.push_back(c.durationMs);
+  }
+  s.wallSeconds = round3(wallSeconds);
+  s.casesPerSecond = wallSeconds > 0 ? round3(s.total / wallSeconds) : 0;
+  s.medianCaseMs = round3(nearestRank(durations, 0.5));
+  s.p95CaseMs = round3(nearestRank(durations, 0.95));
+  report.summary = s;
+}
+
+Json toJson(const Report& r) {
+  Json cases = Json::array();
+  for (const auto& c : r.cases) {
+    Json checks = Json::object();
+    Json reasons = Json::object();
+    for (auto name : kCheckNames) {
+      std::string key(name);
+      auto it = c.checks.find(key);
+      Check ch = it == c.checks.end() ? Check{"n/a", "not evaluated"} : it->second;
+      checks[key] = ch.status;
+      if (ch.status != "pass") reasons[key] = ch.reason;
+    }
+    Json j = {{"id", c.id},
+              {"scenario", c.scenario},
+              {"failpoint", c.failpoint},
+              {"hit", c.hit},
+              {"mode", c.mode},
+              {"verdict", c.verdict},
+              {"checks", checks},
+              {"reasons", reasons},
+              {"reproduce", c.reproduce},
+              {"durationMs", round3(c.durationMs)}};
+    if (c.recoveryFailpoint) j["recoveryFailpoint"] = *c.recoveryFailpoint;
+    if (c.recoveryHit) j["recoveryHit"] = *c.recoveryHit;
+    cases.push_back(std::move(j));
+  }
+  Json shards = Json::array();
+  for (const auto& s : r.shards) shards.push_back({{"index", s.index}, {"total", s.total}});
+  Json j = {{"formatVersion", r.formatVersion},
+            {"crashsimVersion", r.crashsimVersion},
+            {"platform", platformJson(r.platform)},
+            {"selection",
+             {{"scenarios", r.selection.scenarios},
+              {"failpoints", r.selection.failpoints},
+              {"mode", r.selection.mode},
+              {"doubleFaults", r.selection.doubleFaults},
+              {"seed", r.selection.seed}}},
+            {"shards", shards},
+            {"summary",
+             {{"total", r.summary.total},
+              {"passed", r.summary.passed},
+              {"failed", r.summary.failed},
+              {"casesPerSecond", r.summary.casesPerSecond},
+              {"medianCaseMs", r.summary.medianCaseMs},
+              {"p95CaseMs", r.summary.p95CaseMs},
+              {"wallSeconds", r.summary.wallSeconds}}},
+            {"cases", cases}};
+  if (!r.platforms.empty()) {
+    Json ps = Json::array();
+    for (const auto& p : r.platforms) ps.push_back(platformJson(p));
+    j["platforms"] = ps;
+  }
+  return j;
+}
+
+Report reportFromJson(const Json& j) {
+  try {
+    Report r;
+    r.formatVersion = j.at("formatVersion").get<int>();
+    if (r.formatVersion != kReportFormatVersion)
+      throw ReportError(
+          fmt::format("report formatVersion {} is not supported (this build reads {})",
+                      r.formatVersion, kReportFormatVersion));
+    r.crashsimVersion = j.at("crashsimVersion").get<std::string>();
+    r.platform = platformFromJson(j.at("platform"));
+    if (j.contains("platforms"))
+      for (const auto& p : j.at("platforms")) r.platforms.push_back(platformFromJson(p));
+    const auto& sel = j.at("selection");
+    r.selection.scenarios = sel.at("scenarios").get<std::vector<std::string>>();
+    r.selection.failpoints = sel.at("failpoints").get<std::vector<std::string>>();
+    r.selection.mode = sel.at("mode").get<std::string>();
+    r.selection.doubleFaults = sel.at("doubleFaults").get<bool>();
+    r.selection.seed = sel.at("seed").get<uint64_t>();
+    for (const auto& s : j.at("shards")) r.shards.push_back({s.at("index"), s.at("total")});
+    const auto& s = j.at("summary");
+    r.summary = {s.at("total"),          s.at("passed"),       s.at("failed"),
+                 s.at("casesPerSecond"), s.at("medianCaseMs"), s.at("p95CaseMs"),
+                 s.at("wallSeconds")};
+    for (const auto& c : j.at("cases")) {
+      CaseRecord cr;
+      cr.id = c.at("id");
+      cr.scenario = c.at("scenario");
+      cr.failpoint = c.at("failpoint");
+      cr.hit = c.at("hit");
+      cr.mode = c.at("mode");
+      if (c.contains("recoveryFailpoint")) cr.recoveryFailpoint = c.at("recoveryFailpoint");
+      if (c.contains("recoveryHit")) cr.recoveryHit = c.at("recoveryHit").get<int>();
+      cr.verdict = c.at("verdict");
+      for (auto name : kCheckNames) {
+        std::string key(name);
+        Check ch;
+        ch.status = c.at("checks").at(key).get<std::string>();
+        if (c.at("reasons").contains(key)) ch.reason = c.at("reasons").at(key).get<std::string>();
+        cr.checks[key] = ch;
+      }
+      cr.reproduce = c.at("reproduce");
+      cr.durationMs = c.at("durationMs");
+      r.cases.push_back(std::move(cr));
+    }
+    return r;
+  } catch (const Json::exception& e) {
+    throw ReportError(std::string("malformed report: ") + e.what());
+  }
+}
+
+std::string renderJson(const Report& report) { return toJson(report).dump(2) + "\n"; }
+
+Report readReportFile(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ReportError("cannot read " + file.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Json j;
+  try {
+    j = Json::parse(ss.str());
+  } catch (const Json::exception& e) {
+    throw ReportError(file.string() + " is not JSON: " + e.what());
+  }
+  try {
+    return reportFromJson(j);
+  } catch (const ReportError& e) {
+    throw ReportError(file.string() + ": " + e.what());
+  }
+}
+
+Report mergeReports(const std::vector<Report>& reports) {
+  if (reports.empty()) throw ReportError("nothing to merge");
+  const Report& first = reports.front();
+  Report out;
+  out.crashsimVersion = first.crashsimVersion;
+  out.platform = first.platform;
+  out.selection = first.selection;
+  std::set<std::string> ids;
+  std::set<int> shardIndexes;
+  double wall = 0;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const Report& r = reports[i];
+    if (r.crashsimVersion != first.crashsimVersion)
+      throw ReportError(
+          fmt::format("refusing to merge: report {} is crashsim {}, report 0 is crashsim {}", i,
+                      r.crashsimVersion, first.crashsimVersion));
+    if (!(r.selection == first.selection))
+      throw ReportError(fmt::format(
+          "refusing to merge: report {} selected a different case set (scenarios, failpoints, "
+          "mode, double faults or seed differ from report 0)",
+          i));
+    for (const auto& s : r.shards) {
+      if (!first.shards.empty() && s.total != first.shards.front().total)
+        throw ReportError(fmt::format(
+            "refusing to merge: report {} is shard {}/{}, report 0 splits into {} shards", i,
+            s.index, s.total, first.shards.front().total));
+      if (!shardIndexes.insert(s.index).second)
+        throw ReportError(
+            fmt::format("refusing to merge: shard {}/{} appears twice", s.index, s.total));
+      out.shards.push_back(s);
+    }
+    for (const auto& c : r.cases) {
+      if (!ids.insert(c.id).second)
+        throw ReportError(
+            fmt::format("refusing to merge: case {} appears in more than one report "
+                        "(overlapping case sets)",
+                        c.id));
+      out.cases.push_back(c);
+    }
+    bool knownPlatform = r.platform == first.platform;
+    for (const auto& p : out.platforms) knownPlatform = knownPlatform || p == r.platform;
+    if (!knownPlatform) {
+      if (out.platforms.empty()) out.platforms.push_back(first.platform);
+      out.platforms.push_back(r.platform);
+    }
+    wall = std::max(wall, r.summary.wallSeconds);  // shards run side by side
+  }
+  std::sort(out.shards.begin(), out.shards.end(),
+            [](const Shard& a, const Shard& b) { return a.index < b.index; });
+  sortCases(out);
+  finalizeSummary(out, wall);
+  return out;
+}
+
+Json withoutTimingAndPlatform(const Json& reportJson) {
+  Json j = reportJson;
+  j.erase("platform");
+  j.erase("platforms");
+  for (auto k : {"casesPerSecond", "medianCaseMs", "p95CaseMs", "wallSeconds"})
+    j["summary"].erase(k);
+  for (auto& c : j["cases"]) c.erase("durationMs");
+  return j;
+}
+
+}  // namespace crashsim::reports

@@ -1,2 +1,118 @@
-// crashsim-agent: placeholder until the agent runtime lands.
-int main() { return 2; }
+// crashsim-agent: the instrumented child the harness kills (built with failpoints P0–P11).
+//
+//   crashsim-agent seed    --workspace DIR --scenario FILE
+//   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
+//   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
+//
+// `run` runs the scenario from scratch; `recover` does what a host does at start-up (claim
+// saga, startup repair, file reconcile hook, Phase 1 plan, continuation run). Both print one
+// JSON line on stdout and, at normal exit only, write <storeDir>/agent-exit.json (the harness
+// checks it is absent after a kill). Exit codes: 0 success (run completed / recovery pipeline
+// finished), 1 the run ended failed or cancelled, 2 usage or environment error (one-line
+// reason on stderr), including a malformed CRASHSIM_ARM before any work.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "crashsim/agent.h"
+#include "crashsim/error.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/scenario.h"
+
+namespace fs = std::filesystem;
+using crashsim::Json;
+
+namespace {
+
+void writeExitMarker(const fs::path& storeDir, const std::string& command, const Json& summary) {
+  const fs::path marker = storeDir / "agent-exit.json";
+  std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+  Json j = Json::object();
+  j["command"] = command;
+  j["pid"] = static_cast<int64_t>(::getpid());
+  j["summary"] = summary;
+  out << j.dump() << "\n";
+}
+
+int usage(const std::string& message) {
+  std::cerr << "crashsim-agent: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Arming is validated before any work: unknown id / malformed → exit 2.
+  try {
+    crashsim::failpoints::initFromEnvironment();
+  } catch (const std::exception& e) {
+    return usage(e.what());
+  }
+
+  CLI::App app{"crashsim-agent: the durable agent runtime child process"};
+  app.require_subcommand(1);
+  std::string store, workspace, scenarioFile, effects;
+
+  auto* seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
+  seed->add_option("--workspace", workspace, "workspace directory (created if missing)")->required();
+  seed->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
+
+  auto* run = app.add_subcommand("run", "run a scenario from scratch");
+  auto* recover = app.add_subcommand("recover", "host start-up: repair, reconcile, continue");
+  for (auto* sub : {run, recover}) {
+    sub->add_option("--store", store, "store directory (runtime.sqlite)")->required();
+    sub->add_option("--workspace", workspace, "workspace directory")->required();
+    sub->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
+    sub->add_option("--effects", effects, "effects log (default <store>/effects.jsonl)");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  crashsim::Scenario scenario;
+  try {
+    scenario = crashsim::loadScenario(scenarioFile);
+  } catch (const crashsim::Error& e) {
+    return usage(e.code() + ": " + e.what());
+  }
+
+  try {
+    if (seed->parsed()) {
+      fs::create_directories(workspace);
+      crashsim::seedWorkspace(scenario, workspace);
+      std::cout << Json{{"seeded", scenario.files.size()}, {"workspace", workspace}}.dump() << "\n";
+      return 0;
+    }
+    crashsim::AgentPaths paths{store, workspace, effects};
+    fs::create_directories(paths.storeDir);
+    crashsim::CancellationToken cancel;
+    int rc = 0;
+    Json summary;
+    if (run->parsed()) {
+      crashsim::RunSummary s = crashsim::runScenario(scenario, paths, cancel);
+      summary = s.toJson();
+      rc = s.status == "completed" ? 0 : 1;
+    } else {
+      crashsim::RecoverReport r = crashsim::recoverScenario(scenario, paths, cancel);
+      summary = r.toJson();
+      rc = (r.continuation && r.continuation->status != "completed") ? 1 : 0;
+    }
+    std::cout << summary.dump() << std::endl;
+    crashsim::failpoints::writeHitCountsIfRequested();
+    writeExitMarker(paths.storeDir, run->parsed() ? "run" : "recover", summary);
+    return rc;
+  } catch (const crashsim::Error& e) {
+    std::cout << Json{{"error", Json{{"code", e.code()}, {"message", e.what()}}}}.dump()
+              << std::endl;
+    return usage(e.code() + ": " + e.what());
+  } catch (const std::exception& e) {
+    return usage(e.what());
+  }
+}

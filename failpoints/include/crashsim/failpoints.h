@@ -5,11 +5,20 @@
 // failpoint code or symbols. With it (the instrumented library crashsim_runtime_fp), each
 // hit is counted per id; when the armed (id, hit) is reached the child writes one JSON line
 // {"failpoint":"P4","hit":1,"pid":N} to the control fd and blocks until it is SIGKILLed.
+//
+// Child-side environment (instrumented build only, read by initFromEnvironment()):
+//   CRASHSIM_ARM=<id>:<hit>        arm one failpoint hit (hit >= 1), e.g. P4:1
+//   CRASHSIM_CONTROL_FD=<fd>       where the control line is written (default: stderr, fd 2)
+//   CRASHSIM_FAILPOINT_MODE=self   raise(SIGKILL) after writing instead of blocking
+//   CRASHSIM_POWERLOSS=1           call the registered power-loss crash hook before dying
+//   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts {"P0":n,...,"P11":n}
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace crashsim::failpoints {
@@ -20,25 +29,71 @@ inline constexpr size_t kCount = 12;
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
   Id id;
-  std::string_view name;            // "P4"
-  std::string_view boundary;        // where in this runtime the marker sits
-  std::string_view prefixClass;     // spec b: before_function_call | after_function_call | ...
-  std::string_view durableState;    // expected durable state after a kill there
+  std::string_view name;              // "P4"
+  std::string_view boundary;          // where in this runtime the marker sits
+  std::string_view specBoundary;      // spec b's "injection boundary" wording
+  std::string_view prefixClass;       // spec b: before_function_call | after_function_call | ...
+  std::string_view durableState;      // expected durable state after a kill there
   std::string_view resolverDecision;  // expected resolver decision for that operation
-  bool recoveryProcess;             // true for P10, P11 (and repair-time hits of P8/P9)
+  bool recoveryProcess;               // true for P10, P11 (hit by the recovery process)
 };
 
+// The twelve rows, in id order. Stable data: ids, boundaries and prefix classes never change.
 const std::array<CatalogueEntry, kCount>& catalogue();
+// "P0".."P11" → Id; anything else (including "p4", "P12", " P4") → nullopt.
 std::optional<Id> parseId(std::string_view name);
 std::string_view name(Id id);
+const CatalogueEntry& entry(Id id);
+
+// The catalogue as a JSON array (one object per row, keys: id, boundary, specBoundary,
+// prefixClass, durableState, resolverDecision, recoveryProcess); `indent` < 0 = compact.
+std::string catalogueJson(int indent = -1);
+// The catalogue as a human-readable text table (one block per failpoint).
+std::string catalogueText();
+
+// Arming parsed from "<id>:<hit>" ("P4:1"). Throws std::invalid_argument with a one-line
+// reason on an unknown id, a missing/zero/non-numeric hit or trailing garbage.
+struct Arming {
+  Id id;
+  uint64_t hit;
+};
+Arming parseArming(std::string_view text);
+
+// Power-loss crash hook: the power-loss VFS library registers a function that simulates the
+// crash of its in-memory page cache (drop / keep a seeded subset / tear). The trigger calls
+// it right before dying when CRASHSIM_POWERLOSS=1. Kept as a plain function pointer so the
+// trigger stays free of SQLite. Available in both builds (never called in production).
+using PowerlossCrashHook = void (*)();
+void setPowerlossCrashHook(PowerlossCrashHook hook);
+PowerlossCrashHook powerlossCrashHook();
 
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
 // Child-side trigger (instrumented build only). Counts the hit; if armed for this hit,
 // reports on the control fd and blocks until killed (or raises SIGKILL itself when
 // CRASHSIM_FAILPOINT_MODE=self).
 void hit(Id id);
+
+// Reads and validates CRASHSIM_ARM / CRASHSIM_CONTROL_FD / CRASHSIM_FAILPOINT_MODE /
+// CRASHSIM_POWERLOSS / CRASHSIM_HITS_OUT before any work. Throws std::invalid_argument with
+// a clear one-line message on malformed input (the agent then exits 2). Registers an atexit
+// handler that writes the hit counts when CRASHSIM_HITS_OUT is set.
+void initFromEnvironment();
+
+// Current hit counts (per id, this process).
+std::array<uint64_t, kCount> hitCounts();
+// {"P0":n,...,"P11":n} as compact JSON.
+std::string hitCountsJson();
+// Writes hitCountsJson() to CRASHSIM_HITS_OUT if set (also done at normal exit). Idempotent.
+void writeHitCountsIfRequested();
+// Test support: forget the counts and the arming (re-read by initFromEnvironment()).
+void resetForTesting();
+
+inline constexpr bool kEnabled = true;
 #define CRASHSIM_FAILPOINT(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
 #else
+inline void initFromEnvironment() {}
+inline void writeHitCountsIfRequested() {}
+inline constexpr bool kEnabled = false;
 #define CRASHSIM_FAILPOINT(ID) ((void)0)
 #endif
 

@@ -214,5 +214,52 @@ inline constexpr std::string_view non_finite_number = "non_finite_number";
 inline constexpr std::string_view not_losslessly_serializable = "not_losslessly_serializable";
 inline constexpr std::string_view event_seq_gap = "event_seq_gap";
 inline constexpr std::string_view partial_in_prefix = "partial_in_prefix";
+inline constexpr std::string_view invalid_digest = "invalid_digest";
+inline constexpr std::string_view invalid_integer = "invalid_integer";
+
+// Store run headers (spec g) — store room
+inline constexpr std::string_view terminal_event_required = "terminal_event_required";
+inline constexpr std::string_view run_terminal_fact_missing = "run_terminal_fact_missing";
+inline constexpr std::string_view run_header_conflict = "run_header_conflict";
+inline constexpr std::string_view run_not_found = "run_not_found";
+
+// Tool recovery modes (spec a.3 toolDispatch.recoveryMode)
+inline constexpr std::string_view replay_safe = "replay_safe";
+inline constexpr std::string_view idempotent = "idempotent";
+inline constexpr std::string_view reconcile = "reconcile";
+inline constexpr std::string_view reattach = "reattach";
+inline constexpr std::string_view outcome_unknown = "outcome_unknown";
+inline constexpr std::string_view never_auto_retry = "never_auto_retry";
+
+
+// Agent runtime: scenarios, tool preflight refusals and tool failures (this runtime's own codes)
+inline constexpr std::string_view scenario_invalid = "scenario_invalid";
+inline constexpr std::string_view invalid_workspace_path = "invalid_workspace_path";
+inline constexpr std::string_view tool_unavailable = "tool_unavailable";
+inline constexpr std::string_view tool_permission_denied = "tool_permission_denied";
+inline constexpr std::string_view tool_args_invalid = "tool_args_invalid";
+inline constexpr std::string_view tool_precondition_failed = "tool_precondition_failed";
+inline constexpr std::string_view tool_execution_failed = "tool_execution_failed";
+inline constexpr std::string_view tool_timeout = "tool_timeout";
+inline constexpr std::string_view tool_already_claimed = "tool_already_claimed";
+inline constexpr std::string_view run_cancelled = "run_cancelled";
+inline constexpr std::string_view agent_usage = "agent_usage";
+
+// Continuation authority (spec e.8, e.9, f.7) — this runtime's error codes
+inline constexpr std::string_view continuation_claim_invalid = "continuation_claim_invalid";
+inline constexpr std::string_view continuation_boundary_missing = "continuation_boundary_missing";
+inline constexpr std::string_view continuation_boundary_changed = "continuation_boundary_changed";
+inline constexpr std::string_view continuation_boundary_not_terminal = "continuation_boundary_not_terminal";
+inline constexpr std::string_view continuation_target_not_empty = "continuation_target_not_empty";
+inline constexpr std::string_view continuation_claim_row_mismatch = "continuation_claim_row_mismatch";
+inline constexpr std::string_view continuation_start_invalid = "continuation_start_invalid";
+inline constexpr std::string_view continuation_start_conflict = "continuation_start_conflict";
+inline constexpr std::string_view continuation_in_progress = "continuation_in_progress";
+inline constexpr std::string_view run_active = "run_active";
+inline constexpr std::string_view continuation_repair_failed = "continuation_repair_failed";
+
+// Power-loss simulation (failpoints/include/crashsim/powerloss.h; instrumented child only)
+inline constexpr std::string_view powerloss_config_invalid = "powerloss_config_invalid";
+inline constexpr std::string_view powerloss_io_failed = "powerloss_io_failed";
 
 }  // namespace crashsim::code

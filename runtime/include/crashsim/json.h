@@ -13,7 +13,10 @@ namespace crashsim {
 using Json = nlohmann::json;
 
 // Parses exactly one strict JSON value (RFC 8259; no comments, no trailing data).
-// Throws Error(code::invalid_json) on malformed text, invalid UTF-8 or lone surrogates.
+// Throws Error(code::invalid_json) on malformed text, invalid UTF-8, lone surrogate escapes
+// ("\ud800" not followed by a low surrogate: a UTF-8 string cannot carry one, so such input is
+// rejected rather than altered) and numbers that overflow a double (1e400).
+// Duplicate keys: the last one wins (as JSON.parse).
 Json parseJson(std::string_view text);
 
 // Stable JSON (spec a.6): JSON.stringify with every object's keys sorted by UTF-16 code

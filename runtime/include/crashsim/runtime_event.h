@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crashsim/error.h"
 #include "crashsim/json.h"
 
 namespace crashsim {
@@ -44,7 +45,8 @@ struct ToolDispatch {
   std::string providerToolCallId;
   std::string toolName;
   std::string canonicalArgsHash;
-  std::string recoveryMode;  // replay_safe|idempotent|reconcile|reattach|outcome_unknown|never_auto_retry
+  std::string
+      recoveryMode;  // replay_safe|idempotent|reconcile|reattach|outcome_unknown|never_auto_retry
 };
 
 // actions.toolRecovery — reconcile observation or recovery decision (a.3), decoded.
@@ -61,6 +63,19 @@ struct ToolRecovery {
   std::vector<std::string> evidenceEventIds;
 };
 
+// actions.continuationStart (continuation_start_v2, a.3), decoded. All fields required.
+struct ContinuationStart {
+  std::string provenance;  // runtime_admission | claim_repair (audit mirror only)
+  std::string claimId;
+  std::string boundaryDigest;
+  std::string sourceSessionId, sourceInvocationId, sourceRunId, sourceTurnId;
+  int64_t sourceHighWater = 0;  // safe integer > 0
+  std::string sourcePrefixDigest;
+  std::string replayManifestDigest;
+  int providerProjectionVersion = 1;  // only 1 is accepted
+  std::string providerReplayDigest;
+};
+
 struct RuntimeEvent {
   // Canonical, normalised JSON object of the whole event (what stableJson() persists).
   Json json;
@@ -72,8 +87,8 @@ struct RuntimeEvent {
   Role role = Role::user;
   Author author = Author::user;
   std::optional<std::string> branch;
-  std::optional<std::string> origin;           // provider | code_mode
-  bool hidden = false;                         // modelVisibility == "hidden"
+  std::optional<std::string> origin;  // provider | code_mode
+  bool hidden = false;                // modelVisibility == "hidden"
   std::optional<EventStatus> status;
 
   // Content view (a.2). callId/toolName are content.id/content.name for calls and responses.
@@ -86,16 +101,22 @@ struct RuntimeEvent {
   // Refs view (a.4).
   std::optional<std::string> refOperationId;
   std::optional<std::string> refToolCallId;
+  std::optional<std::string> refParentToolCallId;
+  std::optional<std::string> refParentOperationId;
+  std::optional<int64_t> refSourceRuntimeEventHighWater;
 
   // Actions views (a.3).
   std::optional<ToolDispatch> toolDispatch;
   std::optional<ToolRecovery> toolRecovery;
   std::optional<std::string> runtimeProtocol;  // actions.runtimeProtocol.toolBoundary
   bool hasContinuationStart = false;
+  std::optional<ContinuationStart> continuationStart;
   bool hasWorkspaceFact = false;
 
   // Lane (a.5), computed by the decoder including the mandatory-envelope checks.
   Lane lane = Lane::ordinary;
+  // Non-empty text/thinking/call/response content (a.2), ignoring modelVisibility.
+  bool hasModelVisibleContent = false;
 
   // Terminal event: terminal status or actions.endInvocation === true (a.1).
   bool isTerminal() const;
@@ -111,17 +132,46 @@ struct RuntimeEvent {
 // Strict decoder: unknown keys at any declared level, wrong types, non-finite numbers,
 // empty required ids, bad enums → Error(code::event_decode_error-family code, message,
 // JSON path such as "$.actions.toolDispatch.operationId").
+// Codes: unknown_key, missing_field, wrong_type, empty_id, invalid_enum (also a wrong literal
+// such as toolRecovery.version 999 or providerProjectionVersion 2), invalid_digest (not
+// "sha256:" + 64 lower-case hex), invalid_integer (not a safe integer in range),
+// non_finite_number, not_strict_json (invalid UTF-8 / non-JSON node), event_decode_error
+// (any other shape rule, e.g. duplicate evidence ids or permissionClosureAccepted with
+// other actions). A lane conflict (a.5) is NOT a decode error: the event decodes with
+// lane == Lane::conflict and the scanner reports semantic_lane_conflict.
+// Normalisation: every number becomes the double JavaScript sees (integral values with
+// |v| <= 2^53 are stored as integers, everything else as doubles; -0 becomes 0); text content
+// per a.2 (displayText == text dropped, empty attachments/quotes dropped) and text origin
+// {kind:'automation'} becomes {kind:'legacy_automation'} (upstream decodeTurnOrigin).
+// Lossless: decodeRuntimeEvent(parseJson(encodeRuntimeEvent(e))) == e.
 RuntimeEvent decodeRuntimeEvent(const Json& value);
 
 // Stable JSON of the canonical event (the persisted payload_json bytes, a.6).
 std::string encodeRuntimeEvent(const RuntimeEvent& event);
 
-// Decodes a list: a JSON array of events, or JSON lines (one event per line). Errors carry
-// the element index in the message path as "[i]$..." .
+// Error of decodeRuntimeEventList: the element's Error with its path prefixed "[i]" (e.g.
+// "[3]$.id") and the element index (0-based position in the array, or among the non-blank
+// lines of JSON lines). index() is empty when the whole document failed to parse.
+class EventListError : public Error {
+ public:
+  EventListError(const Error& inner, std::optional<size_t> index)
+      : Error(inner.code(), inner.what(),
+              index ? "[" + std::to_string(*index) + "]" + inner.path() : inner.path()),
+        index_(index) {}
+  std::optional<size_t> index() const noexcept { return index_; }
+
+ private:
+  std::optional<size_t> index_;
+};
+
+// Decodes a list: a JSON array of events (text starting with '['), or JSON lines (one event
+// per non-blank line). Empty or blank text is an empty list. Throws EventListError.
 std::vector<RuntimeEvent> decodeRuntimeEventList(std::string_view text);
 
 std::string_view toString(Role);
 std::string_view toString(Author);
 std::string_view toString(EventStatus);
+std::string_view toString(ContentKind);
+std::string_view toString(Lane);
 
 }  // namespace crashsim

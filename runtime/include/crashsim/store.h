@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "crashsim/error.h"
 #include "crashsim/json.h"
 #include "crashsim/runtime_event.h"
 
@@ -95,8 +96,28 @@ struct RecoveryBundle {  // f.6 input
   RuntimeEvent decision;
 };
 struct WriteResult {
-  bool created = false;
-  int64_t runtimeEventSeq = 0;
+  bool created = false;        // false = exact retry (nothing written)
+  int64_t runtimeEventSeq = 0;  // event_seq of the write's anchor event
+};
+
+// Tool-ledger errors (f.3, j.10). code() is code::tool_ledger_corruption_error (an EXISTING
+// event anywhere in the database has a scanner issue: the store fails stop for every
+// tool-bearing write; ordinary events are still accepted) or code::tool_ledger_rejection (the
+// candidate write itself would introduce the issue: the store stays healthy). ledgerCode() is
+// the scanner code (duplicate_call, duplicate_event_id, transition_shape_conflict, ...) and
+// eventId() the offending event; both also appear in what() as "<ledgerCode> at <eventId>".
+class LedgerError : public Error {
+ public:
+  LedgerError(std::string_view code, std::string ledgerCode, std::string eventId,
+              const std::string& prefix)
+      : Error(code, prefix + ": " + ledgerCode + " at " + eventId),
+        ledgerCode_(std::move(ledgerCode)),
+        eventId_(std::move(eventId)) {}
+  const std::string& ledgerCode() const noexcept { return ledgerCode_; }
+  const std::string& eventId() const noexcept { return eventId_; }
+
+ private:
+  std::string ledgerCode_, eventId_;
 };
 
 class RuntimeStore {
@@ -110,16 +131,33 @@ class RuntimeStore {
   RuntimeStore& operator=(const RuntimeStore&) = delete;
 
   // --- run headers ---
-  void createRun(const RunHeader& header);  // exact retry is a no-op
+  // Inserts a run header. Exact retry is a no-op; a different header for the same
+  // (sessionId, runId) → code::run_header_conflict.
+  void createRun(const RunHeader& header);
   std::optional<RunHeader> readRun(const std::string& sessionId, const std::string& runId) const;
   std::vector<RunHeader> listRuns(const std::optional<std::string>& sessionId = {}) const;
-  // Terminal header update; refuses (code::repair_ambiguous-family) unless the run's terminal
-  // RuntimeEvent is already durable (terminal fact before header).
+  // Terminal header update. Refuses with code::run_terminal_fact_missing unless the run has
+  // exactly one durable terminal RuntimeEvent whose status maps to header.status
+  // (completed→completed, failed→failed, aborted|cancelled→cancelled): the terminal fact
+  // always commits before the header (g). Exact retry is a no-op; a different terminal header
+  // → code::run_header_conflict; unknown run → code::run_not_found.
   void markRunTerminal(const RunHeader& header);
-  void updateRunHeader(const RunHeader& header);  // non-terminal status changes (running)
+  // Non-terminal header changes (created→running, updatedAt). A terminal status here →
+  // code::run_terminal_fact_missing (use markRunTerminal); a terminal stored header is never
+  // rewritten (code::run_sealed).
+  void updateRunHeader(const RunHeader& header);
 
   // --- dedicated writers ---
+  // Generic writer (a.5): ordinary events, function calls and unbound function responses.
+  // Rejects tool_dispatch / bound responses (reserved_tool_boundary_fact), toolRecovery
+  // (reserved_recovery_fact), continuationStart (reserved_continuation_fact), workspaceFact
+  // (reserved_workspace_fact). Exact retry of a stored event = {created:false}. Partial events
+  // go only to runtime_partial_snapshots (runtimeEventSeq 0). A terminal event appended here
+  // seals its run (f.3 run seal).
   WriteResult append(const RuntimeEvent& event);
+  // append() for the run's terminal RuntimeEvent (must be terminal, else
+  // code::terminal_event_required). Failpoint P8 sits inside its transaction, before COMMIT.
+  WriteResult commitTerminalEvent(const RuntimeEvent& event);
   WriteResult commitToolPrepared(const ToolPrepared& input);
   WriteResult commitToolOutcome(const ToolOutcome& input);
   WriteResult commitToolRecoveryBundle(const RecoveryBundle& input);

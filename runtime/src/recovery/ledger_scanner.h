@@ -2,11 +2,25 @@
 //
 // Shared by the RecoveryResolver, projection rebuild and every store writer's prospective
 // transition check. Nothing else may scan tool-ledger lanes.
+//
+// Contract summary:
+//  - scanLedger() makes one pass over the events in physical order. Operations are keyed by
+//    (invocationId, providerToolCallId) as a pair of strings (unambiguous, equivalent to the
+//    JSON array encoding of c.2). Every issue is appended to LedgerScan::issues in detection
+//    order; issues that belong to an operation are also recorded (by code) on that operation,
+//    a duplicate_operation on both operations that claim the operationId (listed once in
+//    LedgerScan::issues).
+//  - Indexes in ScannedOperation point into the scanned span; the span must outlive any use
+//    of them. The scanner never throws on ledger content and never allocates per event.
+//  - interpretRecoveryTail() and validateRecoveryBundle() are the one definition of a valid
+//    recovery bundle (c.4, f.6 step 2); the resolver, projection rebuild and the store's
+//    bundle writer all call them.
 #pragma once
 
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crashsim/recovery_resolver.h"
@@ -18,37 +32,77 @@ namespace crashsim::detail {
 struct ScannedOperation {
   std::string invocationId;
   std::string toolCallId;
-  std::optional<std::string> toolName;
+  std::optional<std::string> toolName;     // from whichever fact created the operation
   std::optional<std::string> operationId;  // bound by the dispatch
   std::optional<size_t> call;
   std::optional<size_t> dispatch;
   std::optional<size_t> response;
-  std::vector<size_t> reconciles;  // reconcile_result facts, physical order
-  std::vector<size_t> decisions;   // recovery_decision facts, physical order
+  std::vector<size_t> reconciles;       // reconcile_result facts, physical order
+  std::vector<size_t> decisions;        // recovery_decision facts, physical order
   std::vector<std::string> issueCodes;  // per-operation scanner issues (duplicate_call, ...)
+
+  bool hasIssue(std::string_view code) const;
 };
 
 struct LedgerScan {
   std::vector<ScannedOperation> operations;  // creation order
   std::vector<ResolverIssue> issues;         // every issue, in detection order
+
+  bool hasCorruption() const { return !issues.empty(); }
 };
 
 // Single pass in physical order (c.2 steps 1–8).
 LedgerScan scanLedger(std::span<const RuntimeEvent> events);
 
 // Recovery-tail interpretation (c.4). Absent (nullopt) when the operation has no recovery
-// facts. Otherwise either a valid completed/parked tail or a corruption code.
+// facts. Otherwise either a valid completed/parked tail or a corruption code
+// (recovery_fact_shape_conflict, a validateRecoveryBundle code, or event_order_conflict when
+// call < dispatch < reconcile < [outcome] < decision does not hold by physical position).
 struct RecoveryTail {
   bool valid = false;
-  std::string code;         // failing validation code when !valid
-  std::string disposition;  // completed | parked when valid
-  std::string reasonCode;   // decision reasonCode when valid
+  std::string code;                 // failing validation code when !valid
+  std::string disposition;          // completed | parked when valid
+  std::string reasonCode;           // decision reasonCode when valid
+  std::optional<size_t> reconcile;  // indexes of the tail facts (set when valid)
+  std::optional<size_t> outcome;
+  std::optional<size_t> decision;
 };
 std::optional<RecoveryTail> interpretRecoveryTail(std::span<const RuntimeEvent> events,
                                                   const ScannedOperation& op);
 
+// The durable identity of one tool operation a recovery bundle must bind to (the store's
+// tool_operations row, or the scanned call + dispatch).
+struct RecoveryOperationIdentity {
+  std::string operationId;
+  std::string invocationId;
+  std::string runId;
+  std::string turnId;
+  std::string providerToolCallId;
+  std::string toolName;
+  std::string canonicalArgsHash;
+  std::string recoveryMode;
+  std::string callEventId;
+  std::string dispatchEventId;
+};
+
+// Identity derived from a dispatch event (toolDispatch fields, execution identity of the
+// dispatch) and the call event id. Fields stay empty when the dispatch has no toolDispatch.
+RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,
+                                                       const RuntimeEvent& dispatch);
+
 // Recovery bundle validation (f.6 step 2), first failing code wins; empty string = valid.
-// Shared by the store's bundle writer and interpretRecoveryTail.
+// Order: call_identity_conflict → canonical_args_hash_conflict → dispatch_identity_conflict →
+// recovery_mode_unsupported → reconcile_fact_invalid → decision_fact_invalid →
+// recovery_fact_identity_conflict → operation_identity_conflict → completed:
+// outcome_required, outcome_identity_conflict, outcome_not_successful,
+// outcome_reference_conflict, reconcile_decision_conflict | parked: outcome_for_parked,
+// reconcile_decision_conflict → evidence_order_conflict.
+// Self-contained (pure, no I/O): shared by the store's bundle writer and interpretRecoveryTail.
+std::string validateRecoveryBundle(const RecoveryOperationIdentity& operation,
+                                   const RuntimeEvent& call, const RuntimeEvent& dispatch,
+                                   const RuntimeEvent& reconcile, const RuntimeEvent* outcome,
+                                   const RuntimeEvent& decision);
+// Same, with the operation identity taken from the dispatch (recoveryIdentityFromDispatch).
 std::string validateRecoveryBundle(const RuntimeEvent& call, const RuntimeEvent& dispatch,
                                    const RuntimeEvent& reconcile, const RuntimeEvent* outcome,
                                    const RuntimeEvent& decision);

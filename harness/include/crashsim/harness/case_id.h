@@ -1,0 +1,35 @@
+// crashsim/harness/case_id.h — case names: "scenario/P4#2/kill" and "scenario/P4#1/kill+R:P10#1".
+//
+// A case is (scenario, failpoint, hit, fault mode[, recovery failpoint, recovery hit]). The
+// primary failpoint kills the agent run; the optional recovery failpoint kills the first
+// recovery process (a double fault), after which recovery runs again. Case ids sort
+// deterministically by (scenario, failpoint number, hit, mode, recovery failpoint, hit).
+#pragma once
+
+#include <compare>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace crashsim::harness {
+
+struct CaseId {
+  std::string scenario;
+  int failpoint = 0;  // 0..11 (P0..P11)
+  int hit = 1;        // 1-based
+  std::string mode = "kill";
+  std::optional<int> recoveryFailpoint;
+  std::optional<int> recoveryHit;
+
+  std::string str() const;
+  std::string failpointName() const;  // "P4"
+  bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
+  auto operator<=>(const CaseId&) const = default;
+};
+
+// Parses a case id. Throws std::invalid_argument with a one-line reason.
+CaseId parseCaseId(std::string_view text);
+
+std::string failpointName(int fp);  // "P4"
+
+}  // namespace crashsim::harness

@@ -1,0 +1,71 @@
+// crashsim/harness/case_runner.h — reference runs and one verified case (V1–V9).
+//
+// Reference run (per scenario): seed a template workspace with `crashsim-agent seed`, run the
+// agent unarmed to completion, record the final workspace, the effects log and the failpoint
+// hit counts. A case then: copies the template into a fresh workspace + empty store, runs the
+// agent armed, SIGKILLs it at the failpoint, checks the crashed store (V1–V7, oracle from
+// oracle.h), drives recovery to the end with `crashsim-agent recover` (V8). V9 (same verdict
+// record when the case runs again) is evaluated by the sweep for a deterministic sample.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/scenario.h"
+#include "crashsim/reports/report.h"
+
+namespace crashsim::harness {
+
+using WorkspaceSnapshot = std::map<std::string, std::string>;  // relative path → bytes
+
+struct Reference {
+  Scenario scenario;
+  std::filesystem::path templateWorkspace;
+  WorkspaceSnapshot finalWorkspace;
+  std::map<std::string, int> executionsPerCall;  // effects log: callId → executions
+  std::array<int, 12> hits{};
+  std::string problem;  // non-empty: the reference run itself failed (why)
+};
+
+struct RunOptions {
+  std::filesystem::path agent;
+  std::filesystem::path workRoot;      // per-case directories are created under it
+  std::optional<std::filesystem::path> keepDir;  // run CASE --keep DIR: use and keep this dir
+  bool keepFailures = false;
+  bool verbose = false;
+  std::string mode = "kill";
+  std::string reproduceExtra;  // appended to reproduce lines (e.g. " --scenarios DIR")
+};
+
+struct CaseOutcome {
+  reports::CaseRecord record;
+  std::array<int, 12> recoveryHits{};  // hits of the first (unarmed) recovery run
+  bool haveRecoveryHits = false;
+  std::filesystem::path keptAt;        // empty when the case dir was removed
+  std::vector<std::string> log;        // verbose narrative (crashsim run)
+};
+
+// Builds the reference for one scenario under opts.workRoot/ref-<id>.
+Reference buildReference(const Scenario& scenario, const RunOptions& opts);
+
+// Runs and verifies one case. Never throws for a contract violation: failures are checks.
+CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& opts);
+
+// Snapshot of a workspace directory (regular files; the identity marker is excluded).
+WorkspaceSnapshot snapshotWorkspace(const std::filesystem::path& dir);
+
+// Per-callId execution counts from an effects log (JSON lines with "callId").
+std::map<std::string, int> readEffects(const std::filesystem::path& file);
+
+// The reproduce line printed for every failure.
+std::string reproduceLine(const CaseId& id, const RunOptions& opts);
+
+// Root for per-case temp dirs: $TMPDIR-respecting temp dir, or /dev/shm for kill mode.
+std::filesystem::path defaultWorkRoot(const std::string& mode);
+
+}  // namespace crashsim::harness

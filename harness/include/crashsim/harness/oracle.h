@@ -1,0 +1,91 @@
+// crashsim/harness/oracle.h — the oracle: what the contract says a crash must leave behind.
+//
+// Independent of the code under test: every expectation comes from the data table in
+// oracle_table.cpp (failpoint × tool recoveryMode, DESIGN.md "Failpoints" and issue #5's
+// recovery table) and from the scenario's list of tool calls. The oracle never runs the
+// resolver, the planner or the store; the verifier compares what those produced with it.
+//
+// Which operation is "armed": the k-th tool call (in scenario order) that reaches the
+// failpoint, where P0/P1 are reached by every call, P2–P7 only by calls that pass preflight
+// (refused calls get a synthetic pre-T1 response and never dispatch), and P8/P9 once per run.
+// P10/P11 are reached only by a recovery process (double faults).
+//
+// Documented choice for replay_safe tools (Read) at P2–P5: parked without a bundle (the
+// operation stays indeterminate / dispatch_without_response and the run is not continued).
+// The contract's resolver has no replay-by-policy path, and re-running would need one.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "crashsim/harness/scenario.h"
+
+namespace crashsim::harness {
+
+// Expected end state after `crashsim-agent recover` runs to the end.
+enum class Outcome {
+  call_made_once,        // P0: the call was never committed; continuation issues it once
+  reissued_runs_once,    // P1: not dispatched; continuation trims it, re-issues, runs once
+  parked_by_reconcile,   // reconcile observed prior state → parked bundle, never re-run
+  parked_unsettled,      // no reconciler: stays indeterminate, run not continued
+  completed_bundle,      // reconcile observed expected state → completed bundle, ran once
+  completed_ran_once,    // T2 committed; continue; ran once
+  run_finished,          // P8/P9: every call done; repair makes fact and header agree
+};
+std::string_view toString(Outcome);
+
+// One row of the oracle table.
+struct OracleRow {
+  int failpoint;                  // 0..11
+  std::string_view recoveryMode;  // reconcile | never_auto_retry | replay_safe
+  bool reachedByAgentRun;         // hit by the agent run (false: P10, P11)
+  bool reachedByMode;             // can a call of this mode reach it at all (P10 needs a reconciler)
+  // Durable tool-ledger facts of the armed operation right after the kill.
+  bool call, dispatch, response;
+  bool terminalEvent;  // the run's terminal RuntimeEvent is committed
+  // Resolver decision for the armed operation ("" status = no operation exists).
+  std::string_view status, reason, settlementOrigin;
+  Outcome outcome;
+  // Armed operation's decision after recovery ran to the end ("" = operation not re-checked).
+  std::string_view finalStatus, finalReason;
+  std::string_view note;
+};
+
+const std::vector<OracleRow>& oracleTable();
+// Throws std::out_of_range if the (failpoint, mode) row is missing.
+const OracleRow& oracleRow(int failpoint, std::string_view recoveryMode);
+// The oracle's own tool → recoveryMode table (Write/Edit reconcile, Bash never_auto_retry,
+// Read replay_safe). Unknown tools → "never_auto_retry" (fail closed).
+std::string_view recoveryModeOfTool(std::string_view tool);
+inline constexpr std::array<std::string_view, 3> kRecoveryModes = {"reconcile", "never_auto_retry",
+                                                                  "replay_safe"};
+
+// Expected durable state of one scenario call after the kill.
+struct OpExpectation {
+  std::string callId, tool;
+  bool call = false, dispatch = false, response = false;
+  std::string status, reason;  // "" = no operation expected
+  std::string settlementOrigin;
+  bool armed = false;
+};
+
+struct CaseExpectation {
+  bool ok = false;      // false: the oracle cannot place this (failpoint, hit)
+  std::string whyNot;   // reason when !ok
+  std::optional<size_t> armedCall;  // index into scenario.calls (P0–P7)
+  const OracleRow* row = nullptr;
+  std::vector<OpExpectation> ops;   // one per scenario call, scenario order
+  bool terminalEvent = false;
+  Outcome outcome = Outcome::run_finished;
+};
+
+// Hits per failpoint a complete, unarmed agent run must reach, from the scenario alone.
+std::array<int, 12> predictedHits(const Scenario& scenario);
+
+// Expectation for killing the agent run at (failpoint, hit) of scenario.
+CaseExpectation expectCase(const Scenario& scenario, int failpoint, int hit);
+
+}  // namespace crashsim::harness

@@ -1,0 +1,53 @@
+// crashsim/harness/supervisor.h — spawning, arming, killing and reaping crashsim-agent.
+//
+// Children are spawned with Boost.Process (v1 API). The control pipe is created O_CLOEXEC in
+// the parent; only the child being spawned gets its write end, dup2'ed to fd 3 and announced
+// as CRASHSIM_CONTROL_FD=3, so parallel workers never leak each other's pipes. Death is judged
+// from the native wait status (WIFSIGNALED && WTERMSIG == SIGKILL): Boost's exit_code()
+// cannot tell "exit 9" from "killed by signal 9". Every outcome is reported as data — a child
+// that exits, hangs or reports the wrong failpoint never throws out of the supervisor.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crashsim::harness {
+
+struct SpawnSpec {
+  std::filesystem::path exe;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;  // added to (and overriding) the parent environment
+  std::filesystem::path stdoutFile, stderrFile;  // empty = /dev/null
+  std::chrono::milliseconds timeout{20000};
+};
+
+struct ChildResult {
+  bool spawned = false;
+  bool timedOut = false;
+  bool exited = false;  // WIFEXITED
+  int exitCode = -1;
+  bool signaled = false;  // WIFSIGNALED
+  int signal = 0;
+  std::string controlLine;       // armed runs: the line the child wrote (without newline)
+  std::string error;             // spawn/IO problem, empty when none
+  std::chrono::microseconds elapsed{0};
+  bool killedBySigkill() const { return signaled && signal == 9; }
+  std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"
+};
+
+// Spawns armed at (failpoint, hit) (CRASHSIM_ARM), waits for the control record (or EOF /
+// timeout), then SIGKILLs and reaps. The control record is returned verbatim.
+ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit);
+
+// Spawns unarmed and waits for it to exit (SIGKILL + failure after the timeout).
+ChildResult runToEnd(SpawnSpec spec);
+
+// The crashsim-agent binary: $CRASHSIM_AGENT, else <build>/runtime/crashsim-agent relative to
+// this executable (<build>/harness/crashsim → ../runtime/crashsim-agent), else next to it.
+std::filesystem::path locateAgent();
+
+}  // namespace crashsim::harness

@@ -1,0 +1,65 @@
+#include "crashsim/harness/case_id.h"
+
+#include <charconv>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace crashsim::harness {
+namespace {
+
+// "P4#2" → (4, 2).
+std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
+  auto hash = text.find('#');
+  if (text.size() < 4 || text[0] != 'P' || hash == std::string_view::npos)
+    throw std::invalid_argument(fmt::format("case id {}: expected P<n>#<hit>, got '{}'", whole, text));
+  int fp = -1, hit = 0;
+  auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
+  auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
+  if (a.ec != std::errc() || a.ptr != text.data() + hash || fp < 0 || fp > 11 ||
+      (hash > 2 && text[1] == '0'))
+    throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
+  if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
+    throw std::invalid_argument(fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
+  return {fp, hit};
+}
+
+}  // namespace
+
+std::string failpointName(int fp) { return fmt::format("P{}", fp); }
+
+std::string CaseId::failpointName() const { return harness::failpointName(failpoint); }
+
+std::string CaseId::str() const {
+  std::string s = fmt::format("{}/P{}#{}/{}", scenario, failpoint, hit, mode);
+  if (recoveryFailpoint) s += fmt::format("+R:P{}#{}", *recoveryFailpoint, recoveryHit.value_or(1));
+  return s;
+}
+
+CaseId parseCaseId(std::string_view text) {
+  CaseId id;
+  auto s1 = text.find('/');
+  auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
+  if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
+    throw std::invalid_argument(fmt::format(
+        "case id '{}' is not scenario/P<n>#<hit>/<mode>[+R:P<n>#<hit>]", text));
+  id.scenario = std::string(text.substr(0, s1));
+  std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
+  std::string_view rest = text.substr(s2 + 1);
+  auto plus = rest.find('+');
+  std::string_view mode = rest.substr(0, plus);
+  if (mode != "kill" && mode != "powerloss")
+    throw std::invalid_argument(fmt::format("case id {}: mode must be kill or powerloss", text));
+  id.mode = std::string(mode);
+  if (plus != std::string_view::npos) {
+    std::string_view r = rest.substr(plus + 1);
+    if (r.substr(0, 2) != "R:")
+      throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit>", text));
+    auto [fp, hit] = parsePoint(r.substr(2), text);
+    id.recoveryFailpoint = fp;
+    id.recoveryHit = hit;
+  }
+  return id;
+}
+
+}  // namespace crashsim::harness

@@ -1,0 +1,645 @@
+// Reference runs and verified cases: V1–V8 per DESIGN.md "The harness".
+#include "crashsim/harness/case_runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "crashsim/codes.h"
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/resume_plan.h"
+#include "crashsim/startup_repair.h"
+#include "crashsim/store.h"
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+using reports::Check;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kMarkerFile = ".maka-workspace.json";
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string sanitize(std::string_view id) {
+  std::string out;
+  for (char c : id) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  return out;
+}
+
+std::string lastLine(const fs::path& p) {
+  std::string s = readFile(p);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  auto nl = s.rfind('\n');
+  std::string line = nl == std::string::npos ? s : s.substr(nl + 1);
+  if (line.size() > 300) line = line.substr(0, 300) + "…";
+  return line;
+}
+
+std::array<int, 12> readHits(const fs::path& p) {
+  std::array<int, 12> h{};
+  try {
+    Json j = Json::parse(readFile(p));
+    for (int i = 0; i < 12; ++i) h[i] = j.value(failpointName(i), 0);
+  } catch (...) {
+    h.fill(-1);
+  }
+  return h;
+}
+
+bool isTerminalStatus(const std::string& s) {
+  return s == "completed" || s == "failed" || s == "cancelled";
+}
+
+std::string headerStatusOfTerminal(const RuntimeEvent& e) {
+  if (!e.status) return "failed";
+  switch (*e.status) {
+    case EventStatus::completed: return "completed";
+    case EventStatus::failed: return "failed";
+    case EventStatus::aborted:
+    case EventStatus::cancelled: return "cancelled";
+    default: return "failed";
+  }
+}
+
+std::vector<RuntimeEvent> eventsOf(const RuntimeStore& store, const RunHeader& h) {
+  std::vector<RuntimeEvent> out;
+  for (auto& se : store.readRunEvents(h.sessionId, h.runId)) out.push_back(std::move(se.event));
+  return out;
+}
+
+// Per-call durable facts of one run.
+struct CallFacts {
+  bool call = false, dispatch = false, response = false;
+};
+
+struct Checks {
+  std::map<std::string, Check> m;
+  Checks() {
+    for (auto n : reports::kCheckNames) m[std::string(n)] = Check{"n/a", "not evaluated"};
+  }
+  void pass(const char* v) { m[v] = Check{"pass", ""}; }
+  void fail(const char* v, std::string reason) {
+    // Keep the first failure reason for a check.
+    if (m[v].status != "fail") m[v] = Check{"fail", std::move(reason)};
+  }
+  void na(const char* v, std::string reason) { m[v] = Check{"n/a", std::move(reason)}; }
+  bool failed(const char* v) const { return m.at(v).status == "fail"; }
+};
+
+// Terminal fact before header: every terminal header has exactly one terminal RuntimeEvent
+// whose status maps to the header's. Returns "" when the invariant holds.
+std::string terminalInvariant(const RuntimeStore& store) {
+  for (const auto& h : store.listRuns()) {
+    if (!isTerminalStatus(h.status)) continue;
+    auto events = eventsOf(store, h);
+    std::vector<const RuntimeEvent*> terminals;
+    for (const auto& e : events)
+      if (!e.partial && e.isTerminal()) terminals.push_back(&e);
+    if (terminals.empty())
+      return fmt::format("run {} header is {} but has no terminal RuntimeEvent (header before fact)",
+                         h.runId, h.status);
+    if (terminals.size() > 1)
+      return fmt::format("run {} has {} terminal RuntimeEvents", h.runId, terminals.size());
+    if (headerStatusOfTerminal(*terminals[0]) != h.status)
+      return fmt::format("run {} header {} disagrees with its terminal fact {}", h.runId, h.status,
+                         headerStatusOfTerminal(*terminals[0]));
+    if (&events.back() != terminals[0])
+      return fmt::format("run {} terminal fact {} is not the ledger tail", h.runId, terminals[0]->id);
+  }
+  return "";
+}
+
+// V5 over every run of an open store.
+void checkV5(RuntimeStore& store, Checks& c) {
+  std::string h0 = store.ledgerHash();
+  for (const auto& h : store.listRuns()) {
+    auto events = eventsOf(store, h);
+    auto p1 = buildResumePlan(events);
+    auto p2 = buildResumePlan(events);
+    if (!(p1 == p2) || toJson(p1, events) != toJson(p2, events)) {
+      c.fail("V5", fmt::format("run {}: the resume plan computed twice differs", h.runId));
+      return;
+    }
+  }
+  if (store.ledgerHash() != h0) {
+    c.fail("V5", "planning changed the ledger (ledgerHash differs)");
+    return;
+  }
+  c.pass("V5");
+}
+
+// V6 on a copy of the store directory.
+void checkV6(const fs::path& copy, Checks& c) {
+  auto store = RuntimeStore::open(copy);
+  auto ops0 = store->listToolOperations();
+  auto j0 = store->listJournal();
+  store->rebuildProjections();
+  auto ops1 = store->listToolOperations();
+  auto j1 = store->listJournal();
+  if (ops0 != ops1) {
+    std::string detail;
+    for (size_t i = 0; i < std::max(ops0.size(), ops1.size()); ++i) {
+      if (i >= ops0.size() || i >= ops1.size() || !(ops0[i] == ops1[i])) {
+        detail = i < ops0.size() && i < ops1.size()
+                     ? fmt::format("operation {}: online state {} v{}, rebuilt {} v{}",
+                                   ops0[i].providerToolCallId, ops0[i].currentState,
+                                   ops0[i].version, ops1[i].currentState, ops1[i].version)
+                     : fmt::format("{} online operations, {} rebuilt", ops0.size(), ops1.size());
+        break;
+      }
+    }
+    c.fail("V6", "rebuilt tool_operations differ from the online projection: " + detail);
+    return;
+  }
+  if (j0 != j1) {
+    c.fail("V6", fmt::format("rebuilt tool_journal_events differ ({} online rows, {} rebuilt)",
+                             j0.size(), j1.size()));
+    return;
+  }
+  c.pass("V6");
+}
+
+void copyDir(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to);
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+}
+
+// V7 on a copy: repair (dry run first), invariant after, second repair changes nothing.
+void checkV7(const fs::path& copy, Checks& c) {
+  auto store = RuntimeStore::open(copy);
+  if (auto bad = terminalInvariant(*store); !bad.empty()) {
+    c.fail("V7", "crashed store: " + bad);
+    return;
+  }
+  // Terminal facts that already exist must survive repair untouched (P9: header from fact).
+  std::map<std::string, std::string> factsBefore;
+  for (const auto& h : store->listRuns())
+    for (const auto& e : eventsOf(*store, h))
+      if (!e.partial && e.isTerminal()) factsBefore[h.runId] = encodeRuntimeEvent(e);
+  std::string h0 = store->ledgerHash();
+  startupRepair(*store, RepairMode::strict, true);
+  if (store->ledgerHash() != h0) {
+    c.fail("V7", "a dry-run repair changed the ledger");
+    return;
+  }
+  startupRepair(*store, RepairMode::strict, false);
+  if (auto bad = terminalInvariant(*store); !bad.empty()) {
+    c.fail("V7", "after repair: " + bad);
+    return;
+  }
+  for (const auto& h : store->listRuns()) {
+    if (!isTerminalStatus(h.status)) {
+      c.fail("V7", fmt::format("after repair run {} is still {}", h.runId, h.status));
+      return;
+    }
+    if (auto it = factsBefore.find(h.runId); it != factsBefore.end()) {
+      std::string now;
+      for (const auto& e : eventsOf(*store, h))
+        if (!e.partial && e.isTerminal()) now = encodeRuntimeEvent(e);
+      if (now != it->second) {
+        c.fail("V7", fmt::format("repair rewrote the existing terminal fact of run {}", h.runId));
+        return;
+      }
+    }
+  }
+  std::string h1 = store->ledgerHash();
+  auto runs1 = store->listRuns();
+  auto second = startupRepair(*store, RepairMode::strict, false);
+  if (second.changed() || store->ledgerHash() != h1 || store->listRuns() != runs1) {
+    c.fail("V7", "a second repair changed the store (not idempotent)");
+    return;
+  }
+  c.pass("V7");
+}
+
+}  // namespace
+
+WorkspaceSnapshot snapshotWorkspace(const fs::path& dir) {
+  WorkspaceSnapshot snap;
+  if (!fs::exists(dir)) return snap;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    auto rel = fs::relative(e.path(), dir).generic_string();
+    if (rel == kMarkerFile) continue;
+    snap[rel] = readFile(e.path());
+  }
+  return snap;
+}
+
+std::map<std::string, int> readEffects(const fs::path& file) {
+  std::map<std::string, int> counts;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      auto j = Json::parse(line);
+      counts[j.value("callId", std::string("?"))]++;
+    } catch (...) {
+      counts["<unparseable effects line>"]++;
+    }
+  }
+  return counts;
+}
+
+std::string reproduceLine(const CaseId& id, const RunOptions& opts) {
+  auto keep = fs::temp_directory_path() / ("crashsim-" + sanitize(id.str()));
+  return fmt::format("crashsim run {} --keep {}{}", id.str(), keep.string(), opts.reproduceExtra);
+}
+
+fs::path defaultWorkRoot(const std::string& mode) {
+  if (mode == "kill" && fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0)
+    return "/dev/shm";
+  return fs::temp_directory_path();
+}
+
+Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
+  Reference ref;
+  ref.scenario = scenario;
+  fs::path dir = opts.workRoot / ("ref-" + sanitize(scenario.id));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "store");
+  ref.templateWorkspace = dir / "template";
+  SpawnSpec seed;
+  seed.exe = opts.agent;
+  seed.args = {"seed", "--workspace", ref.templateWorkspace.string(), "--scenario",
+               scenario.file.string()};
+  seed.stderrFile = dir / "seed.stderr";
+  auto s = runToEnd(seed);
+  if (!s.exited || s.exitCode != 0) {
+    ref.problem = fmt::format("crashsim-agent seed {}: {}", s.describe(), lastLine(seed.stderrFile));
+    return ref;
+  }
+  copyDir(ref.templateWorkspace, dir / "ws");
+  SpawnSpec run;
+  run.exe = opts.agent;
+  run.args = {"run", "--store", (dir / "store").string(), "--workspace", (dir / "ws").string(),
+              "--scenario", scenario.file.string()};
+  run.env["CRASHSIM_HITS_OUT"] = (dir / "hits.json").string();
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  auto r = runToEnd(run);
+  if (!r.exited || r.exitCode != 0) {
+    ref.problem = fmt::format("reference run {}: {}", r.describe(), lastLine(run.stderrFile));
+    return ref;
+  }
+  if (!fs::exists(dir / "store" / "agent-exit.json")) {
+    ref.problem = "reference run exited 0 without its normal-exit marker agent-exit.json";
+    return ref;
+  }
+  ref.finalWorkspace = snapshotWorkspace(dir / "ws");
+  ref.executionsPerCall = readEffects(dir / "store" / "effects.jsonl");
+  ref.hits = readHits(dir / "hits.json");
+  // Sanity: the reference must meet the scenario's own expectations.
+  const auto& expect = scenario.json.value("expect", Json::object());
+  for (auto& [path, content] : expect.value("files", Json::object()).items()) {
+    auto it = ref.finalWorkspace.find(path);
+    if (it == ref.finalWorkspace.end() || it->second != content.get<std::string>())
+      ref.problem = fmt::format("reference run: file {} does not have the expected content", path);
+  }
+  for (const auto& path : expect.value("absent", Json::array()))
+    if (ref.finalWorkspace.count(path.get<std::string>()))
+      ref.problem = fmt::format("reference run: file {} must be absent", path.get<std::string>());
+  for (const auto& [call, n] : ref.executionsPerCall)
+    if (n != 1) ref.problem = fmt::format("reference run executed {} {} times", call, n);
+  if (!opts.keepFailures) fs::remove_all(dir / "store"), fs::remove_all(dir / "ws");
+  return ref;
+}
+
+CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& opts) {
+  auto started = std::chrono::steady_clock::now();
+  CaseOutcome out;
+  Checks c;
+  auto& rec = out.record;
+  rec.id = id.str();
+  rec.scenario = id.scenario;
+  rec.failpoint = id.failpointName();
+  rec.hit = id.hit;
+  rec.mode = id.mode;
+  if (id.recoveryFailpoint) {
+    rec.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
+    rec.recoveryHit = id.recoveryHit.value_or(1);
+  }
+  rec.reproduce = reproduceLine(id, opts);
+  auto say = [&](std::string s) {
+    if (opts.verbose) out.log.push_back(std::move(s));
+  };
+
+  fs::path dir = opts.keepDir ? *opts.keepDir
+                              : opts.workRoot / fmt::format("case-{}-{}", ::getpid(), sanitize(id.str()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "store");
+  fs::path store = dir / "store", ws = dir / "ws";
+  const Scenario& sc = ref.scenario;
+
+  auto finish = [&]() -> CaseOutcome {
+    if (c.m["V9"].reason == "not evaluated") c.na("V9", "not sampled (see --verify-determinism)");
+    rec.checks = c.m;
+    bool anyFail = false;
+    for (const auto& [k, v] : rec.checks) anyFail = anyFail || v.status == "fail";
+    rec.verdict = anyFail ? "fail" : "pass";
+    rec.durationMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    if (opts.keepDir || (anyFail && opts.keepFailures)) {
+      out.keptAt = dir;
+    } else {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+    return out;
+  };
+
+  if (!ref.problem.empty()) {
+    c.fail("V1", "reference run failed: " + ref.problem);
+    return finish();
+  }
+  if (id.mode != "kill") {
+    c.fail("V1", "fault mode " + id.mode + " is not available in this build");
+    return finish();
+  }
+  copyDir(ref.templateWorkspace, ws);
+
+  // --- the armed agent run -------------------------------------------------------------
+  SpawnSpec run;
+  run.exe = opts.agent;
+  run.args = {"run", "--store", store.string(), "--workspace", ws.string(), "--scenario", sc.file.string()};
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(15000);
+  auto child = runArmed(run, id.failpointName(), id.hit);
+  say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
+                  child.controlLine, child.describe()));
+  std::string v1 = [&]() -> std::string {
+    if (!child.error.empty()) return child.error;
+    if (child.timedOut)
+      return fmt::format("agent hung: no control record for {}#{} within {} ms", id.failpointName(),
+                         id.hit, run.timeout.count());
+    if (child.controlLine.empty())
+      return fmt::format("agent {} before reaching {}#{} ({})", child.describe(), id.failpointName(),
+                         id.hit, lastLine(run.stderrFile));
+    Json ctl;
+    try {
+      ctl = Json::parse(child.controlLine);
+    } catch (...) {
+      return "unparseable control record: " + child.controlLine;
+    }
+    if (ctl.value("failpoint", "") != id.failpointName() || ctl.value("hit", 0) != id.hit)
+      return fmt::format("agent reported {}#{} instead of {}#{}", ctl.value("failpoint", "?"),
+                         ctl.value("hit", 0), id.failpointName(), id.hit);
+    if (!child.killedBySigkill()) return "agent was not killed by SIGKILL: " + child.describe();
+    if (fs::exists(store / "agent-exit.json")) return "normal-exit marker agent-exit.json exists";
+    return "";
+  }();
+  if (!v1.empty()) {
+    c.fail("V1", v1);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+    return finish();
+  }
+
+  CaseExpectation x = expectCase(sc, id.failpoint, id.hit);
+  auto predicted = predictedHits(sc);
+  try {
+    // --- V2: reopen + integrity ----------------------------------------------------------
+    auto st = RuntimeStore::open(store);
+    auto integrity = st->integrityCheck();
+    if (integrity != "ok")
+      c.fail("V2", "PRAGMA integrity_check: " + integrity);
+    else
+      c.pass("V2");
+    auto runs = st->listRuns();
+
+    // --- V3: durable event kinds vs the oracle ------------------------------------------
+    for (int fp = 0; fp <= 9; ++fp)
+      if (predicted[fp] != ref.hits[fp])
+        c.fail("V3", fmt::format("oracle predicts {} hit(s) of P{} for {}, the reference run reached {}",
+                                 predicted[fp], fp, sc.id, ref.hits[fp]));
+    if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
+    std::vector<RuntimeEvent> runEvents;
+    if (runs.size() != 1) {
+      c.fail("V3", fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
+    } else {
+      runEvents = eventsOf(*st, runs[0]);
+    }
+    if (x.ok && runs.size() == 1) {
+      std::map<std::string, CallFacts> facts;
+      bool terminal = false;
+      for (const auto& e : runEvents) {
+        if (e.partial) continue;
+        if (e.contentKind == ContentKind::function_call) facts[e.callId].call = true;
+        if (e.toolDispatch) facts[e.toolDispatch->providerToolCallId].dispatch = true;
+        if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
+        if (e.isTerminal()) terminal = true;
+      }
+      if (runEvents.empty() || runEvents[0].role != Role::user ||
+          runEvents[0].runtimeProtocol != std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+        c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
+      std::set<std::string> known;
+      for (const auto& op : x.ops) {
+        known.insert(op.callId);
+        CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
+        if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
+          c.fail("V3", fmt::format("{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
+                                   op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
+                                   op.call, op.dispatch, op.response));
+      }
+      for (const auto& [callId, f] : facts)
+        if (!known.count(callId)) c.fail("V3", "unexpected tool call " + callId + " in the ledger");
+      if (terminal != x.terminalEvent)
+        c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
+                                 terminal ? "committed" : "absent", x.terminalEvent ? "committed" : "absent"));
+      if (!c.failed("V3")) c.pass("V3");
+
+      // --- V4: resolver decisions vs the oracle ---------------------------------------------
+      auto res = resolveRecovery(runEvents);
+      if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+      bool expectIndeterminate = false;
+      for (const auto& op : x.ops) {
+        expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
+        auto it = std::find_if(res.decisions.begin(), res.decisions.end(),
+                               [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
+        if (op.status.empty()) {
+          if (it != res.decisions.end())
+            c.fail("V4", fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
+                                     op.callId, it->status, it->reason));
+          continue;
+        }
+        if (it == res.decisions.end()) {
+          c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId, op.status, op.reason));
+          continue;
+        }
+        std::string origin = it->settlementOrigin.value_or("");
+        if (it->status != op.status || it->reason != op.reason ||
+            (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
+          c.fail("V4", fmt::format("{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
+                                   op.armed ? " (armed)" : "", it->status, it->reason,
+                                   origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
+                                   op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
+      }
+      if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
+        c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}", res.requiresReconciliation,
+                                 expectIndeterminate));
+      if (!c.failed("V4")) c.pass("V4");
+    } else {
+      c.na("V4", "no oracle placement or run for this case");
+    }
+
+    if (!id.isDoubleFault()) checkV5(*st, c);
+    st.reset();
+    copyDir(store, dir / "v7");
+    checkV7(dir / "v7", c);
+    fs::remove_all(dir / "v7");
+    if (!id.isDoubleFault()) {
+      copyDir(store, dir / "v6");
+      checkV6(dir / "v6", c);
+      fs::remove_all(dir / "v6");
+    }
+  } catch (const std::exception& e) {
+    // A store or runtime error on a crashed store is a contract violation, not a harness crash.
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+      if (c.m[v].status != "pass" && c.m[v].status != "fail") c.fail(v, std::string("error: ") + e.what());
+  }
+
+  SpawnSpec recover;
+  recover.exe = opts.agent;
+  recover.args = {"recover", "--store", store.string(), "--workspace", ws.string(), "--scenario", sc.file.string()};
+  recover.timeout = std::chrono::milliseconds(20000);
+
+  // --- double fault: kill the recovery process, then check the intermediate state --------
+  if (id.isDoubleFault()) {
+    recover.stderrFile = dir / "recover1.stderr";
+    recover.stdoutFile = dir / "recover1.stdout";
+    auto rfp = failpointName(*id.recoveryFailpoint);
+    int rhit = id.recoveryHit.value_or(1);
+    auto r1 = runArmed(recover, rfp, rhit);
+    say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine, r1.describe()));
+    Json ctl = Json::object();
+    try {
+      ctl = Json::parse(r1.controlLine);
+    } catch (...) {
+    }
+    if (r1.timedOut || ctl.value("failpoint", "") != rfp || ctl.value("hit", 0) != rhit || !r1.killedBySigkill()) {
+      c.fail("V1", fmt::format("recovery process did not die at {}#{}: {} (control '{}')", rfp, rhit,
+                               r1.describe(), r1.controlLine));
+    } else {
+      if (!c.failed("V1")) c.pass("V1");
+    }
+    try {
+      auto st = RuntimeStore::open(store);
+      auto integrity = st->integrityCheck();
+      if (integrity != "ok") c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
+      if (auto bad = terminalInvariant(*st); !bad.empty()) c.fail("V7", "after the recovery kill: " + bad);
+      checkV5(*st, c);
+      st.reset();
+      copyDir(store, dir / "v6");
+      checkV6(dir / "v6", c);
+      fs::remove_all(dir / "v6");
+    } catch (const std::exception& e) {
+      c.fail("V2", std::string("after the recovery kill: ") + e.what());
+    }
+  } else {
+    c.pass("V1");
+  }
+
+  // --- V8: recovery to the end ----------------------------------------------------------
+  recover.stderrFile = dir / "recover.stderr";
+  recover.stdoutFile = dir / "recover.stdout";
+  recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
+  auto r = runToEnd(recover);
+  say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!id.isDoubleFault() && fs::exists(dir / "recover-hits.json")) {
+    out.recoveryHits = readHits(dir / "recover-hits.json");
+    out.haveRecoveryHits = out.recoveryHits[0] >= 0;
+  }
+  if (!r.exited) {
+    c.fail("V8", "crashsim-agent recover " + r.describe());
+    return finish();
+  }
+  try {
+    auto effects = readEffects(store / "effects.jsonl");
+    for (const auto& [callId, n] : effects)
+      if (n > 1) c.fail("V8", fmt::format("{} executed {} times (effects log)", callId, n));
+    auto st = RuntimeStore::open(store);
+    // Decision of the armed call after recovery: a completed decision in any run wins.
+    auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
+      std::optional<ToolDecision> first;
+      for (const auto& h : st->listRuns()) {
+        auto ev = eventsOf(*st, h);
+        for (const auto& d : resolveRecovery(ev).decisions) {
+          if (d.toolCallId != callId) continue;
+          if (d.status == code::completed) return d;
+          if (!first) first = d;
+        }
+      }
+      return first;
+    };
+    const bool parked = x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled;
+    if (!x.ok) {
+      c.fail("V8", "oracle: " + x.whyNot);
+    } else if (parked) {
+      const auto& armed = sc.calls[*x.armedCall];
+      auto d = finalDecision(armed.id);
+      if (!d || d->status != x.row->finalStatus || d->reason != x.row->finalReason)
+        c.fail("V8", fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
+                                 d ? d->status : "absent", d ? d->reason : "-", x.row->finalStatus,
+                                 x.row->finalReason));
+      for (size_t i = *x.armedCall + 1; i < sc.calls.size(); ++i)
+        if (effects.count(sc.calls[i].id))
+          c.fail("V8", fmt::format("{} ran although the run is parked at {}", sc.calls[i].id, armed.id));
+    } else {
+      if (r.exitCode != 0)
+        c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode, lastLine(recover.stderrFile)));
+      auto snap = snapshotWorkspace(ws);
+      if (snap != ref.finalWorkspace) {
+        std::string diff;
+        for (const auto& [p, content] : ref.finalWorkspace) {
+          auto it = snap.find(p);
+          if (it == snap.end()) diff = p + " missing";
+          else if (it->second != content) diff = p + " differs";
+          if (!diff.empty()) break;
+        }
+        if (diff.empty())
+          for (const auto& [p, content] : snap)
+            if (!ref.finalWorkspace.count(p)) {
+              diff = p + " is extra";
+              break;
+            }
+        c.fail("V8", "final workspace differs from the reference run: " + diff);
+      }
+      for (const auto& [callId, n] : ref.executionsPerCall)
+        if (effects[callId] != n)
+          c.fail("V8", fmt::format("{} executed {} time(s), the reference run executed it {}", callId,
+                                   effects[callId], n));
+      if (x.armedCall && !x.row->finalStatus.empty()) {
+        const auto& armed = sc.calls[*x.armedCall];
+        auto d = finalDecision(armed.id);
+        if (!d || d->status != x.row->finalStatus || d->reason != x.row->finalReason)
+          c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
+                                   d ? d->status : "absent", d ? d->reason : "-", x.row->finalStatus,
+                                   x.row->finalReason));
+      }
+      for (const auto& h : st->listRuns())
+        if (!isTerminalStatus(h.status))
+          c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
+    }
+    if (!c.failed("V8")) c.pass("V8");
+  } catch (const std::exception& e) {
+    c.fail("V8", std::string("error after recovery: ") + e.what());
+  }
+  return finish();
+}
+
+}  // namespace crashsim::harness

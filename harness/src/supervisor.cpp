@@ -1,0 +1,206 @@
+#include "crashsim/harness/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace crashsim::harness {
+namespace bp = boost::process;
+namespace {
+
+constexpr int kControlFd = 3;
+using Clock = std::chrono::steady_clock;
+
+// Variables the harness owns: never inherited from the user's environment.
+const char* const kOwnedVars[] = {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT",
+                                  "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"};
+
+struct Spawned {
+  pid_t pid = -1;
+  int controlRead = -1;
+  std::string error;
+};
+
+Spawned spawn(const SpawnSpec& spec, bool withControl) {
+  Spawned s;
+  int fds[2] = {-1, -1};
+  if (withControl && ::pipe2(fds, O_CLOEXEC) != 0) {
+    s.error = std::string("pipe2: ") + std::strerror(errno);
+    return s;
+  }
+  bp::environment env = boost::this_process::environment();
+  for (const char* v : kOwnedVars)
+    if (env.find(v) != env.end()) env.erase(v);
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  if (withControl) env["CRASHSIM_CONTROL_FD"] = std::to_string(kControlFd);
+  const int writeFd = fds[1];
+  try {
+    auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
+    auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
+    bp::child c(
+        bp::exe = spec.exe.string(), bp::args = spec.args, env, bp::std_in < bp::null,
+        bp::std_out > out.string(), bp::std_err > err.string(),
+        bp::extend::on_exec_setup = [writeFd](auto&) {
+          if (writeFd < 0) return;
+          if (writeFd == kControlFd) {
+            ::fcntl(kControlFd, F_SETFD, 0);  // keep it across exec
+          } else {
+            ::dup2(writeFd, kControlFd);  // the duplicate does not carry O_CLOEXEC
+          }
+        });
+    s.pid = c.id();
+    c.detach();  // we reap with waitpid to read the native status
+  } catch (const std::exception& e) {
+    s.error = std::string("spawn ") + spec.exe.string() + ": " + e.what();
+  }
+  if (withControl) {
+    ::close(fds[1]);
+    if (s.pid < 0)
+      ::close(fds[0]);
+    else
+      s.controlRead = fds[0];
+  }
+  return s;
+}
+
+void reap(pid_t pid, ChildResult& r) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      r.error = std::string("waitpid: ") + std::strerror(errno);
+      return;
+    }
+  }
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exitCode = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signaled = true;
+    r.signal = WTERMSIG(status);
+  }
+}
+
+int remainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+}  // namespace
+
+std::string ChildResult::describe() const {
+  if (!error.empty()) return error;
+  if (timedOut) return "timed out";
+  if (signaled) return fmt::format("killed by signal {}", signal);
+  if (exited) return fmt::format("exited with code {}", exitCode);
+  return "unknown status";
+}
+
+ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
+  ChildResult r;
+  auto start = Clock::now();
+  spec.env["CRASHSIM_ARM"] = fmt::format("{}:{}", failpoint, hit);
+  Spawned s = spawn(spec, true);
+  if (s.pid < 0) {
+    r.error = s.error;
+    return r;
+  }
+  r.spawned = true;
+  auto deadline = start + spec.timeout;
+  // Read until the first newline, EOF or the deadline.
+  std::string buf;
+  for (;;) {
+    pollfd p{s.controlRead, POLLIN, 0};
+    int n = ::poll(&p, 1, remainingMs(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      r.timedOut = true;
+      break;
+    }
+    char chunk[512];
+    ssize_t got = ::read(s.controlRead, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the child (and every holder of the fd) is gone
+    buf.append(chunk, static_cast<size_t>(got));
+    if (auto nl = buf.find('\n'); nl != std::string::npos) {
+      r.controlLine = buf.substr(0, nl);
+      break;
+    }
+  }
+  if (r.controlLine.empty() && !buf.empty() && !r.timedOut) r.controlLine = buf;
+  ::kill(s.pid, SIGKILL);
+  ::close(s.controlRead);
+  reap(s.pid, r);
+  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  return r;
+}
+
+ChildResult runToEnd(SpawnSpec spec) {
+  ChildResult r;
+  auto start = Clock::now();
+  Spawned s = spawn(spec, false);
+  if (s.pid < 0) {
+    r.error = s.error;
+    return r;
+  }
+  r.spawned = true;
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
+  auto deadline = start + spec.timeout;
+  if (pidfd >= 0) {
+    for (;;) {
+      pollfd p{pidfd, POLLIN, 0};
+      int n = ::poll(&p, 1, remainingMs(deadline));
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) r.timedOut = true;
+      break;
+    }
+    ::close(pidfd);
+  } else {
+    // No pidfd: poll the wait status.
+    for (;;) {
+      int status = 0;
+      pid_t w = ::waitpid(s.pid, &status, WNOHANG);
+      if (w == s.pid) {
+        if (WIFEXITED(status)) r.exited = true, r.exitCode = WEXITSTATUS(status);
+        if (WIFSIGNALED(status)) r.signaled = true, r.signal = WTERMSIG(status);
+        r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+        return r;
+      }
+      if (Clock::now() > deadline) {
+        r.timedOut = true;
+        break;
+      }
+      ::usleep(1000);
+    }
+  }
+  if (r.timedOut) ::kill(s.pid, SIGKILL);
+  reap(s.pid, r);
+  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  return r;
+}
+
+std::filesystem::path locateAgent() {
+  if (const char* env = std::getenv("CRASHSIM_AGENT"); env && *env) return env;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto dir = self.parent_path();
+    for (auto candidate : {dir.parent_path() / "runtime" / "crashsim-agent", dir / "crashsim-agent",
+                           dir.parent_path().parent_path() / "runtime" / "crashsim-agent"}) {
+      if (std::filesystem::exists(candidate)) return candidate;
+    }
+  }
+  return {};
+}
+
+}  // namespace crashsim::harness

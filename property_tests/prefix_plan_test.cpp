@@ -1,0 +1,224 @@
+// prefix_plan_test.cpp — prefix properties (issue #8 item 3) and Phase 0 plan properties
+// (item 4). The oracle for valid prefixes is the generating script itself (which events of
+// each operation a committed prefix contains), not a model of the resolver.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/resume_plan.h"
+#include "ledger_gen.h"
+
+namespace crashsim {
+namespace {
+
+using propgen::BuiltLedger;
+using propgen::Fate;
+using propgen::OpFacts;
+
+struct Expected {
+  std::string status, reason;
+  std::optional<std::string> origin;
+};
+
+// The contract's answer (c.5 rows) for one operation of a committed prefix of a valid ledger.
+std::optional<Expected> expectedFor(const OpFacts& f, const std::set<std::string>& present,
+                                    bool marker) {
+  auto has = [&](const std::string& id) { return !id.empty() && present.count(id) > 0; };
+  if (!has(f.callEventId)) return std::nullopt;
+  if (!has(f.dispatchEventId)) {
+    if (has(f.responseEventId)) return Expected{"completed", "matching_response", "pre_t1_synthetic"};
+    if (marker) return Expected{"definitely_not_dispatched", "new_protocol_before_dispatch", {}};
+    return Expected{"indeterminate", "legacy_dispatch_unknown", {}};
+  }
+  if (has(f.decisionEventId)) {
+    if (f.fate == Fate::bundle_completed)
+      return Expected{"completed", "recovery_bundle_completed", "recovery_bundle"};
+    return Expected{"parked", f.parkedReason, "recovery_bundle"};
+  }
+  if (has(f.responseEventId)) return Expected{"completed", "matching_response", "normal_t2"};
+  return Expected{"indeterminate", "dispatch_without_response", {}};
+}
+
+struct Prefix {
+  BuiltLedger ledger;
+  std::vector<Json> json;
+  std::vector<RuntimeEvent> events;
+  std::set<std::string> present;
+};
+
+Prefix genCommittedPrefix() {
+  Prefix p;
+  p.ledger = propgen::buildLedger(*propgen::genLedgerSpec());
+  const size_t cut = *rc::gen::elementOf(p.ledger.committedPrefixLengths());
+  p.json.assign(p.ledger.events.begin(), p.ledger.events.begin() + static_cast<long>(cut));
+  p.events = propgen::decodeValid(p.json);
+  for (const auto& e : p.json) p.present.insert(e["id"].get<std::string>());
+  return p;
+}
+
+// Item 3: for any valid ledger and any committed prefix, every operation gets exactly the
+// c.5 row its facts name; in particular no operation with a response is indeterminate, no
+// completed operation lacks a response or a completed bundle, no corruption is reported, and
+// a prefix ending between T1 and T2 is exactly indeterminate / dispatch_without_response.
+RC_GTEST_PROP(PrefixProperties, EveryCommittedPrefixResolvesToItsDecisionTableRow, ()) {
+  const Prefix p = genCommittedPrefix();
+  const RecoveryResolution r = resolveRecovery(p.events);
+  RC_LOG() << propgen::showLedger(p.json) << toJson(r).dump() << "\n";
+
+  RC_ASSERT(r.issues.empty());
+  RC_ASSERT(!r.hasCorruption);
+  RC_ASSERT(r.toolBoundaryProtocol.has_value() == p.ledger.marker);
+
+  std::map<std::string, const ToolDecision*> byCall;
+  for (const auto& d : r.decisions) {
+    RC_ASSERT(d.status != "corruption");
+    // no operation with a response is ever indeterminate
+    if (d.responseRuntimeEventId) RC_ASSERT(d.status != "indeterminate");
+    // no completed operation lacks a response or a completed bundle
+    if (d.status == "completed") {
+      RC_ASSERT(d.responseRuntimeEventId.has_value());
+      RC_ASSERT(d.reason == "matching_response" || d.reason == "recovery_bundle_completed");
+    }
+    byCall[d.toolCallId] = &d;
+  }
+  bool anyIndeterminate = false;
+  size_t expectedOps = 0;
+  for (const auto& f : p.ledger.ops) {
+    const auto exp = expectedFor(f, p.present, p.ledger.marker);
+    if (!exp) {
+      RC_ASSERT(byCall.count(f.callId) == 0u);
+      continue;
+    }
+    ++expectedOps;
+    RC_ASSERT(byCall.count(f.callId) == 1u);
+    const ToolDecision& d = *byCall[f.callId];
+    RC_ASSERT(d.status == exp->status);
+    RC_ASSERT(d.reason == exp->reason);
+    RC_ASSERT(d.settlementOrigin == exp->origin);
+    RC_ASSERT(d.callRuntimeEventId == std::optional<std::string>(f.callEventId));
+    // T1 committed, T2 not: exactly indeterminate / dispatch_without_response
+    const bool betweenT1AndT2 = p.present.count(f.dispatchEventId) &&
+                                !p.present.count(f.responseEventId) &&
+                                !p.present.count(f.decisionEventId);
+    if (betweenT1AndT2) {
+      RC_ASSERT(d.status == std::string("indeterminate"));
+      RC_ASSERT(d.reason == std::string("dispatch_without_response"));
+      RC_ASSERT(d.operationId == std::optional<std::string>(f.operationId));
+    }
+    anyIndeterminate |= exp->status == "indeterminate";
+  }
+  RC_ASSERT(r.decisions.size() == expectedOps);
+  RC_ASSERT(r.requiresReconciliation == anyIndeterminate);
+}
+
+// Paired-only replay: every replayed call has a later replayed response with the same call id
+// and tool name, and every replayed response an earlier replayed call (spec d.8).
+void assertReplayPaired(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
+  for (size_t k = 0; k < plan.replayEventIndexes.size(); ++k) {
+    const RuntimeEvent& e = evs[plan.replayEventIndexes[k]];
+    RC_ASSERT(!e.partial);
+    RC_ASSERT(!e.hidden);
+    if (e.contentKind == ContentKind::function_call) {
+      bool paired = false;
+      for (size_t j = k + 1; j < plan.replayEventIndexes.size() && !paired; ++j) {
+        const RuntimeEvent& r = evs[plan.replayEventIndexes[j]];
+        paired = r.contentKind == ContentKind::function_response && r.callId == e.callId &&
+                 r.toolName == e.toolName;
+      }
+      RC_ASSERT(paired);
+    }
+    if (e.contentKind == ContentKind::function_response) {
+      bool paired = false;
+      for (size_t j = 0; j < k && !paired; ++j) {
+        const RuntimeEvent& c = evs[plan.replayEventIndexes[j]];
+        paired = c.contentKind == ContentKind::function_call && c.callId == e.callId &&
+                 c.toolName == e.toolName;
+      }
+      RC_ASSERT(paired);
+    }
+  }
+  for (size_t k = 1; k < plan.replayEventIndexes.size(); ++k)
+    RC_ASSERT(plan.replayEventIndexes[k - 1] < plan.replayEventIndexes[k]);
+}
+
+void assertPlanInvariants(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
+  // safe_replay <=> no rejection reasons, no verification, no corruption (d.7)
+  const bool safe = plan.rejectionReasons.empty() && !plan.requiresVerification &&
+                    !plan.resolution.hasCorruption;
+  RC_ASSERT((plan.disposition == "safe_replay") == safe);
+  RC_ASSERT(plan.disposition == "safe_replay" || plan.disposition == "blocked");
+  RC_ASSERT(plan.directive.has_value() == plan.requiresVerification);
+  RC_ASSERT(plan.sourceRuntimeEventHighWater == evs.size());
+  // the plan reuses the single decision authority
+  RC_ASSERT(plan.resolution == resolveRecovery(evs));
+  assertReplayPaired(evs, plan);
+}
+
+// Item 4 on valid committed prefixes: determinism, user-headed paired replay, and
+// safe_replay exactly when every operation of the prefix is settled by a response.
+RC_GTEST_PROP(PlanProperties, PlanIsDeterministicUserHeadedPairedAndSafeOnlyWhenSettled, ()) {
+  const Prefix p = genCommittedPrefix();
+  const std::vector<RuntimeEvent> before = p.events;
+  const ResumePlan a = buildResumePlan(p.events);
+  const ResumePlan b = buildResumePlan(p.events);
+  RC_ASSERT(a == b);
+  RC_ASSERT(p.events == before);  // planning never mutates its input
+  assertPlanInvariants(p.events, a);
+
+  // replay starts at a user item: the first model-visible replayed event is the user's
+  bool seenVisible = false;
+  for (size_t idx : a.replayEventIndexes) {
+    const RuntimeEvent& e = p.events[idx];
+    if (!e.isModelVisible()) continue;
+    RC_ASSERT(e.role == Role::user);
+    seenVisible = true;
+    break;
+  }
+  RC_ASSERT(seenVisible);
+
+  bool allSettled = true;
+  for (const auto& f : p.ledger.ops) {
+    const auto exp = expectedFor(f, p.present, p.ledger.marker);
+    if (exp && exp->status != "completed") allSettled = false;
+  }
+  RC_ASSERT((a.disposition == "safe_replay") == allSettled);
+  RC_ASSERT(a.requiresVerification ==
+            std::any_of(a.resolution.decisions.begin(), a.resolution.decisions.end(),
+                        [](const ToolDecision& d) { return d.status == "indeterminate"; }));
+  // every settled visible call of the prefix is replayed with its response
+  for (const auto& f : p.ledger.ops) {
+    const auto exp = expectedFor(f, p.present, p.ledger.marker);
+    if (!exp || f.hidden) continue;
+    bool callReplayed = false;
+    for (size_t idx : a.replayEventIndexes)
+      callReplayed |= p.events[idx].id == f.callEventId;
+    RC_ASSERT(callReplayed == (exp->status == "completed"));
+  }
+}
+
+// Item 4 on every ledger, corrupted ones included: determinism, invariants, paired replay,
+// and an expected high-water that differs always blocks with runtime_offset_mismatch first.
+RC_GTEST_PROP(PlanProperties, PlanInvariantsHoldOnCorruptedLedgersAndOffsetMismatchBlocks, ()) {
+  const auto c = *propgen::genLedgerCase(true);
+  const auto json = propgen::caseEvents(c);
+  const auto events = propgen::decodeAll(json);
+  RC_PRE(events.has_value());
+  const ResumePlan a = buildResumePlan(*events);
+  RC_ASSERT(a == buildResumePlan(*events));
+  assertPlanInvariants(*events, a);
+  RC_ASSERT(a == buildResumePlan(*events, events->size()));
+
+  const uint64_t other = *rc::gen::distinctFrom(static_cast<uint64_t>(events->size()));
+  const ResumePlan m = buildResumePlan(*events, other);
+  RC_ASSERT(m.disposition == std::string("blocked"));
+  RC_ASSERT(!m.rejectionReasons.empty());
+  RC_ASSERT(m.rejectionReasons.front() == std::string("runtime_offset_mismatch"));
+  RC_ASSERT(!m.diagnostics.empty());
+  RC_ASSERT(m.diagnostics.front().code == std::string("runtime_offset_mismatch"));
+}
+
+}  // namespace
+}  // namespace crashsim

@@ -1,0 +1,531 @@
+// resolver_model.h — an independent reference model of the RecoveryResolver (spec c.1–c.5).
+//
+// Written from the contract text only; it shares no code with runtime/src/recovery. It reads
+// each event's canonical JSON (event.json) itself — lane detection (a.5), the scanner pass
+// (c.2), the per-operation decision order (c.3), the recovery-tail rules (c.4) with the
+// bundle validation rules of f.6 (validity only: which code fails first does not change the
+// decision, which is always recovery_fact_corruption) and the resolution flags. The only
+// shared helper is canonicalArgsHash (the codec's frozen hash, a.7).
+//
+// Deliberately simple: maps and linear scans, no performance concerns.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crashsim/hashing.h"
+#include "crashsim/json.h"
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/runtime_event.h"
+
+namespace crashsim::model {
+
+struct Decision {
+  std::string toolCallId;
+  std::optional<std::string> toolName, operationId;
+  std::string status, reason;
+  std::optional<std::string> settlementOrigin;
+  std::optional<std::string> callId, dispatchId, responseId;
+  std::optional<bool> responseIsError;
+};
+
+struct Issue {
+  std::string code, eventId;
+  bool operator<(const Issue& o) const {
+    return std::tie(code, eventId) < std::tie(o.code, o.eventId);
+  }
+  bool operator==(const Issue& o) const = default;
+};
+
+struct Resolution {
+  bool newProtocol = false;
+  std::vector<Decision> decisions;
+  std::vector<Issue> issues;
+  bool hasCorruption = false;
+  bool requiresReconciliation = false;
+};
+
+namespace impl {
+
+inline const Json* field(const Json& o, const char* k) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(k);
+  return it == o.end() ? nullptr : &*it;
+}
+inline std::string str(const Json& o, const char* k) {
+  const Json* v = field(o, k);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+inline bool keysExactly(const Json& o, std::set<std::string> keys) {
+  if (!o.is_object() || o.size() != keys.size()) return false;
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (!keys.count(it.key())) return false;
+  return true;
+}
+
+enum class L { ordinary, call, dispatch, response, reconcile, decision, conflict };
+
+// a.5: lanes by field presence, then each lane's mandatory envelope.
+inline L laneOf(const Json& e) {
+  const Json* content = field(e, "content");
+  const Json* actions = field(e, "actions");
+  const Json* refs = field(e, "refs");
+  const std::string kind = content ? str(*content, "kind") : "";
+  std::vector<L> lanes;
+  if (kind == "function_call") lanes.push_back(L::call);
+  if (actions && field(*actions, "toolDispatch")) lanes.push_back(L::dispatch);
+  if (kind == "function_response") lanes.push_back(L::response);
+  if (actions && field(*actions, "toolRecovery")) {
+    const std::string rk = str(*field(*actions, "toolRecovery"), "kind");
+    if (rk == "maka.tool.reconcile_result") lanes.push_back(L::reconcile);
+    if (rk == "maka.tool.recovery_decision") lanes.push_back(L::decision);
+  }
+  if (lanes.empty()) return L::ordinary;
+  if (lanes.size() > 1) return L::conflict;
+  const L lane = lanes[0];
+  const Json* partial = field(e, "partial");
+  if ((partial && *partial == true) || field(e, "status") || field(e, "branch")) return L::conflict;
+  const std::string role = str(e, "role"), author = str(e, "author");
+  switch (lane) {
+    case L::call: {
+      if (role != "model" || author != "agent") return L::conflict;
+      if (!actions) return lane;
+      if (!keysExactly(*actions, {"stateDelta"})) return L::conflict;
+      const Json& sd = (*actions)["stateDelta"];
+      if (!sd.is_object() || sd.empty()) return L::conflict;
+      for (auto it = sd.begin(); it != sd.end(); ++it) {
+        if (it.key() != "activityKind" && it.key() != "displayName" && it.key() != "intent")
+          return L::conflict;
+        if (!it.value().is_string()) return L::conflict;
+      }
+      return lane;
+    }
+    case L::response: {
+      if (role != "tool" || author != "tool") return L::conflict;
+      if (!actions) return lane;
+      if (!keysExactly(*actions, {"stateDelta"})) return L::conflict;
+      const Json& sd = (*actions)["stateDelta"];
+      if (!keysExactly(sd, {"durationMs"}) || !sd["durationMs"].is_number()) return L::conflict;
+      return lane;
+    }
+    case L::dispatch: {
+      if (content || role != "system" || author != "system") return L::conflict;
+      if (!keysExactly(*actions, {"toolDispatch"})) return L::conflict;
+      if (!refs) return L::conflict;
+      if (!keysExactly(*refs, {"operationId", "toolCallId"}) &&
+          !keysExactly(*refs, {"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}))
+        return L::conflict;
+      return lane;
+    }
+    default: {  // reconcile / decision
+      if (content || role != "system" || author != "system") return L::conflict;
+      if (!keysExactly(*actions, {"toolRecovery"})) return L::conflict;
+      if (!refs || !keysExactly(*refs, {"operationId", "toolCallId"})) return L::conflict;
+      return lane;
+    }
+  }
+}
+
+struct Op {
+  std::string inv, callId;
+  std::optional<std::string> toolName, opId;
+  std::optional<size_t> call, dispatch, response;
+  std::vector<size_t> reconciles, decisions;
+  std::vector<std::string> issues;
+};
+
+struct Exec {  // (session, invocation, run, turn)
+  std::string s, i, r, t;
+  bool operator==(const Exec&) const = default;
+};
+inline Exec execOf(const Json& e) {
+  return {str(e, "sessionId"), str(e, "invocationId"), str(e, "runId"), str(e, "turnId")};
+}
+
+// f.6 step 2, validity only. `outcome` is the operation's response, if any.
+inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, size_t dispI,
+                        size_t recI, std::optional<size_t> outI, size_t decI) {
+  const Json& call = E[callI];
+  const Json& disp = E[dispI];
+  const Json& td = disp["actions"]["toolDispatch"];
+  const std::string opId = *op.opId;
+  const std::string callId = str(call["content"], "id");
+  const std::string name = str(call["content"], "name");
+  // call identity
+  if (laneOf(call) != L::call) return false;
+  if (callId != str(td, "providerToolCallId") || name != str(td, "toolName")) return false;
+  if (!(execOf(call) == execOf(disp))) return false;
+  // args hash
+  try {
+    if (canonicalArgsHash(name, call["content"]["args"]) != str(td, "canonicalArgsHash"))
+      return false;
+  } catch (...) {
+    return false;
+  }
+  // dispatch identity
+  if (str(td, "operationId") != opId || str(disp["refs"], "operationId") != opId ||
+      str(disp["refs"], "toolCallId") != callId)
+    return false;
+  if (str(td, "recoveryMode") != "reconcile") return false;
+  const Json& rec = E[recI];
+  const Json& dec = E[decI];
+  const Json& rtr = rec["actions"]["toolRecovery"];
+  const Json& dtr = dec["actions"]["toolRecovery"];
+  if (str(rtr, "kind") != "maka.tool.reconcile_result") return false;
+  if (str(dtr, "kind") != "maka.tool.recovery_decision") return false;
+  const Json& rp = rtr["payload"];
+  const Json& dp = dtr["payload"];
+  // fact identity
+  for (const Json* f : {&rec, &dec}) {
+    if (!(execOf(*f) == execOf(call))) return false;
+    if (str((*f)["refs"], "operationId") != opId || str((*f)["refs"], "toolCallId") != callId)
+      return false;
+  }
+  if (str(rp, "operationId") != opId || str(dp, "operationId") != opId) return false;
+  const std::string observation = str(rp, "observation");
+  const std::string disposition = str(dp, "disposition");
+  std::vector<std::string> expectedEvidence = {str(call, "id"), str(disp, "id"), str(rec, "id")};
+  if (disposition == "completed") {
+    if (!outI) return false;
+    const Json& out = E[*outI];
+    if (laneOf(out) != L::response) return false;
+    if (str(out["content"], "id") != callId || str(out["content"], "name") != name) return false;
+    if (!field(out, "refs") || str(out["refs"], "operationId") != opId ||
+        str(out["refs"], "toolCallId") != callId)
+      return false;
+    if (!(execOf(out) == execOf(call))) return false;
+    const Json* isErr = field(out["content"], "isError");
+    if (isErr && *isErr == true) return false;
+    if (str(dp, "outcomeEventId") != str(out, "id")) return false;
+    if (observation != "matches_expected_state") return false;
+    if (str(dp, "reasonCode") != "reconcile_matches_expected_state") return false;
+    expectedEvidence.push_back(str(out, "id"));
+  } else if (disposition == "parked") {
+    if (outI) return false;
+    if (observation == "matches_expected_state") return false;
+    if (str(dp, "reasonCode") != "reconcile_" + observation) return false;
+  } else {
+    return false;
+  }
+  const Json* ev = field(dp, "evidenceEventIds");
+  if (!ev || !ev->is_array() || ev->size() != expectedEvidence.size()) return false;
+  for (size_t k = 0; k < expectedEvidence.size(); ++k)
+    if ((*ev)[k] != expectedEvidence[k]) return false;
+  return true;
+}
+
+}  // namespace impl
+
+// The model resolver (c.1–c.5).
+inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
+  using namespace impl;
+  std::vector<Json> E;
+  for (const auto& ev : events) E.push_back(ev.json);
+  Resolution res;
+
+  // c.1 protocol marker
+  for (size_t i = 0; i < E.size(); ++i) {
+    const Json* actions = field(E[i], "actions");
+    const Json* rp = actions ? field(*actions, "runtimeProtocol") : nullptr;
+    if (!rp) continue;
+    const bool valid = str(*rp, "toolBoundary") == "t1_after_preflight_v1";
+    if (i == 0 && valid)
+      res.newProtocol = true;
+    else
+      res.issues.push_back({"protocol_marker_invalid", str(E[i], "id")});
+  }
+
+  // c.2 scanner
+  std::vector<Op> ops;
+  std::map<std::pair<std::string, std::string>, size_t> byKey;
+  std::set<std::string> seenIds;
+  std::map<std::string, std::tuple<std::string, std::string, std::string>> spine;
+  auto addOpIssue = [&](Op& op, const std::string& code, const std::string& eventId) {
+    op.issues.push_back(code);
+    res.issues.push_back({code, eventId});
+  };
+  for (size_t i = 0; i < E.size(); ++i) {
+    const Json& e = E[i];
+    const std::string id = str(e, "id");
+    if (seenIds.count(id)) {
+      res.issues.push_back({"duplicate_event_id", id});
+      continue;
+    }
+    seenIds.insert(id);
+    const auto triple = std::make_tuple(str(e, "sessionId"), str(e, "runId"), str(e, "turnId"));
+    auto [sit, inserted] = spine.emplace(str(e, "invocationId"), triple);
+    if (!inserted && sit->second != triple)
+      res.issues.push_back({"invocation_identity_conflict", id});
+    const L lane = laneOf(e);
+    if (lane == L::conflict) {
+      res.issues.push_back({"semantic_lane_conflict", id});
+      continue;
+    }
+    if (field(e, "partial") && e["partial"] == true) continue;
+    const std::string inv = str(e, "invocationId");
+    if (lane == L::call) {
+      const std::string cid = str(e["content"], "id");
+      const std::string name = str(e["content"], "name");
+      auto it = byKey.find({inv, cid});
+      if (it != byKey.end()) {
+        Op& op = ops[it->second];
+        if (!op.call) {
+          op.call = i;
+          if (op.toolName && *op.toolName != name) addOpIssue(op, "identity_conflict", id);
+        } else {
+          addOpIssue(op, "duplicate_call", id);
+        }
+      } else {
+        Op op;
+        op.inv = inv;
+        op.callId = cid;
+        op.toolName = name;
+        op.call = i;
+        byKey[{inv, cid}] = ops.size();
+        ops.push_back(op);
+      }
+    } else if (lane == L::dispatch) {
+      const Json& td = e["actions"]["toolDispatch"];
+      const std::string cid = str(td, "providerToolCallId");
+      const std::string opId = str(td, "operationId");
+      auto it = byKey.find({inv, cid});
+      if (it == byKey.end()) {
+        Op op;
+        op.inv = inv;
+        op.callId = cid;
+        op.toolName = str(td, "toolName");
+        op.opId = opId;
+        op.dispatch = i;
+        byKey[{inv, cid}] = ops.size();
+        ops.push_back(op);
+        addOpIssue(ops.back(), "event_order_conflict", id);
+        continue;
+      }
+      const size_t oi = it->second;
+      Op& op = ops[oi];
+      if (op.dispatch) {
+        addOpIssue(op, "duplicate_dispatch", id);
+        continue;
+      }
+      bool collided = false;
+      for (size_t k = 0; k < ops.size(); ++k) {
+        if (k != oi && ops[k].opId && *ops[k].opId == opId) {
+          addOpIssue(ops[k], "duplicate_operation", id);
+          addOpIssue(ops[oi], "duplicate_operation", id);
+          collided = true;
+          break;
+        }
+      }
+      if (collided) continue;
+      op.opId = opId;
+      op.dispatch = i;
+      bool identityOk = str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
+      if (op.call && str(E[*op.call]["content"], "name") != str(td, "toolName")) identityOk = false;
+      if (op.call && !(execOf(E[*op.call]) == execOf(e))) identityOk = false;
+      if (!identityOk) addOpIssue(op, "identity_conflict", id);
+      if (op.call) {
+        const Json& call = E[*op.call];
+        bool hashOk = false;
+        try {
+          hashOk = canonicalArgsHash(str(call["content"], "name"), call["content"]["args"]) ==
+                   str(td, "canonicalArgsHash");
+        } catch (...) {
+          hashOk = false;
+        }
+        if (!hashOk) addOpIssue(op, "canonical_args_hash_conflict", id);
+      }
+      if (op.response) {
+        addOpIssue(op, "event_order_conflict", id);
+        const Json& r = E[*op.response];
+        const Json* rr = field(r, "refs");
+        const bool binds = rr && str(*rr, "operationId") == opId && str(*rr, "toolCallId") == cid &&
+                           execOf(r) == execOf(e);
+        if (!binds) addOpIssue(op, "identity_conflict", str(r, "id"));
+      }
+    } else if (lane == L::response) {
+      const std::string cid = str(e["content"], "id");
+      const std::string name = str(e["content"], "name");
+      auto it = byKey.find({inv, cid});
+      if (it == byKey.end()) {
+        Op op;
+        op.inv = inv;
+        op.callId = cid;
+        op.toolName = name;
+        op.response = i;
+        byKey[{inv, cid}] = ops.size();
+        ops.push_back(op);
+        addOpIssue(ops.back(), "orphan_response", id);
+        continue;
+      }
+      Op& op = ops[it->second];
+      if (op.response) {
+        addOpIssue(op, "duplicate_response", id);
+        continue;
+      }
+      op.response = i;
+      bool ok = !op.toolName || *op.toolName == name;
+      if (op.call && !(execOf(E[*op.call]) == execOf(e))) ok = false;
+      if (op.dispatch) {
+        const Json* rr = field(e, "refs");
+        if (!rr || str(*rr, "operationId") != *op.opId || str(*rr, "toolCallId") != cid) ok = false;
+      }
+      if (!ok) addOpIssue(op, "identity_conflict", id);
+    } else if (lane == L::reconcile || lane == L::decision) {
+      const std::string opId = str(e["actions"]["toolRecovery"]["payload"], "operationId");
+      Op* found = nullptr;
+      for (auto& op : ops)
+        if (op.opId && *op.opId == opId) found = &op;
+      if (!found) {
+        res.issues.push_back({"event_order_conflict", id});
+        continue;
+      }
+      (lane == L::reconcile ? found->reconciles : found->decisions).push_back(i);
+    }
+  }
+
+  // c.3 decisions
+  static const std::vector<std::string> priority = {
+      "duplicate_call",    "duplicate_operation",          "duplicate_dispatch",
+      "duplicate_response", "orphan_response",             "canonical_args_hash_conflict",
+      "identity_conflict", "event_order_conflict"};
+  for (const Op& op : ops) {
+    Decision d;
+    d.toolCallId = op.callId;
+    d.toolName = op.toolName;
+    d.operationId = op.opId;
+    if (op.call) d.callId = str(E[*op.call], "id");
+    if (op.dispatch) d.dispatchId = str(E[*op.dispatch], "id");
+    if (op.response) {
+      d.responseId = str(E[*op.response], "id");
+      const Json* ie = field(E[*op.response]["content"], "isError");
+      d.responseIsError = ie && *ie == true;
+    }
+    d.status = res.newProtocol ? "definitely_not_dispatched" : "indeterminate";
+    d.reason = res.newProtocol ? "new_protocol_before_dispatch" : "legacy_dispatch_unknown";
+    if (!op.call && op.dispatch) {
+      d.status = "corruption", d.reason = "orphan_dispatch";
+    } else if (!op.call && op.response) {
+      d.status = "corruption", d.reason = "orphan_response";
+    } else if (!op.issues.empty()) {
+      d.status = "corruption";
+      for (const auto& p : priority)
+        if (std::find(op.issues.begin(), op.issues.end(), p) != op.issues.end()) {
+          d.reason = p;
+          break;
+        }
+    } else if (op.response) {
+      d.status = "completed", d.reason = "matching_response";
+      d.settlementOrigin = op.dispatch ? "normal_t2" : "pre_t1_synthetic";
+    } else if (op.dispatch) {
+      d.status = "indeterminate", d.reason = "dispatch_without_response";
+    }
+    // 7. recovery tail (c.4)
+    if (!op.reconciles.empty() || !op.decisions.empty()) {
+      bool valid = op.reconciles.size() == 1 && op.decisions.size() == 1 && op.call &&
+                   op.dispatch && op.opId;
+      if (valid)
+        valid = bundleValid(E, op, *op.call, *op.dispatch, op.reconciles[0], op.response,
+                            op.decisions[0]);
+      if (valid) {
+        std::vector<size_t> order = {*op.call, *op.dispatch, op.reconciles[0]};
+        if (op.response) order.push_back(*op.response);
+        order.push_back(op.decisions[0]);
+        for (size_t k = 1; k < order.size(); ++k)
+          if (order[k - 1] >= order[k]) valid = false;
+      }
+      if (!valid) {
+        d.status = "corruption", d.reason = "recovery_fact_corruption";
+        d.settlementOrigin.reset();
+      } else {
+        const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
+        d.settlementOrigin = "recovery_bundle";
+        if (str(dp, "disposition") == "completed") {
+          d.status = "completed", d.reason = "recovery_bundle_completed";
+        } else {
+          d.status = "parked", d.reason = str(dp, "reasonCode");
+        }
+      }
+    }
+    res.decisions.push_back(d);
+  }
+  bool anyCorrupt = false, anyIndeterminate = false;
+  for (const auto& d : res.decisions) {
+    anyCorrupt |= d.status == "corruption";
+    anyIndeterminate |= d.status == "indeterminate";
+  }
+  res.hasCorruption = !res.issues.empty() || anyCorrupt;
+  res.requiresReconciliation = !res.hasCorruption && anyIndeterminate;
+  return res;
+}
+
+// Compares the model with the runtime's resolution: protocol, flags, issues (as a multiset:
+// the contract names the issues, not their detection order) and every decision field.
+// Returns an empty string when they agree, else a description of the first differences.
+inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
+  std::ostringstream os;
+  auto opt = [](const std::optional<std::string>& s) { return s ? *s : std::string("<absent>"); };
+  const bool rNew = r.toolBoundaryProtocol && *r.toolBoundaryProtocol == "t1_after_preflight_v1";
+  if (m.newProtocol != rNew) os << "toolBoundaryProtocol: model " << m.newProtocol << " resolver " << opt(r.toolBoundaryProtocol) << "\n";
+  if (m.hasCorruption != r.hasCorruption)
+    os << "hasCorruption: model " << m.hasCorruption << " resolver " << r.hasCorruption << "\n";
+  if (m.requiresReconciliation != r.requiresReconciliation)
+    os << "requiresReconciliation: model " << m.requiresReconciliation << " resolver "
+       << r.requiresReconciliation << "\n";
+  std::vector<Issue> mi = m.issues, ri;
+  for (const auto& i : r.issues) ri.push_back({i.code, i.eventId});
+  std::sort(mi.begin(), mi.end());
+  std::sort(ri.begin(), ri.end());
+  if (mi != ri) {
+    os << "issues: model [";
+    for (const auto& i : mi) os << i.code << "@" << i.eventId << " ";
+    os << "] resolver [";
+    for (const auto& i : ri) os << i.code << "@" << i.eventId << " ";
+    os << "]\n";
+  }
+  if (m.decisions.size() != r.decisions.size()) {
+    os << "decision count: model " << m.decisions.size() << " resolver " << r.decisions.size()
+       << "\n";
+  }
+  for (size_t k = 0; k < std::min(m.decisions.size(), r.decisions.size()); ++k) {
+    const Decision& a = m.decisions[k];
+    const ToolDecision& b = r.decisions[k];
+    std::ostringstream d;
+    if (a.toolCallId != b.toolCallId) d << " toolCallId " << a.toolCallId << "/" << b.toolCallId;
+    if (a.status != b.status) d << " status " << a.status << "/" << b.status;
+    if (a.reason != b.reason) d << " reason " << a.reason << "/" << b.reason;
+    if (a.settlementOrigin != b.settlementOrigin)
+      d << " settlementOrigin " << opt(a.settlementOrigin) << "/" << opt(b.settlementOrigin);
+    if (a.toolName != b.toolName) d << " toolName " << opt(a.toolName) << "/" << opt(b.toolName);
+    if (a.operationId != b.operationId)
+      d << " operationId " << opt(a.operationId) << "/" << opt(b.operationId);
+    if (a.callId != b.callRuntimeEventId)
+      d << " callRuntimeEventId " << opt(a.callId) << "/" << opt(b.callRuntimeEventId);
+    if (a.dispatchId != b.dispatchRuntimeEventId)
+      d << " dispatchRuntimeEventId " << opt(a.dispatchId) << "/" << opt(b.dispatchRuntimeEventId);
+    if (a.responseId != b.responseRuntimeEventId)
+      d << " responseRuntimeEventId " << opt(a.responseId) << "/" << opt(b.responseRuntimeEventId);
+    if (a.responseIsError != b.responseIsError)
+      d << " responseIsError " << (a.responseIsError ? (*a.responseIsError ? "true" : "false") : "<absent>")
+        << "/" << (b.responseIsError ? (*b.responseIsError ? "true" : "false") : "<absent>");
+    if (!d.str().empty()) os << "decision[" << k << "] (model/resolver):" << d.str() << "\n";
+  }
+  return os.str();
+}
+
+inline std::string show(const Resolution& m) {
+  std::ostringstream os;
+  os << "model: newProtocol=" << m.newProtocol << " hasCorruption=" << m.hasCorruption
+     << " requiresReconciliation=" << m.requiresReconciliation << "\n";
+  for (const auto& d : m.decisions)
+    os << "  " << d.toolCallId << " " << d.status << "/" << d.reason << "\n";
+  for (const auto& i : m.issues) os << "  issue " << i.code << "@" << i.eventId << "\n";
+  return os.str();
+}
+
+}  // namespace crashsim::model

@@ -1,0 +1,134 @@
+// crashsim/reports/report.h — the one report model of a crash sweep and its four writers.
+//
+// JSON is the source of truth (report.json, versioned by kReportFormatVersion, described by
+// reports/report.schema.json). JUnit XML, Markdown and HTML are derived views of the same
+// model. A report is deterministic: the same build and the same seed give byte-identical
+// report.json apart from the timing fields (summary.casesPerSecond, medianCaseMs, p95CaseMs,
+// wallSeconds, cases[].durationMs) and the platform object.
+//
+// This library knows nothing about the runtime or the harness: it is data in, files out.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crashsim::reports {
+
+using Json = nlohmann::json;
+
+// Bumped whenever a field changes meaning or is removed (adding optional fields is compatible).
+inline constexpr int kReportFormatVersion = 1;
+
+// The crashsim version compiled into this library (CMake PROJECT_VERSION).
+std::string_view crashsimVersion();
+
+// Verdict checks, in report order (DESIGN.md "The harness").
+inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3", "V4", "V5",
+                                                                "V6", "V7", "V8", "V9"};
+
+// One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
+struct Check {
+  std::string status = "n/a";
+  std::string reason;
+  bool operator==(const Check&) const = default;
+};
+
+// One case: (scenario, failpoint, hit, mode[, recovery failpoint and hit for double faults]).
+struct CaseRecord {
+  std::string id;         // "write-config-port/P4#1/kill" or ".../kill+R:P10#1"
+  std::string scenario;   // scenario id
+  std::string failpoint;  // "P4"
+  int hit = 0;            // 1-based
+  std::string mode;       // "kill" | "powerloss"
+  std::optional<std::string> recoveryFailpoint;  // double fault: the recovery kill point
+  std::optional<int> recoveryHit;
+  std::string verdict;                  // "pass" | "fail"
+  std::map<std::string, Check> checks;  // V1..V9, every one present
+  std::string reproduce;                // one shell line that reproduces the case
+  double durationMs = 0;                // timing (excluded from determinism)
+  bool operator==(const CaseRecord&) const = default;
+};
+
+struct Platform {
+  std::string os, kernel, arch, fsType, sqliteVersion, compiler, buildType;
+  std::vector<std::string> sqliteCompileOptions;  // durability-relevant subset
+  std::string journalMode, synchronous;           // the store's settings
+  std::optional<double> fsyncLatencyUs;           // median fsync on the store dir
+  bool operator==(const Platform&) const = default;
+};
+
+struct Summary {
+  int total = 0, passed = 0, failed = 0;
+  double casesPerSecond = 0, medianCaseMs = 0, p95CaseMs = 0, wallSeconds = 0;
+  bool operator==(const Summary&) const = default;
+};
+
+// What was selected, so shards of one sweep can be recognised and merged.
+struct Selection {
+  std::vector<std::string> scenarios;   // empty = all
+  std::vector<std::string> failpoints;  // empty = all
+  std::string mode = "kill";
+  bool doubleFaults = false;
+  uint64_t seed = 0;
+  bool operator==(const Selection&) const = default;
+};
+
+struct Shard {
+  int index = 0, total = 1;
+  bool operator==(const Shard&) const = default;
+};
+
+struct Report {
+  int formatVersion = kReportFormatVersion;
+  std::string crashsimVersion;
+  Platform platform;
+  std::vector<Platform> platforms;  // only in merged reports from more than one platform
+  Selection selection;
+  std::vector<Shard> shards;  // shards this report covers (one for a sweep; several merged)
+  Summary summary;
+  std::vector<CaseRecord> cases;  // sorted by id
+  bool operator==(const Report&) const = default;
+};
+
+// A report file or merge request that cannot be honoured; message says why (one line).
+class ReportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Recomputes summary.total/passed/failed and the per-case timing statistics from cases
+// (median and p95 of durationMs, nearest-rank); wallSeconds/casesPerSecond from wallSeconds.
+void finalizeSummary(Report& report, double wallSeconds);
+
+// Sorts cases by id (byte order) — the canonical report order.
+void sortCases(Report& report);
+
+Json toJson(const Report& report);
+Report reportFromJson(const Json& json);  // throws ReportError on a malformed report
+
+// Writers. Each returns the full document text; writeAll writes report.json, junit.xml,
+// report.md and report.html into dir (created if missing).
+std::string renderJson(const Report& report);  // pretty (2 spaces), trailing newline
+std::string renderJunit(const Report& report);
+std::string renderMarkdown(const Report& report);
+std::string renderHtml(const Report& report);
+void writeAll(const Report& report, const std::filesystem::path& dir);
+
+Report readReportFile(const std::filesystem::path& file);  // throws ReportError
+
+// Joins shard (or platform) reports into one. Refuses, with the reason, reports of different
+// crashsimVersion or formatVersion, different selections, a shard index that appears twice,
+// different shard totals, or case sets that overlap.
+Report mergeReports(const std::vector<Report>& reports);
+
+// The timing fields removed (for determinism comparisons).
+Json withoutTimingAndPlatform(const Json& reportJson);
+
+}  // namespace crashsim::reports

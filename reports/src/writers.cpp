@@ -1,0 +1,311 @@
+// The derived views of a report: JUnit XML, Markdown, static HTML with an SVG matrix.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "crashsim/reports/report.h"
+
+namespace crashsim::reports {
+namespace {
+
+std::string xmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        // XML 1.0 forbids most control characters; replace them.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r')
+          out += '?';
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+
+std::string mdEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+// HTML anchor id for a case ("case-" + id with every non [A-Za-z0-9_-] byte hex-escaped).
+std::string anchor(std::string_view id) {
+  std::string out = "case-";
+  for (unsigned char c : id) {
+    if (std::isalnum(c) || c == '-' || c == '_')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format(".{:02x}", c);
+  }
+  return out;
+}
+
+std::string failedChecks(const CaseRecord& c) {
+  std::string out;
+  for (const auto& [name, ch] : c.checks)
+    if (ch.status == "fail") out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+std::string failureText(const CaseRecord& c) {
+  std::string out;
+  for (const auto& [name, ch] : c.checks)
+    if (ch.status == "fail") out += name + " fail: " + ch.reason + "\n";
+  out += "reproduce: " + c.reproduce + "\n";
+  return out;
+}
+
+std::string platformLine(const Platform& p) {
+  return fmt::format("{} {} ({}), fs {}, SQLite {} journal_mode={} synchronous={}, {}, {}", p.os,
+                     p.kernel, p.arch, p.fsType, p.sqliteVersion, p.journalMode, p.synchronous,
+                     p.compiler, p.buildType);
+}
+
+}  // namespace
+
+std::string renderJunit(const Report& r) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out +=
+      fmt::format("<testsuites name=\"crashsim\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+                  r.summary.total, r.summary.failed, r.summary.wallSeconds);
+  // One testsuite per scenario, one testcase per case.
+  std::map<std::string, std::vector<const CaseRecord*>> byScenario;
+  for (const auto& c : r.cases) byScenario[c.scenario].push_back(&c);
+  for (const auto& [scenario, cases] : byScenario) {
+    int failures = 0;
+    double time = 0;
+    for (auto* c : cases) {
+      failures += c->verdict == "fail";
+      time += c->durationMs / 1000.0;
+    }
+    out += fmt::format(
+        "  <testsuite name=\"crashsim.{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+        xmlEscape(scenario), cases.size(), failures, time);
+    for (auto* c : cases) {
+      out += fmt::format("    <testcase classname=\"crashsim.{}\" name=\"{}\" time=\"{:.3f}\"",
+                         xmlEscape(scenario), xmlEscape(c->id), c->durationMs / 1000.0);
+      if (c->verdict == "pass") {
+        out += "/>\n";
+      } else {
+        out += ">\n";
+        out += fmt::format(
+            "      <failure message=\"verdict fail: {}\" type=\"crash-contract\">{}</failure>\n",
+            xmlEscape(failedChecks(*c)), xmlEscape(failureText(*c)));
+        out += "    </testcase>\n";
+      }
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+std::string renderMarkdown(const Report& r) {
+  std::string out = "# crashsim crash sweep\n\n";
+  out += fmt::format("**{}** — {} cases, {} passed, {} failed.\n\n",
+                     r.summary.failed == 0 ? "PASS" : "FAIL", r.summary.total, r.summary.passed,
+                     r.summary.failed);
+  out += fmt::format("- crashsim {} (report format {}), mode `{}`, double faults {}, seed {}\n",
+                     r.crashsimVersion, r.formatVersion, r.selection.mode,
+                     r.selection.doubleFaults ? "on" : "off", r.selection.seed);
+  out += "- platform: " + platformLine(r.platform) + "\n";
+  for (size_t i = 1; i < r.platforms.size(); ++i)
+    out += "- platform: " + platformLine(r.platforms[i]) + "\n";
+  out += fmt::format("- timing: {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, wall {:.1f} s\n\n",
+                     r.summary.casesPerSecond, r.summary.medianCaseMs, r.summary.p95CaseMs,
+                     r.summary.wallSeconds);
+  // Matrix scenario × failpoint: failed/total per cell.
+  std::set<std::string> scenarios;
+  for (const auto& c : r.cases) scenarios.insert(c.scenario);
+  out += "| scenario |";
+  for (int p = 0; p < 12; ++p) out += fmt::format(" P{} |", p);
+  out += "\n|---|";
+  for (int p = 0; p < 12; ++p) out += "---|";
+  out += "\n";
+  for (const auto& s : scenarios) {
+    out += "| " + mdEscape(s) + " |";
+    for (int p = 0; p < 12; ++p) {
+      int total = 0, failed = 0;
+      for (const auto& c : r.cases)
+        if (c.scenario == s && c.failpoint == fmt::format("P{}", p)) {
+          ++total;
+          failed += c.verdict == "fail";
+        }
+      if (total == 0)
+        out += " · |";
+      else if (failed == 0)
+        out += fmt::format(" ✅ {} |", total);
+      else
+        out += fmt::format(" ❌ {}/{} |", failed, total);
+    }
+    out += "\n";
+  }
+  out += "\n";
+  if (r.summary.failed > 0) {
+    out += "## Failures\n\n";
+    for (const auto& c : r.cases) {
+      if (c.verdict != "fail") continue;
+      out += fmt::format("### `{}`\n\n", c.id);
+      for (const auto& [name, ch] : c.checks)
+        if (ch.status == "fail")
+          out += fmt::format("- **{}** fail: {}\n", name, mdEscape(ch.reason));
+      out += fmt::format("\n```\n{}\n```\n\n", c.reproduce);
+    }
+  }
+  return out;
+}
+
+std::string renderHtml(const Report& r) {
+  std::vector<std::string> scenarios;
+  {
+    std::set<std::string> s;
+    for (const auto& c : r.cases) s.insert(c.scenario);
+    scenarios.assign(s.begin(), s.end());
+  }
+  const int cell = 44, labelW = 240, top = 28;
+  const int width = labelW + 12 * cell + 10;
+  const int height = top + static_cast<int>(scenarios.size()) * cell + 60;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
+      "aria-label=\"scenario by failpoint verdict matrix\">\n",
+      width, height);
+  for (int p = 0; p < 12; ++p)
+    svg += fmt::format("<text x=\"{}\" y=\"18\" text-anchor=\"middle\" class=\"h\">P{}</text>\n",
+                       labelW + p * cell + cell / 2, p);
+  for (size_t row = 0; row < scenarios.size(); ++row) {
+    const auto& s = scenarios[row];
+    int y = top + static_cast<int>(row) * cell;
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"h\">{}</text>\n",
+                       labelW - 8, y + cell / 2 + 4, xmlEscape(s));
+    for (int p = 0; p < 12; ++p) {
+      std::string fp = fmt::format("P{}", p);
+      int total = 0, failed = 0;
+      const CaseRecord* target = nullptr;
+      for (const auto& c : r.cases) {
+        if (c.scenario != s || c.failpoint != fp) continue;
+        ++total;
+        if (c.verdict == "fail") {
+          ++failed;
+          if (!target || target->verdict != "fail") target = &c;
+        } else if (!target) {
+          target = &c;
+        }
+      }
+      int x = labelW + p * cell;
+      std::string colour = total == 0 ? "#d0d0d0" : failed ? "#d9534f" : "#5cb85c";
+      std::string title = total == 0
+                              ? fmt::format("{} {}: not reached", s, fp)
+                              : fmt::format("{} {}: {} case(s), {} failed", s, fp, total, failed);
+      std::string rect = fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+          "stroke=\"#fff\"><title>{}</title></rect>",
+          x, y, cell, cell, colour, xmlEscape(title));
+      std::string label =
+          total == 0
+              ? ""
+              : fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"n\">{}</text>",
+                            x + cell / 2, y + cell / 2 + 4,
+                            failed ? fmt::format("{}/{}", failed, total) : std::to_string(total));
+      if (target)
+        svg += fmt::format("<a href=\"#{}\">{}{}</a>\n", anchor(target->id), rect, label);
+      else
+        svg += rect + "\n";
+    }
+  }
+  // Legend.
+  int ly = top + static_cast<int>(scenarios.size()) * cell + 20;
+  int lx = labelW;
+  for (auto [colour, text] :
+       std::vector<std::pair<std::string, std::string>>{{"#5cb85c", "all cases pass"},
+                                                        {"#d9534f", "failed/total"},
+                                                        {"#d0d0d0", "not reached"}}) {
+    svg += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
+        "<text x=\"{}\" y=\"{}\" class=\"h\">{}</text>\n",
+        lx, ly, colour, lx + 20, ly + 12, text);
+    lx += 150;
+  }
+  svg += "</svg>\n";
+
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>crashsim crash sweep</title>\n<style>\n"
+      "body{font-family:sans-serif;margin:2em;color:#222}"
+      "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}"
+      ".pass{color:#2d7a2d}.fail{color:#b52b27;font-weight:bold}.na{color:#888}"
+      "svg .h{font-size:12px;fill:#222}svg .n{font-size:11px;fill:#fff}"
+      "code{background:#f4f4f4;padding:1px 4px}\n"
+      "</style>\n</head>\n<body>\n";
+  out +=
+      fmt::format("<h1>crashsim crash sweep: {}</h1>\n", r.summary.failed == 0 ? "PASS" : "FAIL");
+  out += fmt::format(
+      "<p>{} cases, {} passed, {} failed &mdash; {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, "
+      "wall {:.1f} s</p>\n",
+      r.summary.total, r.summary.passed, r.summary.failed, r.summary.casesPerSecond,
+      r.summary.medianCaseMs, r.summary.p95CaseMs, r.summary.wallSeconds);
+  out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", mode " + xmlEscape(r.selection.mode) +
+         ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
+  out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;
+  out += "<h2>Cases</h2>\n<table>\n<tr><th>case</th><th>verdict</th>";
+  for (auto n : kCheckNames) out += fmt::format("<th>{}</th>", n);
+  out += "<th>reasons</th><th>reproduce</th></tr>\n";
+  for (const auto& c : r.cases) {
+    out += fmt::format("<tr id=\"{}\"><td><code>{}</code></td><td class=\"{}\">{}</td>",
+                       anchor(c.id), xmlEscape(c.id), c.verdict, c.verdict);
+    std::string reasons;
+    for (auto n : kCheckNames) {
+      auto it = c.checks.find(std::string(n));
+      std::string st = it == c.checks.end() ? "n/a" : it->second.status;
+      out += fmt::format("<td class=\"{}\">{}</td>", st == "n/a" ? "na" : st, st);
+      if (it != c.checks.end() && st != "pass")
+        reasons += fmt::format("{}: {}<br>", n, xmlEscape(it->second.reason));
+    }
+    out +=
+        fmt::format("<td>{}</td><td><code>{}</code></td></tr>\n", reasons, xmlEscape(c.reproduce));
+  }
+  out += "</table>\n</body>\n</html>\n";
+  return out;
+}
+
+void writeAll(const Report& report, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  auto put = [&](const char* name, const std::string& text) {
+    std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) throw ReportError("cannot write " + (dir / name).string());
+  };
+  put("report.json", renderJson(report));
+  put("junit.xml", renderJunit(report));
+  put("report.md", renderMarkdown(report));
+  put("report.html", renderHtml(report));
+}
+
+}  // namespace crashsim::reports

@@ -1,0 +1,226 @@
+// Report model, writers, schema validation and merge.
+#include "crashsim/reports/report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "crashsim/reports/schema_validator.h"
+
+using namespace crashsim::reports;
+
+namespace {
+
+Json loadSchema() {
+  std::ifstream in(std::filesystem::path(CRASHSIM_SOURCE_DIR) / "reports" / "report.schema.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return Json::parse(ss.str());
+}
+
+CaseRecord makeCase(std::string scenario, std::string fp, int hit, bool pass,
+                    std::optional<std::string> rfp = {}) {
+  CaseRecord c;
+  c.scenario = scenario;
+  c.failpoint = fp;
+  c.hit = hit;
+  c.mode = "kill";
+  c.id = scenario + "/" + fp + "#" + std::to_string(hit) + "/kill";
+  if (rfp) {
+    c.recoveryFailpoint = *rfp;
+    c.recoveryHit = 1;
+    c.id += "+R:" + *rfp + "#1";
+  }
+  for (auto n : kCheckNames) c.checks[std::string(n)] = Check{"pass", ""};
+  c.checks["V9"] = Check{"n/a", "not sampled"};
+  if (!pass) c.checks["V8"] = Check{"fail", "callId c1 executed 2 times"};
+  c.verdict = pass ? "pass" : "fail";
+  c.reproduce = "crashsim run " + c.id + " --keep /tmp/x";
+  c.durationMs = 10.0 + hit;
+  return c;
+}
+
+Report makeReport() {
+  Report r;
+  r.crashsimVersion = std::string(crashsimVersion());
+  r.platform.os = "Linux";
+  r.platform.kernel = "6.1";
+  r.platform.arch = "x86_64";
+  r.platform.fsType = "tmpfs";
+  r.platform.sqliteVersion = "3.40.1";
+  r.platform.sqliteCompileOptions = {"THREADSAFE=1"};
+  r.platform.journalMode = "wal";
+  r.platform.synchronous = "FULL";
+  r.platform.compiler = "GCC 12";
+  r.platform.buildType = "RelWithDebInfo";
+  r.shards = {{0, 1}};
+  r.cases = {makeCase("write-config-port", "P4", 1, true), makeCase("bash-once", "P2", 1, false),
+             makeCase("write-config-port", "P4", 1, true, "P10")};
+  sortCases(r);
+  finalizeSummary(r, 0.5);
+  return r;
+}
+
+}  // namespace
+
+TEST(ReportJson, ValidatesAgainstReportSchema) {
+  auto schema = loadSchema();
+  auto j = toJson(makeReport());
+  auto violations = validateSchema(schema, j);
+  for (const auto& v : violations) ADD_FAILURE() << v.path << ": " << v.message;
+  EXPECT_TRUE(violations.empty());
+}
+
+TEST(ReportJson, SchemaRejectsBadVerdictMissingCheckAndBadCaseId) {
+  auto schema = loadSchema();
+  auto j = toJson(makeReport());
+  j["cases"][0]["verdict"] = "maybe";
+  j["cases"][1]["checks"].erase("V5");
+  j["cases"][2]["id"] = "no-failpoint-here";
+  j["summary"].erase("p95CaseMs");
+  auto violations = validateSchema(schema, j);
+  std::string all;
+  for (const auto& v : violations) all += v.path + ": " + v.message + "\n";
+  EXPECT_NE(all.find("$.cases[0].verdict"), std::string::npos) << all;
+  EXPECT_NE(all.find("missing required property V5"), std::string::npos) << all;
+  EXPECT_NE(all.find("$.cases[2].id"), std::string::npos) << all;
+  EXPECT_NE(all.find("missing required property p95CaseMs"), std::string::npos) << all;
+}
+
+TEST(ReportJson, ValidatorRefusesUnsupportedKeywords) {
+  Json schema = {{"type", "object"}, {"oneOf", Json::array()}};
+  EXPECT_THROW(validateSchema(schema, Json::object()), std::invalid_argument);
+}
+
+TEST(ReportJson, RoundTripsThroughJson) {
+  auto r = makeReport();
+  auto back = reportFromJson(Json::parse(renderJson(r)));
+  EXPECT_EQ(renderJson(back), renderJson(r));
+}
+
+TEST(ReportJson, SummaryCountsAndNearestRankTiming) {
+  auto r = makeReport();
+  EXPECT_EQ(r.summary.total, 3);
+  EXPECT_EQ(r.summary.passed, 2);
+  EXPECT_EQ(r.summary.failed, 1);
+  EXPECT_DOUBLE_EQ(r.summary.medianCaseMs, 11.0);
+  EXPECT_DOUBLE_EQ(r.summary.p95CaseMs, 11.0);
+  EXPECT_DOUBLE_EQ(r.summary.casesPerSecond, 6.0);
+  // Reasons are reported for every non-pass check.
+  auto j = toJson(r);
+  EXPECT_EQ(j["cases"][0]["reasons"]["V8"], "callId c1 executed 2 times");
+  EXPECT_EQ(j["cases"][0]["reasons"]["V9"], "not sampled");
+  EXPECT_FALSE(j["cases"][0]["reasons"].contains("V1"));
+}
+
+TEST(ReportJson, TimingStrippedReportsAreEqualForDifferentTimings) {
+  auto a = makeReport();
+  auto b = makeReport();
+  for (auto& c : b.cases) c.durationMs *= 3;
+  finalizeSummary(b, 7);
+  b.platform.kernel = "other";
+  EXPECT_NE(renderJson(a), renderJson(b));
+  EXPECT_EQ(withoutTimingAndPlatform(toJson(a)).dump(), withoutTimingAndPlatform(toJson(b)).dump());
+}
+
+TEST(JunitXml, OneTestcasePerCaseFailureCarriesVerdictAndReproduce) {
+  auto xml = renderJunit(makeReport());
+  size_t n = 0;
+  for (size_t p = xml.find("<testcase "); p != std::string::npos; p = xml.find("<testcase ", p + 1))
+    ++n;
+  EXPECT_EQ(n, 3u);
+  EXPECT_NE(xml.find("<failure message=\"verdict fail: V8\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("reproduce: crashsim run bash-once/P2#1/kill --keep /tmp/x"),
+            std::string::npos);
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"1\""), std::string::npos);
+}
+
+TEST(Markdown, ShowsVerdictMatrixAndFailureReproduceLine) {
+  auto md = renderMarkdown(makeReport());
+  EXPECT_NE(md.find("**FAIL**"), std::string::npos);
+  EXPECT_NE(md.find("| write-config-port |"), std::string::npos);
+  EXPECT_NE(md.find("crashsim run bash-once/P2#1/kill --keep /tmp/x"), std::string::npos);
+}
+
+TEST(Html, StaticSvgMatrixWithLegendAndCellLinksToCaseAnchors) {
+  auto html = renderHtml(makeReport());
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("all cases pass"), std::string::npos);  // legend
+  EXPECT_NE(html.find("not reached"), std::string::npos);
+  // The failing cell links to the failing case's detail row.
+  auto pos = html.find("href=\"#case-bash-once.2fP2.231.2fkill\"");
+  EXPECT_NE(pos, std::string::npos);
+  EXPECT_NE(html.find("id=\"case-bash-once.2fP2.231.2fkill\""), std::string::npos);
+  // No network: no scripts, stylesheets or images fetched from anywhere.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+TEST(Merge, JoinsShardsIntoOneSortedReport) {
+  auto full = makeReport();
+  Report a = full, b = full;
+  a.cases = {full.cases[0]};
+  a.shards = {{0, 2}};
+  b.cases = {full.cases[1], full.cases[2]};
+  b.shards = {{1, 2}};
+  finalizeSummary(a, 1.0);
+  finalizeSummary(b, 2.0);
+  auto m = mergeReports({b, a});
+  ASSERT_EQ(m.cases.size(), 3u);
+  EXPECT_EQ(m.cases, full.cases);
+  EXPECT_EQ(m.summary.failed, 1);
+  EXPECT_DOUBLE_EQ(m.summary.wallSeconds, 2.0);
+  ASSERT_EQ(m.shards.size(), 2u);
+  EXPECT_EQ(m.shards[0].index, 0);
+  EXPECT_TRUE(validateSchema(loadSchema(), toJson(m)).empty());
+}
+
+TEST(Merge, RefusesDifferentCrashsimVersion) {
+  auto a = makeReport(), b = makeReport();
+  a.cases.resize(1);
+  b.cases.erase(b.cases.begin());
+  b.crashsimVersion = "9.9.9";
+  b.shards = {{1, 2}};
+  try {
+    mergeReports({a, b});
+    FAIL() << "merged reports of different versions";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("crashsim 9.9.9"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Merge, RefusesOverlappingCaseSets) {
+  auto a = makeReport(), b = makeReport();
+  b.shards = {{1, 1}};
+  try {
+    mergeReports({a, b});
+    FAIL() << "merged overlapping cases";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("overlapping"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Merge, RefusesDifferentSelectionsAndDuplicateShards) {
+  auto a = makeReport(), b = makeReport();
+  a.cases.resize(1);
+  b.cases.erase(b.cases.begin());
+  b.selection.mode = "powerloss";
+  EXPECT_THROW(mergeReports({a, b}), ReportError);
+  b.selection = a.selection;
+  EXPECT_THROW(mergeReports({a, b}), ReportError);  // both shard 0/1
+}
+
+TEST(WriteAll, WritesFourFilesAndReadsBack) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("crashsim-report-test-" + std::to_string(::getpid()));
+  auto r = makeReport();
+  writeAll(r, dir);
+  for (auto f : {"report.json", "junit.xml", "report.md", "report.html"})
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  EXPECT_EQ(readReportFile(dir / "report.json"), reportFromJson(toJson(r)));
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,164 @@
+// Event builders of the agent run loop: every event is built as JSON and decoded strictly.
+#include <chrono>
+#include <mutex>
+
+#include "crashsim/agent.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+
+namespace crashsim {
+
+namespace {
+
+Json envelope(const RunIdentity& id, const std::string& eventId, double ts, const char* role,
+              const char* author) {
+  Json e = Json::object();
+  e["id"] = eventId;
+  e["invocationId"] = id.invocationId;
+  e["sessionId"] = id.sessionId;
+  e["runId"] = id.runId;
+  e["turnId"] = id.turnId;
+  e["ts"] = ts;
+  e["partial"] = false;
+  e["role"] = role;
+  e["author"] = author;
+  return e;
+}
+
+}  // namespace
+
+RunIdentity identityOf(const RunHeader& header) {
+  return RunIdentity{header.sessionId, header.invocationId, header.runId, header.turnId};
+}
+
+double RunClock::now() {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  double t = static_cast<double>(ms);
+  if (t <= last_) t = last_ + 1;
+  last_ = t;
+  return t;
+}
+
+namespace agent_events {
+
+RuntimeEvent userEvent(const RunIdentity& id, double ts, const std::string& text,
+                       bool protocolMarker) {
+  Json e = envelope(id, id.invocationId + "_user", ts, "user", "user");
+  e["content"] = Json{{"kind", "text"}, {"text", text}};
+  if (protocolMarker) {
+    e["actions"] = Json{
+        {"runtimeProtocol", Json{{"toolBoundary", std::string(code::t1_after_preflight_v1)}}}};
+  }
+  return decodeRuntimeEvent(e);
+}
+
+RuntimeEvent textEvent(const RunIdentity& id, const std::string& eventId, double ts,
+                       const std::string& text) {
+  Json e = envelope(id, eventId, ts, "model", "agent");
+  e["content"] = Json{{"kind", "text"}, {"text", text}};
+  return decodeRuntimeEvent(e);
+}
+
+RuntimeEvent callEvent(const RunIdentity& id, const std::string& operationId, double ts,
+                       const ToolCallRequest& call) {
+  Json e = envelope(id, operationId + "_call", ts, "model", "agent");
+  e["content"] =
+      Json{{"kind", "function_call"}, {"id", call.callId}, {"name", call.toolName}, {"args", call.args}};
+  return decodeRuntimeEvent(e);
+}
+
+bool fileEvidenceSupported() {
+  static std::once_flag once;
+  static bool supported = false;
+  std::call_once(once, [] {
+    RunIdentity probe{"probe-session", "probe-invocation", "probe-run", "probe-turn"};
+    Json e = envelope(probe, "probe_dispatch", 1, "system", "system");
+    Json evidence = Json{{"kind", "file_state_v1"},
+                         {"version", 1},
+                         {"workspaceIdentity", "workspace:v1:00000000-0000-4000-8000-000000000000"},
+                         {"targetPath", "probe.txt"},
+                         {"before", Json{{"exists", false}}},
+                         {"expectedAfter",
+                          Json{{"exists", true},
+                               {"size", 0},
+                               {"sha256",
+                                "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}},
+                         {"transformVersion", "write_v1"},
+                         {"result", Json{{"path", "probe.txt"}, {"bytesWritten", 0}}}};
+    e["actions"] = Json{{"toolDispatch", Json{{"protocol", std::string(code::t1_after_preflight_v1)},
+                                              {"operationId", "toolop_probe"},
+                                              {"providerToolCallId", "probe-call"},
+                                              {"toolName", "Write"},
+                                              {"canonicalArgsHash",
+                                               "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+                                              {"recoveryMode", std::string(code::reconcile)},
+                                              {"fileEvidence", evidence}}}};
+    e["refs"] = Json{{"operationId", "toolop_probe"}, {"toolCallId", "probe-call"}};
+    try {
+      decodeRuntimeEvent(e);
+      supported = true;
+    } catch (const Error&) {
+      supported = false;
+    }
+  });
+  return supported;
+}
+
+RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId, double ts,
+                           const ToolCallRequest& call, const std::string& argsHash,
+                           const std::string& recoveryMode,
+                           const std::optional<Json>& fileEvidence) {
+  Json e = envelope(id, operationId + "_dispatch", ts, "system", "system");
+  Json dispatch = Json{{"protocol", std::string(code::t1_after_preflight_v1)},
+                       {"operationId", operationId},
+                       {"providerToolCallId", call.callId},
+                       {"toolName", call.toolName},
+                       {"canonicalArgsHash", argsHash},
+                       {"recoveryMode", recoveryMode}};
+  if (fileEvidence && fileEvidenceSupported()) dispatch["fileEvidence"] = *fileEvidence;
+  e["actions"] = Json{{"toolDispatch", dispatch}};
+  e["refs"] = Json{{"operationId", operationId}, {"toolCallId", call.callId}};
+  return decodeRuntimeEvent(e);
+}
+
+RuntimeEvent responseEvent(const RunIdentity& id, const std::string& operationId, double ts,
+                           const ToolCallRequest& call, const Json& result, bool isError,
+                           bool bound) {
+  Json e = envelope(id, operationId + "_response", ts, "tool", "tool");
+  Json content = Json{{"kind", "function_response"},
+                      {"id", call.callId},
+                      {"name", call.toolName},
+                      {"result", result}};
+  if (isError) content["isError"] = true;
+  e["content"] = content;
+  if (bound) e["refs"] = Json{{"operationId", operationId}, {"toolCallId", call.callId}};
+  return decodeRuntimeEvent(e);
+}
+
+RuntimeEvent terminalEvent(const RunIdentity& id, double ts, const TurnEnd& end) {
+  Json e = envelope(id, id.invocationId + "_terminal", ts, "system", "system");
+  Json stateDelta = Json::object();
+  if (end.status == "completed") {
+    e["status"] = "completed";
+  } else if (end.status == "cancelled") {
+    e["status"] = "cancelled";
+    stateDelta["abortSource"] = end.abortSource.value_or("user");
+  } else {
+    e["status"] = "failed";
+    const std::string failureClass = end.failureClass.value_or("agent_error");
+    stateDelta["failureClass"] = failureClass;
+    e["content"] = Json{{"kind", "error"},
+                        {"code", failureClass},
+                        {"reason", failureClass},
+                        {"message", end.message.value_or(failureClass)}};
+  }
+  Json actions = Json{{"endInvocation", true}};
+  if (!stateDelta.empty()) actions["stateDelta"] = stateDelta;
+  e["actions"] = actions;
+  return decodeRuntimeEvent(e);
+}
+
+}  // namespace agent_events
+}  // namespace crashsim

@@ -1,0 +1,204 @@
+// The agent run loop (crashsim/agent.h). Failpoints P0–P4, P6, P7, P9 sit here; P3 is inside
+// the Write/Edit implementation (tools.cpp), P5 and P8 inside the store's T2 and terminal
+// commit transactions.
+#include "crashsim/agent.h"
+
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/hashing.h"
+
+namespace crashsim {
+
+std::string scenarioSessionId(const Scenario& scenario) { return "session-" + scenario.id; }
+
+RunIdentity freshRunIdentity(const Scenario& scenario) {
+  return RunIdentity{scenarioSessionId(scenario), "invocation-" + scenario.id + "-1",
+                     "run-" + scenario.id + "-1", "turn-" + scenario.id + "-1"};
+}
+
+Json RunSummary::toJson() const {
+  Json j = Json::object();
+  j["sessionId"] = identity.sessionId;
+  j["invocationId"] = identity.invocationId;
+  j["runId"] = identity.runId;
+  j["turnId"] = identity.turnId;
+  j["status"] = status;
+  j["continuation"] = continuation;
+  j["providerSteps"] = providerSteps;
+  j["toolCalls"] = toolCalls;
+  j["executions"] = executions;
+  j["refused"] = refused;
+  j["noOps"] = noOps;
+  j["toolErrors"] = toolErrors;
+  j["workspaceIdentity"] = workspaceIdentity;
+  if (errorCode) j["errorCode"] = *errorCode;
+  if (errorMessage) j["errorMessage"] = *errorMessage;
+  return j;
+}
+
+AgentRunner::AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRuntime& tools,
+                         CancellationToken& cancel)
+    : store_(store), scenario_(scenario), tools_(tools), cancel_(cancel), model_(scenario) {}
+
+RunSummary AgentRunner::runFresh(const RunIdentity& id) {
+  RunHeader header;
+  header.sessionId = id.sessionId;
+  header.runId = id.runId;
+  header.invocationId = id.invocationId;
+  header.turnId = id.turnId;
+  header.status = "running";
+  header.createdAt = header.updatedAt = clock_.now();
+  header.workspaceIdentity = tools_.workspace().identity;
+  header.cwd = tools_.workspace().root.string();
+  store_.createRun(header);
+  // Event #1 carries the protocol marker: the SQLite T1/T2 sink is really wired for this run.
+  RuntimeEvent user = agent_events::userEvent(id, clock_.now(), scenario_.user, true);
+  store_.append(user);
+  return loop(header, {user}, false);
+}
+
+RunSummary AgentRunner::runContinuation(const RunHeader& targetHeader,
+                                        const std::vector<RuntimeEvent>& replayHistory) {
+  RunHeader header = targetHeader;
+  if (header.status != "running") {
+    header.status = "running";
+    header.updatedAt = clock_.now();
+    store_.updateRunHeader(header);
+  }
+  return loop(header, replayHistory, true);
+}
+
+RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history,
+                             bool continuation) {
+  const RunIdentity id = identityOf(header);
+  RunSummary summary;
+  summary.identity = id;
+  summary.continuation = continuation;
+  summary.workspaceIdentity = tools_.workspace().identity;
+  TurnEnd end;
+  try {
+    bool deliveredResults = false;
+    for (size_t stepOrdinal = 1;; ++stepOrdinal) {
+      if (cancel_.cancelled()) {
+        end = TurnEnd{"cancelled", std::nullopt, cancel_.reason(), "user"};
+        break;
+      }
+      if (deliveredResults) CRASHSIM_FAILPOINT(P7);
+      ModelStep step = model_.nextStep(history);
+      ++summary.providerSteps;
+      const std::string textId = id.invocationId + "_step" + std::to_string(stepOrdinal) + "_text";
+      if (step.isFinal()) {
+        if (step.text) {
+          RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
+          store_.append(text);
+          history.push_back(text);
+        }
+        end = TurnEnd{"completed", std::nullopt, std::nullopt, std::nullopt};
+        break;
+      }
+      CRASHSIM_FAILPOINT(P0);
+      if (step.text) {
+        RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
+        store_.append(text);
+        history.push_back(text);
+      }
+      // Model output is durable first: every function_call of the step, generic writer.
+      std::vector<RuntimeEvent> callEvents;
+      for (const auto& call : step.calls) {
+        const std::string op = deriveOperationId(id.invocationId, call.callId);
+        RuntimeEvent ev = agent_events::callEvent(id, op, clock_.now(), call);
+        store_.append(ev);
+        history.push_back(ev);
+        callEvents.push_back(std::move(ev));
+      }
+      for (size_t i = 0; i < step.calls.size(); ++i) {
+        runCall(header, step.calls[i], callEvents[i], history, summary);
+      }
+      deliveredResults = true;
+    }
+  } catch (const Error& e) {
+    end = TurnEnd{"failed", e.code(), e.what(), std::nullopt};
+    summary.errorCode = e.code();
+    summary.errorMessage = e.what();
+  } catch (const std::exception& e) {
+    end = TurnEnd{"failed", std::string("agent_error"), e.what(), std::nullopt};
+    summary.errorCode = "agent_error";
+    summary.errorMessage = e.what();
+  }
+  commitTurnTerminal(header, end);
+  summary.status = end.status;
+  return summary;
+}
+
+void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
+                          const RuntimeEvent& callEvent, std::vector<RuntimeEvent>& history,
+                          RunSummary& summary) {
+  const RunIdentity id = identityOf(header);
+  const std::string op = deriveOperationId(id.invocationId, call.callId);
+  ++summary.toolCalls;
+  CRASHSIM_FAILPOINT(P1);
+  const PreflightDecision decision = tools_.preflight(call);
+  if (decision.kind != PreflightDecision::Kind::dispatch) {
+    // Refusal or deterministic no-op: synthetic response before T1 (pre_t1_synthetic).
+    if (decision.kind == PreflightDecision::Kind::refuse) ++summary.refused;
+    if (decision.kind == PreflightDecision::Kind::no_op) ++summary.noOps;
+    RuntimeEvent response = agent_events::responseEvent(
+        id, op, clock_.now(), call, decision.syntheticResult, decision.syntheticIsError, false);
+    store_.append(response);
+    history.push_back(response);
+    return;
+  }
+  const std::string argsHash = canonicalArgsHash(call.toolName, call.args);
+  ToolPrepared prepared;
+  prepared.operationId = op;
+  prepared.journalEventId = op + "_prepared";
+  prepared.call = callEvent;
+  prepared.dispatch = agent_events::dispatchEvent(id, op, clock_.now(), call, argsHash,
+                                                  decision.recoveryMode, decision.fileEvidence);
+  prepared.providerToolCallId = call.callId;
+  prepared.toolName = call.toolName;
+  prepared.canonicalArgsHash = argsHash;
+  prepared.recoveryMode = decision.recoveryMode;
+  prepared.committedAt = clock_.now();
+  const WriteResult t1 = store_.commitToolPrepared(prepared);
+  if (!t1.created) {
+    // The operation was already claimed: the implementation must not run (f.4).
+    throw Error(code::tool_already_claimed,
+                "tool operation " + op + " was already prepared; not executing it again");
+  }
+  CRASHSIM_FAILPOINT(P2);
+  const ToolResult result = tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId},
+                                           cancel_);
+  ++summary.executions;
+  if (result.isError) ++summary.toolErrors;
+  CRASHSIM_FAILPOINT(P4);
+  ToolOutcome outcome;
+  outcome.operationId = op;
+  outcome.journalEventId = op + "_outcome";
+  outcome.response =
+      agent_events::responseEvent(id, op, clock_.now(), call, result.result, result.isError, true);
+  outcome.committedAt = clock_.now();
+  store_.commitToolOutcome(outcome);
+  CRASHSIM_FAILPOINT(P6);
+  // Only now does the result reach the next provider step.
+  history.push_back(outcome.response);
+}
+
+void AgentRunner::commitTurnTerminal(RunHeader& header, const TurnEnd& end) {
+  const RunIdentity id = identityOf(header);
+  const double ts = clock_.now();
+  store_.commitTerminalEvent(agent_events::terminalEvent(id, ts, end));
+  CRASHSIM_FAILPOINT(P9);
+  header.status = end.status;
+  header.updatedAt = ts;
+  header.completedAt = ts;
+  if (end.status == "failed") {
+    header.failureClass = end.failureClass.value_or("agent_error");
+    header.failureMessage = end.message;
+  }
+  if (end.status == "cancelled") header.abortSource = end.abortSource.value_or("user");
+  store_.markRunTerminal(header);
+}
+
+}  // namespace crashsim

@@ -1,0 +1,93 @@
+// Host entry points of the agent: fresh run and start-up recovery + continuation.
+#include <algorithm>
+
+#include "agent/host_internal.h"
+#include "crashsim/agent.h"
+#include "crashsim/continuation.h"
+#include "recovery/file_reconcile.h"
+
+namespace crashsim {
+namespace fs = std::filesystem;
+
+fs::path effectsPathOf(const AgentPaths& paths) {
+  return paths.effectsPath.empty() ? paths.storeDir / "effects.jsonl" : paths.effectsPath;
+}
+
+namespace {
+
+ToolPolicy policyOf(const Scenario& scenario) {
+  ToolPolicy policy;
+  policy.available = scenario.tools;
+  policy.denied = scenario.deny;
+  return policy;
+}
+
+}  // namespace
+
+RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
+                       CancellationToken& cancel) {
+  const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
+  fs::create_directories(paths.storeDir);
+  auto store = RuntimeStore::open(paths.storeDir);
+  EffectsLog effects(effectsPathOf(paths));
+  ToolRuntime tools(workspace, policyOf(scenario), effects);
+  AgentRunner runner(*store, scenario, tools, cancel);
+  return runner.runFresh(freshRunIdentity(scenario));
+}
+
+Json RecoverReport::toJson() const {
+  Json j = Json::object();
+  j["claimRepair"] = claimRepair;
+  j["startupRepair"] = startupRepair;
+  j["reconcile"] = reconcile;
+  j["plan"] = plan;
+  j["continuation"] = continuation ? continuation->toJson() : Json(nullptr);
+  return j;
+}
+
+RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
+                              CancellationToken& cancel) {
+  RecoverReport report;
+  const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
+  auto store = RuntimeStore::open(paths.storeDir);
+  // 1. continuation claim saga, 2. startup repair (terminal fact before header).
+  report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
+  report.startupRepair = host_detail::runStartupRepair(*store);
+  // 3. reconcilers for indeterminate operations (file recovery hook).
+  report.reconcile = reconcileIndeterminateOperations(*store, workspace);
+  // 4. Phase 1 planning of the scenario's session.
+  const std::string sessionId = scenarioSessionId(scenario);
+  ContinuationHost host;
+  host.enabled = true;
+  host.currentCwd = workspace.root.string();
+  std::vector<std::string> tools = scenario.tools;
+  std::sort(tools.begin(), tools.end());
+  host.inspector = [workspace, tools] {
+    SafetyFacts facts;
+    facts.workspaceIdentity = workspace.identity;
+    facts.workspacePath = workspace.root.string();
+    facts.backgroundOperationsSettled = true;
+    facts.availableToolNames = tools;
+    return facts;
+  };
+  // Deterministic continuation ids: <kind>-<scenario>-<n>, n = runs in the session + 1.
+  const size_t ordinal = store->listRuns(sessionId).size() + 1;
+  auto counter = std::make_shared<size_t>(0);
+  host.newId = [counter, ordinal, id = scenario.id] {
+    static const char* kinds[] = {"invocation", "run", "turn", "claim"};
+    const size_t k = (*counter)++;
+    return std::string(kinds[k % 4]) + "-" + id + "-" + std::to_string(ordinal + k / 4);
+  };
+  const ContinuationPlan plan = planLatestContinuation(*store, sessionId, host);
+  report.plan = plan.toJson();
+  if (!plan.isContinue()) return report;
+  // 5. continuation: claim + start by the continuation authority, then the normal loop.
+  ContinuationExecution ex = executeContinuation(*store, plan, host);
+  EffectsLog effects(effectsPathOf(paths));
+  ToolRuntime toolRuntime(workspace, policyOf(scenario), effects);
+  AgentRunner runner(*store, scenario, toolRuntime, cancel);
+  report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
+  return report;
+}
+
+}  // namespace crashsim

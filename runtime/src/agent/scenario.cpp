@@ -1,0 +1,244 @@
+// Scenario loader (scenarios/README.md).
+#include "crashsim/scenario.h"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+
+namespace crashsim {
+namespace fs = std::filesystem;
+
+namespace {
+
+class Validator {
+ public:
+  explicit Validator(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& why) const {
+    throw Error(code::scenario_invalid, source_ + ": " + path + ": " + why, path);
+  }
+
+  const Json& object(const Json& v, const std::string& path,
+                     std::initializer_list<std::string_view> required,
+                     std::initializer_list<std::string_view> optional) const {
+    if (!v.is_object()) fail(path, "must be an object");
+    for (const auto& key : required) {
+      if (!v.contains(std::string(key))) fail(path, "missing key '" + std::string(key) + "'");
+    }
+    for (const auto& [key, value] : v.items()) {
+      (void)value;
+      const bool known =
+          std::find(required.begin(), required.end(), key) != required.end() ||
+          std::find(optional.begin(), optional.end(), key) != optional.end();
+      if (!known) fail(path + "." + key, "unknown key");
+    }
+    return v;
+  }
+
+  std::string string(const Json& v, const std::string& path, bool nonEmpty = true) const {
+    if (!v.is_string()) fail(path, "must be a string");
+    std::string s = v.get<std::string>();
+    if (nonEmpty && s.empty()) fail(path, "must not be empty");
+    return s;
+  }
+
+  std::vector<std::string> strings(const Json& v, const std::string& path) const {
+    if (!v.is_array()) fail(path, "must be an array of strings");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      out.push_back(string(v[i], path + "[" + std::to_string(i) + "]"));
+    }
+    return out;
+  }
+
+  std::map<std::string, std::string> fileMap(const Json& v, const std::string& path) const {
+    if (!v.is_object()) fail(path, "must be an object of path → content");
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : v.items()) {
+      relativePath(key, path + "." + key);
+      out[key] = string(value, path + "." + key, false);
+    }
+    return out;
+  }
+
+  void relativePath(const std::string& p, const std::string& path) const {
+    if (p.empty() || p.front() == '/') fail(path, "must be a non-empty relative path");
+    for (const auto& part : fs::path(p)) {
+      if (part == "..") fail(path, "must not contain '..'");
+    }
+  }
+
+ private:
+  std::string source_;
+};
+
+}  // namespace
+
+size_t Scenario::callCount() const {
+  size_t n = 0;
+  for (const auto& step : model) n += step.calls.size();
+  return n;
+}
+
+Scenario parseScenario(const Json& v, const std::string& source) {
+  Validator val(source);
+  val.object(v, "$", {"id", "user", "model", "expect"},
+             {"description", "workspace", "tools", "permissions"});
+  Scenario s;
+  s.id = val.string(v["id"], "$.id");
+  static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
+  if (!std::regex_match(s.id, idRe)) val.fail("$.id", "must match [a-z0-9][a-z0-9-]*");
+  if (v.contains("description")) s.description = val.string(v["description"], "$.description", false);
+  s.user = val.string(v["user"], "$.user");
+  if (v.contains("workspace")) {
+    val.object(v["workspace"], "$.workspace", {}, {"files"});
+    if (v["workspace"].contains("files")) {
+      s.files = val.fileMap(v["workspace"]["files"], "$.workspace.files");
+    }
+  }
+  if (v.contains("tools")) {
+    s.tools = val.strings(v["tools"], "$.tools");
+  } else {
+    s.tools = {"Read", "Write", "Edit", "Bash"};
+  }
+  if (v.contains("permissions")) {
+    val.object(v["permissions"], "$.permissions", {}, {"deny"});
+    if (v["permissions"].contains("deny")) {
+      s.deny = val.strings(v["permissions"]["deny"], "$.permissions.deny");
+    }
+  }
+  const Json& model = v["model"];
+  if (!model.is_array() || model.empty()) val.fail("$.model", "must be a non-empty array");
+  std::set<std::string> callIds;
+  for (size_t i = 0; i < model.size(); ++i) {
+    const std::string p = "$.model[" + std::to_string(i) + "]";
+    val.object(model[i], p, {}, {"text", "calls"});
+    ScriptedStep step;
+    if (model[i].contains("text")) step.text = val.string(model[i]["text"], p + ".text", false);
+    if (model[i].contains("calls")) {
+      const Json& calls = model[i]["calls"];
+      if (!calls.is_array()) val.fail(p + ".calls", "must be an array");
+      for (size_t k = 0; k < calls.size(); ++k) {
+        const std::string cp = p + ".calls[" + std::to_string(k) + "]";
+        val.object(calls[k], cp, {"id", "name", "args"}, {});
+        ScriptedCall call;
+        call.id = val.string(calls[k]["id"], cp + ".id");
+        call.name = val.string(calls[k]["name"], cp + ".name");
+        call.args = calls[k]["args"];
+        if (!call.args.is_object()) val.fail(cp + ".args", "must be an object");
+        if (!callIds.insert(call.id).second) val.fail(cp + ".id", "duplicate call id " + call.id);
+        step.calls.push_back(std::move(call));
+      }
+    }
+    const bool last = i + 1 == model.size();
+    if (last && !step.calls.empty()) val.fail(p, "the last step is the final answer: no calls");
+    if (last && !step.text) val.fail(p, "the last step must have text (the final answer)");
+    if (!last && step.calls.empty()) val.fail(p, "every step but the last needs at least one call");
+    s.model.push_back(std::move(step));
+  }
+  const Json& expect = v["expect"];
+  val.object(expect, "$.expect", {}, {"files", "absent", "toolCalls", "errorCalls"});
+  if (expect.contains("files")) s.expect.files = val.fileMap(expect["files"], "$.expect.files");
+  if (expect.contains("absent")) {
+    s.expect.absent = val.strings(expect["absent"], "$.expect.absent");
+    for (size_t i = 0; i < s.expect.absent.size(); ++i) {
+      val.relativePath(s.expect.absent[i], "$.expect.absent[" + std::to_string(i) + "]");
+    }
+  }
+  if (expect.contains("toolCalls")) {
+    const Json& n = expect["toolCalls"];
+    if (!n.is_number_unsigned()) val.fail("$.expect.toolCalls", "must be a non-negative integer");
+    s.expect.toolCalls = n.get<size_t>();
+    if (*s.expect.toolCalls != s.callCount()) {
+      val.fail("$.expect.toolCalls", "is " + std::to_string(*s.expect.toolCalls) +
+                                         " but the model script has " +
+                                         std::to_string(s.callCount()) + " calls");
+    }
+  }
+  if (expect.contains("errorCalls")) {
+    s.expect.errorCalls = val.strings(expect["errorCalls"], "$.expect.errorCalls");
+    for (size_t i = 0; i < s.expect.errorCalls.size(); ++i) {
+      if (!callIds.count(s.expect.errorCalls[i])) {
+        val.fail("$.expect.errorCalls[" + std::to_string(i) + "]", "names no scripted call");
+      }
+    }
+  }
+  return s;
+}
+
+Scenario loadScenario(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(code::scenario_invalid, file.string() + ": cannot be read");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  Json value;
+  try {
+    value = Json::parse(buffer.str());
+  } catch (const std::exception& e) {
+    throw Error(code::scenario_invalid, file.string() + ": not valid JSON: " + e.what(), "$");
+  }
+  Scenario s = parseScenario(value, file.string());
+  s.source = file;
+  return s;
+}
+
+std::vector<Scenario> loadScenarioDirectory(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw Error(code::scenario_invalid, dir.string() + ": not a scenario directory");
+  }
+  std::vector<Scenario> out;
+  std::set<std::string> ids;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    Scenario s = loadScenario(entry.path());
+    if (!ids.insert(s.id).second) {
+      throw Error(code::scenario_invalid, entry.path().string() + ": duplicate scenario id " + s.id);
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
+  for (const auto& [rel, content] : scenario.files) {
+    const fs::path target = workspace / rel;
+    fs::create_directories(target.parent_path());
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) throw Error(code::workspace_io_failed, "cannot seed " + target.string());
+  }
+}
+
+std::vector<std::string> checkExpectedWorkspace(const Scenario& scenario,
+                                                const fs::path& workspace) {
+  std::vector<std::string> problems;
+  for (const auto& [rel, content] : scenario.expect.files) {
+    std::ifstream in(workspace / rel, std::ios::binary);
+    if (!in) {
+      problems.push_back(rel + ": missing");
+      continue;
+    }
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    if (buffer.str() != content) {
+      problems.push_back(rel + ": content differs (got " + Json(buffer.str()).dump() +
+                         ", expected " + Json(content).dump() + ")");
+    }
+  }
+  for (const auto& rel : scenario.expect.absent) {
+    std::error_code ec;
+    if (fs::symlink_status(workspace / rel, ec).type() != fs::file_type::not_found) {
+      problems.push_back(rel + ": exists but is expected absent");
+    }
+  }
+  return problems;
+}
+
+}  // namespace crashsim

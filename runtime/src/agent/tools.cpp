@@ -1,0 +1,371 @@
+// ToolRuntime and the built-in tools (crashsim/tools.h).
+#include "crashsim/tools.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+#include "crashsim/failpoints.h"
+#include "workspace/process.h"
+
+namespace crashsim {
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// CancellationToken
+
+void CancellationToken::cancel(std::string reason) {
+  std::lock_guard lock(mutex_);
+  if (!cancelled_.load()) reason_ = std::move(reason);
+  cancelled_.store(true);
+}
+
+std::string CancellationToken::reason() const {
+  std::lock_guard lock(mutex_);
+  return reason_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// EffectsLog
+
+namespace {
+
+void writeAllFd(int fd, const std::string& text, const std::string& what) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw Error(code::workspace_io_failed, "write " + what + ": " + std::strerror(errno));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::vector<Json> EffectsLog::read(const fs::path& path) {
+  std::vector<Json> out;
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      out.push_back(Json::parse(line));
+    } catch (const std::exception& e) {
+      throw Error(code::invalid_json, path.string() + ": malformed effects line: " + e.what());
+    }
+  }
+  return out;
+}
+
+int EffectsLog::recordExecution(const std::string& operationId, const std::string& callId,
+                                const std::string& invocationId, const std::string& tool) {
+  std::lock_guard lock(mutex_);
+  int attempt = 1;
+  for (const auto& line : read(path_)) {
+    if (line.value("operationId", "") == operationId) ++attempt;
+  }
+  Json line = Json::object();
+  line["operationId"] = operationId;
+  line["callId"] = callId;
+  line["invocationId"] = invocationId;
+  line["tool"] = tool;
+  line["attempt"] = attempt;
+  std::error_code ec;
+  if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(code::workspace_io_failed,
+                "open effects log " + path_.string() + ": " + std::strerror(errno));
+  }
+  try {
+    writeAllFd(fd, line.dump() + "\n", path_.string());
+    if (::fsync(fd) != 0) {
+      throw Error(code::workspace_io_failed, "fsync effects log: " + std::string(std::strerror(errno)));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return attempt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+Json toolErrorResult(std::string_view code, const std::string& message) {
+  return Json{{"error", Json{{"code", std::string(code)}, {"message", message}}}};
+}
+
+Json buildFileEvidence(const WorkspaceIdentity& workspace, const std::string& targetPath,
+                       const FileState& before, const FileState& expectedAfter,
+                       std::string_view transformVersion, const Json& result) {
+  Json e = Json::object();
+  e["kind"] = "file_state_v1";
+  e["version"] = 1;
+  e["workspaceIdentity"] = workspace.identity;
+  e["targetPath"] = targetPath;
+  e["before"] = toJson(before);
+  e["expectedAfter"] = toJson(expectedAfter);
+  e["transformVersion"] = std::string(transformVersion);
+  e["result"] = result;
+  return e;
+}
+
+namespace {
+
+constexpr uint64_t kMaxFileBytes = 4u << 20;
+
+PreflightDecision refuse(std::string_view code, const std::string& message) {
+  PreflightDecision d;
+  d.kind = PreflightDecision::Kind::refuse;
+  d.syntheticResult = toolErrorResult(code, message);
+  d.syntheticIsError = true;
+  return d;
+}
+
+// Closed args schema: every key required, all string-valued.
+std::optional<std::string> checkArgs(const Json& args, std::initializer_list<const char*> keys) {
+  if (!args.is_object()) return "args must be an object";
+  for (const char* k : keys) {
+    if (!args.contains(k)) return std::string("missing argument '") + k + "'";
+    if (!args[k].is_string()) return std::string("argument '") + k + "' must be a string";
+  }
+  for (const auto& [k, v] : args.items()) {
+    (void)v;
+    if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) ==
+        keys.end()) {
+      return "unknown argument '" + k + "'";
+    }
+  }
+  return std::nullopt;
+}
+
+size_t countOccurrences(const std::string& haystack, const std::string& needle) {
+  if (needle.empty()) return 0;
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// Tool output is model-visible JSON: invalid UTF-8 bytes become U+FFFD.
+std::string sanitizeUtf8(const std::string& s) {
+  return Json::parse(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
+}
+
+Json writeResult(const WorkspacePath& target, size_t bytes) {
+  return Json{{"path", target.relative}, {"bytesWritten", bytes}};
+}
+Json editResult(const WorkspacePath& target) {
+  return Json{{"path", target.relative}, {"replacements", 1}};
+}
+
+// Atomic file replace: temp in the same directory → write → fsync → [P3] → rename → fsync dir.
+void replaceFileAtomically(const fs::path& target, const std::string& content,
+                           const std::string& operationId) {
+  const fs::path dir = target.parent_path();
+  const fs::path temp = dir / ("." + target.filename().string() + "." + operationId + ".tmp");
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    ::unlink(temp.c_str());
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  }
+  if (fd < 0) {
+    throw Error(code::tool_execution_failed,
+                "cannot create temp file " + temp.string() + ": " + std::strerror(errno));
+  }
+  try {
+    writeAllFd(fd, content, temp.string());
+    if (::fsync(fd) != 0) {
+      throw Error(code::tool_execution_failed, "fsync " + temp.string() + ": " + std::strerror(errno));
+    }
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  ::close(fd);
+  CRASHSIM_FAILPOINT(P3);
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw Error(code::tool_execution_failed,
+                "rename onto " + target.string() + ": " + std::strerror(err));
+  }
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    const int err = errno;
+    if (dfd >= 0) ::close(dfd);
+    throw Error(code::tool_execution_failed, "fsync directory " + dir.string() + ": " +
+                                                 std::strerror(err));
+  }
+  ::close(dfd);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ToolRuntime
+
+ToolRuntime::ToolRuntime(WorkspaceIdentity workspace, ToolPolicy policy, EffectsLog& effects)
+    : workspace_(std::move(workspace)), policy_(std::move(policy)), effects_(effects) {}
+
+std::vector<std::string> ToolRuntime::builtinTools() { return {"Bash", "Edit", "Read", "Write"}; }
+
+std::string ToolRuntime::recoveryModeOf(std::string_view toolName) {
+  if (toolName == "Read") return std::string(code::replay_safe);
+  if (toolName == "Write" || toolName == "Edit") return std::string(code::reconcile);
+  return std::string(code::never_auto_retry);
+}
+
+PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
+  const auto builtins = builtinTools();
+  const bool builtin =
+      std::find(builtins.begin(), builtins.end(), call.toolName) != builtins.end();
+  const bool available = std::find(policy_.available.begin(), policy_.available.end(),
+                                   call.toolName) != policy_.available.end();
+  if (!builtin || !available) {
+    return refuse(code::tool_unavailable, "tool " + call.toolName + " is not available");
+  }
+  if (std::find(policy_.denied.begin(), policy_.denied.end(), call.toolName) !=
+      policy_.denied.end()) {
+    return refuse(code::tool_permission_denied,
+                  "permission denied: tool " + call.toolName + " is on the deny list");
+  }
+  std::optional<std::string> bad;
+  if (call.toolName == "Read") bad = checkArgs(call.args, {"path"});
+  if (call.toolName == "Write") bad = checkArgs(call.args, {"path", "content"});
+  if (call.toolName == "Edit") bad = checkArgs(call.args, {"path", "old_string", "new_string"});
+  if (call.toolName == "Bash") bad = checkArgs(call.args, {"command"});
+  if (bad) return refuse(code::tool_args_invalid, call.toolName + ": " + *bad);
+
+  PreflightDecision d;
+  d.kind = PreflightDecision::Kind::dispatch;
+  d.recoveryMode = recoveryModeOf(call.toolName);
+  if (call.toolName == "Bash") {
+    if (call.args["command"].get<std::string>().empty()) {
+      return refuse(code::tool_args_invalid, "Bash: command must not be empty");
+    }
+    return d;
+  }
+  WorkspacePath target;
+  try {
+    target = resolveWorkspacePath(workspace_.root, call.args["path"].get<std::string>());
+  } catch (const Error& e) {
+    return refuse(e.code(), e.what());
+  }
+  d.target = target;
+  if (call.toolName == "Read") return d;
+
+  std::string current;
+  try {
+    d.before = observeFile(target.absolute, kMaxFileBytes, &current);
+  } catch (const Error& e) {
+    return refuse(code::tool_precondition_failed, e.what());
+  }
+  std::string_view transform;
+  Json result;
+  if (call.toolName == "Write") {
+    d.newContent = call.args["content"].get<std::string>();
+    transform = "write_v1";
+    result = writeResult(target, d.newContent.size());
+  } else {  // Edit
+    if (!d.before.exists) {
+      return refuse(code::tool_precondition_failed, "Edit: " + target.relative + " does not exist");
+    }
+    const std::string oldString = call.args["old_string"].get<std::string>();
+    const std::string newString = call.args["new_string"].get<std::string>();
+    const size_t n = countOccurrences(current, oldString);
+    if (n != 1) {
+      return refuse(code::tool_precondition_failed,
+                    "Edit: old_string must occur exactly once in " + target.relative + " (found " +
+                        std::to_string(n) + ")");
+    }
+    d.newContent = current;
+    d.newContent.replace(d.newContent.find(oldString), oldString.size(), newString);
+    transform = "edit_v1";
+    result = editResult(target);
+  }
+  d.expectedAfter = fileStateOf(d.newContent);
+  if (d.before == d.expectedAfter) {
+    // Deterministic no-op before T1 (spec i): no operation, synthetic success response.
+    PreflightDecision noop;
+    noop.kind = PreflightDecision::Kind::no_op;
+    noop.syntheticResult = result;
+    noop.syntheticIsError = false;
+    return noop;
+  }
+  d.fileEvidence =
+      buildFileEvidence(workspace_, target.relative, d.before, d.expectedAfter, transform, result);
+  return d;
+}
+
+ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDecision& decision,
+                                const ToolExecution& execution, const CancellationToken& cancel) {
+  try {
+    effects_.recordExecution(execution.operationId, execution.callId, execution.invocationId,
+                             call.toolName);
+    if (cancel.cancelled()) {
+      return {toolErrorResult(code::run_cancelled, "cancelled before execution: " + cancel.reason()),
+              true};
+    }
+    if (call.toolName == "Read") {
+      std::string content;
+      const FileState state = observeFile(decision.target->absolute, kMaxFileBytes, &content);
+      if (!state.exists) {
+        return {toolErrorResult(code::tool_execution_failed,
+                                "Read: " + decision.target->relative + " does not exist"),
+                true};
+      }
+      return {Json{{"path", decision.target->relative}, {"content", sanitizeUtf8(content)}}, false};
+    }
+    if (call.toolName == "Write" || call.toolName == "Edit") {
+      // The transform is bound to the before-state T1 recorded: refuse to apply it to anything else.
+      const FileState now = observeFile(decision.target->absolute, kMaxFileBytes);
+      if (now != decision.before) {
+        return {toolErrorResult(code::tool_precondition_failed,
+                                call.toolName + ": " + decision.target->relative +
+                                    " changed between preflight and execution"),
+                true};
+      }
+      replaceFileAtomically(decision.target->absolute, decision.newContent, execution.operationId);
+      return {decision.fileEvidence->at("result"), false};
+    }
+    if (call.toolName == "Bash") {
+      auto r = detail::runProcess("/bin/sh", {"-c", call.args["command"].get<std::string>()},
+                                  workspace_.root, policy_.bashTimeout);
+      if (!r.started) {
+        return {toolErrorResult(code::tool_execution_failed, "Bash: " + r.spawnError), true};
+      }
+      if (r.timedOut) {
+        return {toolErrorResult(code::tool_timeout, "Bash: command exceeded " +
+                                                        std::to_string(policy_.bashTimeout.count()) +
+                                                        " ms"),
+                true};
+      }
+      Json result{{"exitCode", r.exitCode}, {"stdout", sanitizeUtf8(r.out)}, {"stderr", sanitizeUtf8(r.err)}};
+      return {result, r.exitCode != 0};
+    }
+    return {toolErrorResult(code::tool_unavailable, "tool " + call.toolName + " is not available"),
+            true};
+  } catch (const Error& e) {
+    return {toolErrorResult(e.code(), e.what()), true};
+  } catch (const std::exception& e) {
+    return {toolErrorResult(code::tool_execution_failed, e.what()), true};
+  }
+}
+
+}  // namespace crashsim

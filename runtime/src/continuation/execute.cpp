@@ -1,0 +1,236 @@
+// execute.cpp — execution revalidation and continuation start (spec e.9).
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "continuation/internal.h"
+#include "continuation/replay_internal.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+#include "crashsim/failpoints.h"
+
+namespace crashsim {
+
+using namespace continuation_detail;
+
+namespace {
+
+std::mutex gInProgressMu;
+std::set<std::string> gInProgress;  // sessions resuming in this process
+
+struct InProgress {
+  std::string key;
+  explicit InProgress(std::string k) : key(std::move(k)) {
+    std::lock_guard lk(gInProgressMu);
+    if (!gInProgress.insert(key).second) {
+      throw Error(code::continuation_in_progress,
+                  "A continuation for session " + key + " is already in progress");
+    }
+  }
+  ~InProgress() {
+    std::lock_guard lk(gInProgressMu);
+    gInProgress.erase(key);
+  }
+};
+
+[[noreturn]] void reval(std::string_view c, const std::string& msg) { throw Error(c, msg); }
+
+std::vector<std::string> sortedUnique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+void reinspect(const ContinuationPlan& plan, const ContinuationHost& host) {
+  SafetyFacts f;
+  try {
+    f = host.inspector();
+  } catch (const std::exception& e) {
+    reval(code::safety_observation_unavailable, e.what());
+  }
+  const SafetySnapshot& s = plan.safetySnapshot;
+  if (f.workspaceIdentity != s.workspaceIdentity) {
+    reval(code::workspace_identity_changed, "workspace identity changed since planning");
+  }
+  if (!f.backgroundOperationsSettled) {
+    reval(code::background_operation_started, "a background operation started since planning");
+  }
+  if (sortedUnique(f.availableToolNames) != s.availableToolNames) {
+    reval(code::tool_catalog_changed, "available tools changed since planning");
+  }
+  if (s.workspaceCheckpoint) {
+    const auto& cur = f.workspaceCheckpoint;
+    if (!cur || !cur->restored || cur->ref != s.workspaceCheckpoint->ref ||
+        cur->runtimeEventHighWater != s.workspaceCheckpoint->runtimeEventHighWater) {
+      reval(code::workspace_checkpoint_changed, "workspace checkpoint changed since planning");
+    }
+  }
+}
+
+void requireCapability(store_detail::Connection& c) {
+  auto st = c.prepare(
+      "SELECT version FROM runtime_capabilities WHERE capability = 'runtime_continuation_authority'");
+  if (!st.step() || st.int64(0) != 1) {
+    throw Error(code::capability_unavailable,
+                "SQLite runtime continuation capability runtime_continuation_authority_v1 is "
+                "unavailable");
+  }
+}
+
+}  // namespace
+
+ContinuationExecution executeContinuation(RuntimeStore& store, const ContinuationPlan& plan,
+                                          const ContinuationHost& host) {
+  if (!plan.isContinue()) {
+    throw Error(code::continuation_claim_invalid, "executeContinuation needs a continue plan");
+  }
+  if (!host.inspector) throw Error(code::safety_observation_unavailable, "no safety inspector");
+  store_detail::Connection& c = conn(store);
+  // 1. in-process uniqueness, active runs, capability.
+  InProgress guard(plan.sessionId);
+  for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
+    if (h.status == "running") {
+      throw Error(code::run_active, "Cannot continue while another run is active (" + h.runId + ")");
+    }
+  }
+  requireCapability(c);
+  // 2. re-read the lineage: ancestors pinned, immediate source pinned at the planned head.
+  if (!plan.boundary || plan.providerReplayDigest.empty() ||
+      plan.providerProjectionVersion != kProviderProjectionVersion) {
+    reval(code::source_identity_changed, "plan lacks boundary, replay digest or projection version");
+  }
+  std::optional<RunHeader> header = readHeader(c, plan.sessionId, plan.sourceRunId);
+  if (!header) reval(code::source_identity_changed, "source run header is missing");
+  const PrefixIdentity srcId{plan.sessionId, plan.sourceInvocationId, plan.sourceRunId,
+                             plan.sourceTurnId};
+  Lineage lineage;
+  try {
+    ImmutablePrefix immediate = readPrefix(c, srcId, plan.sourceRuntimeEventHighWater);
+    lineage = traverse(c, *header, std::move(immediate));
+  } catch (const Error& e) {
+    reval(code::source_identity_changed, std::string("lineage: ") + e.code() + ": " + e.what());
+  }
+  std::vector<const ImmutablePrefix*> segPtrs;
+  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
+  Json segments = Json::array();
+  for (const ImmutablePrefix* p : segPtrs) segments.push_back(p->segmentJson());
+  if (segments != plan.boundary->segments) {
+    reval(code::source_identity_changed, "source identity/position/digest changed since planning");
+  }
+  // 3. replay.
+  CompositeReplay replay = composeReplay(segPtrs, lineage.projections, plan.providerProjectionVersion);
+  bool sameContext = replay.runtimeContext.size() == plan.runtimeContext.size();
+  for (size_t i = 0; sameContext && i < replay.runtimeContext.size(); ++i) {
+    sameContext = replay.runtimeContext[i] == plan.runtimeContext[i];
+  }
+  if (!replay.replayable || replay.boundary.manifestDigest != plan.boundary->manifestDigest ||
+      replay.providerReplayDigest != plan.providerReplayDigest || !sameContext) {
+    reval(code::source_replay_changed, "source replay changed since planning");
+  }
+  // 4. source header and latest head.
+  if (header->invocationId != plan.sourceInvocationId || header->turnId != plan.sourceTurnId) {
+    reval(code::source_identity_changed, "source header ids changed");
+  }
+  std::vector<StoredEvent> latest = store_detail::readInvocationEvents(c, plan.sourceInvocationId);
+  size_t terminals = 0;
+  std::optional<std::string> factStatus;
+  for (const StoredEvent& row : latest) {
+    if (row.event.isTerminal() && !row.event.partial) {
+      ++terminals;
+      factStatus = terminalFactRunStatus(row.event, *header);
+    }
+  }
+  if (terminals != 1 || !factStatus || *factStatus != header->status) {
+    reval(code::source_terminal_changed, "source terminal fact changed");
+  }
+  int64_t count = latest.empty() ? 0 : latest.back().eventSeq;
+  if (count != plan.sourceRuntimeEventHighWater ||
+      static_cast<int64_t>(latest.size()) != plan.sourceRuntimeEventHighWater) {
+    reval(code::source_high_water_changed, "source high-water changed since planning");
+  }
+  {
+    auto st = c.prepare(
+        "SELECT COUNT(*) FROM runtime_events WHERE (session_id = ?1 AND run_id = ?2 AND "
+        "(invocation_id <> ?3 OR turn_id <> ?4)) OR (invocation_id = ?3 AND "
+        "(session_id <> ?1 OR run_id <> ?2 OR turn_id <> ?4))");
+    st.bind(1, plan.sessionId).bind(2, plan.sourceRunId).bind(3, plan.sourceInvocationId).bind(4, plan.sourceTurnId);
+    if (st.step() && st.int64(0) != 0) {
+      reval(code::source_ledger_identity_changed, "source ledger carries a foreign identity");
+    }
+  }
+  // 5. safety re-inspection.
+  reinspect(plan, host);
+  // 6. target header + claim.
+  const double claimedAt = host.now ? host.now() : store_detail::nowMs();
+  ContinuationClaim claim;
+  claim.claimId = plan.claimId;
+  claim.boundary = *plan.boundary;
+  claim.boundaryDigest = plan.boundary->manifestDigest;
+  claim.providerProjectionVersion = plan.providerProjectionVersion;
+  claim.providerReplayDigest = plan.providerReplayDigest;
+  claim.target = PrefixIdentity{plan.sessionId, plan.invocationId, plan.runId, plan.turnId};
+  claim.claimedAt = claimedAt;
+  RunHeader& th = claim.targetRunHeader;
+  th.sessionId = plan.sessionId;
+  th.runId = plan.runId;
+  th.invocationId = plan.invocationId;
+  th.turnId = plan.turnId;
+  th.status = "created";
+  th.createdAt = th.updatedAt = claimedAt;
+  th.workspaceIdentity = plan.safetySnapshot.workspaceIdentity;
+  if (!host.currentCwd.empty()) th.cwd = host.currentCwd;
+  th.parentRunId = plan.sourceRunId;
+  th.parentTurnId = plan.sourceTurnId;
+  th.continuationSource = Json{{"protocol", "continuation_source_v2"},
+                               {"claimId", plan.claimId},
+                               {"boundaryDigest", claim.boundaryDigest},
+                               {"sourceInvocationId", plan.sourceInvocationId},
+                               {"sourceRunId", plan.sourceRunId},
+                               {"sourceTurnId", plan.sourceTurnId},
+                               {"sourceRuntimeEventHighWater", plan.sourceRuntimeEventHighWater},
+                               {"sourcePrefixDigest", plan.sourcePrefixDigest},
+                               {"replayManifestDigest", claim.boundaryDigest}};
+  ClaimResult cr = claimContinuation(store, claim);
+  if (cr.result != code::acquired) {
+    reval(code::continuation_claim_conflict,
+          "continuation claim was not acquired (" + cr.result +
+              (cr.conflictDetail.empty() ? "" : ": " + cr.conflictDetail) + ")");
+  }
+  // 7. legacy continuation of the same boundary; target run already present.
+  for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
+    if (h.runId == plan.runId) {
+      reval(code::target_run_conflict, "target run " + plan.runId + " already exists");
+    }
+    if (!h.continuationSource || !h.continuationSource->is_object()) continue;
+    const Json& s = *h.continuationSource;
+    if (s.value("protocol", "") != "continuation_source_v2" &&
+        s.value("sourceRunId", Json()) == plan.sourceRunId &&
+        s.value("sourceRuntimeEventHighWater", Json()) == Json(plan.sourceRuntimeEventHighWater)) {
+      reval(code::continuation_claim_conflict, "a legacy continuation records the same boundary");
+    }
+  }
+  CRASHSIM_FAILPOINT(P11);
+  // 8. target run, safety again, durable continuation-start.
+  store.createRun(th);
+  reinspect(plan, host);
+  const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
+  RuntimeEvent start = buildContinuationStartEvent(claim, "continuation-start-" + plan.claimId,
+                                                   startTs, code::runtime_admission,
+                                                   host.protocolMarker);
+  WriteResult wr = commitContinuationStart(store, claim, start);
+  if (!wr.created) {
+    throw Error(code::continuation_start_conflict,
+                "continuation-start already existed; provider admission is never re-issued");
+  }
+  // 9. only now may the provider be called.
+  ContinuationExecution ex;
+  ex.targetHeader = th;
+  ex.claim = std::move(claim);
+  ex.startEvent = std::move(start);
+  ex.replayHistory = plan.runtimeContext;
+  ex.providerItems = plan.providerItems;
+  ex.providerReplayDigest = plan.providerReplayDigest;
+  return ex;
+}
+
+}  // namespace crashsim

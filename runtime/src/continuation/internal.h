@@ -1,0 +1,63 @@
+// internal.h — shared internals of the continuation authority (src/continuation only).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crashsim/continuation.h"
+#include "store/store_internal.h"
+
+namespace crashsim::continuation_detail {
+
+inline store_detail::Connection& conn(RuntimeStore& store) {
+  return store_detail::connectionOf(store);
+}
+
+// Reads the prefix of `identity` (by invocation id) on an open connection, pinned at
+// upToEventSeq when given. Throws event_seq_gap / partial_in_prefix / runtime_identity_mismatch.
+ImmutablePrefix readPrefix(store_detail::Connection& c, const PrefixIdentity& identity,
+                           std::optional<int64_t> upToEventSeq);
+
+PrefixIdentity identityOf(const RunHeader& header);
+PrefixIdentity identityFromJson(const Json& j);
+bool sameIdentity(const PrefixIdentity& a, const PrefixIdentity& b);
+
+// Run headers read on an open connection (agent_runs).
+std::optional<RunHeader> readHeader(store_detail::Connection& c, const std::string& sessionId,
+                                    const std::string& runId);
+std::vector<RunHeader> readHeaders(store_detail::Connection& c,
+                                   const std::optional<std::string>& sessionId);
+
+// Immutable header fields (everything but status, updatedAt, completedAt, failureClass,
+// failureMessage, abortSource) as JSON.
+Json immutableHeaderJson(const RunHeader& h);
+
+// Terminal fact (a.1, g): status of the fact (completed|failed|cancelled) when `e` is a valid
+// terminal fact against `header` (used for failure-class / abort-source fallbacks).
+std::optional<std::string> terminalFactRunStatus(const RuntimeEvent& e, const RunHeader& header);
+// failureClass / abortSource carried by the event itself, if any.
+std::optional<std::string> eventFailureClass(const RuntimeEvent& e);
+std::optional<std::string> eventAbortSource(const RuntimeEvent& e);
+// e.2 step 8: header terminal, exactly one terminal fact, last, matching the header.
+bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events);
+
+// Claim rows on an open connection (cross-checked; throws continuation_claim_row_mismatch).
+enum class ClaimKey { boundaryDigest, claimId, targetRun };
+std::optional<ClaimState> readClaim(store_detail::Connection& c, ClaimKey key,
+                                    const std::string& a, const std::string& b = {});
+std::vector<ClaimState> readAllClaims(store_detail::Connection& c);
+
+// e.8 decoder rules for a candidate claim. Throws continuation_claim_invalid.
+void validateClaim(const ContinuationClaim& claim);
+// f.7 start-event rules. Throws continuation_start_invalid.
+void validateStartEvent(const ContinuationClaim& claim, const RuntimeEvent& start,
+                        std::string_view startKind);
+
+// Lineage on an open connection.
+Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
+                 ImmutablePrefix immediate);
+
+bool isTerminalRunStatus(std::string_view s);
+
+}  // namespace crashsim::continuation_detail

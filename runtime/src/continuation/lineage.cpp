@@ -1,0 +1,287 @@
+// lineage.cpp — ancestor traversal (spec e.4), shared by planning and execution revalidation.
+// Each segment is read, digested and projected exactly once; the per-edge replay checks reuse
+// the projections and an incremental digest, so the cost is linear in the chain's events.
+#include <algorithm>
+#include <unordered_set>
+
+#include "continuation/internal.h"
+#include "continuation/replay_internal.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+
+namespace crashsim {
+
+namespace continuation_detail {
+
+std::optional<RunHeader> readHeader(store_detail::Connection& c, const std::string& sessionId,
+                                    const std::string& runId) {
+  auto st = c.prepare("SELECT header_json FROM agent_runs WHERE session_id = ?1 AND run_id = ?2");
+  st.bind(1, sessionId).bind(2, runId);
+  if (!st.step()) return std::nullopt;
+  return RunHeader::fromJson(parseJson(st.text(0)));
+}
+
+std::vector<RunHeader> readHeaders(store_detail::Connection& c,
+                                   const std::optional<std::string>& sessionId) {
+  std::vector<RunHeader> out;
+  auto st = c.prepare(
+      "SELECT header_json FROM agent_runs WHERE ?1 IS NULL OR session_id = ?1 "
+      "ORDER BY session_id, created_at, run_id");
+  st.bind(1, sessionId);
+  while (st.step()) out.push_back(RunHeader::fromJson(parseJson(st.text(0))));
+  return out;
+}
+
+Json immutableHeaderJson(const RunHeader& h) {
+  Json j = h.toJson();
+  for (const char* k :
+       {"status", "updatedAt", "completedAt", "failureClass", "failureMessage", "abortSource"}) {
+    j.erase(k);
+  }
+  return j;
+}
+
+namespace {
+std::optional<std::string> strAt(const Json& j, std::initializer_list<const char*> path) {
+  const Json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return std::nullopt;
+    cur = &(*cur)[k];
+  }
+  if (!cur->is_string() || cur->get<std::string>().empty()) return std::nullopt;
+  return cur->get<std::string>();
+}
+}  // namespace
+
+std::optional<std::string> eventFailureClass(const RuntimeEvent& e) {
+  for (const char* k : {"failureClass", "errorClass", "reason", "code"}) {
+    if (auto v = strAt(e.json, {"actions", "stateDelta", k})) return v;
+  }
+  if (e.contentKind == ContentKind::error) {
+    if (auto v = strAt(e.json, {"content", "reason"})) return v;
+    if (auto v = strAt(e.json, {"content", "code"})) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> eventAbortSource(const RuntimeEvent& e) {
+  if (auto v = strAt(e.json, {"actions", "stateDelta", "abortSource"})) return v;
+  if (auto v = strAt(e.json, {"actions", "stateDelta", "source"})) return v;
+  return std::nullopt;
+}
+
+std::optional<std::string> terminalFactRunStatus(const RuntimeEvent& e, const RunHeader& header) {
+  if (e.partial || !e.status) return std::nullopt;
+  switch (*e.status) {
+    case EventStatus::completed:
+      return "completed";
+    case EventStatus::failed:
+      if (eventFailureClass(e) || header.failureClass) return "failed";
+      return std::nullopt;
+    case EventStatus::aborted:
+    case EventStatus::cancelled:
+      if (eventAbortSource(e) || header.abortSource) return "cancelled";
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events) {
+  if (!isTerminalRunStatus(header.status)) return false;
+  size_t terminals = 0;
+  for (const RuntimeEvent& e : events) terminals += (!e.partial && e.isTerminal()) ? 1 : 0;
+  if (terminals != 1 || events.empty() || !events.back().isTerminal()) return false;
+  const RuntimeEvent& t = events.back();
+  std::optional<std::string> st = terminalFactRunStatus(t, header);
+  if (!st || *st != header.status) return false;
+  if (header.status == "failed") {
+    auto fc = eventFailureClass(t);
+    if (fc && header.failureClass && *fc != *header.failureClass) return false;
+    if (!header.failureClass) return false;
+  }
+  if (header.status == "cancelled") {
+    auto as = eventAbortSource(t);
+    if (as && header.abortSource && *as != *header.abortSource) return false;
+    if (!header.abortSource && !as) return false;
+  }
+  return true;
+}
+
+namespace {
+
+[[noreturn]] void fail(std::string_view c, const std::string& msg) { throw Error(c, msg); }
+
+const Json* startOf(const ImmutablePrefix& p) {
+  if (p.events.empty() || !p.events.front().hasContinuationStart) return nullptr;
+  return &p.events.front().json["actions"]["continuationStart"];
+}
+
+bool isV2(const Json& src) {
+  return src.is_object() && src.contains("protocol") && src["protocol"] == "continuation_source_v2";
+}
+
+std::string str(const Json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
+                 ImmutablePrefix immediate) {
+  // Collected newest first, reversed at the end (no ancestor is ever copied into a child).
+  std::vector<ImmutablePrefix> segs;
+  std::vector<RunHeader> heads;
+  struct Edge {
+    size_t childRev;
+    Json source;
+    bool v2;
+  };
+  std::vector<Edge> edges;
+  segs.push_back(std::move(immediate));
+  heads.push_back(immediateHeader);
+  std::unordered_set<std::string> seen{immediateHeader.runId};
+  int depth = 1;
+  for (;;) {
+    const size_t childIdx = segs.size() - 1;
+    const RunHeader childH = heads[childIdx];
+    const Json* start = startOf(segs[childIdx]);
+    const bool hasSource = childH.continuationSource.has_value() &&
+                           !childH.continuationSource->is_null();
+    const Json source = hasSource ? *childH.continuationSource : Json();
+    const bool v2 = hasSource && isV2(source);
+    if (start && !v2) {
+      fail(code::runtime_lineage_start_mismatch,
+           "run " + childH.runId + " has a continuation-start but no continuation_source_v2");
+    }
+    if (v2) {
+      if (!start) {
+        fail(code::runtime_lineage_start_mismatch,
+             "continuation run " + childH.runId + " has no continuation-start");
+      }
+      const Json& s = *start;
+      const Json& is = s.value("immediateSource", Json::object());
+      bool ok = str(s, "claimId") == str(source, "claimId") &&
+                str(s, "boundaryDigest") == str(source, "boundaryDigest") &&
+                str(s, "replayManifestDigest") == str(source, "replayManifestDigest") &&
+                str(is, "sessionId") == childH.sessionId &&
+                str(is, "invocationId") == str(source, "sourceInvocationId") &&
+                str(is, "runId") == str(source, "sourceRunId") &&
+                str(is, "turnId") == str(source, "sourceTurnId") &&
+                is.value("highWater", Json()) == source.value("sourceRuntimeEventHighWater", Json()) &&
+                str(is, "prefixDigest") == str(source, "sourcePrefixDigest");
+      if (!ok) {
+        fail(code::runtime_lineage_start_mismatch,
+             "continuation-start of " + childH.runId + " does not match its continuation source");
+      }
+    }
+    if (!hasSource) break;
+    edges.push_back(Edge{childIdx, source, v2});
+    const std::string srcRun = str(source, "sourceRunId");
+    if (seen.count(srcRun)) fail(code::runtime_lineage_cycle, "lineage cycle at run " + srcRun);
+    if (depth >= kMaxLineageDepth) {
+      fail(code::runtime_lineage_depth_exceeded, "lineage deeper than 64 segments");
+    }
+    const Json& hwJ = source.value("sourceRuntimeEventHighWater", Json());
+    if (srcRun.empty() || !hwJ.is_number_integer()) {
+      fail(code::runtime_lineage_missing, "continuation source of " + childH.runId + " is malformed");
+    }
+    const int64_t hw = hwJ.get<int64_t>();
+    std::optional<RunHeader> ah;
+    ImmutablePrefix ap;
+    try {
+      ah = readHeader(c, childH.sessionId, srcRun);
+      if (!ah) fail(code::runtime_lineage_missing, "ancestor run " + srcRun + " is missing");
+      ap = readPrefix(c, identityOf(*ah), hw);
+    } catch (const Error& e) {
+      fail(code::runtime_lineage_missing, std::string("ancestor ") + srcRun + ": " + e.what());
+    }
+    PrefixIdentity edgeId{childH.sessionId, v2 ? str(source, "sourceInvocationId") : ah->invocationId,
+                          srcRun, v2 ? str(source, "sourceTurnId") : ah->turnId};
+    if (!v2) {
+      if (source.contains("sourceInvocationId")) edgeId.invocationId = str(source, "sourceInvocationId");
+      if (source.contains("sourceTurnId")) edgeId.turnId = str(source, "sourceTurnId");
+    }
+    if (!sameIdentity(ap.identity, edgeId) || ap.lastEventSeq != hw) {
+      fail(code::runtime_identity_mismatch,
+           "ancestor " + srcRun + " does not match its continuation edge");
+    }
+    if (v2 && str(source, "sourcePrefixDigest") != ap.prefixDigest) {
+      fail(code::source_prefix_digest_mismatch, "ancestor " + srcRun + " prefix digest differs");
+    }
+    segs.push_back(std::move(ap));
+    heads.push_back(std::move(*ah));
+    seen.insert(srcRun);
+    ++depth;
+  }
+  Lineage out;
+  const size_t n = segs.size();
+  out.segments.reserve(n);
+  for (size_t i = n; i-- > 0;) {
+    out.segments.push_back(std::move(segs[i]));
+    out.headers.push_back(std::move(heads[i]));
+  }
+  out.projections.reserve(n);
+  for (const ImmutablePrefix& p : out.segments) out.projections.push_back(projectSegment(p));
+  for (auto it = edges.rbegin(); it != edges.rend(); ++it) {
+    LineageEdge le;
+    le.childSegment = n - 1 - it->childRev;
+    le.source = it->source;
+    le.v2 = it->v2;
+    if (it->v2) le.start = out.segments[le.childSegment].events.front();
+    out.edges.push_back(std::move(le));
+  }
+  // V2 edges: replay of the segments before the child, then the durable claim state.
+  ReplayDigester digester(kProviderProjectionVersion);
+  Json segmentJsons = Json::array();
+  bool prefixReplayable = true;
+  size_t nextSeg = 0;
+  for (const LineageEdge& e : out.edges) {
+    while (nextSeg < e.childSegment) {
+      const SegmentReplay& sr = out.projections[nextSeg];
+      prefixReplayable = prefixReplayable && sr.replayable;
+      for (const std::string& item : sr.itemStableJson) digester.addItem(item);
+      segmentJsons.push_back(out.segments[nextSeg].segmentJson());
+      ++nextSeg;
+    }
+    if (!e.v2) continue;
+    const Json& start = e.start->json["actions"]["continuationStart"];
+    if (!prefixReplayable || manifestDigest(segmentJsons) != str(e.source, "boundaryDigest") ||
+        digester.digest() != str(start, "providerReplayDigest")) {
+      fail(code::runtime_lineage_replay_mismatch,
+           "replay before " + out.headers[e.childSegment].runId + " differs from its start");
+    }
+  }
+  for (const LineageEdge& e : out.edges) {
+    if (!e.v2) continue;
+    const RunHeader& childH = out.headers[e.childSegment];
+    std::optional<ClaimState> cs;
+    try {
+      cs = readClaim(c, ClaimKey::claimId, str(e.source, "claimId"));
+    } catch (const Error& err) {
+      fail(code::continuation_authority_unavailable, err.what());
+    }
+    const RuntimeEvent& start = *e.start;
+    const bool ok = cs && cs->claim.claimId == str(e.source, "claimId") &&
+                    cs->claim.boundaryDigest == str(e.source, "boundaryDigest") &&
+                    cs->startEventId && *cs->startEventId == start.id && cs->startKind &&
+                    *cs->startKind == str(start.json["actions"]["continuationStart"], "provenance") &&
+                    immutableHeaderJson(cs->claim.targetRunHeader) == immutableHeaderJson(childH) &&
+                    cs->startEvent && encodeRuntimeEvent(*cs->startEvent) == encodeRuntimeEvent(start);
+    if (!ok) {
+      fail(code::runtime_lineage_claim_mismatch,
+           "durable claim state does not match continuation run " + childH.runId);
+    }
+  }
+  return out;
+}
+
+}  // namespace continuation_detail
+
+Lineage traverseLineage(RuntimeStore& store, const RunHeader& immediateHeader,
+                        ImmutablePrefix immediate) {
+  return continuation_detail::traverse(continuation_detail::conn(store), immediateHeader,
+                                       std::move(immediate));
+}
+
+}  // namespace crashsim

@@ -1,0 +1,435 @@
+// planner.cpp — host entry gates (e.1), RuntimeContinuationPlanner.plan (e.2), existing-claim
+// classification (e.5) and boundary gates (e.6). Planning is read-only.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <random>
+#include <set>
+
+#include "continuation/internal.h"
+#include "continuation/replay_internal.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+
+namespace crashsim {
+
+using namespace continuation_detail;
+
+bool safeBoundaryResumeEnabled(const ContinuationHost& host) {
+  if (host.enabled) return *host.enabled;
+  const char* v = std::getenv("CRASHSIM_SAFE_BOUNDARY_RESUME");
+  return !(v && std::string_view(v) == "0");
+}
+
+namespace {
+
+std::string randomId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 32; ++i) {
+    if (i == 8 || i == 12 || i == 16 || i == 20) s.push_back('-');
+    s.push_back(hex[rng() & 15]);
+  }
+  return s;
+}
+
+ContinuationPlan park(const std::string& sessionId, const std::string& sourceRunId,
+                      std::string_view reason, std::optional<Json> detail = std::nullopt) {
+  ContinuationPlan p;
+  p.decision = "park";
+  p.sessionId = sessionId;
+  p.sourceRunId = sourceRunId;
+  p.rejectionReasons.push_back(std::string(reason));
+  p.diagnostics.push_back(PlanDiagnostic{std::string(reason), std::move(detail)});
+  return p;
+}
+
+bool isLineageCode(std::string_view c) {
+  for (std::string_view k :
+       {code::runtime_lineage_cycle, code::runtime_lineage_depth_exceeded,
+        code::runtime_lineage_missing, code::runtime_identity_mismatch,
+        code::source_prefix_digest_mismatch, code::runtime_lineage_start_mismatch,
+        code::runtime_lineage_replay_mismatch, code::runtime_lineage_claim_mismatch,
+        code::continuation_authority_unavailable}) {
+    if (c == k) return true;
+  }
+  return false;
+}
+
+std::string normaliseCwd(std::string p) {
+  std::replace(p.begin(), p.end(), '\\', '/');
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (p.size() >= 2 && p[1] == ':' && std::isalpha(static_cast<unsigned char>(p[0]))) {
+    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  }
+  return p;
+}
+
+std::vector<std::string> sortedUnique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// e.5 — classification of an existing claim whose boundary equals the fresh plan's.
+std::string_view classifyExistingClaim(store_detail::Connection& c, const ClaimState& cs) {
+  const ContinuationClaim& cl = cs.claim;
+  std::optional<RunHeader> th;
+  try {
+    th = readHeader(c, cl.target.sessionId, cl.target.runId);
+  } catch (const Error&) {
+  }
+  if (!th) return code::continuation_claim_repair_required;                            // 1
+  if (immutableHeaderJson(*th) != immutableHeaderJson(cl.targetRunHeader)) {
+    return code::continuation_claim_repair_required;                                    // 2
+  }
+  ImmutablePrefix tp;
+  try {
+    tp = readPrefix(c, cl.target, std::nullopt);
+  } catch (const Error&) {
+    return code::continuation_claim_repair_required;                                    // 3
+  }
+  if (tp.events.empty()) return code::continuation_claim_repair_required;               // 3
+  if (!cs.startEventId || tp.events.front().id != *cs.startEventId || !cs.startEvent ||
+      encodeRuntimeEvent(*cs.startEvent) != encodeRuntimeEvent(tp.events.front())) {
+    return code::continuation_claim_repair_required;                                    // 4
+  }
+  std::optional<size_t> terminalAt;
+  size_t terminals = 0;
+  for (size_t i = 0; i < tp.events.size(); ++i) {
+    if (tp.events[i].isTerminal()) {
+      ++terminals;
+      terminalAt = i;
+    }
+  }
+  const bool headerTerminal = isTerminalRunStatus(th->status);
+  if (terminalAt) {
+    if (terminals != 1 || *terminalAt + 1 != tp.events.size()) {
+      return code::continuation_claim_repair_required;                                  // 5
+    }
+    std::optional<std::string> st = terminalFactRunStatus(tp.events.back(), *th);
+    if (!st) return code::continuation_claim_repair_required;                           // 6
+    if (!headerTerminal) return code::continuation_claim_repair_required;               // 7
+    if (terminalRepairSucceeded(*th, tp.events)) return code::continuation_already_exists;  // 8
+    return code::continuation_claim_repair_required;                                    // 9
+  }
+  if (headerTerminal) return code::continuation_claim_repair_required;                  // 9
+  return code::continuation_started_indeterminate;                                      // 10
+}
+
+bool hasPendingPermission(const Lineage& lineage) {
+  std::vector<std::string> requests;
+  std::set<std::string> closed;
+  for (const ImmutablePrefix& p : lineage.segments) {
+    for (const RuntimeEvent& e : p.events) {
+      if (e.partial || !e.json.contains("actions")) continue;
+      const Json& a = e.json["actions"];
+      if (a.contains("permissionRequest") && a["permissionRequest"].is_object()) {
+        const Json& r = a["permissionRequest"];
+        if (r.contains("requestId") && r["requestId"].is_string()) {
+          requests.push_back(r["requestId"].get<std::string>());
+        }
+      }
+      for (const char* k :
+           {"permissionDecision", "permissionAnswerAccepted", "permissionClosureAccepted"}) {
+        if (a.contains(k) && a[k].is_object() && a[k].contains("requestId") &&
+            a[k]["requestId"].is_string()) {
+          closed.insert(a[k]["requestId"].get<std::string>());
+        }
+      }
+    }
+  }
+  for (const std::string& r : requests) {
+    if (!closed.count(r)) return true;
+  }
+  return false;
+}
+
+std::string itemRole(const Json& item) {
+  if (item["type"] == "text") return item["role"].get<std::string>() == "user" ? "user" : "assistant";
+  if (item["type"] == "tool_result") return "tool";
+  return "assistant";
+}
+
+}  // namespace
+
+// The planner body (e.2 steps 2–8) given the authoritative entry's facts.
+static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& header,
+                                       const SafetyFacts& facts, const ContinuationHost& host,
+                                       std::optional<int64_t> expectedHighWater) {
+  store_detail::Connection& c = conn(store);
+  const std::string& sid = header.sessionId;
+  const std::string& rid = header.runId;
+  // 2. lineage prefixes.
+  Lineage lineage;
+  try {
+    ImmutablePrefix immediate = readPrefix(c, identityOf(header), std::nullopt);
+    lineage = traverse(c, header, std::move(immediate));
+  } catch (const Error& e) {
+    if (isLineageCode(e.code())) return park(sid, rid, e.code(), Json{{"message", e.what()}});
+    return park(sid, rid, code::runtime_ledger_unreadable, Json{{"message", e.what()}});
+  }
+  const ImmutablePrefix& src = lineage.segments.back();
+  // 3. immediate identity.
+  if (src.identity.sessionId != sid || src.identity.runId != rid) {
+    return park(sid, rid, code::runtime_identity_mismatch);
+  }
+  // 4. composite replay.
+  std::vector<const ImmutablePrefix*> segPtrs;
+  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
+  CompositeReplay replay = composeReplay(segPtrs, lineage.projections, kProviderProjectionVersion);
+  if (!replay.replayable) {
+    if (replay.blockedReason == code::provider_replay_non_suffix_gap ||
+        replay.blockedReason == code::provider_replay_unsupported) {
+      return park(sid, rid, replay.blockedReason, Json{{"segment", *replay.blockedSegment}});
+    }
+    return park(sid, rid, code::runtime_ledger_unreadable,
+                Json{{"message", "continuation replay segment " +
+                                     std::to_string(*replay.blockedSegment) +
+                                     " is not replayable: " + replay.blockedReason}});
+  }
+  // 5. durable claim state by boundary digest.
+  std::optional<ClaimState> existing;
+  try {
+    existing = readClaim(c, ClaimKey::boundaryDigest, replay.boundary.manifestDigest);
+  } catch (const Error& e) {
+    return park(sid, rid, code::continuation_authority_unavailable, Json{{"message", e.what()}});
+  }
+  if (existing) {
+    const ContinuationClaim& cl = existing->claim;
+    Json detail{{"continuationClaimId", cl.claimId}, {"continuationRunId", cl.target.runId}};
+    if (stableJson(cl.boundary.toJson()) != stableJson(replay.boundary.toJson()) ||
+        cl.providerProjectionVersion != replay.providerProjectionVersion ||
+        cl.providerReplayDigest != replay.providerReplayDigest) {
+      return park(sid, rid, code::continuation_claim_repair_required, detail);
+    }
+    return park(sid, rid, classifyExistingClaim(c, *existing), detail);
+  }
+  // 6. legacy lookup.
+  for (const RunHeader& h : readHeaders(c, sid)) {
+    if (!h.continuationSource || !h.continuationSource->is_object()) continue;
+    const Json& s = *h.continuationSource;
+    if (s.value("sourceRunId", Json()) == rid &&
+        s.value("sourceRuntimeEventHighWater", Json()) == Json(src.lastEventSeq)) {
+      return park(sid, rid, code::continuation_already_exists,
+                  Json{{"continuationRunId", h.runId}});
+    }
+  }
+  // 7. fresh ids, in this exact order.
+  auto newId = host.newId ? host.newId : randomId;
+  ContinuationPlan plan;
+  plan.sessionId = sid;
+  plan.sourceRunId = rid;
+  plan.invocationId = newId();
+  plan.runId = newId();
+  plan.turnId = newId();
+  plan.claimId = newId();
+  // 8. boundary gates (e.6).
+  auto reason = [&](std::string_view r, std::optional<Json> detail = std::nullopt) {
+    if (std::find(plan.rejectionReasons.begin(), plan.rejectionReasons.end(), r) ==
+        plan.rejectionReasons.end()) {
+      plan.rejectionReasons.push_back(std::string(r));
+    }
+    plan.diagnostics.push_back(PlanDiagnostic{std::string(r), std::move(detail)});
+  };
+  const bool repaired = terminalRepairSucceeded(header, src.events);
+  // 1
+  if (hasPendingPermission(lineage)) reason(code::pending_permission);
+  // 2
+  std::optional<int64_t> expected =
+      facts.workspaceCheckpoint ? std::optional<int64_t>(facts.workspaceCheckpoint->runtimeEventHighWater)
+                                : expectedHighWater;
+  if (expected && *expected != src.lastEventSeq) {
+    reason(code::runtime_offset_mismatch, Json{{"expectedRuntimeEventHighWater", *expected},
+                                               {"actualRuntimeEventHighWater", src.lastEventSeq}});
+  }
+  // 3
+  bool identityMismatch = false;
+  if (src.events.empty()) {
+    reason(code::runtime_ledger_empty);
+  } else {
+    const RuntimeEvent& e0 = src.events.front();
+    for (const RuntimeEvent& e : src.events) {
+      if (e.sessionId != e0.sessionId || e.invocationId != e0.invocationId ||
+          e.runId != e0.runId || e.turnId != e0.turnId) {
+        identityMismatch = true;
+      }
+    }
+    if (identityMismatch) reason(code::runtime_identity_mismatch);
+    bool reused = false;
+    for (const ImmutablePrefix& p : lineage.segments) {
+      for (const std::string& id : {plan.invocationId, plan.runId, plan.turnId}) {
+        if (id == p.identity.invocationId || id == p.identity.runId || id == p.identity.turnId) {
+          reused = true;
+        }
+      }
+    }
+    if (reused) reason(code::continuation_identity_reused);
+  }
+  // 4 (ledgerReadable is true here: an unreadable ledger parked above).
+  // 5
+  if (!repaired) reason(code::terminal_repair_failed);
+  // 6
+  if (header.cwd && !host.currentCwd.empty() &&
+      normaliseCwd(*header.cwd) != normaliseCwd(host.currentCwd)) {
+    plan.diagnostics.push_back(PlanDiagnostic{std::string(code::workspace_location_changed),
+                                              Json{{"sourceCwd", *header.cwd},
+                                                   {"currentCwd", host.currentCwd}}});
+  }
+  // 7
+  if (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity) {
+    reason(code::workspace_identity_mismatch);
+  }
+  // 8
+  if (!facts.backgroundOperationsSettled) reason(code::background_operation_pending);
+  // 9
+  if (facts.workspaceCheckpoint) {
+    if (!facts.workspaceCheckpoint->ref) {
+      reason(code::workspace_ref_missing);
+    } else if (!facts.workspaceCheckpoint->restored) {
+      reason(code::checkpoint_restore_failed);
+    }
+  }
+  // 10
+  std::vector<std::string> tools = sortedUnique(facts.availableToolNames);
+  std::vector<std::string> unavailable;
+  for (const RuntimeEvent& e : replay.runtimeContext) {
+    if (e.contentKind == ContentKind::function_call &&
+        !std::binary_search(tools.begin(), tools.end(), e.toolName)) {
+      unavailable.push_back(e.toolName);
+    }
+  }
+  if (!unavailable.empty()) {
+    reason(code::tool_catalog_mismatch, Json{{"unavailableToolNames", sortedUnique(unavailable)}});
+  }
+  // 11, 12
+  if (!identityMismatch) {
+    const Json& items = replay.providerItems;
+    if (items.empty() || itemRole(items.front()) != "user") {
+      reason(code::provider_resume_head_unsupported);
+    }
+    if (items.empty() || (itemRole(items.back()) != "user" && itemRole(items.back()) != "tool")) {
+      reason(code::provider_resume_boundary_unsupported);
+    }
+  }
+  plan.lineageDepth = lineage.segments.size();
+  if (!plan.rejectionReasons.empty() || src.events.empty()) {
+    plan.decision = "park";
+    plan.invocationId.clear();
+    plan.runId.clear();
+    plan.turnId.clear();
+    plan.claimId.clear();
+    return plan;
+  }
+  plan.decision = "continue";
+  plan.sourceInvocationId = src.events.front().invocationId;
+  plan.sourceTurnId = src.events.front().turnId;
+  plan.sourceRuntimeEventHighWater = src.lastEventSeq;
+  plan.sourcePrefixDigest = src.prefixDigest;
+  if (lineage.segments.size() > 1) {
+    plan.sourceRuntimeContext.assign(
+        replay.runtimeContext.begin() + static_cast<std::ptrdiff_t>(replay.immediateSourceContextStart),
+        replay.runtimeContext.end());
+  }
+  plan.runtimeContext = std::move(replay.runtimeContext);
+  plan.providerItems = std::move(replay.providerItems);
+  plan.boundary = replay.boundary;
+  plan.providerReplayDigest = replay.providerReplayDigest;
+  plan.providerProjectionVersion = replay.providerProjectionVersion;
+  plan.safetySnapshot.workspaceIdentity = facts.workspaceIdentity;
+  plan.safetySnapshot.backgroundOperationsSettled = true;
+  plan.safetySnapshot.availableToolNames = tools;
+  if (facts.workspaceCheckpoint) plan.safetySnapshot.workspaceCheckpoint = facts.workspaceCheckpoint;
+  return plan;
+}
+
+ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessionId,
+                                  const std::string& sourceRunId, const ContinuationHost& host,
+                                  std::optional<int64_t> expectedRuntimeEventHighWater) {
+  if (!safeBoundaryResumeEnabled(host)) return park(sessionId, sourceRunId, code::resume_feature_disabled);
+  if (!host.inspector) return park(sessionId, sourceRunId, code::safety_observation_unavailable);
+  std::optional<RunHeader> header;
+  try {
+    header = readHeader(conn(store), sessionId, sourceRunId);
+  } catch (const Error&) {
+  }
+  if (!header) return park(sessionId, sourceRunId, code::source_run_unreadable);
+  if (!header->workspaceIdentity) return park(sessionId, sourceRunId, code::workspace_identity_missing);
+  SafetyFacts facts;
+  try {
+    facts = host.inspector();
+  } catch (const std::exception& e) {
+    return park(sessionId, sourceRunId, code::safety_observation_unavailable,
+                Json{{"message", e.what()}});
+  }
+  return planFromSource(store, *header, facts, host, expectedRuntimeEventHighWater);
+}
+
+ContinuationPlan planLatestContinuation(RuntimeStore& store,
+                                        const std::optional<std::string>& sessionId,
+                                        const ContinuationHost& host) {
+  const std::string sid = sessionId.value_or("");
+  if (!safeBoundaryResumeEnabled(host)) return park(sid, "", code::resume_feature_disabled);
+  std::vector<RunHeader> runs;
+  try {
+    runs = readHeaders(conn(store), sessionId);
+  } catch (const Error&) {
+    return park(sid, "", code::resume_candidate_missing);
+  }
+  const RunHeader* best = nullptr;
+  for (const RunHeader& h : runs) {
+    const bool inline_ = !h.parentRunId || h.continuationSource.has_value();
+    if (!inline_ || (h.status != "failed" && h.status != "cancelled")) continue;
+    if (!best || h.createdAt > best->createdAt ||
+        (h.createdAt == best->createdAt && h.runId > best->runId)) {
+      best = &h;
+    }
+  }
+  if (!best) return park(sid, "", code::resume_candidate_missing);
+  return planContinuation(store, best->sessionId, best->runId, host);
+}
+
+Json ContinuationPlan::toJson() const {
+  Json j = Json::object();
+  j["decision"] = decision;
+  j["rejectionReasons"] = rejectionReasons;
+  Json diags = Json::array();
+  for (const PlanDiagnostic& d : diagnostics) {
+    Json dj{{"code", d.code}};
+    if (d.detail) dj["detail"] = *d.detail;
+    diags.push_back(dj);
+  }
+  j["diagnostics"] = diags;
+  j["sessionId"] = sessionId;
+  j["sourceRunId"] = sourceRunId;
+  if (decision == "continue") {
+    j["invocationId"] = invocationId;
+    j["runId"] = runId;
+    j["turnId"] = turnId;
+    j["claimId"] = claimId;
+    j["sourceInvocationId"] = sourceInvocationId;
+    j["sourceTurnId"] = sourceTurnId;
+    j["sourceRuntimeEventHighWater"] = sourceRuntimeEventHighWater;
+    j["sourcePrefixDigest"] = sourcePrefixDigest;
+    if (boundary) j["boundary"] = boundary->toJson();
+    j["providerReplayDigest"] = providerReplayDigest;
+    j["providerProjectionVersion"] = providerProjectionVersion;
+    Json ids = Json::array();
+    for (const RuntimeEvent& e : runtimeContext) ids.push_back(e.id);
+    j["runtimeContextEventIds"] = ids;
+    j["lineageDepth"] = lineageDepth;
+    Json snap{{"workspaceIdentity", safetySnapshot.workspaceIdentity},
+              {"backgroundOperationsSettled", safetySnapshot.backgroundOperationsSettled},
+              {"availableToolNames", safetySnapshot.availableToolNames}};
+    if (safetySnapshot.workspaceCheckpoint) {
+      snap["workspaceCheckpoint"] = Json{
+          {"ref", safetySnapshot.workspaceCheckpoint->ref.value_or("")},
+          {"runtimeEventHighWater", safetySnapshot.workspaceCheckpoint->runtimeEventHighWater}};
+    }
+    j["safetySnapshot"] = snap;
+  }
+  return j;
+}
+
+}  // namespace crashsim

@@ -1,0 +1,156 @@
+// prefix.cpp — immutable prefixes, segments and the boundary cursor (spec e.7).
+#include <set>
+
+#include "continuation/internal.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+
+namespace crashsim {
+
+using continuation_detail::identityFromJson;
+
+Json identityJson(const PrefixIdentity& id) {
+  return Json{{"sessionId", id.sessionId},
+              {"invocationId", id.invocationId},
+              {"runId", id.runId},
+              {"turnId", id.turnId}};
+}
+
+static Json positionJson(const ImmutablePrefix& p) {
+  return Json{{"lastEventSeq", p.lastEventSeq},
+              {"eventCount", p.eventCount},
+              {"lastEventId", p.lastEventId}};
+}
+
+Json ImmutablePrefix::headerJson() const {
+  return Json{{"protocol", "immutable_runtime_prefix_v1"},
+              {"identity", identityJson(identity)},
+              {"position", positionJson(*this)},
+              {"prefixDigest", prefixDigest}};
+}
+
+Json ImmutablePrefix::segmentJson() const {
+  return Json{{"protocol", "runtime_prefix_segment_v1"},
+              {"identity", identityJson(identity)},
+              {"position", positionJson(*this)},
+              {"prefixDigest", prefixDigest}};
+}
+
+ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
+                                     std::span<const StoredEvent> rows,
+                                     std::optional<int64_t> upToEventSeq) {
+  ImmutablePrefix p;
+  p.identity = identity;
+  p.events.reserve(rows.size());
+  int64_t expected = 1;
+  for (const StoredEvent& row : rows) {
+    if (upToEventSeq && row.eventSeq > *upToEventSeq) break;
+    if (row.eventSeq != expected) {
+      throw Error(code::event_seq_gap, "event_seq gap in " + identity.invocationId + ": expected " +
+                                           std::to_string(expected) + ", found " +
+                                           std::to_string(row.eventSeq));
+    }
+    const RuntimeEvent& e = row.event;
+    if (e.partial) {
+      throw Error(code::partial_in_prefix, "partial RuntimeEvent " + e.id + " in immutable prefix");
+    }
+    if (e.sessionId != identity.sessionId || e.invocationId != identity.invocationId ||
+        e.runId != identity.runId || e.turnId != identity.turnId) {
+      throw Error(code::runtime_identity_mismatch,
+                  "RuntimeEvent " + e.id + " does not carry the prefix identity");
+    }
+    p.events.push_back(e);
+    ++expected;
+  }
+  p.lastEventSeq = static_cast<int64_t>(p.events.size());
+  p.eventCount = p.lastEventSeq;
+  p.lastEventId = p.events.empty() ? std::string() : p.events.back().id;
+  p.prefixDigest = crashsim::prefixDigest(identity, p.events);
+  return p;
+}
+
+ImmutablePrefix readImmutablePrefix(RuntimeStore& store, const PrefixIdentity& identity,
+                                    std::optional<int64_t> upToEventSeq) {
+  return continuation_detail::readPrefix(continuation_detail::conn(store), identity,
+                                         upToEventSeq);
+}
+
+Json BoundaryCursor::toJson() const {
+  return Json{{"protocol", "runtime_boundary_cursor_v1"},
+              {"segments", segments},
+              {"manifestDigest", manifestDigest}};
+}
+
+BoundaryCursor BoundaryCursor::fromJson(const Json& j) {
+  if (!j.is_object() || j.size() != 3 || !j.contains("protocol") ||
+      j["protocol"] != "runtime_boundary_cursor_v1" || !j.contains("segments") ||
+      !j["segments"].is_array() || j["segments"].empty() || !j.contains("manifestDigest") ||
+      !j["manifestDigest"].is_string()) {
+    throw Error(code::continuation_claim_invalid, "invalid runtime boundary cursor");
+  }
+  BoundaryCursor c;
+  c.segments = j["segments"];
+  c.manifestDigest = j["manifestDigest"].get<std::string>();
+  for (const Json& s : c.segments) {
+    if (!s.is_object() || s.size() != 4 || s.value("protocol", "") != "runtime_prefix_segment_v1" ||
+        !s.contains("identity") || !s.contains("position") || !s.contains("prefixDigest")) {
+      throw Error(code::continuation_claim_invalid, "invalid runtime prefix segment");
+    }
+    identityFromJson(s["identity"]);
+  }
+  if (manifestDigest(c.segments) != c.manifestDigest) {
+    throw Error(code::continuation_claim_invalid, "runtime boundary manifest digest mismatch");
+  }
+  return c;
+}
+
+BoundaryCursor buildBoundaryCursor(std::span<const ImmutablePrefix* const> segments) {
+  BoundaryCursor c;
+  std::set<std::string> runs, invocations, turns;
+  for (const ImmutablePrefix* p : segments) {
+    if (p->identity.sessionId != segments.front()->identity.sessionId) {
+      throw Error(code::runtime_identity_mismatch, "boundary segments span several sessions");
+    }
+    if (!runs.insert(p->identity.runId).second ||
+        !invocations.insert(p->identity.invocationId).second ||
+        !turns.insert(p->identity.turnId).second) {
+      throw Error(code::runtime_identity_mismatch, "boundary segments reuse a run identity");
+    }
+    c.segments.push_back(p->segmentJson());
+  }
+  c.manifestDigest = manifestDigest(c.segments);
+  return c;
+}
+
+namespace continuation_detail {
+
+ImmutablePrefix readPrefix(store_detail::Connection& c, const PrefixIdentity& identity,
+                           std::optional<int64_t> upToEventSeq) {
+  std::vector<StoredEvent> rows = store_detail::readInvocationEvents(c, identity.invocationId);
+  return buildImmutablePrefix(identity, rows, upToEventSeq);
+}
+
+PrefixIdentity identityOf(const RunHeader& h) {
+  return PrefixIdentity{h.sessionId, h.invocationId, h.runId, h.turnId};
+}
+
+PrefixIdentity identityFromJson(const Json& j) {
+  auto get = [&](const char* k) {
+    if (!j.is_object() || !j.contains(k) || !j[k].is_string() || j[k].get<std::string>().empty()) {
+      throw Error(code::continuation_claim_invalid, std::string("identity lacks ") + k);
+    }
+    return j[k].get<std::string>();
+  };
+  if (!j.is_object() || j.size() != 4) {
+    throw Error(code::continuation_claim_invalid, "identity must have exactly four ids");
+  }
+  return PrefixIdentity{get("sessionId"), get("invocationId"), get("runId"), get("turnId")};
+}
+
+bool sameIdentity(const PrefixIdentity& a, const PrefixIdentity& b) {
+  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
+         a.turnId == b.turnId;
+}
+
+}  // namespace continuation_detail
+}  // namespace crashsim

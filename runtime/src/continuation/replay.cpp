@@ -1,0 +1,302 @@
+// replay.cpp — composite provider replay (spec e.3) with incremental digests.
+#include <openssl/evp.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "continuation/internal.h"
+#include "continuation/replay_internal.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+#include "crashsim/recovery_resolver.h"
+
+namespace crashsim {
+
+namespace {
+
+Json itemBase(const char* type, const RuntimeEvent& e) {
+  Json item = Json::object();
+  item["type"] = type;
+  item["eventId"] = e.id;
+  item["ts"] = e.json.contains("ts") ? e.json["ts"] : Json(e.ts);
+  return item;
+}
+
+std::string contentText(const RuntimeEvent& e) {
+  const Json& c = e.json["content"];
+  return c.contains("text") && c["text"].is_string() ? c["text"].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
+  SegmentReplay out;
+  const auto& events = prefix.events;
+  // 1. resolver gate.
+  RecoveryResolution res = resolveRecovery(events);
+  bool corrupt = res.hasCorruption;
+  bool unsettled = false;
+  for (const ToolDecision& d : res.decisions) {
+    if (d.status == code::corruption) corrupt = true;
+    if (d.status == code::indeterminate || d.status == code::parked) unsettled = true;
+  }
+  if (corrupt) {
+    out.blockedReason = std::string(code::tool_recovery_corruption);
+    return out;
+  }
+  if (unsettled) {
+    out.blockedReason = std::string(code::tool_recovery_unsettled);
+    return out;
+  }
+  // 2. projection version.
+  if (version != kProviderProjectionVersion) {
+    out.blockedReason = std::string(code::provider_replay_unsupported);
+    return out;
+  }
+  // 3. projection.
+  struct CallState {
+    size_t item;
+    size_t event;
+    std::string toolName;
+    bool answered = false;
+  };
+  std::unordered_map<std::string, CallState> calls;
+  std::vector<std::string> callOrder;
+  std::vector<size_t> itemEvent;  // event index per item
+  bool blocking = false;
+  auto block = [&](std::string_view c, const RuntimeEvent& e) {
+    out.diagnostics.push_back({std::string(c), e.id, true});
+    blocking = true;
+  };
+  auto addItem = [&](Json item, size_t ev) {
+    out.items.push_back(std::move(item));
+    itemEvent.push_back(ev);
+  };
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RuntimeEvent& e = events[i];
+    if (e.partial) {
+      block(code::partial_skipped, e);
+      continue;
+    }
+    if (e.hidden) continue;
+    if (e.isTerminal()) continue;  // diagnostic only; never user input
+    switch (e.contentKind) {
+      case ContentKind::none:
+      case ContentKind::error:
+        break;  // action-only / error content: diagnostic only
+      case ContentKind::text: {
+        std::string text = contentText(e);
+        if (e.role == Role::system) break;
+        if (e.role == Role::user) {
+          if (text.empty()) break;
+          Json item = itemBase("text", e);
+          item["role"] = "user";
+          item["text"] = text;
+          addItem(std::move(item), i);
+        } else if (e.role == Role::model) {
+          if (text.empty()) break;
+          Json item = itemBase("text", e);
+          item["role"] = "assistant";
+          item["text"] = text;
+          addItem(std::move(item), i);
+        } else {
+          block(code::provider_replay_unsupported, e);
+        }
+        break;
+      }
+      case ContentKind::thinking: {
+        if (e.role != Role::model) {
+          block(code::provider_replay_unsupported, e);
+          break;
+        }
+        std::string text = contentText(e);
+        if (text.empty()) break;
+        Json item = itemBase("thinking", e);
+        item["text"] = text;
+        const Json& c = e.json["content"];
+        if (c.contains("signature")) item["signature"] = c["signature"];
+        addItem(std::move(item), i);
+        break;
+      }
+      case ContentKind::function_call: {
+        if (e.role != Role::model) {
+          block(code::provider_replay_unsupported, e);
+          break;
+        }
+        Json item = itemBase("tool_call", e);
+        item["toolCallId"] = e.callId;
+        item["toolName"] = e.toolName;
+        item["args"] = e.json["content"]["args"];
+        calls[e.callId] = CallState{out.items.size(), i, e.toolName};
+        callOrder.push_back(e.callId);
+        addItem(std::move(item), i);
+        break;
+      }
+      case ContentKind::function_response: {
+        auto it = calls.find(e.callId);
+        if (it == calls.end() || it->second.answered) {
+          block(code::unmatched_tool_result, e);
+          break;
+        }
+        if (it->second.toolName != e.toolName) {
+          block(code::tool_id_mismatch, e);
+          break;
+        }
+        it->second.answered = true;
+        Json item = itemBase("tool_result", e);
+        item["toolCallId"] = e.callId;
+        item["toolName"] = e.toolName;
+        item["result"] = e.json["content"]["result"];
+        item["isError"] = e.isError;
+        addItem(std::move(item), i);
+        break;
+      }
+    }
+  }
+  if (blocking) {
+    out.items.clear();
+    out.blockedReason = std::string(code::provider_replay_unsupported);
+    return out;
+  }
+  // Unmatched calls are dropped (diagnostic); 4. any kept item after one → non-suffix gap.
+  std::vector<bool> dropped(out.items.size(), false);
+  std::vector<bool> eventTrimmed(events.size(), false);
+  size_t firstUnmatched = out.items.size();
+  for (const std::string& id : callOrder) {
+    const CallState& cs = calls[id];
+    if (cs.answered) continue;
+    dropped[cs.item] = true;
+    eventTrimmed[cs.event] = true;
+    firstUnmatched = std::min(firstUnmatched, cs.item);
+    out.diagnostics.push_back({std::string(code::unmatched_tool_call), events[cs.event].id, false});
+  }
+  for (size_t k = firstUnmatched; k < out.items.size(); ++k) {
+    if (!dropped[k]) {
+      out.items.clear();
+      out.blockedReason = std::string(code::provider_replay_non_suffix_gap);
+      return out;
+    }
+  }
+  // 5. suffix trimming to the last stable item.
+  std::optional<size_t> lastStable;
+  for (size_t k = 0; k < out.items.size(); ++k) {
+    if (dropped[k]) continue;
+    const Json& it = out.items[k];
+    if (it["type"] == "tool_result" || (it["type"] == "text" && it["role"] == "user")) lastStable = k;
+  }
+  size_t keep = lastStable ? *lastStable + 1 : 0;
+  std::vector<Json> kept;
+  for (size_t k = 0; k < out.items.size(); ++k) {
+    if (k < keep && !dropped[k]) {
+      kept.push_back(std::move(out.items[k]));
+    } else {
+      eventTrimmed[itemEvent[k]] = true;
+    }
+  }
+  out.items = std::move(kept);
+  out.itemStableJson.reserve(out.items.size());
+  for (const Json& it : out.items) out.itemStableJson.push_back(stableJson(it));
+  // 6. segment replay events.
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].hidden && !eventTrimmed[i]) out.replayEventIndexes.push_back(i);
+  }
+  out.replayable = true;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Incremental digest: stableJson({items, protocol, providerProjectionVersion}) is
+// `{"items":[` item (`,` item)* `],"protocol":"provider_replay_plan_v1",
+// "providerProjectionVersion":N}` because the three keys sort in that order.
+
+namespace continuation_detail {
+
+struct ReplayDigester::Ctx {
+  EVP_MD_CTX* ctx = nullptr;
+  ~Ctx() {
+    if (ctx) EVP_MD_CTX_free(ctx);
+  }
+};
+
+ReplayDigester::ReplayDigester(int version) : version_(version), ctx_(std::make_unique<Ctx>()) {
+  ctx_->ctx = EVP_MD_CTX_new();
+  if (!ctx_->ctx || EVP_DigestInit_ex(ctx_->ctx, EVP_sha256(), nullptr) != 1) {
+    throw Error(code::sqlite_error, "SHA-256 unavailable");
+  }
+  update("{\"items\":[");
+}
+ReplayDigester::~ReplayDigester() = default;
+
+void ReplayDigester::update(std::string_view bytes) {
+  EVP_DigestUpdate(ctx_->ctx, bytes.data(), bytes.size());
+}
+
+void ReplayDigester::addItem(std::string_view itemStableJson) {
+  if (count_++ > 0) update(",");
+  update(itemStableJson);
+}
+
+std::string ReplayDigester::digest() const {
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  EVP_MD_CTX_copy_ex(copy, ctx_->ctx);
+  std::string tail = "],\"protocol\":\"provider_replay_plan_v1\",\"providerProjectionVersion\":" +
+                     formatEcmaNumber(version_) + "}";
+  EVP_DigestUpdate(copy, tail.data(), tail.size());
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(copy, md, &len);
+  EVP_MD_CTX_free(copy);
+  static const char* hex = "0123456789abcdef";
+  std::string out = "sha256:";
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 15]);
+  }
+  return out;
+}
+
+}  // namespace continuation_detail
+
+std::string providerReplayDigest(const Json& items, int version) {
+  return sha256Digest(stableJson(Json{{"protocol", "provider_replay_plan_v1"},
+                                      {"providerProjectionVersion", version},
+                                      {"items", items}}));
+}
+
+CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
+                              std::span<const SegmentReplay> projections, int version) {
+  CompositeReplay out;
+  out.providerProjectionVersion = version;
+  out.boundary = buildBoundaryCursor(segments);
+  continuation_detail::ReplayDigester digester(version);
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const SegmentReplay& sr = projections[s];
+    if (!sr.replayable) {
+      out.replayable = false;
+      out.blockedReason = sr.blockedReason;
+      out.blockedSegment = s;
+      out.providerItems = Json::array();
+      out.runtimeContext.clear();
+      return out;
+    }
+    if (s + 1 == segments.size()) out.immediateSourceContextStart = out.runtimeContext.size();
+    for (size_t k = 0; k < sr.items.size(); ++k) {
+      out.providerItems.push_back(sr.items[k]);
+      digester.addItem(sr.itemStableJson[k]);
+    }
+    for (size_t idx : sr.replayEventIndexes) out.runtimeContext.push_back(segments[s]->events[idx]);
+  }
+  out.providerReplayDigest = digester.digest();
+  out.replayable = true;
+  return out;
+}
+
+CompositeReplay buildCompositeReplay(std::span<const ImmutablePrefix* const> segments,
+                                     int version) {
+  std::vector<SegmentReplay> projections;
+  projections.reserve(segments.size());
+  for (const ImmutablePrefix* p : segments) projections.push_back(projectSegment(*p, version));
+  return composeReplay(segments, projections, version);
+}
+
+}  // namespace crashsim

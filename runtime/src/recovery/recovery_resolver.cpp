@@ -1,0 +1,166 @@
+// recovery_resolver.cpp — the RecoveryResolver (spec c.1, c.3, c.5): one decision per scanned
+// operation, derived only from the shared scanner and recovery-tail interpreter.
+#include "crashsim/recovery_resolver.h"
+
+#include <array>
+
+#include "crashsim/codes.h"
+#include "recovery/ledger_scanner.h"
+
+namespace crashsim {
+
+namespace {
+
+// c.3 step 3: the corruption reason of an operation that carries scanner issues.
+constexpr std::array<std::string_view, 8> kIssuePriority = {
+    code::duplicate_call,     code::duplicate_operation,  code::duplicate_dispatch,
+    code::duplicate_response, code::orphan_response,      code::canonical_args_hash_conflict,
+    code::identity_conflict,  code::event_order_conflict,
+};
+
+ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedOperation& op,
+                    bool newProtocol) {
+  ToolDecision d;
+  d.toolCallId = op.toolCallId;
+  if (op.toolName && !op.toolName->empty()) d.toolName = *op.toolName;
+  d.operationId = op.operationId;
+  d.status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
+  d.reason = newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
+  if (op.call) {
+    d.callRuntimeEventId = events[*op.call].id;
+    d.callIndex = op.call;
+  }
+  if (op.dispatch) {
+    const RuntimeEvent& dispatch = events[*op.dispatch];
+    d.dispatchRuntimeEventId = dispatch.id;
+    if (dispatch.toolDispatch) d.recoveryMode = dispatch.toolDispatch->recoveryMode;
+  }
+  if (op.response) {
+    const RuntimeEvent& response = events[*op.response];
+    d.responseRuntimeEventId = response.id;
+    d.responseIsError = response.isError;
+  }
+
+  // 1–2. facts without a call.
+  if (!op.call && op.dispatch) {
+    d.status = code::corruption;
+    d.reason = code::orphan_dispatch;
+    return d;
+  }
+  if (!op.call && op.response) {
+    d.status = code::corruption;
+    d.reason = code::orphan_response;
+    return d;
+  }
+  // 3. scanner issues, by priority.
+  if (!op.issueCodes.empty()) {
+    for (std::string_view c : kIssuePriority) {
+      if (op.hasIssue(c)) {
+        d.status = code::corruption;
+        d.reason = c;
+        return d;
+      }
+    }
+  }
+  // 4–6.
+  if (op.response) {
+    d.status = code::completed;
+    d.reason = code::matching_response;
+    d.settlementOrigin = op.dispatch ? code::normal_t2 : code::pre_t1_synthetic;
+  } else if (op.dispatch) {
+    d.status = code::indeterminate;
+    d.reason = code::dispatch_without_response;
+  }
+  // 7. recovery tail.
+  std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, op);
+  if (!tail) return d;
+  if (!tail->valid) {
+    d.status = code::corruption;
+    d.reason = code::recovery_fact_corruption;
+    d.settlementOrigin.reset();
+    return d;
+  }
+  d.settlementOrigin = code::recovery_bundle;
+  if (tail->disposition == code::completed) {
+    d.status = code::completed;
+    d.reason = code::recovery_bundle_completed;
+  } else {
+    d.status = code::parked;
+    d.reason = tail->reasonCode;
+  }
+  return d;
+}
+
+}  // namespace
+
+RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
+  RecoveryResolution resolution;
+
+  // c.1 protocol marker: only event 0 may carry it; a late marker never enables it.
+  if (!events.empty() && events[0].runtimeProtocol) {
+    if (*events[0].runtimeProtocol == code::t1_after_preflight_v1) {
+      resolution.toolBoundaryProtocol = std::string(code::t1_after_preflight_v1);
+    } else {
+      resolution.issues.push_back({std::string(code::protocol_marker_invalid), events[0].id});
+    }
+  }
+  for (size_t i = 1; i < events.size(); ++i) {
+    if (events[i].runtimeProtocol) {
+      resolution.issues.push_back({std::string(code::protocol_marker_invalid), events[i].id});
+    }
+  }
+
+  detail::LedgerScan scan = detail::scanLedger(events);
+  if (resolution.issues.empty()) {
+    resolution.issues = std::move(scan.issues);
+  } else {
+    resolution.issues.insert(resolution.issues.end(), std::make_move_iterator(scan.issues.begin()),
+                             std::make_move_iterator(scan.issues.end()));
+  }
+
+  const bool newProtocol = resolution.toolBoundaryProtocol.has_value();
+  resolution.decisions.reserve(scan.operations.size());
+  bool anyCorruption = false;
+  bool anyIndeterminate = false;
+  for (const detail::ScannedOperation& op : scan.operations) {
+    ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
+    anyCorruption = anyCorruption || d.status == code::corruption;
+    anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
+  }
+  resolution.hasCorruption = !resolution.issues.empty() || anyCorruption;
+  resolution.requiresReconciliation = !resolution.hasCorruption && anyIndeterminate;
+  return resolution;
+}
+
+Json toJson(const ToolDecision& d) {
+  Json j = Json::object();
+  j["toolCallId"] = d.toolCallId;
+  if (d.toolName) j["toolName"] = *d.toolName;
+  if (d.operationId) j["operationId"] = *d.operationId;
+  j["status"] = d.status;
+  j["reason"] = d.reason;
+  if (d.settlementOrigin) j["settlementOrigin"] = *d.settlementOrigin;
+  if (d.callRuntimeEventId) j["callRuntimeEventId"] = *d.callRuntimeEventId;
+  if (d.dispatchRuntimeEventId) j["dispatchRuntimeEventId"] = *d.dispatchRuntimeEventId;
+  if (d.responseRuntimeEventId) j["responseRuntimeEventId"] = *d.responseRuntimeEventId;
+  if (d.responseIsError) j["responseIsError"] = *d.responseIsError;
+  return j;
+}
+
+Json toJson(const RecoveryResolution& r) {
+  Json j = Json::object();
+  j["toolBoundaryProtocol"] = r.toolBoundaryProtocol ? Json(*r.toolBoundaryProtocol) : Json();
+  Json decisions = Json::array();
+  for (const ToolDecision& d : r.decisions) decisions.push_back(toJson(d));
+  j["decisions"] = std::move(decisions);
+  Json issues = Json::array();
+  for (const ResolverIssue& issue : r.issues) {
+    issues.push_back(Json{{"code", issue.code}, {"eventId", issue.eventId}});
+  }
+  j["issues"] = std::move(issues);
+  j["hasCorruption"] = r.hasCorruption;
+  j["requiresReconciliation"] = r.requiresReconciliation;
+  return j;
+}
+
+}  // namespace crashsim

@@ -1,0 +1,218 @@
+// resume_plan.cpp — the Phase 0 ResumePlan (spec d). Pure: reads the events and the
+// resolver's decisions, never mutates anything; equal inputs give equal plans.
+#include "crashsim/resume_plan.h"
+
+#include <unordered_map>
+
+#include "crashsim/codes.h"
+
+namespace crashsim {
+
+const std::string_view kResumeDirective =
+    "A tool call was interrupted before its committed result was recorded, so its side effects "
+    "may or may not have happened. Do not retry the tool call immediately. First inspect the "
+    "current state with read-only tools and only then decide the next step.";
+
+namespace {
+
+const Json& callArgs(const RuntimeEvent& call) {
+  static const Json kNull;
+  auto content = call.json.find("content");
+  if (content == call.json.end() || !content->is_object()) return kNull;
+  auto args = content->find("args");
+  return args == content->end() ? kNull : *args;
+}
+
+std::string_view planStatus(const ToolDecision& d) {
+  if (d.status == code::completed) {
+    return d.responseIsError.value_or(false) ? code::failed : code::succeeded;
+  }
+  if (d.status == code::definitely_not_dispatched) return code::not_dispatched;
+  return d.status;  // indeterminate | parked | corruption
+}
+
+bool isDanglingDiagnostic(std::string_view c) {
+  return c == code::pending_tool_result || c == code::tool_not_dispatched ||
+         c == code::tool_recovery_parked || c == code::tool_recovery_corruption ||
+         c == code::tool_ledger_corruption || c == code::duplicate_event_id ||
+         c == code::semantic_lane_conflict || c == code::protocol_marker_invalid ||
+         c == code::unmatched_tool_result || c == code::tool_name_mismatch;
+}
+
+void addDiagnostic(std::vector<PlanDiagnostic>& out, std::string_view c,
+                   std::optional<Json> detail = std::nullopt) {
+  out.push_back(PlanDiagnostic{std::string(c), std::move(detail)});
+}
+
+}  // namespace
+
+ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
+                           std::optional<uint64_t> expectedRuntimeEventHighWater) {
+  ResumePlan plan;
+  plan.resolution = resolveRecovery(events);
+  const RecoveryResolution& resolution = plan.resolution;
+  plan.sourceRuntimeEventHighWater = events.size();
+
+  // d.2 operations: decisions with a call that is not hidden, in decision order.
+  plan.operations.reserve(resolution.decisions.size());
+  bool hiddenIndeterminate = false;
+  for (const ToolDecision& d : resolution.decisions) {
+    if (!d.callIndex) continue;
+    const RuntimeEvent& call = events[*d.callIndex];
+    if (call.hidden) {
+      hiddenIndeterminate = hiddenIndeterminate || d.status == code::indeterminate;
+      continue;
+    }
+    PlanOperation& op = plan.operations.emplace_back();
+    op.toolCallId = d.toolCallId;
+    op.toolName = call.toolName;
+    op.args = callArgs(call);
+    op.status = planStatus(d);
+    op.callRuntimeEventId = *d.callRuntimeEventId;
+    op.responseRuntimeEventId = d.responseRuntimeEventId;
+    op.responseIsError = d.responseIsError;
+  }
+
+  // d.4 diagnostics, in the contract's order.
+  std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
+  if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
+    addDiagnostic(diagnostics, code::runtime_offset_mismatch,
+                  Json{{"expectedRuntimeEventHighWater", *expectedRuntimeEventHighWater},
+                       {"actualRuntimeEventHighWater", static_cast<uint64_t>(events.size())}});
+  }
+  bool visibleIndeterminate = false;
+  for (const PlanOperation& op : plan.operations) {
+    if (op.status == code::indeterminate) {
+      visibleIndeterminate = true;
+      addDiagnostic(diagnostics, code::pending_tool_result);
+    } else if (op.status == code::not_dispatched) {
+      addDiagnostic(diagnostics, code::tool_not_dispatched);
+    } else if (op.status == code::corruption) {
+      addDiagnostic(diagnostics, code::tool_recovery_corruption);
+    } else if (op.status == code::parked) {
+      addDiagnostic(diagnostics, code::tool_recovery_parked);
+    }
+  }
+  for (const ResolverIssue& issue : resolution.issues) {
+    if (issue.code == code::protocol_marker_invalid || issue.code == code::duplicate_event_id ||
+        issue.code == code::semantic_lane_conflict) {
+      addDiagnostic(diagnostics, issue.code);
+    } else {
+      addDiagnostic(diagnostics, code::tool_ledger_corruption, Json{{"issueCode", issue.code}});
+    }
+  }
+  for (const ToolDecision& d : resolution.decisions) {
+    if (d.status == code::corruption && !d.callRuntimeEventId &&
+        d.reason != code::orphan_response) {
+      addDiagnostic(diagnostics, code::tool_recovery_corruption);
+    }
+  }
+  if (hiddenIndeterminate) {
+    for (const ToolDecision& d : resolution.decisions) {
+      if (d.status == code::indeterminate && d.callIndex && events[*d.callIndex].hidden) {
+        addDiagnostic(diagnostics, code::pending_tool_result);
+      }
+    }
+  }
+
+  // One pass over the events: responses without a projected operation, call pairing for the
+  // provider replay (d.8).
+  std::unordered_map<std::string_view, size_t> operationByCallId;  // last projected op wins
+  operationByCallId.reserve(plan.operations.size());
+  for (size_t k = 0; k < plan.operations.size(); ++k) {
+    operationByCallId[plan.operations[k].toolCallId] = k;
+  }
+  std::unordered_map<std::string_view, std::string_view> latestCallName;  // call id → name
+  latestCallName.reserve(plan.operations.size() + 1);
+  std::unordered_map<std::string_view, bool> paired;  // call id → paired
+  paired.reserve(plan.operations.size() + 1);
+  for (const RuntimeEvent& e : events) {
+    if (e.partial) continue;
+    if (e.contentKind == ContentKind::function_call) {
+      latestCallName[e.callId] = e.toolName;
+    } else if (e.contentKind == ContentKind::function_response) {
+      auto call = latestCallName.find(e.callId);
+      if (call != latestCallName.end() && call->second == e.toolName) paired[e.callId] = true;
+      if (e.hidden) continue;
+      auto op = operationByCallId.find(e.callId);
+      if (op == operationByCallId.end()) {
+        addDiagnostic(diagnostics, code::unmatched_tool_result);
+      } else if (plan.operations[op->second].toolName != e.toolName) {
+        addDiagnostic(diagnostics, code::tool_name_mismatch,
+                      Json{{"callToolName", plan.operations[op->second].toolName},
+                           {"responseToolName", e.toolName}});
+      }
+    }
+  }
+
+  // d.5 rejection reasons (set, first-appearance order).
+  for (const PlanDiagnostic& diagnostic : diagnostics) {
+    std::string_view reason;
+    if (diagnostic.code == code::runtime_offset_mismatch) {
+      reason = code::runtime_offset_mismatch;
+    } else if (isDanglingDiagnostic(diagnostic.code)) {
+      reason = code::dangling_tool_state;
+    } else {
+      continue;
+    }
+    bool present = false;
+    for (const std::string& r : plan.rejectionReasons) present = present || r == reason;
+    if (!present) plan.rejectionReasons.emplace_back(reason);
+  }
+
+  // d.6, d.7.
+  plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate;
+  if (plan.requiresVerification) plan.directive = std::string(kResumeDirective);
+  plan.disposition =
+      plan.rejectionReasons.empty() && !plan.requiresVerification && !resolution.hasCorruption
+          ? code::safe_replay
+          : code::blocked;
+
+  // d.8 provider replay events.
+  plan.replayEventIndexes.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RuntimeEvent& e = events[i];
+    if (e.partial || e.hidden) continue;
+    if (e.contentKind == ContentKind::function_call ||
+        e.contentKind == ContentKind::function_response) {
+      if (!paired.contains(e.callId)) continue;
+    }
+    plan.replayEventIndexes.push_back(i);
+  }
+  return plan;
+}
+
+Json toJson(const ResumePlan& plan, std::span<const RuntimeEvent> events) {
+  Json j = Json::object();
+  j["disposition"] = plan.disposition;
+  Json operations = Json::array();
+  for (const PlanOperation& op : plan.operations) {
+    Json o = Json::object();
+    o["toolCallId"] = op.toolCallId;
+    o["toolName"] = op.toolName;
+    o["status"] = op.status;
+    o["callRuntimeEventId"] = op.callRuntimeEventId;
+    if (op.responseRuntimeEventId) o["responseRuntimeEventId"] = *op.responseRuntimeEventId;
+    if (op.responseIsError) o["responseIsError"] = *op.responseIsError;
+    operations.push_back(std::move(o));
+  }
+  j["operations"] = std::move(operations);
+  Json diagnostics = Json::array();
+  for (const PlanDiagnostic& d : plan.diagnostics) {
+    Json o = Json::object();
+    o["code"] = d.code;
+    if (d.detail) o["detail"] = *d.detail;
+    diagnostics.push_back(std::move(o));
+  }
+  j["diagnostics"] = std::move(diagnostics);
+  j["rejectionReasons"] = plan.rejectionReasons;
+  j["requiresVerification"] = plan.requiresVerification;
+  j["directive"] = plan.directive ? Json(*plan.directive) : Json();
+  j["sourceRuntimeEventHighWater"] = plan.sourceRuntimeEventHighWater;
+  Json replay = Json::array();
+  for (size_t i : plan.replayEventIndexes) replay.push_back(events[i].id);
+  j["replayRuntimeEventIds"] = std::move(replay);
+  return j;
+}
+
+}  // namespace crashsim

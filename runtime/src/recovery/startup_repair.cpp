@@ -1,0 +1,320 @@
+// startup_repair.cpp — run-header repair from the ledger (spec g, without the claim saga).
+//
+// Order per run: terminal fact first, header second. The recovered terminal RuntimeEvent goes
+// through RuntimeStore::commitTerminalEvent (failpoint P8 inside its transaction); failpoint
+// P9 sits between that commit and the header update, so a crash of the recovery process at
+// either point is itself repaired by the next startup.
+#include "crashsim/startup_repair.h"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/hashing.h"
+#include "crashsim/recovery_resolver.h"
+#include "store/store_internal.h"
+
+namespace crashsim {
+
+namespace {
+
+bool isTerminalStatus(const std::string& s) {
+  return s == "completed" || s == "failed" || s == "cancelled";
+}
+
+std::optional<std::string> runStatusOf(const RuntimeEvent& e) {
+  if (!e.status) return std::nullopt;
+  switch (*e.status) {
+    case EventStatus::completed:
+      return std::string("completed");
+    case EventStatus::failed:
+      return std::string("failed");
+    case EventStatus::aborted:
+    case EventStatus::cancelled:
+      return std::string("cancelled");
+    default:
+      return std::nullopt;
+  }
+}
+
+const Json* stateDelta(const RuntimeEvent& e) {
+  auto a = e.json.find("actions");
+  if (a == e.json.end() || !a->is_object()) return nullptr;
+  auto s = a->find("stateDelta");
+  if (s == a->end() || !s->is_object()) return nullptr;
+  return &*s;
+}
+
+std::optional<std::string> stringAt(const Json* obj, const char* key) {
+  if (!obj) return std::nullopt;
+  auto it = obj->find(key);
+  if (it == obj->end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+const Json* errorContent(const RuntimeEvent& e) {
+  if (e.contentKind != ContentKind::error) return nullptr;
+  return &e.json.at("content");
+}
+
+// Terminal fact validity (g): failed needs a failure class, cancelled an abort source.
+std::optional<std::string> failureClassOf(const RuntimeEvent& e, const RunHeader& h) {
+  const Json* sd = stateDelta(e);
+  for (const char* k : {"failureClass", "errorClass", "reason", "code"})
+    if (auto v = stringAt(sd, k)) return v;
+  const Json* ec = errorContent(e);
+  for (const char* k : {"reason", "code"})
+    if (auto v = stringAt(ec, k)) return v;
+  return h.failureClass;
+}
+
+std::optional<std::string> abortSourceOf(const RuntimeEvent& e, const RunHeader& h) {
+  const Json* sd = stateDelta(e);
+  for (const char* k : {"abortSource", "source"})
+    if (auto v = stringAt(sd, k)) return v;
+  return h.abortSource;
+}
+
+bool isClaimTarget(RuntimeStore& store, const RunHeader& h) {
+  std::lock_guard lk(store_detail::mutexOf(store));
+  auto& c = store_detail::connectionOf(store);
+  auto st = c.prepare(
+      "SELECT 1 FROM runtime_continuation_claims WHERE target_session_id = ?1 AND "
+      "target_run_id = ?2");
+  st.bind(1, h.sessionId).bind(2, h.runId);
+  return st.step();
+}
+
+std::string classify(const std::vector<StoredEvent>& stored) {
+  if (stored.empty()) return std::string(code::non_terminal_run_recovered);
+  std::set<std::string> open;
+  for (const auto& s : stored) {
+    auto a = s.event.json.find("actions");
+    if (a == s.event.json.end() || !a->is_object()) continue;
+    auto idOf = [&](const char* key) -> std::optional<std::string> {
+      auto it = a->find(key);
+      if (it == a->end() || !it->is_object()) return std::nullopt;
+      return stringAt(&*it, "requestId");
+    };
+    for (const char* k : {"permissionRequest", "userQuestionRequest"})
+      if (auto id = idOf(k)) open.insert(*id);
+    for (const char* k : {"permissionDecision", "permissionAnswerAccepted",
+                          "permissionClosureAccepted", "userQuestionAnswerAccepted"})
+      if (auto id = idOf(k)) open.erase(*id);
+  }
+  if (!open.empty()) return std::string(code::stale_user_wait);
+  std::vector<RuntimeEvent> events;
+  for (const auto& s : stored) events.push_back(s.event);
+  auto res = resolveRecovery(events);
+  for (const auto& d : res.decisions)
+    if (d.status != code::completed) return std::string(code::tool_interrupted);
+  const RuntimeEvent& last = stored.back().event;
+  if (last.role == Role::model && last.contentKind == ContentKind::text && last.isModelVisible()) {
+    return std::string(code::model_stream_completed_without_runtime_terminal);
+  }
+  return std::string(code::run_interrupted);
+}
+
+double nextTs(const RunHeader& h, const std::vector<StoredEvent>& stored) {
+  double ts = std::max(h.createdAt, h.updatedAt);
+  for (const auto& s : stored) ts = std::max(ts, s.event.ts);
+  return ts + 1;
+}
+
+Json baseEvent(const RunHeader& h, const std::string& id, double ts) {
+  Json j = Json::object();
+  j["id"] = id;
+  j["invocationId"] = h.invocationId;
+  j["runId"] = h.runId;
+  j["sessionId"] = h.sessionId;
+  j["turnId"] = h.turnId;
+  j["ts"] = ts;
+  j["partial"] = false;
+  j["role"] = "system";
+  j["author"] = "system";
+  return j;
+}
+
+[[noreturn]] void ambiguous(const RunHeader& h, const std::string& why) {
+  throw Error(code::repair_ambiguous,
+              "Startup repair of run " + h.sessionId + "/" + h.runId + " is ambiguous: " + why);
+}
+
+RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) {
+  RunRepairAction a;
+  a.sessionId = h.sessionId;
+  a.runId = h.runId;
+  a.action = "none";
+  auto stored = store.readRunEvents(h.sessionId, h.runId);  // unreadable → throws
+  std::vector<const StoredEvent*> terminals;
+  for (const auto& s : stored)
+    if (s.event.isTerminal()) terminals.push_back(&s);
+  if (terminals.size() > 1) {
+    ambiguous(h, std::to_string(terminals.size()) + " terminal RuntimeEvents");
+  }
+  if (terminals.size() == 1) {
+    const RuntimeEvent& t = terminals[0]->event;
+    a.terminalEventId = t.id;
+    if (terminals[0] != &stored.back())
+      ambiguous(h, "terminal " + t.id + " is not the ledger tail");
+    auto st = runStatusOf(t);
+    if (!st) ambiguous(h, "terminal " + t.id + " has no terminal status");
+    std::optional<std::string> fc, as;
+    if (*st == "failed" && !(fc = failureClassOf(t, h))) {
+      ambiguous(h, "failed terminal " + t.id + " has no failure class");
+    }
+    if (*st == "cancelled" && !(as = abortSourceOf(t, h))) {
+      ambiguous(h, "cancelled terminal " + t.id + " has no abort source");
+    }
+    a.status = *st;
+    a.failureClass = fc;
+    if (isTerminalStatus(h.status)) {
+      if (h.status != *st) {
+        ambiguous(h, "header status " + h.status + " contradicts terminal " + t.id);
+      }
+      return a;  // consistent
+    }
+    a.action = "repair_header";
+    if (!dryRun) {
+      RunHeader nh = h;
+      nh.status = *st;
+      nh.updatedAt = std::max(h.updatedAt, t.ts);
+      nh.completedAt = t.ts;
+      if (fc) nh.failureClass = fc;
+      if (as) nh.abortSource = as;
+      if (const Json* ec = errorContent(t)) {
+        if (auto m = stringAt(ec, "message")) nh.failureMessage = m;
+      }
+      store.markRunTerminal(nh);
+    }
+    return a;
+  }
+  // No terminal fact.
+  if (isClaimTarget(store, h)) {
+    a.action = "skipped_claim_target";
+    a.detail = "continuation claim target without terminal: owned by the claim saga";
+    return a;
+  }
+  const std::string id = recoveredTerminalEventId(h.sessionId, h.runId);
+  a.terminalEventId = id;
+  if (isTerminalStatus(h.status)) {
+    // Header terminal without its fact: append the fact matching the header.
+    a.action = "append_terminal_fact";
+    a.status = h.status;
+    a.failureClass = h.failureClass;
+    if (h.status == "failed" && !h.failureClass) ambiguous(h, "failed header has no failure class");
+    if (h.status == "cancelled" && !h.abortSource) {
+      ambiguous(h, "cancelled header has no abort source");
+    }
+    if (dryRun) return a;
+    double ts = h.completedAt ? *h.completedAt : h.updatedAt;
+    for (const auto& s : stored) ts = std::max(ts, s.event.ts);
+    Json j = baseEvent(h, id, ts);
+    Json delta = Json::object();
+    delta["recovered"] = true;
+    if (h.status == "completed") {
+      j["status"] = "completed";
+    } else if (h.status == "failed") {
+      j["status"] = "failed";
+      j["content"] = {{"kind", "error"},
+                      {"message", h.failureMessage.value_or("Run failed")},
+                      {"code", *h.failureClass},
+                      {"reason", *h.failureClass}};
+      delta["failureClass"] = *h.failureClass;
+    } else {
+      j["status"] = "aborted";
+      delta["abortSource"] = *h.abortSource;
+    }
+    j["actions"] = {{"endInvocation", true}, {"stateDelta", delta}};
+    store.commitTerminalEvent(decodeRuntimeEvent(j));
+    return a;
+  }
+  // Neither: classify and recover.
+  const std::string reason = classify(stored);
+  a.action = "recover_terminal";
+  a.status = "failed";
+  a.recoveryReason = reason;
+  a.failureClass = std::string(code::app_restarted);
+  if (dryRun) return a;
+  const double ts = nextTs(h, stored);
+  const std::string message =
+      "Run did not reach a terminal fact before the runtime restarted (" + reason + ")";
+  Json j = baseEvent(h, id, ts);
+  j["status"] = "failed";
+  j["content"] = {{"kind", "error"},
+                  {"message", message},
+                  {"code", code::app_restarted},
+                  {"reason", code::app_restarted}};
+  j["actions"] = {
+      {"endInvocation", true},
+      {"stateDelta",
+       {{"recovered", true}, {"recoveryReason", reason}, {"failureClass", code::app_restarted}}}};
+  store.commitTerminalEvent(decodeRuntimeEvent(j));
+  CRASHSIM_FAILPOINT(P9);
+  RunHeader nh = h;
+  nh.status = "failed";
+  nh.updatedAt = ts;
+  nh.completedAt = ts;
+  nh.failureClass = std::string(code::app_restarted);
+  nh.failureMessage = message;
+  store.markRunTerminal(nh);
+  return a;
+}
+
+}  // namespace
+
+bool RepairReport::changed() const {
+  for (const auto& r : runs) {
+    if (r.action != "none" && r.action.rfind("skipped_", 0) != 0) return true;
+  }
+  return false;
+}
+
+Json RepairReport::toJson() const {
+  Json out = Json::object();
+  out["dryRun"] = dryRun;
+  Json arr = Json::array();
+  for (const auto& r : runs) {
+    Json j = {{"sessionId", r.sessionId}, {"runId", r.runId}, {"action", r.action}};
+    if (r.status) j["status"] = *r.status;
+    if (r.recoveryReason) j["recoveryReason"] = *r.recoveryReason;
+    if (r.failureClass) j["failureClass"] = *r.failureClass;
+    if (r.terminalEventId) j["terminalEventId"] = *r.terminalEventId;
+    if (!r.detail.empty()) j["detail"] = r.detail;
+    arr.push_back(std::move(j));
+  }
+  out["runs"] = std::move(arr);
+  return out;
+}
+
+std::string recoveredTerminalEventId(const std::string& sessionId, const std::string& runId) {
+  std::string input = "crashsim.runtime-recovered-terminal.v1";
+  input.push_back('\0');
+  input += sessionId;
+  input.push_back('\0');
+  input += runId;
+  return "runtime-recovered-terminal-" + sha256Hex(input).substr(0, 32);
+}
+
+RepairReport startupRepair(RuntimeStore& store, RepairMode mode, bool dryRun) {
+  RepairReport report;
+  report.dryRun = dryRun;
+  for (const RunHeader& h : store.listRuns()) {
+    try {
+      report.runs.push_back(repairRun(store, h, dryRun));
+    } catch (const Error& e) {
+      if (mode == RepairMode::strict) throw;
+      RunRepairAction a;
+      a.sessionId = h.sessionId;
+      a.runId = h.runId;
+      a.action = e.code() == code::repair_ambiguous ? "skipped_ambiguous" : "skipped_unreadable";
+      a.detail = e.code() + ": " + e.what();
+      report.runs.push_back(std::move(a));
+    }
+  }
+  return report;
+}
+
+}  // namespace crashsim

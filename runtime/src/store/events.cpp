@@ -1,0 +1,391 @@
+// events.cpp — runtime_events rows: canonicalisation, checked reads, and the f.3 write-side
+// invariants shared by every dedicated writer (candidate checks + insert).
+#include <algorithm>
+#include <set>
+
+#include "crashsim/codes.h"
+#include "recovery/ledger_scanner.h"
+#include "store/store_internal.h"
+
+namespace crashsim::store_detail {
+
+namespace {
+
+constexpr const char* kEventCols =
+    "event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, is_terminal, "
+    "payload_json, committed_at, rowid";
+
+StoredEvent rowToStored(Connection& conn, Stmt& st) {
+  const std::string id = st.text(0);
+  std::string payload = st.text(8);
+  const RuntimeEvent* cached = nullptr;
+  auto it = conn.decoded.find(id);
+  if (it != conn.decoded.end() && it->second.first == payload) cached = &it->second.second;
+  StoredEvent out;
+  if (cached) {
+    out.event = *cached;
+  } else {
+    try {
+      out.event = decodeRuntimeEvent(parseJson(payload));
+    } catch (const Error& e) {
+      throw Error(code::store_corrupt,
+                  "Corrupt RuntimeEvent row " + id + ": " + e.code() + ": " + e.what());
+    }
+    if (conn.decoded.size() > 200000) conn.decoded.clear();
+    conn.decoded[id] = {payload, out.event};
+  }
+  const RuntimeEvent& ev = out.event;
+  if (ev.id != id || ev.sessionId != st.text(1) || ev.invocationId != st.text(2) ||
+      ev.runId != st.text(3) || ev.turnId != st.text(4)) {
+    throw Error(code::row_payload_identity_mismatch,
+                "RuntimeEvent row/payload identity mismatch for " + id);
+  }
+  if (ev.partial || eventKindOf(ev) != st.text(6) ||
+      static_cast<int64_t>(ev.isTerminal()) != st.int64(7)) {
+    throw Error(code::store_corrupt, "RuntimeEvent row " + id + " disagrees with its payload");
+  }
+  out.eventSeq = st.int64(5);
+  out.eventKind = st.text(6);
+  out.committedAt = st.real(9);
+  return out;
+}
+
+bool isToolBearing(const RuntimeEvent& e) {
+  return e.lane != Lane::ordinary || e.toolDispatch.has_value() || e.toolRecovery.has_value() ||
+         e.contentKind == ContentKind::function_call ||
+         e.contentKind == ContentKind::function_response;
+}
+
+[[noreturn]] void reject(std::string_view ledgerCode, const std::string& eventId) {
+  throw LedgerError(code::tool_ledger_rejection, std::string(ledgerCode), eventId,
+                    "Tool ledger rejection");
+}
+
+// f.3 (1): workspace-wide ledger health, cached by PRAGMA data_version + total changes.
+void ensureLedgerHealthy(Connection& conn) {
+  int64_t dv = 0;
+  {
+    auto st = conn.prepare("PRAGMA data_version");
+    if (st.step()) dv = st.int64(0);
+  }
+  const int64_t tc = sqlite3_total_changes64(conn.db());
+  if (conn.health.valid && conn.health.dataVersion == dv && conn.health.totalChanges == tc) return;
+  conn.health.valid = false;
+  auto all = readAllEvents(conn);
+  std::vector<RuntimeEvent> events;
+  events.reserve(all.size());
+  for (auto& s : all) events.push_back(std::move(s.event));
+  auto scan = detail::scanLedger(events);
+  if (!scan.issues.empty()) {
+    throw LedgerError(code::tool_ledger_corruption_error, scan.issues.front().code,
+                      scan.issues.front().eventId, "Corrupt tool RuntimeEvent ledger");
+  }
+  conn.health = {true, dv, tc};
+}
+
+bool shapeMatches(Writer writer, const std::vector<const RuntimeEvent*>& remaining) {
+  std::vector<Lane> lanes;
+  for (auto* e : remaining) lanes.push_back(e->lane);
+  if (lanes.empty()) return true;
+  auto boundResponse = [](const RuntimeEvent* e) {
+    return e->lane == Lane::function_response && e->refOperationId.has_value();
+  };
+  switch (writer) {
+    case Writer::generic:
+    case Writer::continuationStart:
+    case Writer::continuationRepairStart:
+      for (auto* e : remaining) {
+        if (e->toolDispatch || e->toolRecovery || boundResponse(e)) return false;
+      }
+      return true;
+    case Writer::t1:
+      return (lanes.size() == 2 && lanes[0] == Lane::function_call &&
+              lanes[1] == Lane::tool_dispatch) ||
+             (lanes.size() == 1 && lanes[0] == Lane::tool_dispatch);
+    case Writer::t2:
+      return lanes.size() == 1 && boundResponse(remaining[0]);
+    case Writer::bundle:
+      return (lanes.size() == 2 && lanes[0] == Lane::reconcile_result &&
+              lanes[1] == Lane::recovery_decision) ||
+             (lanes.size() == 3 && lanes[0] == Lane::reconcile_result &&
+              boundResponse(remaining[1]) && lanes[2] == Lane::recovery_decision);
+  }
+  return false;
+}
+
+// f.7 seal rules read from runtime_continuation_claims.
+void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent& e) {
+  {
+    auto st = conn.prepare(
+        "SELECT claim_id, source_run_id, boundary_json FROM runtime_continuation_claims "
+        "WHERE source_session_id = ?1");
+    st.bind(1, e.sessionId);
+    while (st.step()) {
+      bool sealed = st.text(1) == e.runId;
+      if (!sealed) {
+        try {
+          Json b = parseJson(st.text(2));
+          if (b.contains("segments") && b["segments"].is_array()) {
+            for (const auto& seg : b["segments"]) {
+              const Json* id = seg.contains("identity") ? &seg["identity"] : &seg;
+              if (id->is_object() && id->value("sessionId", "") == e.sessionId &&
+                  id->value("runId", "") == e.runId) {
+                sealed = true;
+              }
+            }
+          }
+        } catch (const Error&) {
+          throw Error(code::store_corrupt, "Corrupt continuation claim row " + st.text(0));
+        }
+      }
+      if (sealed) {
+        throw Error(code::continuation_source_sealed,
+                    "RuntimeEvent source boundary is sealed by continuation claim " + st.text(0));
+      }
+    }
+  }
+  auto st = conn.prepare(
+      "SELECT claim_id, target_invocation_id, target_run_id, target_turn_id, start_event_id "
+      "FROM runtime_continuation_claims WHERE target_session_id = ?1 AND "
+      "(target_invocation_id = ?2 OR target_run_id = ?3 OR target_turn_id = ?4)");
+  st.bind(1, e.sessionId).bind(2, e.invocationId).bind(3, e.runId).bind(4, e.turnId);
+  while (st.step()) {
+    if (st.text(1) != e.invocationId || st.text(2) != e.runId || st.text(3) != e.turnId) {
+      throw Error(code::runtime_identity_conflict,
+                  "RuntimeEvent continuation target identity conflict for " + e.id +
+                      " (claim " + st.text(0) + ")");
+    }
+    const bool startWriter =
+        writer == Writer::continuationStart || writer == Writer::continuationRepairStart;
+    if (st.isNull(4) && !startWriter) {
+      throw Error(code::continuation_target_reserved,
+                  "RuntimeEvent target sequence one is reserved for continuation-start (claim " +
+                      st.text(0) + ")");
+    }
+  }
+}
+
+void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
+  {
+    auto st = conn.prepare(
+        "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
+        "is_terminal = 1 LIMIT 1");
+    st.bind(1, e.sessionId).bind(2, e.runId);
+    if (st.step()) {
+      throw Error(code::run_sealed, "RuntimeEvent run " + e.sessionId + "/" + e.runId +
+                                        " is sealed by its terminal fact " + st.text(0));
+    }
+  }
+  {
+    auto st = conn.prepare(
+        "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 "
+        "UNION ALL SELECT session_id, run_id, turn_id FROM runtime_partial_snapshots "
+        "WHERE invocation_id = ?1 LIMIT 2");
+    st.bind(1, e.invocationId);
+    while (st.step()) {
+      if (st.text(0) != e.sessionId || st.text(1) != e.runId || st.text(2) != e.turnId) {
+        throw Error(code::runtime_identity_conflict,
+                    "RuntimeEvent invocation identity conflict for " + e.invocationId);
+      }
+    }
+  }
+  {
+    auto st = conn.prepare(
+        "SELECT invocation_id, turn_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 "
+        "LIMIT 1");
+    st.bind(1, e.sessionId).bind(2, e.runId);
+    if (st.step() && (st.text(0) != e.invocationId || st.text(1) != e.turnId)) {
+      throw Error(code::runtime_identity_conflict,
+                  "RuntimeEvent run identity conflict for " + e.sessionId + "/" + e.runId);
+    }
+  }
+  if (e.runtimeProtocol) {
+    // The protocol marker is a fact of what was wired at run start: event #1 only (j.4).
+    auto st = conn.prepare(
+        "SELECT 1 FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 LIMIT 1");
+    st.bind(1, e.sessionId).bind(2, e.runId);
+    if (st.step() || *e.runtimeProtocol != code::t1_after_preflight_v1) {
+      throw Error(code::protocol_marker_invalid,
+                  "RuntimeEvent " + e.id +
+                      " carries a runtime protocol marker that is not the run's first event");
+    }
+  }
+}
+
+}  // namespace
+
+std::string canonicalPayload(const RuntimeEvent& event) {
+  std::string payload;
+  try {
+    payload = encodeRuntimeEvent(event);
+    RuntimeEvent back = decodeRuntimeEvent(parseJson(payload));
+    if (!(back.json == event.json) || encodeRuntimeEvent(back) != payload) {
+      throw Error(code::not_losslessly_serializable, "");
+    }
+  } catch (const Error& e) {
+    throw Error(code::not_losslessly_serializable,
+                "RuntimeEvent is not losslessly serializable: " + event.id +
+                    (e.what()[0] ? std::string(" (") + e.what() + ")" : std::string()));
+  }
+  return payload;
+}
+
+std::string eventKindOf(const RuntimeEvent& e) {
+  if (e.contentKind != ContentKind::none) {
+    switch (e.contentKind) {
+      case ContentKind::text:
+        return "text";
+      case ContentKind::thinking:
+        return "thinking";
+      case ContentKind::function_call:
+        return "function_call";
+      case ContentKind::function_response:
+        return "function_response";
+      case ContentKind::error:
+        return "error";
+      case ContentKind::none:
+        break;
+    }
+  }
+  if (e.status) return std::string(toString(*e.status));
+  if (e.hasWorkspaceFact) return "workspace_fact";
+  if (e.toolDispatch) return "tool_dispatch";
+  if (e.hasEndInvocation) return "invocation_end";
+  return "runtime_fact";
+}
+
+std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sessionId,
+                                       const std::string& runId) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 "
+                         "ORDER BY event_seq, event_id");
+  st.bind(1, sessionId).bind(2, runId);
+  std::vector<StoredEvent> out;
+  while (st.step()) out.push_back(rowToStored(conn, st));
+  return out;
+}
+
+std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events WHERE invocation_id = ?1 ORDER BY event_seq");
+  st.bind(1, invocationId);
+  std::vector<StoredEvent> out;
+  while (st.step()) out.push_back(rowToStored(conn, st));
+  return out;
+}
+
+std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events ORDER BY invocation_id, event_seq, event_id");
+  std::vector<StoredEvent> out;
+  while (st.step()) {
+    out.push_back(rowToStored(conn, st));
+    if (rowids) rowids->push_back(st.int64(10));
+  }
+  return out;
+}
+
+std::optional<StoredEvent> readEventById(Connection& conn, const std::string& eventId) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events WHERE event_id = ?1");
+  st.bind(1, eventId);
+  if (!st.step()) return std::nullopt;
+  return rowToStored(conn, st);
+}
+
+std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
+                                       const std::vector<const RuntimeEvent*>& events) {
+  Connection& conn = tx.conn();
+  std::vector<Candidate> out;
+  bool toolBearing = false;
+  std::set<std::string> seen;
+  for (const RuntimeEvent* e : events) {
+    if (e->partial) {
+      throw Error(code::partial_in_prefix,
+                  "partial RuntimeEvent " + e->id + " is not an immutable fact");
+    }
+    toolBearing = toolBearing || isToolBearing(*e);
+    Candidate c;
+    c.event = e;
+    c.payload = canonicalPayload(*e);
+    if (!seen.insert(e->id).second) reject(code::duplicate_event_id, e->id);
+    auto st = conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
+    st.bind(1, e->id);
+    if (st.step()) {
+      if (st.text(0) == c.payload) {
+        c.exists = true;
+        c.existingSeq = st.int64(1);
+      } else if (isToolBearing(*e) || writer != Writer::generic) {
+        reject(code::duplicate_event_id, e->id);
+      } else {
+        throw Error(code::runtime_identity_conflict, "RuntimeEvent identity conflict for " + e->id);
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  std::vector<const RuntimeEvent*> remaining;
+  for (auto& c : out) {
+    if (c.exists) continue;
+    checkContinuationRules(conn, writer, *c.event);
+    checkIdentityAndSeal(conn, *c.event);
+    remaining.push_back(c.event);
+  }
+  if (toolBearing && !remaining.empty()) {
+    ensureLedgerHealthy(conn);
+    if (!shapeMatches(writer, remaining)) reject(code::transition_shape_conflict, remaining[0]->id);
+    std::vector<RuntimeEvent> scanInput;
+    std::set<std::string> invocations;
+    for (auto* e : remaining) invocations.insert(e->invocationId);
+    for (const auto& inv : invocations) {
+      for (auto& s : readInvocationEvents(conn, inv)) scanInput.push_back(std::move(s.event));
+    }
+    for (auto* e : remaining) scanInput.push_back(*e);
+    auto scan = detail::scanLedger(scanInput);
+    if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
+  }
+  return out;
+}
+
+int64_t insertChecked(ImmediateTx& tx, const Candidate& c, double committedAt) {
+  if (c.exists) return c.existingSeq;
+  Connection& conn = tx.conn();
+  const RuntimeEvent& e = *c.event;
+  int64_t seq = 1;
+  {
+    auto st = conn.prepare(
+        "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?1");
+    st.bind(1, e.invocationId);
+    if (st.step()) seq = st.int64(0);
+  }
+  auto ins = conn.prepare(
+      "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, "
+      "event_seq, event_kind, is_terminal, payload_json, committed_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  ins.bind(1, e.id)
+      .bind(2, e.sessionId)
+      .bind(3, e.invocationId)
+      .bind(4, e.runId)
+      .bind(5, e.turnId)
+      .bind(6, seq)
+      .bind(7, eventKindOf(e))
+      .bind(8, static_cast<int64_t>(e.isTerminal() ? 1 : 0))
+      .bind(9, c.payload)
+      .bind(10, committedAt);
+  ins.exec();
+  // A final event with the same stream identity replaces its mutable partial snapshot.
+  auto del = conn.prepare("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?1");
+  del.bind(1, e.id);
+  del.exec();
+  conn.decoded[e.id] = {c.payload, e};
+  return seq;
+}
+
+InsertResult insertEvent(ImmediateTx& tx, const RuntimeEvent& event, Writer writer,
+                         double committedAt) {
+  auto cands = checkCandidates(tx, writer, {&event});
+  const bool created = !cands[0].exists;
+  int64_t seq = insertChecked(tx, cands[0], committedAt);
+  return {created, seq};
+}
+
+}  // namespace crashsim::store_detail

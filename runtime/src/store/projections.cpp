@@ -1,0 +1,156 @@
+// projections.cpp — rebuild of the disposable tool projections from runtime_events alone
+// (spec f.8), through the shared scanner and recovery-tail interpreter.
+#include <algorithm>
+#include <mutex>
+
+#include "crashsim/codes.h"
+#include "crashsim/store.h"
+#include "recovery/ledger_scanner.h"
+#include "store/store_internal.h"
+
+namespace crashsim {
+
+using store_detail::Connection;
+using store_detail::ImmediateTx;
+
+namespace {
+struct PendingJournal {
+  int64_t rowid = 0;  // rowid of its runtime event = the order online commits wrote it in
+  std::string id, state, eventId;
+  std::optional<std::string> metadata;
+  double committedAt = 0;
+  size_t op = 0;
+};
+}  // namespace
+
+RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  ImmediateTx tx(c);
+  std::vector<int64_t> rowids;
+  auto stored = store_detail::readAllEvents(c, &rowids);
+  std::vector<RuntimeEvent> events;
+  events.reserve(stored.size());
+  for (const auto& s : stored) events.push_back(s.event);
+  auto scan = detail::scanLedger(events);
+  if (!scan.issues.empty()) {
+    throw Error(code::store_corrupt, "Corrupt tool RuntimeEvent ledger: " +
+                                         scan.issues.front().code + " at " +
+                                         scan.issues.front().eventId);
+  }
+  c.execScript(
+      "DELETE FROM tool_journal_events WHERE operation_id IN (SELECT operation_id FROM "
+      "tool_operations WHERE dispatch_event_id IS NOT NULL);"
+      "DELETE FROM tool_operations WHERE dispatch_event_id IS NOT NULL;");
+
+  std::vector<ToolOperationRow> ops;
+  std::vector<PendingJournal> journals;
+  for (const auto& sop : scan.operations) {
+    if (!sop.dispatch) continue;
+    if (!sop.call) {
+      throw Error(code::store_corrupt, "Corrupt tool RuntimeEvent ledger: orphan_dispatch at " +
+                                           events[*sop.dispatch].id);
+    }
+    const RuntimeEvent& call = events[*sop.call];
+    const RuntimeEvent& d = events[*sop.dispatch];
+    const ToolDispatch& td = *d.toolDispatch;
+    auto tail = detail::interpretRecoveryTail(events, sop);
+    if (tail && !tail->valid) {
+      throw Error(code::store_corrupt,
+                  "Corrupt tool recovery bundle for " + td.operationId + ": " + tail->code);
+    }
+    ToolOperationRow row;
+    row.operationId = td.operationId;
+    row.invocationId = d.invocationId;
+    row.runId = d.runId;
+    row.turnId = d.turnId;
+    row.providerToolCallId = td.providerToolCallId;
+    row.toolName = td.toolName;
+    row.canonicalArgsHash = td.canonicalArgsHash;
+    row.recoveryMode = td.recoveryMode;
+    row.callEventId = call.id;
+    row.dispatchEventId = d.id;
+    const size_t opIndex = ops.size();
+    auto add = [&](size_t ev, std::string id, std::string state, bool metadata) {
+      PendingJournal j;
+      j.rowid = rowids[ev];
+      j.id = std::move(id);
+      j.state = std::move(state);
+      j.eventId = events[ev].id;
+      if (metadata) j.metadata = stableJson(events[ev].json.at("actions").at("toolRecovery"));
+      j.committedAt = stored[ev].committedAt;
+      j.op = opIndex;
+      journals.push_back(std::move(j));
+    };
+    add(*sop.dispatch, td.operationId + "_prepared", "prepared", false);
+    int64_t tailEntries = 0;
+    if (sop.response) row.resultEventId = events[*sop.response].id;
+    if (tail) {
+      add(*tail->reconcile, events[*tail->reconcile].id + "_journal", "reconcile_observed", true);
+      ++tailEntries;
+      if (tail->outcome) {
+        add(*tail->outcome, td.operationId + "_outcome", "outcome_committed", false);
+        ++tailEntries;
+      }
+      const bool completed = tail->disposition == "completed";
+      add(*tail->decision, events[*tail->decision].id + "_journal",
+          completed ? "recovery_completed" : "recovery_parked", true);
+      ++tailEntries;
+      row.currentState = completed ? "recovery_completed" : "recovery_parked";
+    } else if (sop.response) {
+      add(*sop.response, td.operationId + "_outcome", "outcome_committed", false);
+      ++tailEntries;
+      row.currentState = "outcome_committed";
+    } else {
+      row.currentState = "prepared";
+    }
+    row.version = 1 + tailEntries;
+    ops.push_back(std::move(row));
+  }
+  std::stable_sort(journals.begin(), journals.end(),
+                   [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
+  for (const auto& r : ops) {
+    auto ins = c.prepare(
+        "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "
+        "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
+        "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
+        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    ins.bind(1, r.operationId)
+        .bind(2, r.invocationId)
+        .bind(3, r.runId)
+        .bind(4, r.turnId)
+        .bind(5, r.providerToolCallId)
+        .bind(6, r.toolName)
+        .bind(7, r.canonicalArgsHash)
+        .bind(8, r.recoveryMode)
+        .bind(9, r.currentState)
+        .bind(10, r.callEventId)
+        .bind(11, r.dispatchEventId)
+        .bind(12, r.resultEventId)
+        .bind(13, r.version);
+    ins.exec();
+  }
+  for (const auto& j : journals) {
+    const auto& r = ops[j.op];
+    auto ins = c.prepare(
+        "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
+        "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
+        "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    ins.bind(1, j.id)
+        .bind(2, r.operationId)
+        .bind(3, r.invocationId)
+        .bind(4, r.runId)
+        .bind(5, r.turnId)
+        .bind(6, j.state)
+        .bind(7, j.eventId)
+        .bind(8, r.canonicalArgsHash)
+        .bind(9, r.recoveryMode)
+        .bind(10, j.metadata)
+        .bind(11, j.committedAt);
+    ins.exec();
+  }
+  tx.commit();
+  return {ops.size(), journals.size()};
+}
+
+}  // namespace crashsim

@@ -1,0 +1,683 @@
+// store.cpp — RuntimeStore: open (pragmas, migrations, capabilities), run headers, reads and
+// inspection (spec f.1, f.2, f.8, g).
+#include "crashsim/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/hashing.h"
+#include "store/store_internal.h"
+
+namespace crashsim {
+
+using store_detail::Connection;
+using store_detail::ImmediateTx;
+using store_detail::throwSqlite;
+
+namespace {
+
+// Schema version 1 (our numbering): the f.2 tables this runtime needs.
+constexpr const char* kSchemaV1 = R"SQL(
+CREATE TABLE runtime_events (
+  event_id TEXT PRIMARY KEY NOT NULL,
+  session_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  event_seq INTEGER NOT NULL CHECK (event_seq > 0),
+  event_kind TEXT NOT NULL,
+  is_terminal INTEGER NOT NULL CHECK (is_terminal IN (0, 1)),
+  payload_json TEXT NOT NULL,
+  committed_at REAL NOT NULL,
+  UNIQUE (invocation_id, event_seq)
+);
+CREATE INDEX runtime_events_run_seq ON runtime_events (session_id, run_id, event_seq);
+CREATE INDEX runtime_events_session_commit ON runtime_events (session_id, committed_at, event_id);
+CREATE TABLE tool_journal_events (
+  journal_seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  journal_event_id TEXT NOT NULL UNIQUE,
+  operation_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('prepared', 'reconcile_observed', 'outcome_committed',
+                                       'recovery_completed', 'recovery_parked')),
+  runtime_event_id TEXT NOT NULL REFERENCES runtime_events (event_id),
+  canonical_args_hash TEXT NOT NULL,
+  recovery_mode TEXT NOT NULL,
+  external_handle TEXT,
+  metadata_json TEXT,
+  committed_at REAL NOT NULL
+);
+CREATE INDEX tool_journal_events_op ON tool_journal_events (operation_id, journal_seq);
+CREATE TABLE tool_operations (
+  operation_id TEXT PRIMARY KEY NOT NULL,
+  invocation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  provider_tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  canonical_args_hash TEXT NOT NULL,
+  recovery_mode TEXT NOT NULL,
+  current_state TEXT NOT NULL CHECK (current_state IN ('prepared', 'outcome_committed',
+                                                       'recovery_completed', 'recovery_parked')),
+  call_event_id TEXT NOT NULL REFERENCES runtime_events (event_id),
+  dispatch_event_id TEXT REFERENCES runtime_events (event_id),
+  result_event_id TEXT REFERENCES runtime_events (event_id),
+  version INTEGER NOT NULL CHECK (version > 0),
+  UNIQUE (invocation_id, provider_tool_call_id)
+);
+CREATE TABLE runtime_partial_snapshots (
+  stream_key TEXT PRIMARY KEY NOT NULL,
+  session_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  after_event_id TEXT,
+  payload_json TEXT NOT NULL,
+  text_content TEXT,
+  updated_at REAL NOT NULL
+);
+CREATE INDEX runtime_partial_snapshots_invocation ON runtime_partial_snapshots (invocation_id);
+CREATE TABLE runtime_capabilities (
+  capability TEXT PRIMARY KEY NOT NULL,
+  version INTEGER NOT NULL CHECK (version > 0)
+);
+CREATE TABLE runtime_continuation_claims (
+  claim_id TEXT PRIMARY KEY NOT NULL,
+  source_session_id TEXT NOT NULL,
+  source_invocation_id TEXT NOT NULL,
+  source_run_id TEXT NOT NULL,
+  source_turn_id TEXT NOT NULL,
+  source_event_high_water INTEGER NOT NULL CHECK (source_event_high_water > 0),
+  source_prefix_digest TEXT NOT NULL,
+  boundary_digest TEXT NOT NULL UNIQUE,
+  boundary_json TEXT NOT NULL,
+  provider_projection_version INTEGER NOT NULL CHECK (provider_projection_version = 1),
+  provider_replay_digest TEXT NOT NULL,
+  target_session_id TEXT NOT NULL,
+  target_invocation_id TEXT NOT NULL UNIQUE,
+  target_run_id TEXT NOT NULL UNIQUE,
+  target_turn_id TEXT NOT NULL,
+  target_run_header_json TEXT NOT NULL,
+  claimed_at REAL NOT NULL,
+  start_event_id TEXT UNIQUE REFERENCES runtime_events (event_id),
+  start_kind TEXT CHECK (start_kind IS NULL OR start_kind IN ('runtime_admission', 'claim_repair')),
+  protocol_version INTEGER NOT NULL CHECK (protocol_version = 1),
+  UNIQUE (source_session_id, source_run_id, source_event_high_water, source_prefix_digest),
+  UNIQUE (target_session_id, target_turn_id)
+);
+CREATE INDEX runtime_continuation_claims_source ON runtime_continuation_claims (source_session_id, source_run_id);
+CREATE TABLE agent_runs (
+  session_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  invocation_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('created', 'running', 'completed', 'failed', 'cancelled')),
+  header_json TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL,
+  PRIMARY KEY (session_id, run_id)
+);
+INSERT INTO runtime_capabilities (capability, version) VALUES
+  ('runtime_recovery_authority', 1),
+  ('runtime_continuation_authority', 1),
+  ('runtime_workspace_version_authority', 1);
+)SQL";
+
+// migrations[i] brings the schema from version i to i+1.
+constexpr const char* kMigrations[] = {kSchemaV1};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
+
+constexpr const char* kCapabilities[] = {"runtime_recovery_authority",
+                                         "runtime_continuation_authority",
+                                         "runtime_workspace_version_authority"};
+
+int64_t readUserVersion(Connection& c) {
+  auto st = c.prepare("PRAGMA user_version");
+  if (!st.step()) throw Error(code::store_corrupt, "PRAGMA user_version returned no row");
+  return st.int64(0);
+}
+
+[[noreturn]] void throwNewer(int64_t v) {
+  throw Error(code::schema_newer_than_supported,
+              "SQLite runtime schema " + std::to_string(v) + " is newer than supported version " +
+                  std::to_string(kSchemaVersion));
+}
+
+std::string pragmaText(Connection& c, const std::string& sql) {
+  auto st = c.prepare(sql);
+  if (!st.step()) return {};
+  std::string v = st.text(0);
+  while (st.step()) {
+  }
+  return v;
+}
+
+void ensureWal(Connection& c) {
+  std::string mode = pragmaText(c, "PRAGMA journal_mode");
+  if (mode == "wal" || mode == "memory") return;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(c.db(), "PRAGMA journal_mode = WAL", -1, &st, nullptr);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(st);
+      if (rc == SQLITE_ROW) {
+        mode = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+        rc = SQLITE_OK;
+      }
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && (mode == "wal" || mode == "memory")) return;
+    const bool busy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+    if (rc != SQLITE_OK && !busy) throwSqlite(c.db(), rc, "PRAGMA journal_mode = WAL");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Error(code::store_open_failed,
+                  "SQLite runtime store journal_mode cannot become WAL (is " + mode + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void checkCapabilities(Connection& c) {
+  for (const char* cap : kCapabilities) {
+    auto st = c.prepare("SELECT version FROM runtime_capabilities WHERE capability = ?1");
+    st.bind(1, std::string_view(cap));
+    if (!st.step() || st.int64(0) != 1) {
+      throw Error(code::capability_unavailable, std::string("SQLite runtime recovery capability ") +
+                                                    cap + "@1 is unavailable");
+    }
+  }
+}
+
+void migrate(Connection& c) {
+  int64_t v = readUserVersion(c);
+  if (v > kSchemaVersion) throwNewer(v);
+  if (v == kSchemaVersion) return;
+  ImmediateTx tx(c);
+  v = readUserVersion(c);  // re-check under the write lock (another process may have migrated)
+  if (v > kSchemaVersion) throwNewer(v);
+  while (v < kSchemaVersion) {
+    if (v < 0 || v >= static_cast<int64_t>(std::size(kMigrations))) {
+      throw Error(code::store_open_failed,
+                  "Missing SQLite runtime migration " + std::to_string(v + 1));
+    }
+    c.execScript(kMigrations[v]);
+    ++v;
+    c.execScript("PRAGMA user_version = " + std::to_string(v));
+  }
+  tx.commit();
+}
+
+bool isTerminalStatus(const std::string& s) {
+  return s == "completed" || s == "failed" || s == "cancelled";
+}
+
+std::optional<std::string> terminalRunStatusOf(const RuntimeEvent& e) {
+  if (!e.status) return std::nullopt;
+  switch (*e.status) {
+    case EventStatus::completed:
+      return "completed";
+    case EventStatus::failed:
+      return "failed";
+    case EventStatus::aborted:
+    case EventStatus::cancelled:
+      return "cancelled";
+    default:
+      return std::nullopt;
+  }
+}
+
+RunHeader headerFromRow(store_detail::Stmt& st) {
+  // columns: session_id, run_id, invocation_id, turn_id, status, header_json
+  RunHeader h;
+  try {
+    h = RunHeader::fromJson(parseJson(st.text(5)));
+  } catch (const Error& e) {
+    throw Error(code::store_corrupt, "Corrupt run header row " + st.text(0) + "/" + st.text(1) +
+                                         ": " + e.what());
+  }
+  if (h.sessionId != st.text(0) || h.runId != st.text(1) || h.invocationId != st.text(2) ||
+      h.turnId != st.text(3) || h.status != st.text(4)) {
+    throw Error(code::row_payload_identity_mismatch,
+                "Run header row/payload identity mismatch for " + st.text(0) + "/" + st.text(1));
+  }
+  return h;
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------
+// RunHeader JSON
+
+Json RunHeader::toJson() const {
+  Json j = Json::object();
+  j["sessionId"] = sessionId;
+  j["runId"] = runId;
+  j["invocationId"] = invocationId;
+  j["turnId"] = turnId;
+  j["status"] = status;
+  j["createdAt"] = createdAt;
+  j["updatedAt"] = updatedAt;
+  if (completedAt) j["completedAt"] = *completedAt;
+  if (failureClass) j["failureClass"] = *failureClass;
+  if (failureMessage) j["failureMessage"] = *failureMessage;
+  if (abortSource) j["abortSource"] = *abortSource;
+  if (workspaceIdentity) j["workspaceIdentity"] = *workspaceIdentity;
+  if (cwd) j["cwd"] = *cwd;
+  if (parentRunId) j["parentRunId"] = *parentRunId;
+  if (parentTurnId) j["parentTurnId"] = *parentTurnId;
+  if (continuationSource) j["continuationSource"] = *continuationSource;
+  return j;
+}
+
+RunHeader RunHeader::fromJson(const Json& j) {
+  if (!j.is_object()) throw Error(code::wrong_type, "run header must be an object");
+  static const char* const kKnown[] = {
+      "sessionId",      "runId",       "invocationId",      "turnId",      "status",
+      "createdAt",      "updatedAt",   "completedAt",       "failureClass", "failureMessage",
+      "abortSource",    "workspaceIdentity", "cwd",         "parentRunId", "parentTurnId",
+      "continuationSource"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) throw Error(code::unknown_key, "unknown run header key " + it.key());
+  }
+  auto str = [&](const char* k) -> std::string {
+    if (!j.contains(k)) throw Error(code::missing_field, std::string("run header lacks ") + k);
+    if (!j[k].is_string()) throw Error(code::wrong_type, std::string("run header ") + k);
+    return j[k].get<std::string>();
+  };
+  auto optStr = [&](const char* k) -> std::optional<std::string> {
+    if (!j.contains(k)) return std::nullopt;
+    if (!j[k].is_string()) throw Error(code::wrong_type, std::string("run header ") + k);
+    return j[k].get<std::string>();
+  };
+  auto num = [&](const char* k) -> double {
+    if (!j.contains(k)) throw Error(code::missing_field, std::string("run header lacks ") + k);
+    if (!j[k].is_number()) throw Error(code::wrong_type, std::string("run header ") + k);
+    return j[k].get<double>();
+  };
+  RunHeader h;
+  h.sessionId = str("sessionId");
+  h.runId = str("runId");
+  h.invocationId = str("invocationId");
+  h.turnId = str("turnId");
+  h.status = str("status");
+  if (h.status != "created" && h.status != "running" && !isTerminalStatus(h.status)) {
+    throw Error(code::invalid_enum, "run header status " + h.status);
+  }
+  h.createdAt = num("createdAt");
+  h.updatedAt = num("updatedAt");
+  if (j.contains("completedAt")) h.completedAt = num("completedAt");
+  h.failureClass = optStr("failureClass");
+  h.failureMessage = optStr("failureMessage");
+  h.abortSource = optStr("abortSource");
+  h.workspaceIdentity = optStr("workspaceIdentity");
+  h.cwd = optStr("cwd");
+  h.parentRunId = optStr("parentRunId");
+  h.parentTurnId = optStr("parentTurnId");
+  if (j.contains("continuationSource")) h.continuationSource = j["continuationSource"];
+  return h;
+}
+
+// ----------------------------------------------------------------------------------------
+// RuntimeStore
+
+struct RuntimeStore::Impl {
+  std::filesystem::path dir, file;
+  StoreOptions options;
+  sqlite3* db = nullptr;
+  std::unique_ptr<Connection> conn;
+  mutable std::recursive_mutex mu;
+  ~Impl() {
+    conn.reset();
+    if (db) sqlite3_close_v2(db);
+  }
+};
+
+struct StoreAccess {
+  static Connection& conn(RuntimeStore& s) { return *s.impl_->conn; }
+  static std::recursive_mutex& mu(RuntimeStore& s) { return s.impl_->mu; }
+};
+
+RuntimeStore::RuntimeStore() : impl_(std::make_unique<Impl>()) {}
+RuntimeStore::~RuntimeStore() = default;
+
+std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& storeDir,
+                                                 StoreOptions options) {
+  std::unique_ptr<RuntimeStore> s(new RuntimeStore());
+  auto& im = *s->impl_;
+  im.dir = storeDir;
+  im.file = storeDir / "runtime.sqlite";
+  im.options = options;
+  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
+      options.synchronous != "EXTRA" && options.synchronous != "OFF") {
+    throw Error(code::store_open_failed, "unsupported synchronous setting " + options.synchronous);
+  }
+  std::error_code ec;
+  if (!options.readOnly) {
+    std::filesystem::create_directories(storeDir, ec);
+    if (ec) {
+      throw Error(code::store_open_failed,
+                  "cannot create store directory " + storeDir.string() + ": " + ec.message());
+    }
+  } else if (!std::filesystem::exists(im.file, ec)) {
+    throw Error(code::store_open_failed, "no runtime store at " + im.file.string());
+  }
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX;
+  if (!options.readOnly) flags |= SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(im.file.c_str(), &im.db, flags,
+                           options.vfs.empty() ? nullptr : options.vfs.c_str());
+  if (rc != SQLITE_OK) {
+    std::string m = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
+    throw Error(code::store_open_failed, "cannot open " + im.file.string() + ": " + m);
+  }
+  sqlite3_extended_result_codes(im.db, 1);
+  im.conn = std::make_unique<Connection>(im.db);
+  Connection& c = *im.conn;
+  c.execScript("PRAGMA busy_timeout = 5000");
+  if (options.readOnly) {
+    c.execScript("PRAGMA foreign_keys = ON; PRAGMA query_only = ON");
+    int64_t v = readUserVersion(c);
+    if (v > kSchemaVersion) throwNewer(v);
+    if (v != kSchemaVersion) {
+      throw Error(code::schema_version_mismatch,
+                  "SQLite runtime schema " + std::to_string(v) +
+                      " cannot be read without upgrading to version " +
+                      std::to_string(kSchemaVersion));
+    }
+    checkCapabilities(c);
+    return s;
+  }
+  // Fail closed on a newer schema before anything could modify the file (journal mode
+  // switch included).
+  int64_t v = readUserVersion(c);
+  if (v > kSchemaVersion) throwNewer(v);
+  ensureWal(c);
+  c.execScript("PRAGMA synchronous = " + options.synchronous);
+  c.execScript("PRAGMA foreign_keys = ON");
+  migrate(c);
+  checkCapabilities(c);
+  return s;
+}
+
+std::filesystem::path RuntimeStore::path() const { return impl_->file; }
+sqlite3* RuntimeStore::handle() const { return impl_->db; }
+
+// --- run headers ---
+
+void RuntimeStore::createRun(const RunHeader& header) {
+  std::lock_guard lk(impl_->mu);
+  Connection& c = *impl_->conn;
+  const std::string json = stableJson(header.toJson());
+  ImmediateTx tx(c);
+  auto sel = c.prepare("SELECT header_json FROM agent_runs WHERE session_id = ?1 AND run_id = ?2");
+  sel.bind(1, header.sessionId).bind(2, header.runId);
+  if (sel.step()) {
+    if (sel.text(0) == json) return;  // exact retry
+    throw Error(code::run_header_conflict,
+                "Run header conflict for " + header.sessionId + "/" + header.runId);
+  }
+  auto ins = c.prepare(
+      "INSERT INTO agent_runs (session_id, run_id, invocation_id, turn_id, status, header_json, "
+      "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  ins.bind(1, header.sessionId)
+      .bind(2, header.runId)
+      .bind(3, header.invocationId)
+      .bind(4, header.turnId)
+      .bind(5, header.status)
+      .bind(6, json)
+      .bind(7, header.createdAt)
+      .bind(8, header.updatedAt);
+  ins.exec();
+  tx.commit();
+}
+
+std::optional<RunHeader> RuntimeStore::readRun(const std::string& sessionId,
+                                               const std::string& runId) const {
+  std::lock_guard lk(impl_->mu);
+  auto st = impl_->conn->prepare(
+      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
+      "WHERE session_id = ?1 AND run_id = ?2");
+  st.bind(1, sessionId).bind(2, runId);
+  if (!st.step()) return std::nullopt;
+  return headerFromRow(st);
+}
+
+std::vector<RunHeader> RuntimeStore::listRuns(const std::optional<std::string>& sessionId) const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<RunHeader> out;
+  auto st = impl_->conn->prepare(
+      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
+      "WHERE ?1 IS NULL OR session_id = ?1 ORDER BY session_id, created_at, run_id");
+  st.bind(1, sessionId);
+  while (st.step()) out.push_back(headerFromRow(st));
+  return out;
+}
+
+namespace {
+void writeHeader(Connection& c, const RunHeader& h, const std::string& json) {
+  auto up = c.prepare(
+      "UPDATE agent_runs SET status = ?3, header_json = ?4, updated_at = ?5, invocation_id = ?6, "
+      "turn_id = ?7 WHERE session_id = ?1 AND run_id = ?2");
+  up.bind(1, h.sessionId)
+      .bind(2, h.runId)
+      .bind(3, h.status)
+      .bind(4, json)
+      .bind(5, h.updatedAt)
+      .bind(6, h.invocationId)
+      .bind(7, h.turnId);
+  up.exec();
+}
+}  // namespace
+
+void RuntimeStore::markRunTerminal(const RunHeader& header) {
+  std::lock_guard lk(impl_->mu);
+  if (!isTerminalStatus(header.status)) {
+    throw Error(code::run_header_conflict,
+                "markRunTerminal requires a terminal status, got " + header.status);
+  }
+  Connection& c = *impl_->conn;
+  const std::string json = stableJson(header.toJson());
+  ImmediateTx tx(c);
+  auto sel = c.prepare(
+      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
+      "WHERE session_id = ?1 AND run_id = ?2");
+  sel.bind(1, header.sessionId).bind(2, header.runId);
+  if (!sel.step()) {
+    throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
+  }
+  RunHeader stored = headerFromRow(sel);
+  std::string storedJson = sel.text(5);
+  if (stored.invocationId != header.invocationId || stored.turnId != header.turnId) {
+    throw Error(code::run_header_conflict,
+                "Run header identity conflict for " + header.sessionId + "/" + header.runId);
+  }
+  if (isTerminalStatus(stored.status)) {
+    if (storedJson == json) return;  // exact retry
+    throw Error(code::run_header_conflict, "Run " + header.sessionId + "/" + header.runId +
+                                               " already has a different terminal header");
+  }
+  // The terminal fact must already be durable: exactly one terminal event with a mapping status.
+  auto events = store_detail::readRunEvents(c, header.sessionId, header.runId);
+  std::vector<const StoredEvent*> terminals;
+  for (const auto& e : events)
+    if (e.event.isTerminal()) terminals.push_back(&e);
+  if (terminals.size() != 1) {
+    throw Error(code::run_terminal_fact_missing,
+                "Run " + header.sessionId + "/" + header.runId + " has " +
+                    std::to_string(terminals.size()) +
+                    " terminal RuntimeEvents; the header follows exactly one terminal fact");
+  }
+  auto st = terminalRunStatusOf(terminals[0]->event);
+  if (!st || *st != header.status) {
+    throw Error(code::run_terminal_fact_missing,
+                "Run " + header.sessionId + "/" + header.runId + " terminal fact " +
+                    terminals[0]->event.id + " does not establish status " + header.status);
+  }
+  writeHeader(c, header, json);
+  tx.commit();
+}
+
+void RuntimeStore::updateRunHeader(const RunHeader& header) {
+  std::lock_guard lk(impl_->mu);
+  if (isTerminalStatus(header.status)) {
+    throw Error(code::run_terminal_fact_missing,
+                "terminal run headers are written by markRunTerminal after the terminal fact");
+  }
+  Connection& c = *impl_->conn;
+  const std::string json = stableJson(header.toJson());
+  ImmediateTx tx(c);
+  auto sel = c.prepare(
+      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
+      "WHERE session_id = ?1 AND run_id = ?2");
+  sel.bind(1, header.sessionId).bind(2, header.runId);
+  if (!sel.step()) {
+    throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
+  }
+  RunHeader stored = headerFromRow(sel);
+  if (isTerminalStatus(stored.status)) {
+    throw Error(code::run_sealed,
+                "Run " + header.sessionId + "/" + header.runId + " header is already terminal");
+  }
+  if (stored.invocationId != header.invocationId || stored.turnId != header.turnId) {
+    throw Error(code::run_header_conflict,
+                "Run header identity conflict for " + header.sessionId + "/" + header.runId);
+  }
+  writeHeader(c, header, json);
+  tx.commit();
+}
+
+// --- reads ---
+
+std::vector<StoredEvent> RuntimeStore::readRunEvents(const std::string& sessionId,
+                                                     const std::string& runId) const {
+  std::lock_guard lk(impl_->mu);
+  return store_detail::readRunEvents(*impl_->conn, sessionId, runId);
+}
+
+std::vector<StoredEvent> RuntimeStore::readAllEvents() const {
+  std::lock_guard lk(impl_->mu);
+  return store_detail::readAllEvents(*impl_->conn);
+}
+
+namespace {
+ToolOperationRow opFromRow(store_detail::Stmt& st) {
+  ToolOperationRow r;
+  r.operationId = st.text(0);
+  r.invocationId = st.text(1);
+  r.runId = st.text(2);
+  r.turnId = st.text(3);
+  r.providerToolCallId = st.text(4);
+  r.toolName = st.text(5);
+  r.canonicalArgsHash = st.text(6);
+  r.recoveryMode = st.text(7);
+  r.currentState = st.text(8);
+  r.callEventId = st.text(9);
+  r.dispatchEventId = st.optText(10);
+  r.resultEventId = st.optText(11);
+  r.version = st.int64(12);
+  return r;
+}
+constexpr const char* kOpCols =
+    "o.operation_id, o.invocation_id, o.run_id, o.turn_id, o.provider_tool_call_id, o.tool_name, "
+    "o.canonical_args_hash, o.recovery_mode, o.current_state, o.call_event_id, "
+    "o.dispatch_event_id, o.result_event_id, o.version";
+}  // namespace
+
+std::vector<ToolOperationRow> RuntimeStore::listToolOperations() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<ToolOperationRow> out;
+  auto st = impl_->conn->prepare(std::string("SELECT ") + kOpCols +
+                                 " FROM tool_operations o ORDER BY o.operation_id");
+  while (st.step()) out.push_back(opFromRow(st));
+  return out;
+}
+
+std::vector<JournalRow> RuntimeStore::listJournal() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<JournalRow> out;
+  auto st = impl_->conn->prepare(
+      "SELECT journal_event_id, operation_id, invocation_id, run_id, turn_id, state, "
+      "runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, committed_at "
+      "FROM tool_journal_events ORDER BY journal_seq");
+  while (st.step()) {
+    JournalRow r;
+    r.journalEventId = st.text(0);
+    r.operationId = st.text(1);
+    r.invocationId = st.text(2);
+    r.runId = st.text(3);
+    r.turnId = st.text(4);
+    r.state = st.text(5);
+    r.runtimeEventId = st.text(6);
+    r.canonicalArgsHash = st.text(7);
+    r.recoveryMode = st.text(8);
+    r.metadataJson = st.optText(9);
+    r.committedAt = st.real(10);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<ToolOperationRow> RuntimeStore::listUnsettledToolOperations(
+    const std::optional<std::string>& sessionId) const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<ToolOperationRow> out;
+  auto st = impl_->conn->prepare(
+      std::string("SELECT ") + kOpCols +
+      " FROM tool_operations o JOIN runtime_events d ON d.event_id = o.dispatch_event_id "
+      "WHERE o.current_state = 'prepared' AND o.result_event_id IS NULL "
+      "AND (?1 IS NULL OR d.session_id = ?1) ORDER BY o.invocation_id, o.operation_id");
+  st.bind(1, sessionId);
+  while (st.step()) out.push_back(opFromRow(st));
+  return out;
+}
+
+std::string RuntimeStore::ledgerHash() const {
+  std::lock_guard lk(impl_->mu);
+  auto st = impl_->conn->prepare(
+      "SELECT event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, "
+      "is_terminal, payload_json, committed_at FROM runtime_events "
+      "ORDER BY invocation_id, event_seq, event_id");
+  std::string buf;
+  auto lp = [&](const std::string& s) {
+    uint64_t n = s.size();
+    for (int i = 7; i >= 0; --i) buf.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+    buf += s;
+  };
+  lp("crashsim.runtime-events-ledger.v1");
+  while (st.step()) {
+    for (int i = 0; i < 5; ++i) lp(st.text(i));
+    lp(std::to_string(st.int64(5)));
+    lp(st.text(6));
+    lp(std::to_string(st.int64(7)));
+    lp(st.text(8));
+    lp(formatEcmaNumber(st.real(9)));
+  }
+  return sha256Digest(buf);
+}
+
+std::string RuntimeStore::integrityCheck() const {
+  std::lock_guard lk(impl_->mu);
+  auto st = impl_->conn->prepare("PRAGMA integrity_check");
+  std::string out;
+  while (st.step()) {
+    if (!out.empty()) out += "\n";
+    out += st.text(0);
+  }
+  return out;
+}
+
+namespace store_detail {
+Connection& connectionOf(RuntimeStore& store) { return StoreAccess::conn(store); }
+std::recursive_mutex& mutexOf(RuntimeStore& store) { return StoreAccess::mu(store); }
+}  // namespace store_detail
+
+}  // namespace crashsim

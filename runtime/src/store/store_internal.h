@@ -1,0 +1,165 @@
+// store_internal.h — what runtime components in src/ (continuation authority, startup repair)
+// need to write into the RuntimeStore in the same style as its dedicated writers.
+//
+// Contract for users of this header:
+//   * every write happens inside an ImmediateTx (BEGIN IMMEDIATE … COMMIT; the destructor
+//     rolls back when commit() was not reached, so any thrown error rolls the whole write back);
+//   * events enter runtime_events ONLY through insertEvent(), which runs the f.3 write-side
+//     invariants (lossless canonicalisation, exact retry, identity consistency, continuation
+//     seal/target reservation, run seal, tool-ledger transition check) and assigns event_seq;
+//   * rows read back are decoded and cross-checked (row/payload identity) — never trusted.
+// The sqlite3 handle is the store's single connection; never share it across fork().
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "crashsim/error.h"
+#include "crashsim/runtime_event.h"
+#include "crashsim/store.h"
+
+namespace crashsim::store_detail {
+
+// Throws Error(code::sqlite_error / store_corrupt) describing rc on db.
+[[noreturn]] void throwSqlite(sqlite3* db, int rc, std::string_view what);
+
+// A prepared statement (cached by the Connection; reset on destruction of the Use handle).
+class Stmt {
+ public:
+  Stmt(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Stmt();
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_), owned_(o.owned_) { o.stmt_ = nullptr; }
+
+  Stmt& bind(int idx, std::string_view v);
+  Stmt& bind(int idx, const std::string& v) { return bind(idx, std::string_view(v)); }
+  Stmt& bind(int idx, const char* v) { return bind(idx, std::string_view(v)); }
+  Stmt& bind(int idx, int64_t v);
+  Stmt& bind(int idx, double v);
+  Stmt& bindNull(int idx);
+  Stmt& bind(int idx, const std::optional<std::string>& v) {
+    return v ? bind(idx, std::string_view(*v)) : bindNull(idx);
+  }
+  // Steps once; true when a row is available.
+  bool step();
+  // Steps to completion (for statements without rows).
+  void exec();
+  std::string text(int col) const;
+  std::optional<std::string> optText(int col) const;
+  int64_t int64(int col) const;
+  double real(int col) const;
+  bool isNull(int col) const;
+
+ private:
+  friend class Connection;
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  bool owned_ = false;  // finalize instead of reset
+};
+
+// The store's single connection with a statement cache.
+class Connection {
+ public:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  ~Connection();
+  sqlite3* db() const { return db_; }
+  // Cached prepared statement, reset and with bindings cleared.
+  Stmt prepare(std::string_view sql);
+  // One-shot execution of SQL text (no rows expected).
+  void execScript(std::string_view sql);
+
+  // Workspace-wide ledger health cache (f.3 (1)): valid while PRAGMA data_version (other
+  // connections' commits) and sqlite3_total_changes64 (this connection's changes outside the
+  // checked writers, e.g. raw SQL) are unchanged since the last full scan.
+  struct HealthCache {
+    bool valid = false;
+    int64_t dataVersion = 0;
+    int64_t totalChanges = 0;
+  } health;
+  // Decode cache: event_id -> (payload bytes, decoded event). Reused only when the stored
+  // payload bytes are identical, so a cached decode is always the decode of those bytes.
+  std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
+
+ private:
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+// RAII `BEGIN IMMEDIATE` transaction. Rolls back in the destructor unless committed.
+class ImmediateTx {
+ public:
+  explicit ImmediateTx(Connection& conn);
+  ~ImmediateTx();
+  ImmediateTx(const ImmediateTx&) = delete;
+  ImmediateTx& operator=(const ImmediateTx&) = delete;
+  void commit();
+  Connection& conn() { return conn_; }
+
+ private:
+  Connection& conn_;
+  bool done_ = false;
+};
+
+// Which dedicated writer is inserting (a.5, f.3 transition shapes, f.7 reservation).
+enum class Writer { generic, t1, t2, bundle, continuationStart, continuationRepairStart };
+
+// Canonical candidate (after lossless canonicalisation).
+struct Candidate {
+  const RuntimeEvent* event = nullptr;
+  std::string payload;  // stable JSON bytes
+  bool exists = false;  // exact retry of a stored, byte-equal event
+  int64_t existingSeq = 0;
+};
+
+// Canonicalises and checks the lossless requirement (a.6). Throws not_losslessly_serializable.
+std::string canonicalPayload(const RuntimeEvent& event);
+
+// event_kind column rule (f.2).
+std::string eventKindOf(const RuntimeEvent& event);
+
+// Runs the f.3 candidate checks for one write of `events` by `writer` inside `tx`: exact
+// retry detection (byte-equal → exists; different → conflict), continuation seal and target
+// reservation, run seal, identity consistency, and — when any candidate is tool-bearing — the
+// workspace-wide ledger health fail-stop and the prospective transition check (shape + scan).
+// Returns one Candidate per input event (same order).
+std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
+                                       const std::vector<const RuntimeEvent*>& events);
+
+// Inserts one checked candidate (no-op for exact retries) and returns its event_seq.
+// committedAt is the runtime_events.committed_at column value.
+int64_t insertChecked(ImmediateTx& tx, const Candidate& candidate, double committedAt);
+
+// Convenience: checkCandidates + insertChecked for a single event.
+struct InsertResult {
+  bool created = false;
+  int64_t eventSeq = 0;
+};
+InsertResult insertEvent(ImmediateTx& tx, const RuntimeEvent& event, Writer writer,
+                         double committedAt);
+
+// Reads and decodes (with row/payload identity checks) the events of one run, by event_seq.
+std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sessionId,
+                                       const std::string& runId);
+// Events of one invocation, by event_seq.
+std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId);
+// Every event ordered by (invocation_id, event_seq, event_id); rowids returned in parallel.
+std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids = nullptr);
+// One stored event by id (decoded and checked), if present.
+std::optional<StoredEvent> readEventById(Connection& conn, const std::string& eventId);
+
+// Current time in Unix milliseconds.
+double nowMs();
+
+// Access to a store's connection (store.cpp defines it).
+Connection& connectionOf(RuntimeStore& store);
+std::recursive_mutex& mutexOf(RuntimeStore& store);
+
+}  // namespace crashsim::store_detail

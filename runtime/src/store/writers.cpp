@@ -1,0 +1,431 @@
+// writers.cpp — the dedicated writers (spec a.5, f.3–f.6): generic append, terminal commit,
+// T1 commitToolPrepared, T2 commitToolOutcome and the atomic recovery bundle.
+#include <mutex>
+
+#include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/store.h"
+#include "recovery/ledger_scanner.h"
+#include "store/store_internal.h"
+
+namespace crashsim {
+
+using store_detail::Candidate;
+using store_detail::Connection;
+using store_detail::ImmediateTx;
+using store_detail::Writer;
+
+namespace {
+
+void rejectReservedForGeneric(const RuntimeEvent& e) {
+  if (e.toolDispatch ||
+      (e.contentKind == ContentKind::function_response && e.refOperationId.has_value())) {
+    throw Error(code::reserved_tool_boundary_fact,
+                "Durable tool facts require the atomic tool boundary writer");
+  }
+  if (e.toolRecovery) {
+    throw Error(code::reserved_recovery_fact,
+                "Tool recovery facts require the atomic recovery bundle writer");
+  }
+  if (e.hasContinuationStart) {
+    throw Error(code::reserved_continuation_fact,
+                "Continuation start facts require the continuation authority writer");
+  }
+  if (e.hasWorkspaceFact) {
+    throw Error(code::reserved_workspace_fact,
+                "Workspace facts require the workspace version authority writer");
+  }
+}
+
+std::optional<ToolOperationRow> loadOperation(Connection& c, const std::string& operationId) {
+  auto st = c.prepare(
+      "SELECT operation_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name, "
+      "canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id, "
+      "result_event_id, version FROM tool_operations WHERE operation_id = ?1");
+  st.bind(1, operationId);
+  if (!st.step()) return std::nullopt;
+  ToolOperationRow r;
+  r.operationId = st.text(0);
+  r.invocationId = st.text(1);
+  r.runId = st.text(2);
+  r.turnId = st.text(3);
+  r.providerToolCallId = st.text(4);
+  r.toolName = st.text(5);
+  r.canonicalArgsHash = st.text(6);
+  r.recoveryMode = st.text(7);
+  r.currentState = st.text(8);
+  r.callEventId = st.text(9);
+  r.dispatchEventId = st.optText(10);
+  r.resultEventId = st.optText(11);
+  r.version = st.int64(12);
+  return r;
+}
+
+void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
+                   std::string_view state, const std::string& runtimeEventId,
+                   const std::optional<std::string>& metadata, double committedAt) {
+  auto st = c.prepare(
+      "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
+      "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
+      "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  st.bind(1, journalId)
+      .bind(2, op.operationId)
+      .bind(3, op.invocationId)
+      .bind(4, op.runId)
+      .bind(5, op.turnId)
+      .bind(6, state)
+      .bind(7, runtimeEventId)
+      .bind(8, op.canonicalArgsHash)
+      .bind(9, op.recoveryMode)
+      .bind(10, metadata)
+      .bind(11, committedAt);
+  st.exec();
+}
+
+int changes(Connection& c) { return sqlite3_changes(c.db()); }
+
+std::string recoveryMetadata(const RuntimeEvent& e) {
+  return stableJson(e.json.at("actions").at("toolRecovery"));
+}
+
+bool sameExecution(const RuntimeEvent& a, const RuntimeEvent& b) {
+  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
+         a.turnId == b.turnId;
+}
+
+WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCommit) {
+  if (terminalCommit && !event.isTerminal()) {
+    throw Error(code::terminal_event_required,
+                "commitTerminalEvent requires a terminal RuntimeEvent, got " + event.id);
+  }
+  rejectReservedForGeneric(event);
+  ImmediateTx tx(c);
+  if (event.partial) {
+    // Partial events are mutable UI state (j.5): only the snapshot table, never the ledger.
+    {
+      auto st = c.prepare(
+          "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
+          "is_terminal = 1 LIMIT 1");
+      st.bind(1, event.sessionId).bind(2, event.runId);
+      if (st.step()) {
+        throw Error(code::run_sealed, "RuntimeEvent run " + event.sessionId + "/" + event.runId +
+                                          " is sealed by its terminal fact " + st.text(0));
+      }
+    }
+    auto st = c.prepare(
+        "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 LIMIT 1");
+    st.bind(1, event.invocationId);
+    if (st.step() && (st.text(0) != event.sessionId || st.text(1) != event.runId ||
+                      st.text(2) != event.turnId)) {
+      throw Error(code::runtime_identity_conflict,
+                  "RuntimeEvent invocation identity conflict for " + event.invocationId);
+    }
+    const std::string payload = store_detail::canonicalPayload(event);
+    auto up = c.prepare(
+        "INSERT INTO runtime_partial_snapshots (stream_key, session_id, invocation_id, run_id, "
+        "turn_id, after_event_id, payload_json, text_content, updated_at) VALUES (?1, ?2, ?3, "
+        "?4, ?5, NULL, ?6, NULL, ?7) ON CONFLICT (stream_key) DO UPDATE SET payload_json = "
+        "excluded.payload_json, updated_at = excluded.updated_at");
+    up.bind(1, event.id)
+        .bind(2, event.sessionId)
+        .bind(3, event.invocationId)
+        .bind(4, event.runId)
+        .bind(5, event.turnId)
+        .bind(6, payload)
+        .bind(7, store_detail::nowMs());
+    up.exec();
+    tx.commit();
+    return {true, 0};
+  }
+  auto r = store_detail::insertEvent(tx, event, Writer::generic, store_detail::nowMs());
+  if (terminalCommit && r.created) CRASHSIM_FAILPOINT(P8);
+  tx.commit();
+  return {r.created, r.eventSeq};
+}
+
+}  // namespace
+
+WriteResult RuntimeStore::append(const RuntimeEvent& event) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  return appendImpl(store_detail::connectionOf(*this), event, false);
+}
+
+WriteResult RuntimeStore::commitTerminalEvent(const RuntimeEvent& event) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  return appendImpl(store_detail::connectionOf(*this), event, true);
+}
+
+// ---------------------------------------------------------------------------------------
+// T1 (f.4)
+
+WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  const RuntimeEvent& call = in.call;
+  const RuntimeEvent& dispatch = in.dispatch;
+  if (in.journalEventId != in.operationId + "_prepared") {
+    throw Error(code::t1_invalid, "T1 journal identity must be derived from the tool operation");
+  }
+  if (call.toolRecovery || dispatch.toolRecovery) {
+    throw Error(code::t1_invalid, "T1 events must not carry tool recovery facts");
+  }
+  if (call.contentKind != ContentKind::function_call || call.lane != Lane::function_call ||
+      call.partial || call.callId != in.providerToolCallId || call.toolName != in.toolName) {
+    throw Error(code::t1_invalid, "T1 requires a matching function_call RuntimeEvent");
+  }
+  if (!call.callArgsHash || *call.callArgsHash != in.canonicalArgsHash) {
+    throw Error(code::t1_invalid, "T1 argument hash does not match its canonical function call");
+  }
+  const auto& d = dispatch.toolDispatch;
+  if (!d || dispatch.contentKind != ContentKind::none || dispatch.partial ||
+      dispatch.lane != Lane::tool_dispatch || d->protocol != code::t1_after_preflight_v1 ||
+      d->operationId != in.operationId || d->providerToolCallId != in.providerToolCallId ||
+      d->toolName != in.toolName || d->canonicalArgsHash != in.canonicalArgsHash ||
+      d->recoveryMode != in.recoveryMode || dispatch.refOperationId != in.operationId ||
+      dispatch.refToolCallId != in.providerToolCallId) {
+    throw Error(code::t1_invalid, "T1 requires a matching tool-dispatch RuntimeEvent");
+  }
+  if (!sameExecution(call, dispatch)) {
+    throw Error(code::t1_invalid, "T1 call and dispatch must share one execution identity");
+  }
+
+  ImmediateTx tx(c);
+  auto cands = store_detail::checkCandidates(tx, Writer::t1, {&call, &dispatch});
+  if (auto op = loadOperation(c, in.operationId)) {
+    if (op->invocationId != call.invocationId || op->runId != call.runId ||
+        op->turnId != call.turnId || op->providerToolCallId != in.providerToolCallId ||
+        op->toolName != in.toolName || op->canonicalArgsHash != in.canonicalArgsHash ||
+        op->recoveryMode != in.recoveryMode || op->callEventId != call.id ||
+        op->dispatchEventId != dispatch.id || !cands[0].exists || !cands[1].exists) {
+      throw Error(code::tool_operation_identity_conflict,
+                  "Tool operation identity conflict for " + in.operationId);
+    }
+    return {false, cands[1].existingSeq};
+  }
+  if (cands[1].exists) {
+    throw Error(code::tool_operation_identity_conflict,
+                "Tool operation identity conflict for " + in.operationId +
+                    ": dispatch is stored without its operation");
+  }
+  store_detail::insertChecked(tx, cands[0], in.committedAt);
+  const int64_t seq = store_detail::insertChecked(tx, cands[1], in.committedAt);
+  ToolOperationRow op;
+  op.operationId = in.operationId;
+  op.invocationId = call.invocationId;
+  op.runId = call.runId;
+  op.turnId = call.turnId;
+  op.canonicalArgsHash = in.canonicalArgsHash;
+  op.recoveryMode = in.recoveryMode;
+  insertJournal(c, in.journalEventId, op, "prepared", dispatch.id, std::nullopt, in.committedAt);
+  auto ins = c.prepare(
+      "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "
+      "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
+      "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
+      "?6, ?7, ?8, 'prepared', ?9, ?10, NULL, 1)");
+  ins.bind(1, in.operationId)
+      .bind(2, call.invocationId)
+      .bind(3, call.runId)
+      .bind(4, call.turnId)
+      .bind(5, in.providerToolCallId)
+      .bind(6, in.toolName)
+      .bind(7, in.canonicalArgsHash)
+      .bind(8, in.recoveryMode)
+      .bind(9, call.id)
+      .bind(10, dispatch.id);
+  ins.exec();
+  tx.commit();
+  return {true, seq};
+}
+
+// ---------------------------------------------------------------------------------------
+// T2 (f.5)
+
+namespace {
+void checkT2Input(const std::string& operationId, const std::string& journalEventId,
+                  const RuntimeEvent& r) {
+  if (journalEventId != operationId + "_outcome") {
+    throw Error(code::t2_invalid, "T2 journal identity must be derived from the tool operation");
+  }
+  if (r.toolRecovery) throw Error(code::t2_invalid, "T2 outcome must not carry a recovery fact");
+  if (r.contentKind != ContentKind::function_response || r.lane != Lane::function_response ||
+      r.partial || r.refOperationId != operationId || r.refToolCallId != r.callId) {
+    throw Error(code::t2_invalid,
+                "T2 requires a function_response RuntimeEvent bound to its tool operation");
+  }
+}
+
+void checkOutcomeIdentity(const ToolOperationRow& op, const RuntimeEvent& r) {
+  if (r.invocationId != op.invocationId || r.runId != op.runId || r.turnId != op.turnId ||
+      r.callId != op.providerToolCallId || r.toolName != op.toolName) {
+    throw Error(code::tool_operation_identity_conflict,
+                "Tool operation identity conflict for " + op.operationId);
+  }
+}
+
+// Inserts the outcome (already checked), its journal and the CAS prepared→outcome_committed.
+int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, const Candidate& cand,
+                     const std::string& journalId, double committedAt, bool failpoint) {
+  Connection& c = tx.conn();
+  const int64_t seq = store_detail::insertChecked(tx, cand, committedAt);
+  if (failpoint) CRASHSIM_FAILPOINT(P5);
+  insertJournal(c, journalId, op, "outcome_committed", cand.event->id, std::nullopt, committedAt);
+  auto cas = c.prepare(
+      "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?2, "
+      "version = version + 1 WHERE operation_id = ?1 AND current_state = 'prepared' AND "
+      "result_event_id IS NULL");
+  cas.bind(1, op.operationId).bind(2, cand.event->id);
+  cas.exec();
+  if (changes(c) != 1) {
+    throw Error(code::compare_and_set_failed,
+                "Tool operation " + op.operationId + " outcome compare-and-set failed (state " +
+                    op.currentState + ")");
+  }
+  op.currentState = "outcome_committed";
+  op.resultEventId = cand.event->id;
+  op.version += 1;
+  return seq;
+}
+}  // namespace
+
+WriteResult RuntimeStore::commitToolOutcome(const ToolOutcome& in) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  checkT2Input(in.operationId, in.journalEventId, in.response);
+  ImmediateTx tx(c);
+  auto op = loadOperation(c, in.operationId);
+  if (!op) throw Error(code::unknown_tool_operation, "Unknown tool operation " + in.operationId);
+  checkOutcomeIdentity(*op, in.response);
+  auto cands = store_detail::checkCandidates(tx, Writer::t2, {&in.response});
+  if (op->resultEventId || cands[0].exists) {
+    if (op->resultEventId == in.response.id && cands[0].exists) {
+      return {false, cands[0].existingSeq};
+    }
+    throw Error(code::tool_operation_outcome_conflict,
+                "Tool operation outcome conflict for " + in.operationId);
+  }
+  const int64_t seq = writeOutcome(tx, *op, cands[0], in.journalEventId, in.committedAt, true);
+  tx.commit();
+  return {true, seq};
+}
+
+// ---------------------------------------------------------------------------------------
+// Recovery bundle (f.6)
+
+WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  if (in.outcome && in.outcome->toolRecovery) {
+    throw Error(code::outcome_identity_conflict,
+                "Recovery bundle outcome must not carry a tool recovery fact");
+  }
+  ImmediateTx tx(c);
+  // 1. the operation exists and has a durable dispatch.
+  auto op = loadOperation(c, in.operationId);
+  if (!op) throw Error(code::unknown_tool_operation, "Unknown tool operation " + in.operationId);
+  if (!op->dispatchEventId) {
+    throw Error(code::recovery_bundle_requires_dispatch,
+                "Recovery bundle requires a durable dispatch RuntimeEvent");
+  }
+  auto call = store_detail::readEventById(c, op->callEventId);
+  auto dispatch = store_detail::readEventById(c, *op->dispatchEventId);
+  if (!call || !dispatch) {
+    throw Error(code::store_corrupt,
+                "Tool operation " + in.operationId + " references a missing RuntimeEvent");
+  }
+  // 2. bundle validation against the stored call and dispatch (the shared validator).
+  detail::RecoveryOperationIdentity ident;
+  ident.operationId = op->operationId;
+  ident.invocationId = op->invocationId;
+  ident.runId = op->runId;
+  ident.turnId = op->turnId;
+  ident.providerToolCallId = op->providerToolCallId;
+  ident.toolName = op->toolName;
+  ident.canonicalArgsHash = op->canonicalArgsHash;
+  ident.recoveryMode = op->recoveryMode;
+  ident.callEventId = op->callEventId;
+  ident.dispatchEventId = *op->dispatchEventId;
+  const RuntimeEvent* outcome = in.outcome ? &*in.outcome : nullptr;
+  std::string v = detail::validateRecoveryBundle(ident, call->event, dispatch->event,
+                                                 in.reconcile, outcome, in.decision);
+  if (!v.empty()) {
+    throw Error(v, "Recovery bundle for " + in.operationId + " is invalid: " + v);
+  }
+  // 3. stored call precedes its dispatch.
+  if (!(call->eventSeq < dispatch->eventSeq)) {
+    throw Error(code::event_order_conflict,
+                "Recovery bundle call must precede its dispatch for " + in.operationId);
+  }
+  // 4. prospective transition check.
+  std::vector<const RuntimeEvent*> evs{&in.reconcile};
+  if (outcome) evs.push_back(outcome);
+  evs.push_back(&in.decision);
+  auto cands = store_detail::checkCandidates(tx, Writer::bundle, evs);
+  const Candidate& rc = cands.front();
+  const Candidate& dc = cands.back();
+  const bool completed = in.decision.toolRecovery->disposition == "completed";
+  bool allExist = true;
+  for (auto& cd : cands) allExist = allExist && cd.exists;
+  // 5. settled operation: only an exact retry converges.
+  if (op->currentState != "prepared" || op->resultEventId) {
+    const bool exact = allExist && (completed ? (op->currentState == "recovery_completed" &&
+                                                 outcome && op->resultEventId == outcome->id)
+                                              : (op->currentState == "recovery_parked" &&
+                                                 !op->resultEventId));
+    if (exact) return {false, dc.existingSeq};
+    throw Error(code::recovery_bundle_already_settled,
+                "Tool operation " + in.operationId + " is already settled (" + op->currentState +
+                    ")");
+  }
+  if (allExist) {
+    throw Error(code::recovery_bundle_already_settled,
+                "Recovery bundle for " + in.operationId + " is incomplete");
+  }
+  // 6. reconcile fact + journal.
+  store_detail::insertChecked(tx, rc, in.reconcile.ts);
+  insertJournal(c, in.reconcile.id + "_journal", *op, "reconcile_observed", in.reconcile.id,
+                recoveryMetadata(in.reconcile), in.reconcile.ts);
+  {
+    auto up = c.prepare(
+        "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?1 AND "
+        "current_state = 'prepared' AND result_event_id IS NULL");
+    up.bind(1, op->operationId);
+    up.exec();
+    if (changes(c) != 1) {
+      throw Error(code::compare_and_set_failed,
+                  "Tool operation " + op->operationId + " reconcile compare-and-set failed");
+    }
+    op->version += 1;
+  }
+  // 7. completed: the outcome through the T2 path.
+  if (completed) {
+    writeOutcome(tx, *op, cands[1], op->operationId + "_outcome", outcome->ts, false);
+  }
+  // 8. decision fact + journal + CAS to the settled state.
+  const int64_t seq = store_detail::insertChecked(tx, dc, in.decision.ts);
+  insertJournal(c, in.decision.id + "_journal", *op,
+                completed ? "recovery_completed" : "recovery_parked", in.decision.id,
+                recoveryMetadata(in.decision), in.decision.ts);
+  if (completed) {
+    auto cas = c.prepare(
+        "UPDATE tool_operations SET current_state = 'recovery_completed', version = version + 1 "
+        "WHERE operation_id = ?1 AND current_state = 'outcome_committed' AND result_event_id = ?2");
+    cas.bind(1, op->operationId).bind(2, outcome->id);
+    cas.exec();
+  } else {
+    auto cas = c.prepare(
+        "UPDATE tool_operations SET current_state = 'recovery_parked', version = version + 1 "
+        "WHERE operation_id = ?1 AND current_state = 'prepared' AND result_event_id IS NULL");
+    cas.bind(1, op->operationId);
+    cas.exec();
+  }
+  if (changes(c) != 1) {
+    throw Error(code::compare_and_set_failed,
+                "Tool operation " + op->operationId + " recovery decision compare-and-set failed");
+  }
+  CRASHSIM_FAILPOINT(P10);
+  // 9. commit.
+  tx.commit();
+  return {true, seq};
+}
+
+}  // namespace crashsim
