@@ -180,20 +180,25 @@ inline std::map<std::string, std::string> expectedAfterCrash(
           EXPECT_EQ(fate, "lost");
           break;
         case CrashKind::keep_prefix:
-          if (fate == "kept")
+          if (fate == "kept") {
             EXPECT_FALSE(sawNotKept) << "keep_prefix kept a write after a lost one";
+          }
           break;
         case CrashKind::keep_subset:
           EXPECT_TRUE(fate == "kept" || fate == "lost");
           break;
         case CrashKind::tear_last:
-          if (!isLast) EXPECT_EQ(fate, "kept");
+          if (!isLast) {
+            EXPECT_EQ(fate, "kept");
+          }
           break;
       }
       if (fate == "garbage") {
         EXPECT_TRUE(torn);
         EXPECT_NE(device, Device::atomic_sector) << "atomic sectors never hold garbage";
-        if (device == Device::safe_append) EXPECT_FALSE(isAppend) << "safe append: no garbage";
+        if (device == Device::safe_append) {
+          EXPECT_FALSE(isAppend) << "safe append: no garbage";
+        }
       }
       if (fate != "kept") sawNotKept = true;
       if (fate == "kept") {

@@ -1,9 +1,9 @@
 #include "crashsim/harness/case_id.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace crashsim::harness {
 namespace {
@@ -12,7 +12,8 @@ namespace {
 std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   auto hash = text.find('#');
   if (text.size() < 4 || text[0] != 'P' || hash == std::string_view::npos)
-    throw std::invalid_argument(fmt::format("case id {}: expected P<n>#<hit>, got '{}'", whole, text));
+    throw std::invalid_argument(
+        fmt::format("case id {}: expected P<n>#<hit>, got '{}'", whole, text));
   int fp = -1, hit = 0;
   auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
   auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
@@ -20,7 +21,8 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
       (hash > 2 && text[1] == '0'))
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
   if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
-    throw std::invalid_argument(fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
+    throw std::invalid_argument(
+        fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
   return {fp, hit};
 }
 
@@ -41,8 +43,8 @@ CaseId parseCaseId(std::string_view text) {
   auto s1 = text.find('/');
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
   if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
-    throw std::invalid_argument(fmt::format(
-        "case id '{}' is not scenario/P<n>#<hit>/<mode>[+R:P<n>#<hit>]", text));
+    throw std::invalid_argument(
+        fmt::format("case id '{}' is not scenario/P<n>#<hit>/<mode>[+R:P<n>#<hit>]", text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
   std::string_view rest = text.substr(s2 + 1);

@@ -1,6 +1,7 @@
 // Reference runs and verified cases: V1–V8 per DESIGN.md "The harness".
 #include "crashsim/harness/case_runner.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
@@ -37,7 +36,8 @@ std::string readFile(const fs::path& p) {
 
 std::string sanitize(std::string_view id) {
   std::string out;
-  for (char c : id) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  for (char c : id)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
   return out;
 }
 
@@ -68,11 +68,15 @@ bool isTerminalStatus(const std::string& s) {
 std::string headerStatusOfTerminal(const RuntimeEvent& e) {
   if (!e.status) return "failed";
   switch (*e.status) {
-    case EventStatus::completed: return "completed";
-    case EventStatus::failed: return "failed";
+    case EventStatus::completed:
+      return "completed";
+    case EventStatus::failed:
+      return "failed";
     case EventStatus::aborted:
-    case EventStatus::cancelled: return "cancelled";
-    default: return "failed";
+    case EventStatus::cancelled:
+      return "cancelled";
+    default:
+      return "failed";
   }
 }
 
@@ -111,15 +115,17 @@ std::string terminalInvariant(const RuntimeStore& store) {
     for (const auto& e : events)
       if (!e.partial && e.isTerminal()) terminals.push_back(&e);
     if (terminals.empty())
-      return fmt::format("run {} header is {} but has no terminal RuntimeEvent (header before fact)",
-                         h.runId, h.status);
+      return fmt::format(
+          "run {} header is {} but has no terminal RuntimeEvent (header before fact)", h.runId,
+          h.status);
     if (terminals.size() > 1)
       return fmt::format("run {} has {} terminal RuntimeEvents", h.runId, terminals.size());
     if (headerStatusOfTerminal(*terminals[0]) != h.status)
       return fmt::format("run {} header {} disagrees with its terminal fact {}", h.runId, h.status,
                          headerStatusOfTerminal(*terminals[0]));
     if (&events.back() != terminals[0])
-      return fmt::format("run {} terminal fact {} is not the ledger tail", h.runId, terminals[0]->id);
+      return fmt::format("run {} terminal fact {} is not the ledger tail", h.runId,
+                         terminals[0]->id);
   }
   return "";
 }
@@ -282,14 +288,20 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   seed.stderrFile = dir / "seed.stderr";
   auto s = runToEnd(seed);
   if (!s.exited || s.exitCode != 0) {
-    ref.problem = fmt::format("crashsim-agent seed {}: {}", s.describe(), lastLine(seed.stderrFile));
+    ref.problem =
+        fmt::format("crashsim-agent seed {}: {}", s.describe(), lastLine(seed.stderrFile));
     return ref;
   }
   copyDir(ref.templateWorkspace, dir / "ws");
   SpawnSpec run;
   run.exe = opts.agent;
-  run.args = {"run", "--store", (dir / "store").string(), "--workspace", (dir / "ws").string(),
-              "--scenario", scenario.file.string()};
+  run.args = {"run",
+              "--store",
+              (dir / "store").string(),
+              "--workspace",
+              (dir / "ws").string(),
+              "--scenario",
+              scenario.file.string()};
   run.env["CRASHSIM_HITS_OUT"] = (dir / "hits.json").string();
   run.stderrFile = dir / "run.stderr";
   run.stdoutFile = dir / "run.stdout";
@@ -340,8 +352,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     if (opts.verbose) out.log.push_back(std::move(s));
   };
 
-  fs::path dir = opts.keepDir ? *opts.keepDir
-                              : opts.workRoot / fmt::format("case-{}-{}", ::getpid(), sanitize(id.str()));
+  fs::path dir = opts.keepDir
+                     ? *opts.keepDir
+                     : opts.workRoot / fmt::format("case-{}-{}", ::getpid(), sanitize(id.str()));
   fs::remove_all(dir);
   fs::create_directories(dir / "store");
   fs::path store = dir / "store", ws = dir / "ws";
@@ -353,7 +366,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     bool anyFail = false;
     for (const auto& [k, v] : rec.checks) anyFail = anyFail || v.status == "fail";
     rec.verdict = anyFail ? "fail" : "pass";
-    rec.durationMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    rec.durationMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     if (opts.keepDir || (anyFail && opts.keepFailures)) {
       out.keptAt = dir;
     } else {
@@ -376,7 +391,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   // --- the armed agent run -------------------------------------------------------------
   SpawnSpec run;
   run.exe = opts.agent;
-  run.args = {"run", "--store", store.string(), "--workspace", ws.string(), "--scenario", sc.file.string()};
+  run.args = {"run",       "--store",    store.string(),  "--workspace",
+              ws.string(), "--scenario", sc.file.string()};
   run.stderrFile = dir / "run.stderr";
   run.stdoutFile = dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(15000);
@@ -389,8 +405,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       return fmt::format("agent hung: no control record for {}#{} within {} ms", id.failpointName(),
                          id.hit, run.timeout.count());
     if (child.controlLine.empty())
-      return fmt::format("agent {} before reaching {}#{} ({})", child.describe(), id.failpointName(),
-                         id.hit, lastLine(run.stderrFile));
+      return fmt::format("agent {} before reaching {}#{} ({})", child.describe(),
+                         id.failpointName(), id.hit, lastLine(run.stderrFile));
     Json ctl;
     try {
       ctl = Json::parse(child.controlLine);
@@ -425,12 +441,14 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     // --- V3: durable event kinds vs the oracle ------------------------------------------
     for (int fp = 0; fp <= 9; ++fp)
       if (predicted[fp] != ref.hits[fp])
-        c.fail("V3", fmt::format("oracle predicts {} hit(s) of P{} for {}, the reference run reached {}",
-                                 predicted[fp], fp, sc.id, ref.hits[fp]));
+        c.fail("V3",
+               fmt::format("oracle predicts {} hit(s) of P{} for {}, the reference run reached {}",
+                           predicted[fp], fp, sc.id, ref.hits[fp]));
     if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
     std::vector<RuntimeEvent> runEvents;
     if (runs.size() != 1) {
-      c.fail("V3", fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
+      c.fail("V3",
+             fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
     } else {
       runEvents = eventsOf(*st, runs[0]);
     }
@@ -445,22 +463,26 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         if (e.isTerminal()) terminal = true;
       }
       if (runEvents.empty() || runEvents[0].role != Role::user ||
-          runEvents[0].runtimeProtocol != std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+          runEvents[0].runtimeProtocol !=
+              std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
         c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
       std::set<std::string> known;
       for (const auto& op : x.ops) {
         known.insert(op.callId);
         CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
         if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
-          c.fail("V3", fmt::format("{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
-                                   op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
-                                   op.call, op.dispatch, op.response));
+          c.fail("V3",
+                 fmt::format(
+                     "{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
+                     op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response, op.call,
+                     op.dispatch, op.response));
       }
       for (const auto& [callId, f] : facts)
         if (!known.count(callId)) c.fail("V3", "unexpected tool call " + callId + " in the ledger");
       if (terminal != x.terminalEvent)
         c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
-                                 terminal ? "committed" : "absent", x.terminalEvent ? "committed" : "absent"));
+                                 terminal ? "committed" : "absent",
+                                 x.terminalEvent ? "committed" : "absent"));
       if (!c.failed("V3")) c.pass("V3");
 
       // --- V4: resolver decisions vs the oracle ---------------------------------------------
@@ -473,25 +495,28 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
                                [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
         if (op.status.empty()) {
           if (it != res.decisions.end())
-            c.fail("V4", fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
-                                     op.callId, it->status, it->reason));
+            c.fail("V4",
+                   fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
+                               op.callId, it->status, it->reason));
           continue;
         }
         if (it == res.decisions.end()) {
-          c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId, op.status, op.reason));
+          c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId,
+                                   op.status, op.reason));
           continue;
         }
         std::string origin = it->settlementOrigin.value_or("");
         if (it->status != op.status || it->reason != op.reason ||
             (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
-          c.fail("V4", fmt::format("{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
-                                   op.armed ? " (armed)" : "", it->status, it->reason,
-                                   origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
-                                   op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
+          c.fail("V4",
+                 fmt::format("{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
+                             op.armed ? " (armed)" : "", it->status, it->reason,
+                             origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
+                             op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
       }
       if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
-        c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}", res.requiresReconciliation,
-                                 expectIndeterminate));
+        c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}",
+                                 res.requiresReconciliation, expectIndeterminate));
       if (!c.failed("V4")) c.pass("V4");
     } else {
       c.na("V4", "no oracle placement or run for this case");
@@ -510,12 +535,14 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   } catch (const std::exception& e) {
     // A store or runtime error on a crashed store is a contract violation, not a harness crash.
     for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-      if (c.m[v].status != "pass" && c.m[v].status != "fail") c.fail(v, std::string("error: ") + e.what());
+      if (c.m[v].status != "pass" && c.m[v].status != "fail")
+        c.fail(v, std::string("error: ") + e.what());
   }
 
   SpawnSpec recover;
   recover.exe = opts.agent;
-  recover.args = {"recover", "--store", store.string(), "--workspace", ws.string(), "--scenario", sc.file.string()};
+  recover.args = {"recover",   "--store",    store.string(),  "--workspace",
+                  ws.string(), "--scenario", sc.file.string()};
   recover.timeout = std::chrono::milliseconds(20000);
 
   // --- double fault: kill the recovery process, then check the intermediate state --------
@@ -525,23 +552,27 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     auto rfp = failpointName(*id.recoveryFailpoint);
     int rhit = id.recoveryHit.value_or(1);
     auto r1 = runArmed(recover, rfp, rhit);
-    say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine, r1.describe()));
+    say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
+                    r1.describe()));
     Json ctl = Json::object();
     try {
       ctl = Json::parse(r1.controlLine);
     } catch (...) {
     }
-    if (r1.timedOut || ctl.value("failpoint", "") != rfp || ctl.value("hit", 0) != rhit || !r1.killedBySigkill()) {
-      c.fail("V1", fmt::format("recovery process did not die at {}#{}: {} (control '{}')", rfp, rhit,
-                               r1.describe(), r1.controlLine));
+    if (r1.timedOut || ctl.value("failpoint", "") != rfp || ctl.value("hit", 0) != rhit ||
+        !r1.killedBySigkill()) {
+      c.fail("V1", fmt::format("recovery process did not die at {}#{}: {} (control '{}')", rfp,
+                               rhit, r1.describe(), r1.controlLine));
     } else {
       if (!c.failed("V1")) c.pass("V1");
     }
     try {
       auto st = RuntimeStore::open(store);
       auto integrity = st->integrityCheck();
-      if (integrity != "ok") c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
-      if (auto bad = terminalInvariant(*st); !bad.empty()) c.fail("V7", "after the recovery kill: " + bad);
+      if (integrity != "ok")
+        c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
+      if (auto bad = terminalInvariant(*st); !bad.empty())
+        c.fail("V7", "after the recovery kill: " + bad);
       checkV5(*st, c);
       st.reset();
       copyDir(store, dir / "v6");
@@ -586,7 +617,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
       return first;
     };
-    const bool parked = x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled;
+    const bool parked =
+        x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled;
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
     } else if (parked) {
@@ -598,17 +630,21 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
                                  x.row->finalReason));
       for (size_t i = *x.armedCall + 1; i < sc.calls.size(); ++i)
         if (effects.count(sc.calls[i].id))
-          c.fail("V8", fmt::format("{} ran although the run is parked at {}", sc.calls[i].id, armed.id));
+          c.fail("V8",
+                 fmt::format("{} ran although the run is parked at {}", sc.calls[i].id, armed.id));
     } else {
       if (r.exitCode != 0)
-        c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode, lastLine(recover.stderrFile)));
+        c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
+                                 lastLine(recover.stderrFile)));
       auto snap = snapshotWorkspace(ws);
       if (snap != ref.finalWorkspace) {
         std::string diff;
         for (const auto& [p, content] : ref.finalWorkspace) {
           auto it = snap.find(p);
-          if (it == snap.end()) diff = p + " missing";
-          else if (it->second != content) diff = p + " differs";
+          if (it == snap.end())
+            diff = p + " missing";
+          else if (it->second != content)
+            diff = p + " differs";
           if (!diff.empty()) break;
         }
         if (diff.empty())
@@ -621,15 +657,15 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
       for (const auto& [callId, n] : ref.executionsPerCall)
         if (effects[callId] != n)
-          c.fail("V8", fmt::format("{} executed {} time(s), the reference run executed it {}", callId,
-                                   effects[callId], n));
+          c.fail("V8", fmt::format("{} executed {} time(s), the reference run executed it {}",
+                                   callId, effects[callId], n));
       if (x.armedCall && !x.row->finalStatus.empty()) {
         const auto& armed = sc.calls[*x.armedCall];
         auto d = finalDecision(armed.id);
         if (!d || d->status != x.row->finalStatus || d->reason != x.row->finalReason)
           c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
-                                   d ? d->status : "absent", d ? d->reason : "-", x.row->finalStatus,
-                                   x.row->finalReason));
+                                   d ? d->status : "absent", d ? d->reason : "-",
+                                   x.row->finalStatus, x.row->finalReason));
       }
       for (const auto& h : st->listRuns())
         if (!isTerminalStatus(h.status))

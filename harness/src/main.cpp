@@ -1,2 +1,4 @@
-// crashsim CLI: placeholder until the harness lands.
-int main() { return 2; }
+// crashsim — the crash-simulation harness CLI. All logic lives in the crashsim_harness library.
+#include "crashsim/harness/cli.h"
+
+int main(int argc, char** argv) { return crashsim::harness::runCli(argc, argv); }

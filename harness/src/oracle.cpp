@@ -1,8 +1,9 @@
 // Oracle expectations for one case, from the table and the scenario's call list only.
+#include "crashsim/harness/oracle.h"
+
 #include <fmt/format.h>
 
 #include "crashsim/codes.h"
-#include "crashsim/harness/oracle.h"
 
 namespace crashsim::harness {
 namespace {
@@ -86,8 +87,8 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
     }
   }
   if (!x.armedCall) {
-    x.whyNot = fmt::format("scenario {} has {} call(s) reaching P{}; hit {} names none", s.id,
-                           seen, fp, hit);
+    x.whyNot = fmt::format("scenario {} has {} call(s) reaching P{}; hit {} names none", s.id, seen,
+                           fp, hit);
     return x;
   }
   const ScenarioCall& armed = s.calls[*x.armedCall];

@@ -32,23 +32,23 @@ std::vector<OracleRow> buildTable() {
                  "continuation trims the call; it is re-issued and runs once"});
     // P2, P3: dispatched, no side effect completed.
     for (int fp : {2, 3}) {
-      t.push_back({fp, mode, true, true, true, true, false, false, c::indeterminate,
-                   c::dispatch_without_response, kNone,
-                   rec ? O::parked_by_reconcile : O::parked_unsettled,
-                   rec ? c::parked : c::indeterminate,
-                   rec ? c::reconcile_matches_prior_state : c::dispatch_without_response,
-                   rec ? "reconcile observes matches_prior_state -> parked bundle"
-                       : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
+      t.push_back(
+          {fp, mode, true, true, true, true, false, false, c::indeterminate,
+           c::dispatch_without_response, kNone, rec ? O::parked_by_reconcile : O::parked_unsettled,
+           rec ? c::parked : c::indeterminate,
+           rec ? c::reconcile_matches_prior_state : c::dispatch_without_response,
+           rec ? "reconcile observes matches_prior_state -> parked bundle"
+               : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
     }
     // P4: side effect done, T2 not committed. P5: inside T2, rolled back — same state.
     for (int fp : {4, 5}) {
-      t.push_back({fp, mode, true, true, true, true, false, false, c::indeterminate,
-                   c::dispatch_without_response, kNone,
-                   rec ? O::completed_bundle : O::parked_unsettled,
-                   rec ? c::completed : c::indeterminate,
-                   rec ? c::recovery_bundle_completed : c::dispatch_without_response,
-                   rec ? "reconcile observes matches_expected_state -> completed bundle; ran once"
-                       : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
+      t.push_back(
+          {fp, mode, true, true, true, true, false, false, c::indeterminate,
+           c::dispatch_without_response, kNone, rec ? O::completed_bundle : O::parked_unsettled,
+           rec ? c::completed : c::indeterminate,
+           rec ? c::recovery_bundle_completed : c::dispatch_without_response,
+           rec ? "reconcile observes matches_expected_state -> completed bundle; ran once"
+               : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
     }
     // P6, P7: T2 committed.
     for (int fp : {6, 7}) {
@@ -82,13 +82,20 @@ std::vector<OracleRow> buildTable() {
 
 std::string_view toString(Outcome o) {
   switch (o) {
-    case O::call_made_once: return "call_made_once";
-    case O::reissued_runs_once: return "reissued_runs_once";
-    case O::parked_by_reconcile: return "parked_by_reconcile";
-    case O::parked_unsettled: return "parked_unsettled";
-    case O::completed_bundle: return "completed_bundle";
-    case O::completed_ran_once: return "completed_ran_once";
-    case O::run_finished: return "run_finished";
+    case O::call_made_once:
+      return "call_made_once";
+    case O::reissued_runs_once:
+      return "reissued_runs_once";
+    case O::parked_by_reconcile:
+      return "parked_by_reconcile";
+    case O::parked_unsettled:
+      return "parked_unsettled";
+    case O::completed_bundle:
+      return "completed_bundle";
+    case O::completed_ran_once:
+      return "completed_ran_once";
+    case O::run_finished:
+      return "run_finished";
   }
   return "?";
 }

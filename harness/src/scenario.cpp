@@ -56,8 +56,10 @@ std::vector<Scenario> loadScenarioDir(const std::filesystem::path& dir) {
     throw std::runtime_error("scenario directory " + dir.string() + " does not exist");
   std::vector<Scenario> out;
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".json") out.push_back(loadScenario(e.path()));
-  std::sort(out.begin(), out.end(), [](const Scenario& a, const Scenario& b) { return a.id < b.id; });
+    if (e.is_regular_file() && e.path().extension() == ".json")
+      out.push_back(loadScenario(e.path()));
+  std::sort(out.begin(), out.end(),
+            [](const Scenario& a, const Scenario& b) { return a.id < b.id; });
   return out;
 }
 

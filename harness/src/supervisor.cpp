@@ -1,6 +1,7 @@
 #include "crashsim/harness/supervisor.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -12,8 +13,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace crashsim::harness {
 namespace bp = boost::process;
@@ -49,8 +48,8 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
     auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
     auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
     bp::child c(
-        bp::exe = spec.exe.string(), bp::args = spec.args, env, bp::std_in < bp::null,
-        bp::std_out > out.string(), bp::std_err > err.string(),
+        bp::exe = spec.exe.string(), bp::args = spec.args, env,
+        bp::std_in<bp::null, bp::std_out> out.string(), bp::std_err > err.string(),
         bp::extend::on_exec_setup = [writeFd](auto&) {
           if (writeFd < 0) return;
           if (writeFd == kControlFd) {
@@ -92,7 +91,8 @@ void reap(pid_t pid, ChildResult& r) {
 }
 
 int remainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left < 0 ? 0 : static_cast<int>(left);
 }
 

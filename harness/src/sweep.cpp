@@ -1,5 +1,6 @@
 #include "crashsim/harness/sweep.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -16,8 +17,6 @@
 #include <set>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "crashsim/harness/supervisor.h"
 
 namespace crashsim::harness {
@@ -27,18 +26,30 @@ namespace {
 
 std::string fsTypeName(long type) {
   switch (static_cast<unsigned long>(type)) {
-    case 0x01021994: return "tmpfs";
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x794C7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0x6969: return "nfs";
-    case 0x65735546: return "fuse";
-    case 0x01021997: return "9p";
-    case 0x5346544e: return "ntfs";
-    case 0x4d44: return "vfat";
-    default: return fmt::format("0x{:x}", static_cast<unsigned long>(type));
+    case 0x01021994:
+      return "tmpfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0x6969:
+      return "nfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x01021997:
+      return "9p";
+    case 0x5346544e:
+      return "ntfs";
+    case 0x4d44:
+      return "vfat";
+    default:
+      return fmt::format("0x{:x}", static_cast<unsigned long>(type));
   }
 }
 
@@ -57,16 +68,18 @@ reports::Platform describePlatform(const fs::path& storeDir) {
     p.arch = u.machine;
   }
   struct statfs sf {};
-  p.fsType = ::statfs(storeDir.c_str(), &sf) == 0 ? fsTypeName(static_cast<long>(sf.f_type)) : "unknown";
+  p.fsType =
+      ::statfs(storeDir.c_str(), &sf) == 0 ? fsTypeName(static_cast<long>(sf.f_type)) : "unknown";
   p.sqliteVersion = sqlite3_libversion();
   for (int i = 0;; ++i) {
     const char* opt = sqlite3_compileoption_get(i);
     if (!opt) break;
     std::string o = opt;
-    for (auto prefix : {"THREADSAFE", "DEFAULT_SYNCHRONOUS", "DEFAULT_WAL_SYNCHRONOUS", "DEFAULT_JOURNAL_SIZE_LIMIT",
-                        "DEFAULT_WAL_AUTOCHECKPOINT", "DIRECT_OVERFLOW_READ", "ENABLE_ATOMIC_WRITE",
-                        "ENABLE_BATCH_ATOMIC_WRITE", "DEFAULT_PAGE_SIZE", "MAX_MMAP_SIZE", "DEFAULT_MMAP_SIZE",
-                        "OMIT_WAL", "ENABLE_PERSIST_WAL", "DEFAULT_LOCKING_MODE", "DEFAULT_CKPTFULLFSYNC",
+    for (auto prefix : {"THREADSAFE", "DEFAULT_SYNCHRONOUS", "DEFAULT_WAL_SYNCHRONOUS",
+                        "DEFAULT_JOURNAL_SIZE_LIMIT", "DEFAULT_WAL_AUTOCHECKPOINT",
+                        "DIRECT_OVERFLOW_READ", "ENABLE_ATOMIC_WRITE", "ENABLE_BATCH_ATOMIC_WRITE",
+                        "DEFAULT_PAGE_SIZE", "MAX_MMAP_SIZE", "DEFAULT_MMAP_SIZE", "OMIT_WAL",
+                        "ENABLE_PERSIST_WAL", "DEFAULT_LOCKING_MODE", "DEFAULT_CKPTFULLFSYNC",
                         "DISABLE_DIRSYNC", "ENABLE_POWERSAFE_OVERWRITE", "POWERSAFE_OVERWRITE"})
       if (o.rfind(prefix, 0) == 0) p.sqliteCompileOptions.push_back(o);
   }
@@ -102,8 +115,8 @@ reports::Report runSweep(const SweepOptions& opts) {
       throw std::runtime_error("unknown scenario " + want);
   }
   for (const auto& fp : opts.failpoints)
-    if (fp.size() < 2 || fp[0] != 'P' || fp.find_first_not_of("0123456789", 1) != std::string::npos ||
-        std::stoi(fp.substr(1)) > 11)
+    if (fp.size() < 2 || fp[0] != 'P' ||
+        fp.find_first_not_of("0123456789", 1) != std::string::npos || std::stoi(fp.substr(1)) > 11)
       throw std::runtime_error("unknown failpoint " + fp);
 
   // Reference runs (parallel across scenarios).
@@ -142,10 +155,13 @@ reports::Report runSweep(const SweepOptions& opts) {
   std::sort(primary.begin(), primary.end(), [](auto& a, auto& b) { return a.first < b.first; });
   std::vector<std::pair<CaseId, const Reference*>> mine;
   for (size_t i = 0; i < primary.size(); ++i)
-    if (static_cast<int>(i % static_cast<size_t>(opts.shardTotal)) == opts.shardIndex) mine.push_back(primary[i]);
+    if (static_cast<int>(i % static_cast<size_t>(opts.shardTotal)) == opts.shardIndex)
+      mine.push_back(primary[i]);
 
   // V9 sample: first hit of every (scenario, failpoint).
-  auto sampled = [&](const CaseId& id) { return opts.verifyDeterminism || (!id.isDoubleFault() && id.hit == 1); };
+  auto sampled = [&](const CaseId& id) {
+    return opts.verifyDeterminism || (!id.isDoubleFault() && id.hit == 1);
+  };
 
   std::mutex mu;
   std::deque<std::pair<CaseId, const Reference*>> queue(mine.begin(), mine.end());
@@ -162,8 +178,8 @@ reports::Report runSweep(const SweepOptions& opts) {
     double secs = std::chrono::duration<double>(now - wallStart).count();
     double rate = secs > 0 ? done.size() / secs : 0;
     double eta = rate > 0 ? (total - done.size()) / rate : 0;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done.size(), total, failures,
-                 rate, eta);
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done.size(),
+                 total, failures, rate, eta);
     std::fflush(stderr);
   };
 
@@ -193,7 +209,8 @@ reports::Report runSweep(const SweepOptions& opts) {
           std::string which;
           for (auto& [k, v] : strip(oc.record.checks))
             if (!(second.record.checks[k] == v)) which += (which.empty() ? "" : ", ") + k;
-          oc.record.checks["V9"] = reports::Check{"fail", "a second run gave a different verdict for " + which};
+          oc.record.checks["V9"] =
+              reports::Check{"fail", "a second run gave a different verdict for " + which};
           oc.record.verdict = "fail";
         }
       }
@@ -246,12 +263,16 @@ reports::Report runSweep(const SweepOptions& opts) {
   reports::finalizeSummary(rep, wall);
   std::error_code ec;
   if (!opts.keepFailures || rep.summary.failed == 0) fs::remove_all(root, ec);
-  std::fprintf(stderr, "crashsim sweep: %d cases, %d passed, %d failed; %.1f cases/s, median %.1f ms, p95 %.1f ms, wall %.1f s\n",
-               rep.summary.total, rep.summary.passed, rep.summary.failed, rep.summary.casesPerSecond,
-               rep.summary.medianCaseMs, rep.summary.p95CaseMs, rep.summary.wallSeconds);
+  std::fprintf(stderr,
+               "crashsim sweep: %d cases, %d passed, %d failed; %.1f cases/s, median %.1f ms, p95 "
+               "%.1f ms, wall %.1f s\n",
+               rep.summary.total, rep.summary.passed, rep.summary.failed,
+               rep.summary.casesPerSecond, rep.summary.medianCaseMs, rep.summary.p95CaseMs,
+               rep.summary.wallSeconds);
   if (opts.out) {
     reports::writeAll(rep, *opts.out);
-    std::fprintf(stderr, "reports: %s/{report.json,junit.xml,report.md,report.html}\n", opts.out->c_str());
+    std::fprintf(stderr, "reports: %s/{report.json,junit.xml,report.md,report.html}\n",
+                 opts.out->c_str());
   }
   return rep;
 }

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <tuple>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace crashsim::reports {
 

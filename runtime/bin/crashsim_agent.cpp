@@ -10,6 +10,8 @@
 // checks it is absent after a kill). Exit codes: 0 success (run completed / recovery pipeline
 // finished), 1 the run ended failed or cancelled, 2 usage or environment error (one-line
 // reason on stderr), including a malformed CRASHSIM_ARM before any work.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -109,8 +111,9 @@ int main(int argc, char** argv) {
     writeExitMarker(paths.storeDir, run->parsed() ? "run" : "recover", summary);
     return rc;
   } catch (const crashsim::Error& e) {
-    std::cout << Json{{"error", Json{{"code", e.code()}, {"message", e.what()}}}}.dump()
-              << std::endl;
+    const Json error{{"error", Json{{"code", e.code()}, {"message", e.what()}}}};
+    std::cout << error.dump() << std::endl;
+    if (!store.empty() && fs::is_directory(store)) writeExitMarker(store, "error", error);
     return usage(e.code() + ": " + e.what());
   } catch (const std::exception& e) {
     return usage(e.what());

@@ -98,7 +98,7 @@ BoundaryCursor BoundaryCursor::fromJson(const Json& j) {
     }
     identityFromJson(s["identity"]);
   }
-  if (manifestDigest(c.segments) != c.manifestDigest) {
+  if (crashsim::manifestDigest(c.segments) != c.manifestDigest) {
     throw Error(code::continuation_claim_invalid, "runtime boundary manifest digest mismatch");
   }
   return c;
@@ -118,7 +118,7 @@ BoundaryCursor buildBoundaryCursor(std::span<const ImmutablePrefix* const> segme
     }
     c.segments.push_back(p->segmentJson());
   }
-  c.manifestDigest = manifestDigest(c.segments);
+  c.manifestDigest = crashsim::manifestDigest(c.segments);
   return c;
 }
 

@@ -34,7 +34,7 @@ struct Reference {
 
 struct RunOptions {
   std::filesystem::path agent;
-  std::filesystem::path workRoot;      // per-case directories are created under it
+  std::filesystem::path workRoot;                // per-case directories are created under it
   std::optional<std::filesystem::path> keepDir;  // run CASE --keep DIR: use and keep this dir
   bool keepFailures = false;
   bool verbose = false;
@@ -46,8 +46,8 @@ struct CaseOutcome {
   reports::CaseRecord record;
   std::array<int, 12> recoveryHits{};  // hits of the first (unarmed) recovery run
   bool haveRecoveryHits = false;
-  std::filesystem::path keptAt;        // empty when the case dir was removed
-  std::vector<std::string> log;        // verbose narrative (crashsim run)
+  std::filesystem::path keptAt;  // empty when the case dir was removed
+  std::vector<std::string> log;  // verbose narrative (crashsim run)
 };
 
 // Builds the reference for one scenario under opts.workRoot/ref-<id>.

@@ -27,13 +27,13 @@ namespace crashsim::harness {
 
 // Expected end state after `crashsim-agent recover` runs to the end.
 enum class Outcome {
-  call_made_once,        // P0: the call was never committed; continuation issues it once
-  reissued_runs_once,    // P1: not dispatched; continuation trims it, re-issues, runs once
-  parked_by_reconcile,   // reconcile observed prior state → parked bundle, never re-run
-  parked_unsettled,      // no reconciler: stays indeterminate, run not continued
-  completed_bundle,      // reconcile observed expected state → completed bundle, ran once
-  completed_ran_once,    // T2 committed; continue; ran once
-  run_finished,          // P8/P9: every call done; repair makes fact and header agree
+  call_made_once,       // P0: the call was never committed; continuation issues it once
+  reissued_runs_once,   // P1: not dispatched; continuation trims it, re-issues, runs once
+  parked_by_reconcile,  // reconcile observed prior state → parked bundle, never re-run
+  parked_unsettled,     // no reconciler: stays indeterminate, run not continued
+  completed_bundle,     // reconcile observed expected state → completed bundle, ran once
+  completed_ran_once,   // T2 committed; continue; ran once
+  run_finished,         // P8/P9: every call done; repair makes fact and header agree
 };
 std::string_view toString(Outcome);
 
@@ -42,7 +42,7 @@ struct OracleRow {
   int failpoint;                  // 0..11
   std::string_view recoveryMode;  // reconcile | never_auto_retry | replay_safe
   bool reachedByAgentRun;         // hit by the agent run (false: P10, P11)
-  bool reachedByMode;             // can a call of this mode reach it at all (P10 needs a reconciler)
+  bool reachedByMode;  // can a call of this mode reach it at all (P10 needs a reconciler)
   // Durable tool-ledger facts of the armed operation right after the kill.
   bool call, dispatch, response;
   bool terminalEvent;  // the run's terminal RuntimeEvent is committed
@@ -61,7 +61,7 @@ const OracleRow& oracleRow(int failpoint, std::string_view recoveryMode);
 // Read replay_safe). Unknown tools → "never_auto_retry" (fail closed).
 std::string_view recoveryModeOfTool(std::string_view tool);
 inline constexpr std::array<std::string_view, 3> kRecoveryModes = {"reconcile", "never_auto_retry",
-                                                                  "replay_safe"};
+                                                                   "replay_safe"};
 
 // Expected durable state of one scenario call after the kill.
 struct OpExpectation {
@@ -73,11 +73,11 @@ struct OpExpectation {
 };
 
 struct CaseExpectation {
-  bool ok = false;      // false: the oracle cannot place this (failpoint, hit)
-  std::string whyNot;   // reason when !ok
+  bool ok = false;                  // false: the oracle cannot place this (failpoint, hit)
+  std::string whyNot;               // reason when !ok
   std::optional<size_t> armedCall;  // index into scenario.calls (P0–P7)
   const OracleRow* row = nullptr;
-  std::vector<OpExpectation> ops;   // one per scenario call, scenario order
+  std::vector<OpExpectation> ops;  // one per scenario call, scenario order
   bool terminalEvent = false;
   Outcome outcome = Outcome::run_finished;
 };

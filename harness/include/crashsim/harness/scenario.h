@@ -8,10 +8,9 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace crashsim::harness {
 
@@ -19,7 +18,7 @@ struct ScenarioCall {
   std::string id;    // provider tool call id (content.id of the function_call)
   std::string name;  // tool name
   nlohmann::json args;
-  size_t step = 0;        // index of the model step that issues it
+  size_t step = 0;         // index of the model step that issues it
   size_t indexInStep = 0;  // position among that step's calls
   bool refused = false;    // preflight refuses it: tool not offered or denied
 };

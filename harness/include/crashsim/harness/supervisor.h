@@ -20,7 +20,7 @@ namespace crashsim::harness {
 struct SpawnSpec {
   std::filesystem::path exe;
   std::vector<std::string> args;
-  std::map<std::string, std::string> env;  // added to (and overriding) the parent environment
+  std::map<std::string, std::string> env;        // added to (and overriding) the parent environment
   std::filesystem::path stdoutFile, stderrFile;  // empty = /dev/null
   std::chrono::milliseconds timeout{20000};
 };
@@ -32,8 +32,8 @@ struct ChildResult {
   int exitCode = -1;
   bool signaled = false;  // WIFSIGNALED
   int signal = 0;
-  std::string controlLine;       // armed runs: the line the child wrote (without newline)
-  std::string error;             // spawn/IO problem, empty when none
+  std::string controlLine;  // armed runs: the line the child wrote (without newline)
+  std::string error;        // spawn/IO problem, empty when none
   std::chrono::microseconds elapsed{0};
   bool killedBySigkill() const { return signaled && signal == 9; }
   std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"

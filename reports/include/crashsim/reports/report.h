@@ -93,7 +93,7 @@ struct Report {
   Selection selection;
   std::vector<Shard> shards;  // shards this report covers (one for a sweep; several merged)
   Summary summary;
-  std::vector<CaseRecord> cases;  // sorted by id
+  std::vector<CaseRecord> cases;  // sortCases() order
   bool operator==(const Report&) const = default;
 };
 
@@ -107,7 +107,7 @@ class ReportError : public std::runtime_error {
 // (median and p95 of durationMs, nearest-rank); wallSeconds/casesPerSecond from wallSeconds.
 void finalizeSummary(Report& report, double wallSeconds);
 
-// Sorts cases by id (byte order) — the canonical report order.
+// Sorts cases in natural order (scenario, failpoint number, hit, mode, recovery point).
 void sortCases(Report& report);
 
 Json toJson(const Report& report);

@@ -1,0 +1,250 @@
+// The `crashsim` command line: CLI11 wiring only; every command lives in its own file.
+#include "crashsim/harness/cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "crashsim/failpoints.h"
+#include "crashsim/harness/case_runner.h"
+#include "crashsim/harness/scenario.h"
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/harness/sweep.h"
+#include "crashsim/reports/report.h"
+#include "ledger_commands.h"
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::pair<int, int> parseShard(const std::string& s) {
+  auto slash = s.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    int i = std::stoi(s.substr(0, slash)), n = std::stoi(s.substr(slash + 1));
+    if (n < 1 || i < 0 || i >= n) throw std::invalid_argument("");
+    return {i, n};
+  } catch (const std::exception&) {
+    throw UsageError("--shard must be I/N with 0 <= I < N, got " + s);
+  }
+}
+
+int cmdScenarios(const fs::path& dir, bool json) {
+  auto all = loadScenarioDir(dir);
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& s : all) {
+      nlohmann::json calls = nlohmann::json::array();
+      for (const auto& c : s.calls)
+        calls.push_back({{"id", c.id}, {"name", c.name}, {"refused", c.refused}});
+      out.push_back({{"id", s.id},
+                     {"description", s.description},
+                     {"file", s.file.filename().string()},
+                     {"tools", s.tools},
+                     {"calls", calls}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& s : all) {
+    std::string calls;
+    for (const auto& c : s.calls)
+      calls += (calls.empty() ? "" : ", ") + c.name + (c.refused ? " (refused)" : "");
+    std::cout << fmt::format("{:<22} {} call(s): {}\n  {}\n", s.id, s.calls.size(), calls,
+                             s.description);
+  }
+  return 0;
+}
+
+int cmdRun(const std::string& caseText, const std::string& keep, const fs::path& scenarioDir,
+           const std::string& extra) {
+  CaseId id;
+  try {
+    id = parseCaseId(caseText);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  auto all = loadScenarioDir(scenarioDir);
+  auto it =
+      std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id.scenario; });
+  if (it == all.end()) throw UsageError("unknown scenario " + id.scenario);
+  RunOptions ro;
+  ro.agent = locateAgent();
+  if (ro.agent.empty() || !fs::exists(ro.agent))
+    throw UsageError("crashsim-agent not found (set CRASHSIM_AGENT)");
+  ro.workRoot = defaultWorkRoot(id.mode) / fmt::format("crashsim-run-{}", ::getpid());
+  fs::create_directories(ro.workRoot);
+  ro.verbose = true;
+  ro.keepDir = keep.empty()
+                   ? fs::temp_directory_path() / fmt::format("crashsim-run-{}-case", ::getpid())
+                   : fs::path(keep);
+  if (fs::exists(*ro.keepDir) && !fs::is_empty(*ro.keepDir) && !fs::exists(*ro.keepDir / "store"))
+    throw UsageError("--keep " + ro.keepDir->string() +
+                     " exists and is not an earlier case directory");
+  ro.reproduceExtra = extra;
+  Reference ref = buildReference(*it, ro);
+  if (!ref.problem.empty()) {
+    fs::remove_all(ro.workRoot);
+    std::cerr << "crashsim run: scenario " << it->id << ": " << ref.problem << "\n";
+    return 2;
+  }
+  CaseOutcome oc = runCase(id, ref, ro);
+  fs::remove_all(ro.workRoot);
+  std::cout << "case " << oc.record.id << "\n";
+  for (const auto& l : oc.log) std::cout << "  " << l << "\n";
+  for (const auto& [k, v] : oc.record.checks)
+    std::cout << fmt::format("  {} {}{}\n", k, v.status, v.reason.empty() ? "" : " — " + v.reason);
+  std::cout << "verdict: " << oc.record.verdict << " ("
+            << fmt::format("{:.1f}", oc.record.durationMs) << " ms)\n";
+  std::cout << "case directory: " << oc.keptAt.string() << "\n";
+  std::cout << "inspect the store after recovery: crashsim inspect "
+            << (oc.keptAt / "store").string() << "\n";
+  if (oc.record.verdict != "pass") std::cout << "reproduce: " << oc.record.reproduce << "\n";
+  return oc.record.verdict == "pass" ? 0 : 1;
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+  CLI::App app{"crashsim — crash-consistency harness for the durable agent runtime"};
+  app.require_subcommand(1);
+  std::string scenarioDirOpt;
+  app.add_option("--scenarios", scenarioDirOpt,
+                 "scenario directory (default $CRASHSIM_SCENARIOS or the built-in scenarios)");
+
+  // sweep
+  auto* sweep =
+      app.add_subcommand("sweep", "exhaustive crash sweep over every reachable (failpoint, hit)");
+  SweepOptions so;
+  std::string shard, out;
+  sweep->add_option("--scenario", so.scenarios, "scenario id (repeatable)");
+  sweep->add_option("--failpoint", so.failpoints, "failpoint P0..P11 (repeatable)");
+  sweep->add_option("--mode", so.mode, "fault mode")->check(CLI::IsMember({"kill", "powerloss"}));
+  sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores)")
+      ->check(CLI::PositiveNumber);
+  sweep->add_option("--shard", shard,
+                    "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
+  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss subsets)");
+  sweep->add_option("--out", out, "write report.json, junit.xml, report.md, report.html here");
+  sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
+  sweep->add_flag("--double-faults", so.doubleFaults,
+                  "also kill the recovery process at P8/P9/P10/P11 hits");
+  sweep->add_flag("--verify-determinism", so.verifyDeterminism,
+                  "V9 for every case (default: a sample)");
+
+  auto* run = app.add_subcommand("run", "run one case verbosely and keep its directory");
+  std::string caseText, keep;
+  run->add_option("CASE", caseText, "case id, e.g. write-config-port/P4#1/kill")->required();
+  run->add_option("--keep", keep, "case directory to use and keep");
+
+  auto* inspect =
+      app.add_subcommand("inspect", "repair dry run, resolver decisions, plan, lineage of a store");
+  std::string storeDir;
+  bool json = false;
+  inspect->add_option("STORE", storeDir, "store directory")->required();
+  inspect->add_flag("--json", json, "JSON output");
+
+  auto* resume =
+      app.add_subcommand("resume", "start-up path: repair, then resolve and plan every run");
+  resume->add_option("STORE", storeDir, "store directory")->required();
+
+  auto* ledger = app.add_subcommand("ledger", "pure ledger tools");
+  ledger->require_subcommand(1);
+  std::string file;
+  std::optional<uint64_t> highWater;
+  auto* resolve =
+      ledger->add_subcommand("resolve", "resolver decisions + Phase 0 plan of a RuntimeEvent list");
+  resolve->add_option("FILE", file, "JSON array or JSON lines; - or absent = stdin");
+  resolve->add_option("--expected-high-water", highWater, "expected runtime event high-water");
+  auto* argsHash = ledger->add_subcommand("args-hash", "canonicalArgsHash of strict JSON args");
+  std::string tool;
+  argsHash->add_option("--tool", tool, "tool name")->required();
+  argsHash->add_option("FILE", file, "args JSON; - or absent = stdin");
+  auto* prefix = ledger->add_subcommand("prefix-digest", "prefix digest of {identity, events}");
+  prefix->add_option("FILE", file, "input JSON; - or absent = stdin");
+
+  auto* report = app.add_subcommand("report", "report tools");
+  report->require_subcommand(1);
+  auto* merge = report->add_subcommand("merge", "merge shard or platform reports into one");
+  std::vector<std::string> files;
+  merge->add_option("FILE", files, "report.json files")->required();
+  merge->add_option("--out", out, "output directory")->required();
+
+  auto* fps = app.add_subcommand("failpoints", "the failpoint catalogue");
+  fps->add_flag("--json", json, "JSON output");
+  auto* scs = app.add_subcommand("scenarios", "the built-in scenarios");
+  scs->add_flag("--json", json, "JSON output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "crashsim: " << e.what() << " (see crashsim --help)\n";
+    return 2;
+  }
+
+  fs::path scenarioDir = scenarioDirOpt.empty() ? defaultScenarioDir() : fs::path(scenarioDirOpt);
+  std::string extra = scenarioDirOpt.empty() ? "" : " --scenarios " + scenarioDirOpt;
+  // `crashsim run` takes --scenarios before the subcommand; put it first in reproduce lines.
+  try {
+    if (*sweep) {
+      if (!shard.empty()) {
+        std::tie(so.shardIndex, so.shardTotal) = parseShard(shard);
+      } else if (const char* i = std::getenv("GTEST_SHARD_INDEX"),
+                 *n = std::getenv("GTEST_TOTAL_SHARDS");
+                 i && n) {
+        std::tie(so.shardIndex, so.shardTotal) = parseShard(std::string(i) + "/" + n);
+      }
+      if (!out.empty()) so.out = fs::path(out);
+      so.scenarioDir = scenarioDir;
+      so.reproduceExtra = extra;
+      so.progressTty = ::isatty(2);
+      auto rep = runSweep(so);
+      return rep.summary.failed == 0 ? 0 : 1;
+    }
+    if (*run) return cmdRun(caseText, keep, scenarioDir, extra);
+    if (*inspect) return inspectStore(storeDir, json);
+    if (*resume) return resumeStore(storeDir);
+    if (*resolve) return ledgerResolve(readInput(file), highWater);
+    if (*argsHash) return ledgerArgsHash(tool, readInput(file));
+    if (*prefix) return ledgerPrefixDigest(readInput(file));
+    if (*merge) {
+      std::vector<reports::Report> rs;
+      for (const auto& f : files) rs.push_back(reports::readReportFile(f));
+      auto merged = reports::mergeReports(rs);
+      reports::writeAll(merged, out);
+      std::cerr << fmt::format("merged {} report(s): {} cases, {} failed → {}\n", rs.size(),
+                               merged.summary.total, merged.summary.failed, out);
+      return merged.summary.failed == 0 ? 0 : 1;
+    }
+    if (*fps) {
+      std::cout << (json ? failpoints::catalogueJson(2) : failpoints::catalogueText()) << "\n";
+      return 0;
+    }
+    if (*scs) return cmdScenarios(scenarioDir, json);
+  } catch (const UsageError& e) {
+    std::cerr << "crashsim: " << e.what() << "\n";
+    return 2;
+  } catch (const reports::ReportError& e) {
+    std::cerr << "crashsim: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "crashsim: " << e.what() << "\n";
+    return 2;
+  }
+  return 2;
+}
+
+}  // namespace crashsim::harness
