@@ -58,10 +58,14 @@ std::u16string utf16(const std::string& s) {
     const auto c = static_cast<unsigned char>(s[i]);
     uint32_t cp;
     size_t len;
-    if (c < 0x80) cp = c, len = 1;
-    else if (c < 0xE0) cp = c & 0x1F, len = 2;
-    else if (c < 0xF0) cp = c & 0x0F, len = 3;
-    else cp = c & 0x07, len = 4;
+    if (c < 0x80)
+      cp = c, len = 1;
+    else if (c < 0xE0)
+      cp = c & 0x1F, len = 2;
+    else if (c < 0xF0)
+      cp = c & 0x0F, len = 3;
+    else
+      cp = c & 0x07, len = 4;
     for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
     i += len;
     if (cp >= 0x10000) {
@@ -96,7 +100,8 @@ void assertKeysSortedUtf16(const nlohmann::ordered_json& v) {
 Json withProtoKeys(const Json& v, const std::vector<int>& sel, size_t& k, bool& inserted) {
   if (v.is_object()) {
     Json o = Json::object();
-    for (auto it = v.begin(); it != v.end(); ++it) o[it.key()] = withProtoKeys(it.value(), sel, k, inserted);
+    for (auto it = v.begin(); it != v.end(); ++it)
+      o[it.key()] = withProtoKeys(it.value(), sel, k, inserted);
     if (k < sel.size() && sel[k++] % 2 == 0 && !o.contains("__proto__")) {
       o["__proto__"] = Json{{"admin", true}, {"n", sel[k - 1]}};
       inserted = true;
@@ -147,8 +152,10 @@ RC_GTEST_PROP(CodecProperties, StableJsonIsInvariantToKeyOrderSortedByUtf16AndRo
   bool inString = false;
   for (size_t i = 0; i < s.size(); ++i) {
     if (inString) {
-      if (s[i] == '\\') ++i;
-      else if (s[i] == '"') inString = false;
+      if (s[i] == '\\')
+        ++i;
+      else if (s[i] == '"')
+        inString = false;
     } else {
       RC_ASSERT(s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r');
       if (s[i] == '"') inString = true;

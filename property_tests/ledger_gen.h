@@ -40,9 +40,23 @@ namespace crashsim::propgen {
 // Free-form JSON values (tool args, results, codec inputs).
 
 inline const std::vector<std::string>& keyAlphabet() {
-  static const std::vector<std::string> keys = {
-      "path", "content", "a", "b", "z", "A", "_", "required", "enum", "__proto__", "é",
-      "\xF0\x9F\x98\x80" /* U+1F600 */, "\xEF\xBD\xA1" /* U+FF61 */, "k\x01", "", "10", "2"};
+  static const std::vector<std::string> keys = {"path",
+                                                "content",
+                                                "a",
+                                                "b",
+                                                "z",
+                                                "A",
+                                                "_",
+                                                "required",
+                                                "enum",
+                                                "__proto__",
+                                                "é",
+                                                "\xF0\x9F\x98\x80" /* U+1F600 */,
+                                                "\xEF\xBD\xA1" /* U+FF61 */,
+                                                "k\x01",
+                                                "",
+                                                "10",
+                                                "2"};
   return keys;
 }
 
@@ -55,22 +69,31 @@ inline rc::Gen<std::string> genText() {
 }
 
 inline rc::Gen<std::string> genUnicodeText() {
-  return rc::gen::map(
-      rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 12)), [](const std::vector<int>& v) {
-        static const char* pieces[] = {"a",  "Z",  "0",  " ",          "\"",         "\\",
-                                       "\n", "\x02", "\xC3\xA9" /*é*/, "\xE2\x80\xA8" /*U+2028*/,
-                                       "\xF0\x9F\x98\x80", "\xEF\xBF\xBF"};
-        std::string s;
-        for (int i : v) s += pieces[i];
-        return s;
-      });
+  return rc::gen::map(rc::gen::container<std::vector<int>>(rc::gen::inRange(0, 12)),
+                      [](const std::vector<int>& v) {
+                        static const char* pieces[] = {"a",
+                                                       "Z",
+                                                       "0",
+                                                       " ",
+                                                       "\"",
+                                                       "\\",
+                                                       "\n",
+                                                       "\x02",
+                                                       "\xC3\xA9" /*é*/,
+                                                       "\xE2\x80\xA8" /*U+2028*/,
+                                                       "\xF0\x9F\x98\x80",
+                                                       "\xEF\xBF\xBF"};
+                        std::string s;
+                        for (int i : v) s += pieces[i];
+                        return s;
+                      });
 }
 
 inline rc::Gen<double> genNumber() {
   return rc::gen::weightedOneOf<double>({
       {4, rc::gen::map(rc::gen::inRange(-1000, 1001), [](int i) { return double(i); })},
-      {1, rc::gen::element(0.5, -0.0, 1.5, 1e21, 1e-7, 123456789.125, 9007199254740991.0,
-                           0.1, -2.5e-300, 5e-324)},
+      {1, rc::gen::element(0.5, -0.0, 1.5, 1e21, 1e-7, 123456789.125, 9007199254740991.0, 0.1,
+                           -2.5e-300, 5e-324)},
       {1, rc::gen::map(rc::gen::arbitrary<double>(),
                        [](double d) { return std::isfinite(d) ? d : 0.25; })},
   });
@@ -80,27 +103,28 @@ inline rc::Gen<Json> genJson(int depth = 3) {
   auto scalar = rc::gen::weightedOneOf<Json>({
       {1, rc::gen::just(Json(nullptr))},
       {1, rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) { return Json(b); })},
-      {3, rc::gen::map(genNumber(), [](double d) {
-         // keep integral values integral, like JSON.parse would hand them over
-         if (d == static_cast<double>(static_cast<int64_t>(d)) && std::abs(d) < 9.0e15 &&
-             !std::signbit(d))
-           return Json(static_cast<int64_t>(d));
-         return Json(d);
-       })},
+      {3, rc::gen::map(genNumber(),
+                       [](double d) {
+                         // keep integral values integral, like JSON.parse would hand them over
+                         if (d == static_cast<double>(static_cast<int64_t>(d)) &&
+                             std::abs(d) < 9.0e15 && !std::signbit(d))
+                           return Json(static_cast<int64_t>(d));
+                         return Json(d);
+                       })},
       {3, rc::gen::map(genUnicodeText(), [](const std::string& s) { return Json(s); })},
   });
   if (depth <= 0) return scalar;
   auto inner = rc::gen::lazy([depth] { return genJson(depth - 1); });
   auto arr = rc::gen::map(rc::gen::resize(4, rc::gen::container<std::vector<Json>>(inner)),
                           [](const std::vector<Json>& v) { return Json(v); });
-  auto obj = rc::gen::map(
-      rc::gen::resize(4, rc::gen::container<std::vector<std::pair<std::string, Json>>>(
-                             rc::gen::pair(rc::gen::elementOf(keyAlphabet()), inner))),
-      [](const std::vector<std::pair<std::string, Json>>& kvs) {
-        Json o = Json::object();
-        for (const auto& [k, v] : kvs) o[k] = v;
-        return o;
-      });
+  auto obj =
+      rc::gen::map(rc::gen::resize(4, rc::gen::container<std::vector<std::pair<std::string, Json>>>(
+                                          rc::gen::pair(rc::gen::elementOf(keyAlphabet()), inner))),
+                   [](const std::vector<std::pair<std::string, Json>>& kvs) {
+                     Json o = Json::object();
+                     for (const auto& [k, v] : kvs) o[k] = v;
+                     return o;
+                   });
   return rc::gen::weightedOneOf<Json>({{3, scalar}, {1, arr}, {2, obj}});
 }
 
@@ -136,9 +160,9 @@ enum class Fate {
 inline constexpr int kFateCount = 7;
 
 inline const char* fateName(Fate f) {
-  static const char* names[] = {"dispatched_pending", "dispatched_ok", "dispatched_error",
-                                "refused",            "not_dispatched", "bundle_completed",
-                                "bundle_parked"};
+  static const char* names[] = {
+      "dispatched_pending", "dispatched_ok",    "dispatched_error", "refused",
+      "not_dispatched",     "bundle_completed", "bundle_parked"};
   return names[static_cast<int>(f)];
 }
 
@@ -186,7 +210,8 @@ inline rc::Gen<OpSpec> genOpSpec() {
     op.tool = *rc::gen::inRange(0, static_cast<int>(toolNames().size()));
     op.args = *genArgs();
     op.callSeparate = *rc::gen::arbitrary<bool>();
-    op.hidden = *rc::gen::weightedOneOf<bool>({{9, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+    op.hidden =
+        *rc::gen::weightedOneOf<bool>({{9, rc::gen::just(false)}, {1, rc::gen::just(true)}});
     op.recoveryMode = *rc::gen::inRange(0, static_cast<int>(recoveryModes().size()));
     op.parkedObservation = *rc::gen::inRange(0, 3);
     return op;
@@ -196,12 +221,14 @@ inline rc::Gen<OpSpec> genOpSpec() {
 inline rc::Gen<LedgerSpec> genLedgerSpec() {
   return rc::gen::exec([] {
     LedgerSpec spec;
-    spec.marker = *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
+    spec.marker =
+        *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
     spec.steps = *rc::gen::resize(
         4, rc::gen::container<std::vector<StepSpec>>(rc::gen::exec([] {
           StepSpec s;
           s.text = *rc::gen::arbitrary<bool>();
-          s.partialText = *rc::gen::weightedOneOf<bool>({{5, rc::gen::just(false)}, {1, rc::gen::just(true)}});
+          s.partialText =
+              *rc::gen::weightedOneOf<bool>({{5, rc::gen::just(false)}, {1, rc::gen::just(true)}});
           s.ops = *rc::gen::resize(3, rc::gen::container<std::vector<OpSpec>>(genOpSpec()));
           s.schedule = *rc::gen::container<std::vector<int>>(12, rc::gen::inRange(0, 3));
           return s;
@@ -250,10 +277,10 @@ namespace build {
 
 inline Json envelope(const Identity& id, const std::string& eventId, double ts, const char* role,
                      const char* author) {
-  return Json{{"id", eventId},         {"invocationId", id.invocationId},
-              {"runId", id.runId},     {"sessionId", id.sessionId},
-              {"turnId", id.turnId},   {"ts", ts},
-              {"partial", false},      {"role", role},
+  return Json{{"id", eventId},       {"invocationId", id.invocationId},
+              {"runId", id.runId},   {"sessionId", id.sessionId},
+              {"turnId", id.turnId}, {"ts", ts},
+              {"partial", false},    {"role", role},
               {"author", author}};
 }
 
@@ -273,7 +300,8 @@ inline BuiltLedger buildLedger(const LedgerSpec& spec, const Identity& id = {}) 
 
   Json user = envelope(id, "user-1", ts++, "user", "user");
   user["content"] = Json{{"kind", "text"}, {"text", "do the task"}};
-  if (spec.marker) user["actions"] = Json{{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
+  if (spec.marker)
+    user["actions"] = Json{{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
   push(user, true);
 
   int opCounter = 0;
@@ -310,8 +338,8 @@ inline BuiltLedger buildLedger(const LedgerSpec& spec, const Identity& id = {}) 
       const std::string mode = bundle ? "reconcile" : recoveryModes()[o.recoveryMode];
 
       Json call = envelope(id, f.operationId + "_call", 0, "model", "agent");
-      call["content"] = Json{{"kind", "function_call"}, {"id", f.callId}, {"name", f.toolName},
-                             {"args", o.args}};
+      call["content"] =
+          Json{{"kind", "function_call"}, {"id", f.callId}, {"name", f.toolName}, {"args", o.args}};
       if (o.hidden) call["modelVisibility"] = "hidden";
       f.callEventId = call["id"];
       // Refused and not-dispatched calls are always committed by the generic writer first.
@@ -320,7 +348,9 @@ inline BuiltLedger buildLedger(const LedgerSpec& spec, const Identity& id = {}) 
 
       auto response = [&](const std::string& eventId, bool isError, bool bound) {
         Json r = envelope(id, eventId, 0, "tool", "tool");
-        r["content"] = Json{{"kind", "function_response"}, {"id", f.callId}, {"name", f.toolName},
+        r["content"] = Json{{"kind", "function_response"},
+                            {"id", f.callId},
+                            {"name", f.toolName},
                             {"result", isError ? Json{{"error", "tool failed"}}
                                                : Json{{"ok", true}, {"path", "out.txt"}}}};
         if (isError) r["content"]["isError"] = true;
@@ -354,16 +384,16 @@ inline BuiltLedger buildLedger(const LedgerSpec& spec, const Identity& id = {}) 
           const std::string observation =
               completed ? "matches_expected_state" : parkedObservations()[o.parkedObservation];
           Json rec = envelope(id, f.operationId + "_reconcile", 0, "system", "system");
-          rec["actions"] = Json{
-              {"toolRecovery",
-               {{"kind", "maka.tool.reconcile_result"},
-                {"version", 1},
-                {"payload",
-                 {{"protocol", "tool_reconcile_v1"},
-                  {"operationId", f.operationId},
-                  {"observation", observation},
-                  {"observationSchema", "state_identity_v1"},
-                  {"observationDigest", build::digestOf(observation + f.operationId)}}}}}};
+          rec["actions"] =
+              Json{{"toolRecovery",
+                    {{"kind", "maka.tool.reconcile_result"},
+                     {"version", 1},
+                     {"payload",
+                      {{"protocol", "tool_reconcile_v1"},
+                       {"operationId", f.operationId},
+                       {"observation", observation},
+                       {"observationSchema", "state_identity_v1"},
+                       {"observationDigest", build::digestOf(observation + f.operationId)}}}}}};
           rec["refs"] = Json{{"operationId", f.operationId}, {"toolCallId", f.callId}};
           f.reconcileEventId = rec["id"];
           Group g;
@@ -385,10 +415,9 @@ inline BuiltLedger buildLedger(const LedgerSpec& spec, const Identity& id = {}) 
           }
           payload["evidenceEventIds"] = evidence;
           Json dec = envelope(id, f.operationId + "_decision", 0, "system", "system");
-          dec["actions"] = Json{{"toolRecovery",
-                                 {{"kind", "maka.tool.recovery_decision"},
-                                  {"version", 1},
-                                  {"payload", payload}}}};
+          dec["actions"] = Json{
+              {"toolRecovery",
+               {{"kind", "maka.tool.recovery_decision"}, {"version", 1}, {"payload", payload}}}};
           dec["refs"] = Json{{"operationId", f.operationId}, {"toolCallId", f.callId}};
           f.decisionEventId = dec["id"];
           g.evs.push_back(dec);
@@ -475,10 +504,10 @@ enum class CorruptionKind {
 inline constexpr int kCorruptionKinds = 15;
 
 inline const char* corruptionName(CorruptionKind k) {
-  static const char* names[] = {"duplicate_event", "duplicate_id",   "remove_event",
-                                "swap_adjacent",   "hash_drift",     "args_drift",
+  static const char* names[] = {"duplicate_event", "duplicate_id",    "remove_event",
+                                "swap_adjacent",   "hash_drift",      "args_drift",
                                 "identity_drift",  "tool_name_drift", "refs_drift",
-                                "late_marker",     "multi_lane",     "operation_collision",
+                                "late_marker",     "multi_lane",      "operation_collision",
                                 "evidence_tamper", "duplicate_call",  "partial_flag"};
   return names[static_cast<int>(k)];
 }
@@ -622,18 +651,19 @@ inline void applyCorruption(std::vector<Json>& evs, const Corruption& c) {
       if (hasContentKind(e, "function_call")) {
         const std::string cid = e["content"]["id"];
         const std::string name = e["content"]["name"];
-        e["actions"] = Json{{"toolDispatch",
-                             {{"protocol", "t1_after_preflight_v1"},
-                              {"operationId", deriveOperationId(e["invocationId"].get<std::string>(), cid)},
-                              {"providerToolCallId", cid},
-                              {"toolName", name},
-                              {"canonicalArgsHash", canonicalArgsHash(name, e["content"]["args"])},
-                              {"recoveryMode", "never_auto_retry"}}}};
+        e["actions"] =
+            Json{{"toolDispatch",
+                  {{"protocol", "t1_after_preflight_v1"},
+                   {"operationId", deriveOperationId(e["invocationId"].get<std::string>(), cid)},
+                   {"providerToolCallId", cid},
+                   {"toolName", name},
+                   {"canonicalArgsHash", canonicalArgsHash(name, e["content"]["args"])},
+                   {"recoveryMode", "never_auto_retry"}}}};
       } else {
         // dispatch / recovery fact gaining a function_response content
         std::string cid = e.contains("refs") ? e["refs"].value("toolCallId", "x") : "x";
-        e["content"] = Json{{"kind", "function_response"}, {"id", cid}, {"name", "Write"},
-                            {"result", nullptr}};
+        e["content"] = Json{
+            {"kind", "function_response"}, {"id", cid}, {"name", "Write"}, {"result", nullptr}};
       }
       break;
     }
@@ -701,8 +731,8 @@ inline rc::Gen<LedgerCase> genLedgerCase(bool withCorruptions = true) {
   return rc::gen::exec([withCorruptions] {
     LedgerCase c;
     c.spec = *genLedgerSpec();
-    c.dropFromEnd = *rc::gen::weightedOneOf<int>(
-        {{2, rc::gen::just(0)}, {3, rc::gen::inRange(0, 40)}});
+    c.dropFromEnd =
+        *rc::gen::weightedOneOf<int>({{2, rc::gen::just(0)}, {3, rc::gen::inRange(0, 40)}});
     if (withCorruptions)
       c.corruptions = *rc::gen::weightedOneOf<std::vector<Corruption>>(
           {{2, rc::gen::just(std::vector<Corruption>{})},
@@ -751,7 +781,8 @@ inline std::vector<RuntimeEvent> decodeValid(const std::vector<Json>& evs) {
 
 inline std::string showLedger(const std::vector<Json>& evs) {
   std::string s;
-  for (size_t i = 0; i < evs.size(); ++i) s += "  [" + std::to_string(i) + "] " + stableJson(evs[i]) + "\n";
+  for (size_t i = 0; i < evs.size(); ++i)
+    s += "  [" + std::to_string(i) + "] " + stableJson(evs[i]) + "\n";
   return s;
 }
 

@@ -33,7 +33,8 @@ RecoveryResolution plantedFaultResolver(std::span<const RuntimeEvent> events) {
   return r;
 }
 
-TEST(PlantedFault, ModelComparisonCatchesCompletedForDispatchWithoutResponseAndShrinksToFourEvents) {
+TEST(PlantedFault,
+     ModelComparisonCatchesCompletedForDispatchWithoutResponseAndShrinksToFourEvents) {
   std::vector<Json> lastFailing;
   std::string lastDiff;
   const auto property = [&] {
@@ -41,8 +42,7 @@ TEST(PlantedFault, ModelComparisonCatchesCompletedForDispatchWithoutResponseAndS
     const auto json = propgen::caseEvents(c);
     const auto events = propgen::decodeAll(json);
     RC_PRE(events.has_value());
-    const std::string diff =
-        model::compare(model::resolve(*events), plantedFaultResolver(*events));
+    const std::string diff = model::compare(model::resolve(*events), plantedFaultResolver(*events));
     if (!diff.empty()) {
       lastFailing = json;  // RapidCheck adopts every failing shrink: the last one is minimal
       lastDiff = diff;

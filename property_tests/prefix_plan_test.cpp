@@ -29,7 +29,8 @@ std::optional<Expected> expectedFor(const OpFacts& f, const std::set<std::string
   auto has = [&](const std::string& id) { return !id.empty() && present.count(id) > 0; };
   if (!has(f.callEventId)) return std::nullopt;
   if (!has(f.dispatchEventId)) {
-    if (has(f.responseEventId)) return Expected{"completed", "matching_response", "pre_t1_synthetic"};
+    if (has(f.responseEventId))
+      return Expected{"completed", "matching_response", "pre_t1_synthetic"};
     if (marker) return Expected{"definitely_not_dispatched", "new_protocol_before_dispatch", {}};
     return Expected{"indeterminate", "legacy_dispatch_unknown", {}};
   }
@@ -146,8 +147,8 @@ void assertReplayPaired(const std::vector<RuntimeEvent>& evs, const ResumePlan& 
 
 void assertPlanInvariants(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
   // safe_replay <=> no rejection reasons, no verification, no corruption (d.7)
-  const bool safe = plan.rejectionReasons.empty() && !plan.requiresVerification &&
-                    !plan.resolution.hasCorruption;
+  const bool safe =
+      plan.rejectionReasons.empty() && !plan.requiresVerification && !plan.resolution.hasCorruption;
   RC_ASSERT((plan.disposition == "safe_replay") == safe);
   RC_ASSERT(plan.disposition == "safe_replay" || plan.disposition == "blocked");
   RC_ASSERT(plan.directive.has_value() == plan.requiresVerification);
@@ -193,8 +194,7 @@ RC_GTEST_PROP(PlanProperties, PlanIsDeterministicUserHeadedPairedAndSafeOnlyWhen
     const auto exp = expectedFor(f, p.present, p.ledger.marker);
     if (!exp || f.hidden) continue;
     bool callReplayed = false;
-    for (size_t idx : a.replayEventIndexes)
-      callReplayed |= p.events[idx].id == f.callEventId;
+    for (size_t idx : a.replayEventIndexes) callReplayed |= p.events[idx].id == f.callEventId;
     RC_ASSERT(callReplayed == (exp->status == "completed"));
   }
 }

@@ -119,7 +119,8 @@ inline L laneOf(const Json& e) {
       if (!keysExactly(*actions, {"toolDispatch"})) return L::conflict;
       if (!refs) return L::conflict;
       if (!keysExactly(*refs, {"operationId", "toolCallId"}) &&
-          !keysExactly(*refs, {"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}))
+          !keysExactly(*refs,
+                       {"operationId", "toolCallId", "parentToolCallId", "parentOperationId"}))
         return L::conflict;
       return lane;
     }
@@ -325,7 +326,8 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
       if (collided) continue;
       op.opId = opId;
       op.dispatch = i;
-      bool identityOk = str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
+      bool identityOk =
+          str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
       if (op.call && str(E[*op.call]["content"], "name") != str(td, "toolName")) identityOk = false;
       if (op.call && !(execOf(E[*op.call]) == execOf(e))) identityOk = false;
       if (!identityOk) addOpIssue(op, "identity_conflict", id);
@@ -391,9 +393,9 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
 
   // c.3 decisions
   static const std::vector<std::string> priority = {
-      "duplicate_call",    "duplicate_operation",          "duplicate_dispatch",
-      "duplicate_response", "orphan_response",             "canonical_args_hash_conflict",
-      "identity_conflict", "event_order_conflict"};
+      "duplicate_call",     "duplicate_operation", "duplicate_dispatch",
+      "duplicate_response", "orphan_response",     "canonical_args_hash_conflict",
+      "identity_conflict",  "event_order_conflict"};
   for (const Op& op : ops) {
     Decision d;
     d.toolCallId = op.callId;
@@ -471,7 +473,9 @@ inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
   std::ostringstream os;
   auto opt = [](const std::optional<std::string>& s) { return s ? *s : std::string("<absent>"); };
   const bool rNew = r.toolBoundaryProtocol && *r.toolBoundaryProtocol == "t1_after_preflight_v1";
-  if (m.newProtocol != rNew) os << "toolBoundaryProtocol: model " << m.newProtocol << " resolver " << opt(r.toolBoundaryProtocol) << "\n";
+  if (m.newProtocol != rNew)
+    os << "toolBoundaryProtocol: model " << m.newProtocol << " resolver "
+       << opt(r.toolBoundaryProtocol) << "\n";
   if (m.hasCorruption != r.hasCorruption)
     os << "hasCorruption: model " << m.hasCorruption << " resolver " << r.hasCorruption << "\n";
   if (m.requiresReconciliation != r.requiresReconciliation)
@@ -511,8 +515,9 @@ inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
     if (a.responseId != b.responseRuntimeEventId)
       d << " responseRuntimeEventId " << opt(a.responseId) << "/" << opt(b.responseRuntimeEventId);
     if (a.responseIsError != b.responseIsError)
-      d << " responseIsError " << (a.responseIsError ? (*a.responseIsError ? "true" : "false") : "<absent>")
-        << "/" << (b.responseIsError ? (*b.responseIsError ? "true" : "false") : "<absent>");
+      d << " responseIsError "
+        << (a.responseIsError ? (*a.responseIsError ? "true" : "false") : "<absent>") << "/"
+        << (b.responseIsError ? (*b.responseIsError ? "true" : "false") : "<absent>");
     if (!d.str().empty()) os << "decision[" << k << "] (model/resolver):" << d.str() << "\n";
   }
   return os.str();

@@ -3,12 +3,13 @@
 // with runtime/src/recovery. Both must agree on every generated ledger, every prefix of it and
 // every corruption of those: toolBoundaryProtocol, decisions (status, reason, settlement
 // origin, ids, responseIsError), issues (code@eventId multiset) and both flags.
+#include "resolver_model.h"
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include "crashsim/recovery_resolver.h"
 #include "ledger_gen.h"
-#include "resolver_model.h"
 
 namespace crashsim {
 namespace {
@@ -20,8 +21,9 @@ void checkAgreement(const std::vector<Json>& json, const std::vector<RuntimeEven
   const RecoveryResolution r = resolveRecovery(events);
   const std::string diff = model::compare(m, r);
   if (!diff.empty()) {
-    RC_LOG() << "ledger:\n" << propgen::showLedger(json) << model::show(m) << "resolver: "
-             << toJson(r).dump() << "\n";
+    RC_LOG() << "ledger:\n"
+             << propgen::showLedger(json) << model::show(m) << "resolver: " << toJson(r).dump()
+             << "\n";
     RC_FAIL("model and resolver disagree:\n" + diff);
   }
   RC_TAG(m.hasCorruption ? "corrupt" : (m.requiresReconciliation ? "needs-reconcile" : "clean"));
@@ -59,13 +61,27 @@ RC_GTEST_PROP(ResolverModel, SemanticLaneOfEveryEventMatchesTheModelsReading, ()
     const L m = model::impl::laneOf(e.json);
     Lane expected = Lane::ordinary;
     switch (m) {
-      case L::ordinary: expected = Lane::ordinary; break;
-      case L::call: expected = Lane::function_call; break;
-      case L::dispatch: expected = Lane::tool_dispatch; break;
-      case L::response: expected = Lane::function_response; break;
-      case L::reconcile: expected = Lane::reconcile_result; break;
-      case L::decision: expected = Lane::recovery_decision; break;
-      case L::conflict: expected = Lane::conflict; break;
+      case L::ordinary:
+        expected = Lane::ordinary;
+        break;
+      case L::call:
+        expected = Lane::function_call;
+        break;
+      case L::dispatch:
+        expected = Lane::tool_dispatch;
+        break;
+      case L::response:
+        expected = Lane::function_response;
+        break;
+      case L::reconcile:
+        expected = Lane::reconcile_result;
+        break;
+      case L::decision:
+        expected = Lane::recovery_decision;
+        break;
+      case L::conflict:
+        expected = Lane::conflict;
+        break;
     }
     RC_ASSERT(static_cast<int>(e.lane) == static_cast<int>(expected));
   }

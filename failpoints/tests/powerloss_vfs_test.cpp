@@ -75,7 +75,7 @@ TEST_F(PowerlossVfs, EachCrashKindProducesExactlyTheClaimedFileContents) {
     for (int sector : {512, 4096}) {
       for (CrashKind kind : kKinds) {
         std::set<std::string> outcomes;
-        for (uint64_t seed = 0; seed < 12; ++seed) {
+        for (uint64_t seed = 0; seed < 8; ++seed) {
           SCOPED_TRACE(std::string(deviceName(device)) + "/" + std::to_string(sector) + "/" +
                        std::string(crashKindName(kind)) + "/seed " + std::to_string(seed));
           TempDir dir;

@@ -80,6 +80,16 @@ TEST(CanonicalArgsHashMainlineV1, CollationIsNotCodeUnitOrder) {
             sha256Digest(R"({"args":{"enum":["a","B","c"]},"toolName":"X"})"));
 }
 
+TEST(CanonicalArgsHashMainlineV1, IntegerLikeKeysFollowJavaScriptPropertyOrder) {
+  EXPECT_EQ(canonicalArgsHash("X", parseJson(R"({"b":1,"10":2,"9":3})")),
+            sha256Digest(R"({"args":{"9":3,"10":2,"b":1},"toolName":"X"})"));
+}
+
+TEST(CanonicalArgsHashMainlineV1, NumbersHashAsJavaScriptPrintsThem) {
+  EXPECT_EQ(canonicalArgsHash("X", parseJson(R"({"n":[1.0,1e21,-0,0.1]})")),
+            sha256Digest(R"({"args":{"n":[1,1e+21,0,0.1]},"toolName":"X"})"));
+}
+
 TEST(CanonicalArgsHashMainlineV1, RejectsEmptyToolNameAndNonStrictJson) {
   try {
     canonicalArgsHash("", Json::object());

@@ -56,6 +56,19 @@ TEST(StableJsonKeyOrder, Utf16LessBasics) {
   EXPECT_TRUE(utf16Less("\xED\x9F\xBF", "\xF0\x90\x80\x80"));      // U+D7FF < U+10000
 }
 
+TEST(StableJsonKeyOrder, ArrayIndexKeysComeFirstInNumericOrderLikeJavaScriptObjects) {
+  // The reference inserts sorted keys into a JavaScript object; JSON.stringify then enumerates
+  // array-index keys ("0".."4294967294", canonical decimal) first, numerically.
+  EXPECT_EQ(stableJson(parseJson(
+                R"({"a":3,"10":1,"9":2,"01":4,"4294967295":5,"4294967294":6,"-1":7,"0":8})")),
+            R"({"0":8,"9":2,"10":1,"4294967294":6,"-1":7,"01":4,"4294967295":5,"a":3})");
+  EXPECT_TRUE(jsPropertyOrderLess("9", "10"));
+  EXPECT_TRUE(jsPropertyOrderLess("4294967294", "-1"));
+  EXPECT_TRUE(jsPropertyOrderLess("01", "4294967295"));
+  EXPECT_FALSE(jsPropertyOrderLess("a", "0"));
+  EXPECT_TRUE(utf16Less("10", "9"));  // plain UTF-16 order differs
+}
+
 TEST(StableJsonKeyOrder, NestedObjectsAreSortedToo) {
   EXPECT_EQ(stableJson(parseJson(R"([{"y":{"d":1,"c":2}},{"b":[{"z":1,"a":2}]}])")),
             R"([{"y":{"c":2,"d":1}},{"b":[{"a":2,"z":1}]}])");

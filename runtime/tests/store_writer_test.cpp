@@ -55,31 +55,30 @@ TEST_F(WriterTest, GenericWriterRejectsReservedToolBoundaryFact) {
 }
 
 TEST_F(WriterTest, GenericWriterRejectsReservedRecoveryFact) {
-  std::string m = expectCode(
-      [&] { store->append(decode(reconcileJson(call, "r", "matches_prior_state"))); },
-      code::reserved_recovery_fact);
+  std::string m =
+      expectCode([&] { store->append(decode(reconcileJson(call, "r", "matches_prior_state"))); },
+                 code::reserved_recovery_fact);
   EXPECT_EQ(m, "Tool recovery facts require the atomic recovery bundle writer");
 }
 
 TEST_F(WriterTest, GenericWriterRejectsReservedContinuationFact) {
   Ident target{"session-1", "inv-2", "run-2", "turn-2"};
   Json j = envelope(target, "start-1", 5000, "system", "system");
-  j["actions"] = {
-      {"continuationStart",
-       {{"protocol", "continuation_start_v2"},
-        {"provenance", "runtime_admission"},
-        {"claimId", "claim-1"},
-        {"boundaryDigest", digestOf("b")},
-        {"immediateSource",
-         {{"sessionId", id.session},
-          {"invocationId", id.invocation},
-          {"runId", id.run},
-          {"turnId", id.turn},
-          {"highWater", 1},
-          {"prefixDigest", digestOf("p")}}},
-        {"replayManifestDigest", digestOf("m")},
-        {"providerProjectionVersion", 1},
-        {"providerReplayDigest", digestOf("r")}}}};
+  j["actions"] = {{"continuationStart",
+                   {{"protocol", "continuation_start_v2"},
+                    {"provenance", "runtime_admission"},
+                    {"claimId", "claim-1"},
+                    {"boundaryDigest", digestOf("b")},
+                    {"immediateSource",
+                     {{"sessionId", id.session},
+                      {"invocationId", id.invocation},
+                      {"runId", id.run},
+                      {"turnId", id.turn},
+                      {"highWater", 1},
+                      {"prefixDigest", digestOf("p")}}},
+                    {"replayManifestDigest", digestOf("m")},
+                    {"providerProjectionVersion", 1},
+                    {"providerReplayDigest", digestOf("r")}}}};
   std::string m = expectCode([&] { store->append(decode(j)); }, code::reserved_continuation_fact);
   EXPECT_EQ(m, "Continuation start facts require the continuation authority writer");
 }
@@ -95,16 +94,15 @@ TEST_F(WriterTest, InvocationIdentityConflictIsRejected) {
   expectCode([&] { store->append(textEvent(other, "x", 1)); }, code::runtime_identity_conflict);
   Ident otherTurn = id;
   otherTurn.invocation = "invocation-other";
-  expectCode([&] { store->append(textEvent(otherTurn, "y", 1)); },
-             code::runtime_identity_conflict);
+  expectCode([&] { store->append(textEvent(otherTurn, "y", 1)); }, code::runtime_identity_conflict);
 }
 
 TEST_F(WriterTest, RunSealedAfterTerminalFactButExactRetryStillIdempotent) {
   store->append(textEvent(id, "text-1", 1100));
   auto term = terminalEvent(id, "terminal-1", 9000);
   EXPECT_TRUE(store->commitTerminalEvent(term).created);
-  std::string m = expectCode([&] { store->append(textEvent(id, "text-2", 9100)); },
-                             code::run_sealed);
+  std::string m =
+      expectCode([&] { store->append(textEvent(id, "text-2", 9100)); }, code::run_sealed);
   EXPECT_NE(m.find("is sealed by its terminal fact"), std::string::npos);
   // Run seal is checked before any tool-ledger validation.
   expectCode([&] { store->commitToolPrepared(t1(call)); }, code::run_sealed);
@@ -327,15 +325,14 @@ TEST_F(WriterTest, LaneConflictCandidateIsRejectedSemanticLaneConflict) {
 void insertClaim(const fs::path& db, const Ident& source, const Ident& target,
                  const char* startEventId = nullptr) {
   Json boundary = {{"protocol", "runtime_boundary_cursor_v1"},
-                   {"segments",
-                    Json::array({{{"protocol", "runtime_prefix_segment_v1"},
-                                  {"identity",
-                                   {{"sessionId", source.session},
-                                    {"invocationId", source.invocation},
-                                    {"runId", source.run},
-                                    {"turnId", source.turn}}},
-                                  {"position", 1},
-                                  {"prefixDigest", digestOf("p")}}})},
+                   {"segments", Json::array({{{"protocol", "runtime_prefix_segment_v1"},
+                                              {"identity",
+                                               {{"sessionId", source.session},
+                                                {"invocationId", source.invocation},
+                                                {"runId", source.run},
+                                                {"turnId", source.turn}}},
+                                              {"position", 1},
+                                              {"prefixDigest", digestOf("p")}}})},
                    {"manifestDigest", digestOf("m")}};
   rawSql(db,
          "INSERT INTO runtime_continuation_claims (claim_id, source_session_id, "

@@ -19,12 +19,22 @@ using Json = nlohmann::json;
 // Duplicate keys: the last one wins (as JSON.parse).
 Json parseJson(std::string_view text);
 
-// Stable JSON (spec a.6): JSON.stringify with every object's keys sorted by UTF-16 code
-// units, no whitespace, JSON.stringify string escaping (raw UTF-8, \b \f \n \r \t,
-// lower-case \u00xx for other control characters) and ECMAScript shortest round-trip
-// numbers (1, 1.5, 1e+21, -0 -> 0). A key named "__proto__" is ordinary data.
-// Throws Error(code::not_strict_json) for NaN / +-Infinity or a discarded value.
+// Stable JSON (spec a.6): JSON.stringify of the value with every object's keys inserted in
+// ascending UTF-16 code-unit order, exactly as the reference encoder does. Because JavaScript
+// objects enumerate array-index keys ("0".."4294967294", canonical decimal) first in numeric
+// order, such keys come first: {"10":1,"9":2,"a":3} encodes as {"9":2,"10":1,"a":3}; all
+// other keys follow in UTF-16 order (jsPropertyOrderLess). No whitespace, JSON.stringify
+// string escaping (raw UTF-8, \" \\ \b \f \n \r \t, lower-case \u00xx for other control
+// characters; '/', DEL, U+2028/2029 unescaped) and ECMAScript Number::toString numbers (1,
+// 1.5, 1e+21, -0 -> 0); int64/uint64 values are converted to double first. A key named
+// "__proto__" is ordinary data.
+// Throws Error(code::not_strict_json) for NaN / +-Infinity, invalid UTF-8, binary or a
+// discarded value.
 std::string stableJson(const Json& value);
+
+// The order stable JSON emits object keys in: array-index keys first (numeric ascending),
+// then every other key by utf16Less.
+bool jsPropertyOrderLess(std::string_view a, std::string_view b);
 
 // ECMAScript Number::toString for a finite double (shortest round trip). Exposed for tests.
 std::string formatEcmaNumber(double value);

@@ -127,7 +127,8 @@ std::string canonicalArgsHash(std::string_view toolName, const Json& args) {
   Json wrapper = Json::object();
   wrapper["toolName"] = std::string(toolName);
   wrapper["args"] = canonicalizeV1(args);
-  // stableJson sorts keys by UTF-16 code units, exactly the order the canonical form inserts.
+  // JSON.stringify of the canonical object: stableJson emits keys in JavaScript property order
+  // (array-index keys first, then sorted by UTF-16 code units), as the reference does.
   return sha256Digest(stableJson(wrapper));
 }
 

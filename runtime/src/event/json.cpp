@@ -128,9 +128,25 @@ void appendNumber(std::string& out, const Json& v) {
   out += formatEcmaNumber(d);
 }
 
-bool keyNeedsUtf16Order(const std::string& key) {
-  // UTF-8 byte order equals code point order; it differs from UTF-16 order only between
-  // supplementary code points (lead byte F0–F4) and U+E000–U+FFFF (lead byte EE/EF).
+// JavaScript array index: canonical decimal string of an integer in [0, 2^32 - 2].
+bool isArrayIndexKey(std::string_view key, uint32_t* value = nullptr) {
+  if (key.empty() || key.size() > 10) return false;
+  if (key.size() > 1 && key[0] == '0') return false;
+  uint64_t v = 0;
+  for (char c : key) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > 4294967294ull) return false;
+  if (value) *value = static_cast<uint32_t>(v);
+  return true;
+}
+
+bool keyNeedsReorder(const std::string& key) {
+  // UTF-8 byte order (std::map order) equals code point order; it differs from UTF-16 order
+  // only between supplementary code points (lead byte F0–F4) and U+E000–U+FFFF (lead byte
+  // EE/EF). Array-index keys are enumerated first by JavaScript.
+  if (!key.empty() && key[0] >= '0' && key[0] <= '9' && isArrayIndexKey(key)) return true;
   for (unsigned char c : key) {
     if (c >= 0xEE) return true;
   }
@@ -169,7 +185,7 @@ void appendStable(std::string& out, const Json& v) {
       out.push_back('{');
       bool reorder = false;
       for (const auto& [k, _] : obj) {
-        if (keyNeedsUtf16Order(k)) {
+        if (keyNeedsReorder(k)) {
           reorder = true;
           break;
         }
@@ -191,7 +207,7 @@ void appendStable(std::string& out, const Json& v) {
         items.reserve(obj.size());
         for (const auto& kv : obj) items.push_back(&kv);
         std::sort(items.begin(), items.end(),
-                  [](auto* a, auto* b) { return utf16Less(a->first, b->first); });
+                  [](auto* a, auto* b) { return jsPropertyOrderLess(a->first, b->first); });
         bool first = true;
         for (auto* kv : items) {
           emit(kv->first, kv->second, first);
@@ -264,6 +280,15 @@ std::string formatEcmaNumber(double value) {
     out += std::to_string(e < 0 ? -e : e);
   }
   return out;
+}
+
+bool jsPropertyOrderLess(std::string_view a, std::string_view b) {
+  uint32_t ia = 0, ib = 0;
+  const bool aIndex = isArrayIndexKey(a, &ia);
+  const bool bIndex = isArrayIndexKey(b, &ib);
+  if (aIndex != bIndex) return aIndex;
+  if (aIndex) return ia < ib;
+  return utf16Less(a, b);
 }
 
 bool utf16Less(std::string_view a, std::string_view b) {

@@ -25,14 +25,15 @@ ProcessResult runProcess(const std::string& executable, const std::vector<std::s
   boost::asio::io_context ios;
   std::future<std::string> out, err;
   try {
+    bp::group group;  // the whole process tree is killed on timeout
     bp::child child(exe, bp::args(args), bp::start_dir(cwd.string()), bp::std_in.close(),
-                    bp::std_out > out, bp::std_err > err, ios);
+                    bp::std_out > out, bp::std_err > err, ios, group);
     result.started = true;
     ios.run_for(timeout);
     if (!ios.stopped()) {
       // Pipes still open after the bound: kill the child and drain what is left.
       std::error_code ec;
-      child.terminate(ec);
+      group.terminate(ec);
       result.timedOut = true;
       ios.run_for(std::chrono::seconds(1));
     }

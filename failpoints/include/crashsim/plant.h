@@ -1,0 +1,38 @@
+// crashsim/plant.h — deliberately planted faults, for proving that the harness catches bugs.
+//
+// planted("name") is true only in the INSTRUMENTED build (CRASHSIM_ENABLE_FAILPOINTS) and only
+// when the environment variable CRASHSIM_PLANT lists that name (comma-separated). The
+// production library compiles every call to `false`, so no plant can ever be active there.
+// Known plants and the verdict that must catch each (harness/tests/planted_fault_test.cpp):
+//   resolver_completed_dispatch  resolver calls dispatch_without_response `completed`  → V4
+//   t2_skip_operation_update     T2 commits the response but not the operation update  → V6
+//   repair_header_first          startup repair writes the header before the fact      → V7
+//   tool_reruns                  a tool runs again after recovery                       → V8
+#pragma once
+
+#include <string_view>
+
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+#include <cstdlib>
+#endif
+
+namespace crashsim {
+
+inline bool planted([[maybe_unused]] std::string_view name) {
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+  const char* env = std::getenv("CRASHSIM_PLANT");
+  if (!env || !*env) return false;
+  std::string_view list(env);
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+#else
+  return false;
+#endif
+}
+
+}  // namespace crashsim

@@ -1,0 +1,133 @@
+// The `crashsim` CLI, run as a real process: exit codes, ledger commands, catalogues, run/inspect.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/store.h"
+#include "test_util.h"
+
+using namespace crashsim::harness;
+using namespace crashsim::harness::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+std::string cs() { return crashsimBinary().string(); }
+}  // namespace
+
+TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
+  auto r = sh(cs() + " sweep --shard 3/2 2>&1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.out.find("--shard must be I/N"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(sh(cs() + " no-such-command 2>/dev/null").exitCode, 2);
+  EXPECT_EQ(sh(cs() + " run not-a-case 2>/dev/null").exitCode, 2);
+  EXPECT_EQ(sh(cs() + " inspect /nonexistent-store 2>/dev/null").exitCode, 2);
+}
+
+TEST(CrashsimCli, FailpointsCatalogueAsJsonHasTwelveRows) {
+  auto r = sh(cs() + " failpoints --json");
+  ASSERT_EQ(r.exitCode, 0);
+  auto j = json::parse(r.out);
+  ASSERT_EQ(j.size(), 12u);
+  EXPECT_EQ(j[4]["id"], "P4");
+  EXPECT_EQ(sh(cs() + " failpoints").exitCode, 0);
+}
+
+TEST(CrashsimCli, ScenariosListTheBuiltInScenarios) {
+  auto r = sh(cs() + " scenarios --json");
+  ASSERT_EQ(r.exitCode, 0);
+  auto j = json::parse(r.out);
+  EXPECT_GE(j.size(), 1u);
+  bool found = false;
+  for (const auto& s : j) found = found || s["id"] == "write-config-port";
+  EXPECT_TRUE(found);
+}
+
+TEST(LedgerArgsHash, PrintsSha256AndRejectsNonStrictJsonNamingStrictJson) {
+  auto d = freshDir("crashsim-cli-args");
+  std::ofstream(d / "args.json") << R"({"command":"touch marker"})";
+  auto r = sh(cs() + " ledger args-hash --tool Bash " + (d / "args.json").string());
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(r.out.size(), 7u + 64u + 1u);
+  // Same args via stdin, keys in another order → same hash.
+  auto r2 = sh("printf '%s' '{ \"command\" : \"touch marker\" }' | " + cs() + " ledger args-hash --tool Bash -");
+  EXPECT_EQ(r2.out, r.out);
+  auto bad = sh("printf '%s' '{command: 1}' | " + cs() + " ledger args-hash --tool Bash");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.out.find("strict JSON"), std::string::npos) << bad.out;
+  EXPECT_TRUE(json::parse(bad.out).contains("error"));
+  fs::remove_all(d);
+}
+
+TEST(LedgerResolve, UndecodableInputExitsTwoWithCodeMessageAndIndex) {
+  auto r = sh("printf '%s' '[{\"id\":\"x\"}]' | " + cs() + " ledger resolve");
+  EXPECT_EQ(r.exitCode, 2);
+  auto j = json::parse(r.out);
+  ASSERT_TRUE(j.contains("error")) << r.out;
+  EXPECT_TRUE(j["error"]["code"].is_string());
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  EXPECT_EQ(j["error"]["index"], 0);
+  auto notJson = sh("printf '%s' '[' | " + cs() + " ledger resolve");
+  EXPECT_EQ(notJson.exitCode, 2);
+  EXPECT_TRUE(json::parse(notJson.out)["error"]["index"].is_null());
+}
+
+// A real crashed ledger (agent killed at P2, T1 committed) resolved through the CLI.
+TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
+  auto d = freshDir("crashsim-cli-resolve");
+  auto scenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "bash-touch-marker.json";
+  SpawnSpec seed{agentBinary(), {"seed", "--workspace", (d / "ws").string(), "--scenario", scenario.string()}};
+  ASSERT_EQ(runToEnd(seed).exitCode, 0);
+  SpawnSpec run{agentBinary(),
+                {"run", "--store", (d / "store").string(), "--workspace", (d / "ws").string(), "--scenario",
+                 scenario.string()}};
+  fs::create_directories(d / "store");
+  auto child = runArmed(run, "P2", 1);
+  ASSERT_TRUE(child.killedBySigkill()) << child.describe();
+  EXPECT_NE(child.controlLine.find("\"P2\""), std::string::npos);
+  std::string lines;
+  {
+    auto store = crashsim::RuntimeStore::open(d / "store");
+    for (const auto& e : store->readAllEvents()) lines += crashsim::encodeRuntimeEvent(e.event) + "\n";
+    std::ofstream(d / "ledger.jsonl") << lines;
+    auto runs = store->listRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    // The high-water is the number of events handed in.
+    size_t n = store->readRunEvents(runs[0].sessionId, runs[0].runId).size();
+    auto r = sh(cs() + " ledger resolve " + (d / "ledger.jsonl").string() + " --expected-high-water " +
+                std::to_string(n + 1));
+    ASSERT_EQ(r.exitCode, 0) << r.out;
+    auto j = json::parse(r.out);
+    EXPECT_EQ(j["resolution"]["toolBoundaryProtocol"], "t1_after_preflight_v1");
+    ASSERT_EQ(j["resolution"]["decisions"].size(), 1u);
+    EXPECT_EQ(j["resolution"]["decisions"][0]["status"], "indeterminate");
+    EXPECT_EQ(j["resolution"]["decisions"][0]["reason"], "dispatch_without_response");
+    EXPECT_EQ(j["resolution"]["requiresReconciliation"], true);
+    EXPECT_EQ(j["plan"]["disposition"], "blocked");
+    EXPECT_EQ(j["plan"]["sourceRuntimeEventHighWater"], n);
+    EXPECT_EQ(j["plan"]["diagnostics"][0]["code"], "runtime_offset_mismatch");
+    EXPECT_TRUE(j["plan"]["directive"].is_string());
+  }
+  fs::remove_all(d);
+}
+
+TEST(CrashsimRun, OneCaseVerboseKeepsTheStoreAndInspectShowsDecisions) {
+  auto d = freshDir("crashsim-cli-run");
+  auto keep = d / "case";
+  auto r = sh(cs() + " run bash-touch-marker/P4#1/kill --keep " + keep.string());
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.out.find("V1 pass"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("crashsim inspect"), std::string::npos);
+  ASSERT_TRUE(fs::exists(keep / "store" / "runtime.sqlite"));
+  auto in = sh(cs() + " inspect " + (keep / "store").string() + " --json");
+  ASSERT_EQ(in.exitCode, 0) << in.out;
+  auto j = json::parse(in.out);
+  EXPECT_EQ(j["integrity"], "ok");
+  ASSERT_FALSE(j["runs"].empty());
+  EXPECT_TRUE(j["runs"][0].contains("plan"));
+  EXPECT_EQ(sh(cs() + " inspect " + (keep / "store").string()).exitCode, 0);
+  fs::remove_all(d);
+}

@@ -1,0 +1,187 @@
+// The oracle table itself: complete, consistent with the failpoint catalogue and issue #5.
+#include <gtest/gtest.h>
+
+#include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/scenario.h"
+
+using namespace crashsim::harness;
+namespace code = crashsim::code;
+namespace fp = crashsim::failpoints;
+
+TEST(OracleTable, EveryFailpointTimesRecoveryModeRowIsPresentOnce) {
+  for (int f = 0; f < 12; ++f)
+    for (auto mode : kRecoveryModes) {
+      int n = 0;
+      for (const auto& r : oracleTable()) n += (r.failpoint == f && r.recoveryMode == mode);
+      EXPECT_EQ(n, 1) << "P" << f << " / " << mode;
+    }
+  EXPECT_EQ(oracleTable().size(), 12u * kRecoveryModes.size());
+}
+
+TEST(OracleTable, RecoveryProcessRowsMatchTheCatalogue) {
+  for (const auto& e : fp::catalogue()) {
+    int f = static_cast<int>(e.id);
+    for (auto mode : kRecoveryModes)
+      EXPECT_EQ(oracleRow(f, mode).reachedByAgentRun, !e.recoveryProcess) << e.name;
+  }
+}
+
+TEST(OracleTable, DurableFactsFollowTheCatalogueDurableState) {
+  for (auto mode : kRecoveryModes) {
+    EXPECT_FALSE(oracleRow(0, mode).call);  // "no call"
+    EXPECT_TRUE(oracleRow(1, mode).call);   // "call only"
+    EXPECT_FALSE(oracleRow(1, mode).dispatch);
+    for (int f : {2, 3, 4, 5}) {  // "call + dispatch" / "as P4 (T2 rolled back)"
+      EXPECT_TRUE(oracleRow(f, mode).dispatch) << f;
+      EXPECT_FALSE(oracleRow(f, mode).response) << f;
+    }
+    for (int f : {6, 7}) EXPECT_TRUE(oracleRow(f, mode).response) << f;  // "+ response"
+    EXPECT_FALSE(oracleRow(8, mode).terminalEvent);  // "no terminal event"
+    EXPECT_TRUE(oracleRow(9, mode).terminalEvent);   // "terminal event, header stale"
+  }
+}
+
+TEST(OracleTable, ResolverStatusAgreesWithTheCatalogueDecisionText) {
+  for (const auto& e : fp::catalogue()) {
+    int f = static_cast<int>(e.id);
+    const auto& r = oracleRow(f, code::reconcile);
+    if (r.status.empty()) continue;
+    EXPECT_EQ(std::string(e.resolverDecision).rfind(std::string(r.status), 0), 0u)
+        << e.name << ": catalogue says '" << e.resolverDecision << "', oracle " << r.status;
+  }
+}
+
+TEST(OracleTable, Issue5RecoveryOutcomes) {
+  using O = Outcome;
+  for (auto mode : kRecoveryModes) {
+    EXPECT_EQ(oracleRow(0, mode).outcome, O::call_made_once);
+    EXPECT_EQ(oracleRow(1, mode).status, code::definitely_not_dispatched);
+    EXPECT_EQ(oracleRow(1, mode).reason, code::new_protocol_before_dispatch);
+    EXPECT_EQ(oracleRow(1, mode).outcome, O::reissued_runs_once);
+    for (int f : {6, 7}) {
+      EXPECT_EQ(oracleRow(f, mode).status, code::completed);
+      EXPECT_EQ(oracleRow(f, mode).reason, code::matching_response);
+      EXPECT_EQ(oracleRow(f, mode).settlementOrigin, code::normal_t2);
+      EXPECT_EQ(oracleRow(f, mode).outcome, O::completed_ran_once);
+    }
+    for (int f : {8, 9}) EXPECT_EQ(oracleRow(f, mode).outcome, O::run_finished);
+    for (int f : {2, 3, 4, 5}) {
+      EXPECT_EQ(oracleRow(f, mode).status, code::indeterminate);
+      EXPECT_EQ(oracleRow(f, mode).reason, code::dispatch_without_response);
+    }
+  }
+  // reconcile (Write, Edit)
+  for (int f : {2, 3}) {
+    EXPECT_EQ(oracleRow(f, code::reconcile).outcome, O::parked_by_reconcile);
+    EXPECT_EQ(oracleRow(f, code::reconcile).finalStatus, code::parked);
+    EXPECT_EQ(oracleRow(f, code::reconcile).finalReason, code::reconcile_matches_prior_state);
+  }
+  for (int f : {4, 5}) {
+    EXPECT_EQ(oracleRow(f, code::reconcile).outcome, O::completed_bundle);
+    EXPECT_EQ(oracleRow(f, code::reconcile).finalReason, code::recovery_bundle_completed);
+  }
+  // never_auto_retry (Bash) and replay_safe (Read, documented choice: park) at P2–P5.
+  for (auto mode : {code::never_auto_retry, code::replay_safe})
+    for (int f : {2, 3, 4, 5}) {
+      EXPECT_EQ(oracleRow(f, mode).outcome, O::parked_unsettled) << mode << " P" << f;
+      EXPECT_EQ(oracleRow(f, mode).finalStatus, code::indeterminate);
+    }
+  // P10 needs a reconciler.
+  EXPECT_TRUE(oracleRow(10, code::reconcile).reachedByMode);
+  EXPECT_FALSE(oracleRow(10, code::never_auto_retry).reachedByMode);
+}
+
+TEST(OracleTable, ToolRecoveryModes) {
+  EXPECT_EQ(recoveryModeOfTool("Write"), code::reconcile);
+  EXPECT_EQ(recoveryModeOfTool("Edit"), code::reconcile);
+  EXPECT_EQ(recoveryModeOfTool("Bash"), code::never_auto_retry);
+  EXPECT_EQ(recoveryModeOfTool("Read"), code::replay_safe);
+  EXPECT_EQ(recoveryModeOfTool("SomethingNew"), code::never_auto_retry);  // fail closed
+}
+
+namespace {
+Scenario twoStepScenario() {
+  Scenario s;
+  s.id = "t";
+  s.tools = {"Read", "Write", "Bash"};
+  s.deny = {"Bash"};
+  auto add = [&](std::string id, std::string name, size_t step, size_t k) {
+    ScenarioCall c;
+    c.id = id;
+    c.name = name;
+    c.step = step;
+    c.indexInStep = k;
+    c.refused = name == "Bash";
+    s.calls.push_back(c);
+  };
+  add("c1", "Bash", 0, 0);   // refused by permission
+  add("c2", "Write", 1, 0);
+  add("c3", "Read", 1, 1);
+  return s;
+}
+}  // namespace
+
+TEST(OracleExpectation, RefusedCallsReachOnlyP0AndP1) {
+  auto h = predictedHits(twoStepScenario());
+  EXPECT_EQ(h[0], 3);
+  EXPECT_EQ(h[1], 3);
+  for (int f = 2; f <= 7; ++f) EXPECT_EQ(h[f], 2) << f;
+  EXPECT_EQ(h[8], 1);
+  EXPECT_EQ(h[9], 1);
+  EXPECT_EQ(h[10], 0);
+  EXPECT_EQ(h[11], 0);
+}
+
+TEST(OracleExpectation, ArmedOperationIsTheKthCallReachingTheFailpoint) {
+  auto s = twoStepScenario();
+  auto x = expectCase(s, 4, 1);  // first dispatched call = c2 (Write)
+  ASSERT_TRUE(x.ok) << x.whyNot;
+  EXPECT_EQ(*x.armedCall, 1u);
+  EXPECT_EQ(x.outcome, Outcome::completed_bundle);
+  EXPECT_EQ(x.ops[0].settlementOrigin, code::pre_t1_synthetic);  // refused earlier call
+  EXPECT_EQ(x.ops[1].status, code::indeterminate);
+  EXPECT_TRUE(x.ops[2].call);  // same-step sibling committed with the step
+  EXPECT_EQ(x.ops[2].status, code::definitely_not_dispatched);
+  auto y = expectCase(s, 4, 2);  // c3 (Read): parked without a reconciler
+  ASSERT_TRUE(y.ok);
+  EXPECT_EQ(*y.armedCall, 2u);
+  EXPECT_EQ(y.outcome, Outcome::parked_unsettled);
+  EXPECT_EQ(y.ops[1].status, code::completed);
+  EXPECT_FALSE(expectCase(s, 4, 3).ok);
+  EXPECT_FALSE(expectCase(s, 10, 1).ok);  // recovery-process only
+}
+
+TEST(OracleExpectation, P0LeavesTheWholeStepUncommitted) {
+  auto x = expectCase(twoStepScenario(), 0, 3);  // c3, sibling c2 in the same step
+  ASSERT_TRUE(x.ok);
+  EXPECT_FALSE(x.ops[1].call);
+  EXPECT_FALSE(x.ops[2].call);
+  EXPECT_TRUE(x.ops[0].response);
+}
+
+TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {
+  auto a = parseCaseId("write-config-port/P4#2/kill");
+  EXPECT_EQ(a.scenario, "write-config-port");
+  EXPECT_EQ(a.failpoint, 4);
+  EXPECT_EQ(a.hit, 2);
+  EXPECT_EQ(a.str(), "write-config-port/P4#2/kill");
+  auto d = parseCaseId("s/P4#1/kill+R:P10#1");
+  EXPECT_EQ(*d.recoveryFailpoint, 10);
+  EXPECT_EQ(d.str(), "s/P4#1/kill+R:P10#1");
+  EXPECT_LT(parseCaseId("s/P2#1/kill"), parseCaseId("s/P10#1/kill"));
+  for (auto bad : {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash", "s/P04#1/kill",
+                   "s/P4#1/kill+P10#1"})
+    EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
+}
+
+TEST(ScenarioFiles, BuiltInScenariosLoadAndHaveCalls) {
+  auto all = loadScenarioDir(std::filesystem::path(CRASHSIM_SOURCE_DIR) / "scenarios");
+  ASSERT_FALSE(all.empty());
+  for (const auto& s : all) {
+    EXPECT_FALSE(s.calls.empty()) << s.id;
+    EXPECT_EQ(s.file.stem().string(), s.id);
+  }
+}

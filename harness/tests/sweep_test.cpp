@@ -1,0 +1,78 @@
+// `crashsim sweep` end to end with the real agent: reports validate, determinism, sharding.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "crashsim/reports/report.h"
+#include "crashsim/reports/schema_validator.h"
+#include "test_util.h"
+
+using namespace crashsim::harness::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+namespace reports = crashsim::reports;
+
+namespace {
+
+std::string cs() { return crashsimBinary().string(); }
+
+json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
+
+}  // namespace
+
+TEST(Sweep, ReportsValidateAgainstTheSchemaAndEveryCaseHasV1ToV9) {
+  auto d = freshDir("crashsim-sweep-schema");
+  auto r = sh(cs() + " sweep --scenario bash-touch-marker --double-faults --jobs 2 --out " +
+              (d / "out").string() + " 2>&1");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  auto rep = loadJson(d / "out" / "report.json");
+  auto schema = loadJson(fs::path(CRASHSIM_SOURCE_DIR) / "reports" / "report.schema.json");
+  auto violations = reports::validateSchema(schema, rep);
+  for (const auto& v : violations) ADD_FAILURE() << v.path << ": " << v.message;
+  ASSERT_GT(rep["summary"]["total"].get<int>(), 0);
+  for (const auto& c : rep["cases"]) EXPECT_EQ(c["checks"].size(), 9u);
+  for (auto f : {"junit.xml", "report.md", "report.html"}) EXPECT_TRUE(fs::exists(d / "out" / f)) << f;
+  // Exhaustive: every reached failpoint of the one Bash call (P0..P9) has a case.
+  std::set<std::string> fps;
+  for (const auto& c : rep["cases"]) fps.insert(c["failpoint"].get<std::string>());
+  for (auto fp : {"P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"}) EXPECT_TRUE(fps.count(fp)) << fp;
+  fs::remove_all(d);
+}
+
+TEST(Sweep, SameSeedSameBuildGivesByteIdenticalReportApartFromTimingAndPlatform) {
+  auto d = freshDir("crashsim-sweep-determinism");
+  std::string base = cs() + " sweep --scenario write-config-port --seed 7 --jobs 2 --out ";
+  auto a = sh(base + (d / "a").string() + " 2>/dev/null");
+  auto b = sh(base + (d / "b").string() + " 2>/dev/null");
+  EXPECT_EQ(a.exitCode, b.exitCode);
+  auto ja = reports::withoutTimingAndPlatform(loadJson(d / "a" / "report.json"));
+  auto jb = reports::withoutTimingAndPlatform(loadJson(d / "b" / "report.json"));
+  EXPECT_EQ(ja.dump(2), jb.dump(2));
+  fs::remove_all(d);
+}
+
+TEST(Sweep, ShardsAreDisjointAndMergeIntoTheFullSweep) {
+  auto d = freshDir("crashsim-sweep-shards");
+  std::string base = cs() + " sweep --scenario edit-two-files --jobs 2 ";
+  ASSERT_EQ(sh(base + "--out " + (d / "full").string() + " 2>/dev/null").exitCode, 0);
+  ASSERT_EQ(sh(base + "--shard 0/2 --out " + (d / "s0").string() + " 2>/dev/null").exitCode, 0);
+  // The shard index can also come from the gtest sharding variables.
+  ASSERT_EQ(sh("GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=2 " + base + "--out " + (d / "s1").string() + " 2>/dev/null")
+                .exitCode,
+            0);
+  auto m = sh(cs() + " report merge " + (d / "s0" / "report.json").string() + " " + (d / "s1" / "report.json").string() +
+              " --out " + (d / "merged").string());
+  ASSERT_EQ(m.exitCode, 0) << m.out;
+  auto full = loadJson(d / "full" / "report.json"), merged = loadJson(d / "merged" / "report.json");
+  std::vector<std::string> a, b;
+  for (const auto& c : full["cases"]) a.push_back(c["id"]);
+  for (const auto& c : merged["cases"]) b.push_back(c["id"]);
+  EXPECT_EQ(a, b);
+  EXPECT_LT(loadJson(d / "s0" / "report.json")["cases"].size(), a.size());
+  // Merging a shard with itself is refused (overlapping case sets), exit 2.
+  auto dup = sh(cs() + " report merge " + (d / "s0" / "report.json").string() + " " +
+                (d / "s0" / "report.json").string() + " --out " + (d / "bad").string() + " 2>&1");
+  EXPECT_EQ(dup.exitCode, 2);
+  EXPECT_NE(dup.out.find("refusing to merge"), std::string::npos) << dup.out;
+  fs::remove_all(d);
+}

@@ -1,0 +1,54 @@
+// Helpers for harness tests that run the real binaries.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace crashsim::harness::test {
+
+inline std::filesystem::path crashsimBinary() {
+  return std::filesystem::path(CRASHSIM_BINARY_DIR) / "harness" / "crashsim";
+}
+inline std::filesystem::path agentBinary() {
+  return std::filesystem::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
+}
+
+struct Cmd {
+  int exitCode = -1;
+  std::string out;
+};
+
+// Runs a shell command line, capturing stdout; stderr goes to the test log.
+inline Cmd sh(const std::string& line) {
+  Cmd r;
+  FILE* p = ::popen(line.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::filesystem::path freshDir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace crashsim::harness::test

@@ -1,0 +1,189 @@
+// Scenario loader: every shipped scenario loads; malformed files → scenario_invalid with a path.
+// Scripted model: next step decided from the replayed history.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "crashsim/agent.h"
+#include "crashsim/codes.h"
+#include "crashsim/error.h"
+#include "crashsim/scenario.h"
+
+namespace fs = std::filesystem;
+using namespace crashsim;
+
+namespace {
+
+const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+
+Json minimal() {
+  return Json::parse(R"({
+    "id": "mini", "user": "hi",
+    "model": [{"calls": [{"id": "c1", "name": "Bash", "args": {"command": "true"}}]},
+              {"text": "done"}],
+    "expect": {}
+  })");
+}
+
+std::pair<std::string, std::string> errorOf(const Json& j) {
+  try {
+    parseScenario(j, "test.json");
+  } catch (const Error& e) {
+    return {e.code(), e.path()};
+  }
+  return {"<no error>", ""};
+}
+
+RuntimeEvent ev(const Json& content, const std::string& id, const char* role, const char* author) {
+  return decodeRuntimeEvent(Json{{"id", id},
+                                 {"invocationId", "i"},
+                                 {"sessionId", "s"},
+                                 {"runId", "r"},
+                                 {"turnId", "t"},
+                                 {"ts", 1},
+                                 {"partial", false},
+                                 {"role", role},
+                                 {"author", author},
+                                 {"content", content}});
+}
+RuntimeEvent callEv(const std::string& callId) {
+  return ev(
+      Json{{"kind", "function_call"}, {"id", callId}, {"name", "Write"}, {"args", Json::object()}},
+      callId + "_call", "model", "agent");
+}
+RuntimeEvent responseEv(const std::string& callId) {
+  return ev(Json{{"kind", "function_response"}, {"id", callId}, {"name", "Write"}, {"result", 1}},
+            callId + "_response", "tool", "tool");
+}
+
+}  // namespace
+
+TEST(ScenarioLoader, AllShippedScenariosLoadWithExpectations) {
+  const auto all = loadScenarioDirectory(kScenarioDir);
+  std::set<std::string> ids;
+  for (const auto& s : all) ids.insert(s.id);
+  for (const char* required :
+       {"write-config-port", "edit-two-files", "bash-touch-marker", "permission-denied",
+        "tool-error", "parallel-calls", "read-then-write", "long-run"}) {
+    EXPECT_TRUE(ids.count(required)) << required;
+  }
+  for (const auto& s : all) {
+    EXPECT_TRUE(s.expect.toolCalls.has_value()) << s.id;
+    EXPECT_FALSE(s.expect.files.empty()) << s.id;
+    EXPECT_EQ(s.source.stem().string(), s.id);
+  }
+  const auto longRun = loadScenario(kScenarioDir / "long-run.json");
+  EXPECT_EQ(longRun.callCount(), 20u);
+  const auto parallel = loadScenario(kScenarioDir / "parallel-calls.json");
+  EXPECT_EQ(parallel.model.front().calls.size(), 3u);
+}
+
+TEST(ScenarioLoader, MinimalScenarioParsesWithDefaultTools) {
+  const Scenario s = parseScenario(minimal());
+  EXPECT_EQ(s.id, "mini");
+  EXPECT_EQ(s.tools, (std::vector<std::string>{"Read", "Write", "Edit", "Bash"}));
+  EXPECT_EQ(s.callCount(), 1u);
+}
+
+TEST(ScenarioLoader, MalformedScenariosAreScenarioInvalidWithPath) {
+  struct Case {
+    const char* name;
+    std::function<void(Json&)> mutate;
+    const char* path;
+  };
+  const std::vector<Case> cases = {
+      {"unknown top key", [](Json& j) { j["extra"] = 1; }, "$.extra"},
+      {"missing user", [](Json& j) { j.erase("user"); }, "$"},
+      {"id type", [](Json& j) { j["id"] = 3; }, "$.id"},
+      {"id charset", [](Json& j) { j["id"] = "Bad Id"; }, "$.id"},
+      {"empty model", [](Json& j) { j["model"] = Json::array(); }, "$.model"},
+      {"final has calls", [](Json& j) { j["model"][1]["calls"] = j["model"][0]["calls"]; },
+       "$.model[1]"},
+      {"middle without calls",
+       [](Json& j) {
+         j["model"].insert(j["model"].begin(), Json{{"text", "x"}});
+       },
+       "$.model[0]"},
+      {"call args not object", [](Json& j) { j["model"][0]["calls"][0]["args"] = "x"; },
+       "$.model[0].calls[0].args"},
+      {"empty call id", [](Json& j) { j["model"][0]["calls"][0]["id"] = ""; },
+       "$.model[0].calls[0].id"},
+      {"duplicate call id",
+       [](Json& j) { j["model"][0]["calls"].push_back(j["model"][0]["calls"][0]); },
+       "$.model[0].calls[1].id"},
+      {"seed escapes",
+       [](Json& j) {
+         j["workspace"] = Json{{"files", Json{{"../x", "y"}}}};
+       },
+       "$.workspace.files.../x"},
+      {"toolCalls mismatch", [](Json& j) { j["expect"]["toolCalls"] = 5; }, "$.expect.toolCalls"},
+      {"errorCalls unknown", [](Json& j) { j["expect"]["errorCalls"] = Json::array({"zz"}); },
+       "$.expect.errorCalls[0]"},
+      {"deny not array",
+       [](Json& j) {
+         j["permissions"] = Json{{"deny", "Bash"}};
+       },
+       "$.permissions.deny"},
+  };
+  for (const auto& c : cases) {
+    Json j = minimal();
+    c.mutate(j);
+    const auto [code, path] = errorOf(j);
+    EXPECT_EQ(code, "scenario_invalid") << c.name;
+    EXPECT_EQ(path, c.path) << c.name;
+  }
+}
+
+TEST(ScenarioLoader, NonJsonFileIsScenarioInvalidNamingTheFile) {
+  const fs::path p =
+      fs::temp_directory_path() / ("crashsim-bad-scenario-" + std::to_string(::getpid()) + ".json");
+  {
+    std::ofstream out(p);
+    out << "{ not json";
+  }
+  try {
+    loadScenario(p);
+    FAIL() << "expected scenario_invalid";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "scenario_invalid");
+    EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos);
+  }
+  fs::remove(p);
+  EXPECT_THROW(loadScenario(p), Error);
+}
+
+TEST(ScriptedModel, DecidesNextStepFromHistory) {
+  const Scenario s = loadScenario(kScenarioDir / "parallel-calls.json");
+  ScriptedModel model(s);
+  std::vector<RuntimeEvent> history;
+  ModelStep first = model.nextStep(history);
+  ASSERT_EQ(first.calls.size(), 3u);
+  EXPECT_EQ(first.scriptIndex, 0u);
+  EXPECT_TRUE(first.text.has_value());
+  // call-1 answered, call-2 committed but unanswered, call-3 trimmed (absent).
+  history = {callEv("call-1"), responseEv("call-1"), callEv("call-2")};
+  ModelStep partial = model.nextStep(history);
+  ASSERT_EQ(partial.calls.size(), 2u);
+  EXPECT_EQ(partial.calls[0].callId, "call-2");
+  EXPECT_EQ(partial.calls[1].callId, "call-3");
+  EXPECT_FALSE(partial.text.has_value()) << "the step's text was already issued";
+  history.push_back(responseEv("call-2"));
+  history.push_back(callEv("call-3"));
+  history.push_back(responseEv("call-3"));
+  ModelStep final = model.nextStep(history);
+  EXPECT_TRUE(final.isFinal());
+  EXPECT_EQ(final.text, s.model.back().text);
+}
+
+TEST(ScriptedModel, ReissuesTrimmedCallWithSameProviderId) {
+  const Scenario s = loadScenario(kScenarioDir / "write-config-port.json");
+  ScriptedModel model(s);
+  // After a continuation the undispatched call-2 was trimmed from the replay.
+  std::vector<RuntimeEvent> history = {callEv("call-1"), responseEv("call-1")};
+  ModelStep step = model.nextStep(history);
+  ASSERT_EQ(step.calls.size(), 1u);
+  EXPECT_EQ(step.calls[0].callId, "call-2");
+  EXPECT_EQ(step.calls[0].toolName, "Write");
+}
