@@ -118,8 +118,8 @@ int runCli(int argc, char** argv) {
   // The harness links the instrumented runtime (the code under test, so planted faults in its
   // pure components are visible to V4–V7). Its own process must never be armed: arming is
   // for the children it spawns, which get their environment composed by the supervisor.
-  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT", "CRASHSIM_FAILPOINT_MODE",
-                        "CRASHSIM_POWERLOSS"})
+  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT",
+                        "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"})
     ::unsetenv(v);
   CLI::App app{"crashsim — crash-consistency harness for the durable agent runtime"};
   app.require_subcommand(1);

@@ -24,9 +24,9 @@ using namespace crashsim;
 
 inline std::filesystem::path tempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  auto p = std::filesystem::temp_directory_path() /
-           ("crashsim-cont-" + tag + "-" + std::to_string(::getpid()) + "-" +
-            std::to_string(counter++));
+  auto p =
+      std::filesystem::temp_directory_path() /
+      ("crashsim-cont-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
@@ -55,17 +55,20 @@ struct RunIds {
   std::string session, invocation, run, turn;
   int n = 0;
   double ts = 1000;
-  std::string nextId(const std::string& kind) { return run + "-" + kind + "-" + std::to_string(++n); }
+  std::string nextId(const std::string& kind) {
+    return run + "-" + kind + "-" + std::to_string(++n);
+  }
   Json base(const std::string& id, const char* role, const char* author) {
     ts += 1;
-    return Json{{"id", id},          {"sessionId", session}, {"invocationId", invocation},
-                {"runId", run},      {"turnId", turn},       {"ts", ts},
-                {"partial", false},  {"role", role},         {"author", author}};
+    return Json{{"id", id},         {"sessionId", session}, {"invocationId", invocation},
+                {"runId", run},     {"turnId", turn},       {"ts", ts},
+                {"partial", false}, {"role", role},         {"author", author}};
   }
   RuntimeEvent user(const std::string& text, bool marker = false) {
     Json e = base(nextId("user"), "user", "user");
     e["content"] = Json{{"kind", "text"}, {"text", text}};
-    if (marker) e["actions"] = Json{{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
+    if (marker)
+      e["actions"] = Json{{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
     return decodeRuntimeEvent(e);
   }
   RuntimeEvent model(const std::string& text) {
@@ -86,20 +89,23 @@ struct RunIds {
   RuntimeEvent response(const std::string& callId, const std::string& tool, Json result,
                         bool isError = false) {
     Json e = base(nextId("resp"), "tool", "tool");
-    e["content"] = Json{{"kind", "function_response"}, {"id", callId}, {"name", tool},
-                        {"result", result}};
+    e["content"] =
+        Json{{"kind", "function_response"}, {"id", callId}, {"name", tool}, {"result", result}};
     if (isError) e["content"]["isError"] = true;
     return decodeRuntimeEvent(e);
   }
   RuntimeEvent failedTerminal(const std::string& failureClass = "app_restarted") {
     Json e = base(nextId("terminal"), "system", "system");
     e["status"] = "failed";
-    e["content"] = Json{{"kind", "error"}, {"message", "interrupted"}, {"code", failureClass},
+    e["content"] = Json{{"kind", "error"},
+                        {"message", "interrupted"},
+                        {"code", failureClass},
                         {"reason", failureClass}};
     e["actions"] = Json{{"endInvocation", true},
-                        {"stateDelta", {{"recovered", true},
-                                        {"recoveryReason", "run_interrupted"},
-                                        {"failureClass", failureClass}}}};
+                        {"stateDelta",
+                         {{"recovered", true},
+                          {"recoveryReason", "run_interrupted"},
+                          {"failureClass", failureClass}}}};
     return decodeRuntimeEvent(e);
   }
   RuntimeEvent completedTerminal(const std::string& text) {
@@ -196,8 +202,10 @@ inline void execSql(RuntimeStore& s, const std::string& sql) {
 inline std::string sqlQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "''";
-    else out.push_back(c);
+    if (c == '\'')
+      out += "''";
+    else
+      out.push_back(c);
   }
   return out + "'";
 }

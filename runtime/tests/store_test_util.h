@@ -140,8 +140,9 @@ inline Json decisionJson(const Call& c, const std::string& eventId, const std::s
     evidence.push_back(outcomeId);
   }
   payload["evidenceEventIds"] = evidence;
-  j["actions"] = {{"toolRecovery",
-                   {{"kind", "maka.tool.recovery_decision"}, {"version", 1}, {"payload", payload}}}};
+  j["actions"] = {
+      {"toolRecovery",
+       {{"kind", "maka.tool.recovery_decision"}, {"version", 1}, {"payload", payload}}}};
   j["refs"] = {{"operationId", c.op()}, {"toolCallId", c.callId}};
   return j;
 }
@@ -157,7 +158,8 @@ inline RecoveryBundle completedBundle(const Call& c, const std::string& prefix =
   return b;
 }
 
-inline RecoveryBundle parkedBundle(const Call& c, const std::string& observation = "matches_prior_state",
+inline RecoveryBundle parkedBundle(const Call& c,
+                                   const std::string& observation = "matches_prior_state",
                                    const std::string& prefix = "park") {
   RecoveryBundle b;
   b.operationId = c.op();
@@ -242,8 +244,10 @@ inline void rawSql(const fs::path& db, const std::string& sql) {
 inline std::string sqlQuote(const std::string& s) {
   std::string out = "'";
   for (char ch : s) {
-    if (ch == '\'') out += "''";
-    else out += ch;
+    if (ch == '\'')
+      out += "''";
+    else
+      out += ch;
   }
   return out + "'";
 }

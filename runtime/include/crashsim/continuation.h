@@ -32,6 +32,7 @@
 #include "crashsim/json.h"
 #include "crashsim/resume_plan.h"
 #include "crashsim/runtime_event.h"
+#include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
 
 namespace crashsim {
@@ -161,7 +162,7 @@ struct ClaimState {
 };
 
 struct ClaimResult {
-  std::string result;  // acquired | existing | conflict  (code::acquired, …)
+  std::string result;                  // acquired | existing | conflict  (code::acquired, …)
   std::optional<ClaimState> existing;  // for existing / conflict (the row that owns it)
   std::string conflictDetail;          // which identity collided
 };
@@ -211,10 +212,10 @@ struct LineageEdge {
   std::optional<RuntimeEvent> start;  // child event #1 (V2)
 };
 struct Lineage {
-  std::vector<ImmutablePrefix> segments;  // oldest → immediate source
-  std::vector<RunHeader> headers;         // parallel to segments
-  std::vector<SegmentReplay> projections; // parallel to segments (each projected once)
-  std::vector<LineageEdge> edges;         // oldest child first
+  std::vector<ImmutablePrefix> segments;   // oldest → immediate source
+  std::vector<RunHeader> headers;          // parallel to segments
+  std::vector<SegmentReplay> projections;  // parallel to segments (each projected once)
+  std::vector<LineageEdge> edges;          // oldest child first
 };
 
 // The one traversal shared by planning and execution revalidation. `immediate` is the
@@ -313,9 +314,9 @@ ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessio
 // e.9 Execution
 
 struct ContinuationExecution {
-  RunHeader targetHeader;         // the created target run (status created)
+  RunHeader targetHeader;  // the created target run (status created)
   ContinuationClaim claim;
-  RuntimeEvent startEvent;        // durable target event #1
+  RuntimeEvent startEvent;                  // durable target event #1
   std::vector<RuntimeEvent> replayHistory;  // validated history to give the model
   Json providerItems = Json::array();
   std::string providerReplayDigest;
@@ -336,7 +337,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
 // ---------------------------------------------------------------------------------------
 // g Claim repair saga
 
-enum class RepairMode { strict, bestEffort };
+// RepairMode (strict | bestEffort) is startup_repair.h's.
 
 struct ClaimRepairAction {
   std::string claimId;

@@ -33,9 +33,9 @@ namespace crashsim {
 inline constexpr int kSchemaVersion = 1;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
-  bool readOnly = false;         // query_only; never migrates or repairs
+  bool readOnly = false;             // query_only; never migrates or repairs
   std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
-  std::string vfs;               // SQLite VFS name; empty = default (power-loss VFS in tests)
+  std::string vfs;                   // SQLite VFS name; empty = default (power-loss VFS in tests)
 };
 
 // AgentRun header (projection of a run; status written only after its terminal fact).
@@ -96,7 +96,7 @@ struct RecoveryBundle {  // f.6 input
   RuntimeEvent decision;
 };
 struct WriteResult {
-  bool created = false;        // false = exact retry (nothing written)
+  bool created = false;         // false = exact retry (nothing written)
   int64_t runtimeEventSeq = 0;  // event_seq of the write's anchor event
 };
 

@@ -146,8 +146,10 @@ void validateClaim(const ContinuationClaim& claim) {
   if (invocations.count(t.invocationId)) {
     invalidClaim("Continuation claim target invocationId reuses source identity");
   }
-  if (turns.count(t.turnId)) invalidClaim("Continuation claim target turnId reuses source identity");
-  if (claim.sourceHighWater() <= 0) invalidClaim("continuation claim source high-water must be > 0");
+  if (turns.count(t.turnId))
+    invalidClaim("Continuation claim target turnId reuses source identity");
+  if (claim.sourceHighWater() <= 0)
+    invalidClaim("continuation claim source high-water must be > 0");
   const RunHeader& h = claim.targetRunHeader;
   if (!sameIdentity(identityOf(h), t)) invalidClaim("continuation target header ids differ");
   if (h.status != "created") invalidClaim("continuation target header must be created");
@@ -169,7 +171,8 @@ void validateClaim(const ContinuationClaim& claim) {
 void validateStartEvent(const ContinuationClaim& claim, const RuntimeEvent& e,
                         std::string_view startKind) {
   auto bad = [](const std::string& why) {
-    throw Error(code::continuation_start_invalid, "Invalid continuation-start authority event: " + why);
+    throw Error(code::continuation_start_invalid,
+                "Invalid continuation-start authority event: " + why);
   };
   if (!sameIdentity(PrefixIdentity{e.sessionId, e.invocationId, e.runId, e.turnId}, claim.target)) {
     bad("target identity");
@@ -293,16 +296,22 @@ std::vector<ClaimState> readAllClaims(Connection& c) {
 
 std::optional<ClaimState> readClaimByBoundaryDigest(RuntimeStore& store,
                                                     const std::string& boundaryDigest) {
+  auto storeLock = continuation_detail::lockStore(store);
   return readClaim(conn(store), ClaimKey::boundaryDigest, boundaryDigest);
 }
 std::optional<ClaimState> readClaimById(RuntimeStore& store, const std::string& claimId) {
+  auto storeLock = continuation_detail::lockStore(store);
   return readClaim(conn(store), ClaimKey::claimId, claimId);
 }
 std::optional<ClaimState> readClaimByTargetRun(RuntimeStore& store, const std::string& sessionId,
                                                const std::string& targetRunId) {
+  auto storeLock = continuation_detail::lockStore(store);
   return readClaim(conn(store), ClaimKey::targetRun, sessionId, targetRunId);
 }
-std::vector<ClaimState> listClaims(RuntimeStore& store) { return readAllClaims(conn(store)); }
+std::vector<ClaimState> listClaims(RuntimeStore& store) {
+  auto storeLock = continuation_detail::lockStore(store);
+  return readAllClaims(conn(store));
+}
 
 namespace {
 
@@ -355,6 +364,7 @@ bool targetLedgerEmpty(Connection& c, const PrefixIdentity& t) {
 }  // namespace
 
 ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& claim) {
+  auto storeLock = continuation_detail::lockStore(store);
   validateClaim(claim);
   Connection& c = conn(store);
   const std::string boundaryJson = stableJson(claim.boundary.toJson());
@@ -439,6 +449,7 @@ namespace {
 
 WriteResult commitStart(RuntimeStore& store, const ContinuationClaim& claim,
                         const RuntimeEvent& start, std::string_view kind) {
+  auto storeLock = continuation_detail::lockStore(store);
   validateClaim(claim);
   validateStartEvent(claim, start, kind);
   Connection& c = conn(store);
@@ -459,11 +470,12 @@ WriteResult commitStart(RuntimeStore& store, const ContinuationClaim& claim,
   const auto writer = kind == code::runtime_admission
                           ? store_detail::Writer::continuationStart
                           : store_detail::Writer::continuationRepairStart;
-  store_detail::InsertResult ins = store_detail::insertEvent(tx, start, writer, store_detail::nowMs());
+  store_detail::InsertResult ins =
+      store_detail::insertEvent(tx, start, writer, store_detail::nowMs());
   if (ins.eventSeq != 1) {
-    throw Error(code::continuation_start_invalid,
-                "Continuation start must be target event #1 (got " +
-                    std::to_string(ins.eventSeq) + ")");
+    throw Error(
+        code::continuation_start_invalid,
+        "Continuation start must be target event #1 (got " + std::to_string(ins.eventSeq) + ")");
   }
   auto up = c.prepare(
       "UPDATE runtime_continuation_claims SET start_event_id = ?2, start_kind = ?3 "

@@ -69,7 +69,8 @@ void reinspect(const ContinuationPlan& plan, const ContinuationHost& host) {
 
 void requireCapability(store_detail::Connection& c) {
   auto st = c.prepare(
-      "SELECT version FROM runtime_capabilities WHERE capability = 'runtime_continuation_authority'");
+      "SELECT version FROM runtime_capabilities WHERE capability = "
+      "'runtime_continuation_authority'");
   if (!st.step() || st.int64(0) != 1) {
     throw Error(code::capability_unavailable,
                 "SQLite runtime continuation capability runtime_continuation_authority_v1 is "
@@ -81,6 +82,7 @@ void requireCapability(store_detail::Connection& c) {
 
 ContinuationExecution executeContinuation(RuntimeStore& store, const ContinuationPlan& plan,
                                           const ContinuationHost& host) {
+  auto storeLock = continuation_detail::lockStore(store);
   if (!plan.isContinue()) {
     throw Error(code::continuation_claim_invalid, "executeContinuation needs a continue plan");
   }
@@ -90,14 +92,16 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   InProgress guard(plan.sessionId);
   for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
     if (h.status == "running") {
-      throw Error(code::run_active, "Cannot continue while another run is active (" + h.runId + ")");
+      throw Error(code::run_active,
+                  "Cannot continue while another run is active (" + h.runId + ")");
     }
   }
   requireCapability(c);
   // 2. re-read the lineage: ancestors pinned, immediate source pinned at the planned head.
   if (!plan.boundary || plan.providerReplayDigest.empty() ||
       plan.providerProjectionVersion != kProviderProjectionVersion) {
-    reval(code::source_identity_changed, "plan lacks boundary, replay digest or projection version");
+    reval(code::source_identity_changed,
+          "plan lacks boundary, replay digest or projection version");
   }
   std::optional<RunHeader> header = readHeader(c, plan.sessionId, plan.sourceRunId);
   if (!header) reval(code::source_identity_changed, "source run header is missing");
@@ -118,7 +122,8 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
     reval(code::source_identity_changed, "source identity/position/digest changed since planning");
   }
   // 3. replay.
-  CompositeReplay replay = composeReplay(segPtrs, lineage.projections, plan.providerProjectionVersion);
+  CompositeReplay replay =
+      composeReplay(segPtrs, lineage.projections, plan.providerProjectionVersion);
   bool sameContext = replay.runtimeContext.size() == plan.runtimeContext.size();
   for (size_t i = 0; sameContext && i < replay.runtimeContext.size(); ++i) {
     sameContext = replay.runtimeContext[i] == plan.runtimeContext[i];
@@ -153,7 +158,10 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
         "SELECT COUNT(*) FROM runtime_events WHERE (session_id = ?1 AND run_id = ?2 AND "
         "(invocation_id <> ?3 OR turn_id <> ?4)) OR (invocation_id = ?3 AND "
         "(session_id <> ?1 OR run_id <> ?2 OR turn_id <> ?4))");
-    st.bind(1, plan.sessionId).bind(2, plan.sourceRunId).bind(3, plan.sourceInvocationId).bind(4, plan.sourceTurnId);
+    st.bind(1, plan.sessionId)
+        .bind(2, plan.sourceRunId)
+        .bind(3, plan.sourceInvocationId)
+        .bind(4, plan.sourceTurnId);
     if (st.step() && st.int64(0) != 0) {
       reval(code::source_ledger_identity_changed, "source ledger carries a foreign identity");
     }
@@ -214,9 +222,9 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   store.createRun(th);
   reinspect(plan, host);
   const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
-  RuntimeEvent start = buildContinuationStartEvent(claim, "continuation-start-" + plan.claimId,
-                                                   startTs, code::runtime_admission,
-                                                   host.protocolMarker);
+  RuntimeEvent start =
+      buildContinuationStartEvent(claim, "continuation-start-" + plan.claimId, startTs,
+                                  code::runtime_admission, host.protocolMarker);
   WriteResult wr = commitContinuationStart(store, claim, start);
   if (!wr.created) {
     throw Error(code::continuation_start_conflict,

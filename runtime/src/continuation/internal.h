@@ -1,6 +1,7 @@
 // internal.h — shared internals of the continuation authority (src/continuation only).
 #pragma once
 
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,10 @@ namespace crashsim::continuation_detail {
 
 inline store_detail::Connection& conn(RuntimeStore& store) {
   return store_detail::connectionOf(store);
+}
+// Every public entry point holds the store's (recursive) mutex while it uses the connection.
+[[nodiscard]] inline std::unique_lock<std::recursive_mutex> lockStore(RuntimeStore& store) {
+  return std::unique_lock<std::recursive_mutex>(store_detail::mutexOf(store));
 }
 
 // Reads the prefix of `identity` (by invocation id) on an open connection, pinned at
@@ -44,8 +49,8 @@ bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeE
 
 // Claim rows on an open connection (cross-checked; throws continuation_claim_row_mismatch).
 enum class ClaimKey { boundaryDigest, claimId, targetRun };
-std::optional<ClaimState> readClaim(store_detail::Connection& c, ClaimKey key,
-                                    const std::string& a, const std::string& b = {});
+std::optional<ClaimState> readClaim(store_detail::Connection& c, ClaimKey key, const std::string& a,
+                                    const std::string& b = {});
 std::vector<ClaimState> readAllClaims(store_detail::Connection& c);
 
 // e.8 decoder rules for a candidate claim. Throws continuation_claim_invalid.

@@ -146,8 +146,8 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     const size_t childIdx = segs.size() - 1;
     const RunHeader childH = heads[childIdx];
     const Json* start = startOf(segs[childIdx]);
-    const bool hasSource = childH.continuationSource.has_value() &&
-                           !childH.continuationSource->is_null();
+    const bool hasSource =
+        childH.continuationSource.has_value() && !childH.continuationSource->is_null();
     const Json source = hasSource ? *childH.continuationSource : Json();
     const bool v2 = hasSource && isV2(source);
     if (start && !v2) {
@@ -161,15 +161,16 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
       }
       const Json& s = *start;
       const Json& is = s.value("immediateSource", Json::object());
-      bool ok = str(s, "claimId") == str(source, "claimId") &&
-                str(s, "boundaryDigest") == str(source, "boundaryDigest") &&
-                str(s, "replayManifestDigest") == str(source, "replayManifestDigest") &&
-                str(is, "sessionId") == childH.sessionId &&
-                str(is, "invocationId") == str(source, "sourceInvocationId") &&
-                str(is, "runId") == str(source, "sourceRunId") &&
-                str(is, "turnId") == str(source, "sourceTurnId") &&
-                is.value("highWater", Json()) == source.value("sourceRuntimeEventHighWater", Json()) &&
-                str(is, "prefixDigest") == str(source, "sourcePrefixDigest");
+      bool ok =
+          str(s, "claimId") == str(source, "claimId") &&
+          str(s, "boundaryDigest") == str(source, "boundaryDigest") &&
+          str(s, "replayManifestDigest") == str(source, "replayManifestDigest") &&
+          str(is, "sessionId") == childH.sessionId &&
+          str(is, "invocationId") == str(source, "sourceInvocationId") &&
+          str(is, "runId") == str(source, "sourceRunId") &&
+          str(is, "turnId") == str(source, "sourceTurnId") &&
+          is.value("highWater", Json()) == source.value("sourceRuntimeEventHighWater", Json()) &&
+          str(is, "prefixDigest") == str(source, "sourcePrefixDigest");
       if (!ok) {
         fail(code::runtime_lineage_start_mismatch,
              "continuation-start of " + childH.runId + " does not match its continuation source");
@@ -184,7 +185,8 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     }
     const Json& hwJ = source.value("sourceRuntimeEventHighWater", Json());
     if (srcRun.empty() || !hwJ.is_number_integer()) {
-      fail(code::runtime_lineage_missing, "continuation source of " + childH.runId + " is malformed");
+      fail(code::runtime_lineage_missing,
+           "continuation source of " + childH.runId + " is malformed");
     }
     const int64_t hw = hwJ.get<int64_t>();
     std::optional<RunHeader> ah;
@@ -196,10 +198,12 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     } catch (const Error& e) {
       fail(code::runtime_lineage_missing, std::string("ancestor ") + srcRun + ": " + e.what());
     }
-    PrefixIdentity edgeId{childH.sessionId, v2 ? str(source, "sourceInvocationId") : ah->invocationId,
-                          srcRun, v2 ? str(source, "sourceTurnId") : ah->turnId};
+    PrefixIdentity edgeId{childH.sessionId,
+                          v2 ? str(source, "sourceInvocationId") : ah->invocationId, srcRun,
+                          v2 ? str(source, "sourceTurnId") : ah->turnId};
     if (!v2) {
-      if (source.contains("sourceInvocationId")) edgeId.invocationId = str(source, "sourceInvocationId");
+      if (source.contains("sourceInvocationId"))
+        edgeId.invocationId = str(source, "sourceInvocationId");
       if (source.contains("sourceTurnId")) edgeId.turnId = str(source, "sourceTurnId");
     }
     if (!sameIdentity(ap.identity, edgeId) || ap.lastEventSeq != hw) {
@@ -262,12 +266,13 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
       fail(code::continuation_authority_unavailable, err.what());
     }
     const RuntimeEvent& start = *e.start;
-    const bool ok = cs && cs->claim.claimId == str(e.source, "claimId") &&
-                    cs->claim.boundaryDigest == str(e.source, "boundaryDigest") &&
-                    cs->startEventId && *cs->startEventId == start.id && cs->startKind &&
-                    *cs->startKind == str(start.json["actions"]["continuationStart"], "provenance") &&
-                    immutableHeaderJson(cs->claim.targetRunHeader) == immutableHeaderJson(childH) &&
-                    cs->startEvent && encodeRuntimeEvent(*cs->startEvent) == encodeRuntimeEvent(start);
+    const bool ok =
+        cs && cs->claim.claimId == str(e.source, "claimId") &&
+        cs->claim.boundaryDigest == str(e.source, "boundaryDigest") && cs->startEventId &&
+        *cs->startEventId == start.id && cs->startKind &&
+        *cs->startKind == str(start.json["actions"]["continuationStart"], "provenance") &&
+        immutableHeaderJson(cs->claim.targetRunHeader) == immutableHeaderJson(childH) &&
+        cs->startEvent && encodeRuntimeEvent(*cs->startEvent) == encodeRuntimeEvent(start);
     if (!ok) {
       fail(code::runtime_lineage_claim_mismatch,
            "durable claim state does not match continuation run " + childH.runId);
@@ -280,6 +285,7 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
 
 Lineage traverseLineage(RuntimeStore& store, const RunHeader& immediateHeader,
                         ImmutablePrefix immediate) {
+  auto storeLock = continuation_detail::lockStore(store);
   return continuation_detail::traverse(continuation_detail::conn(store), immediateHeader,
                                        std::move(immediate));
 }

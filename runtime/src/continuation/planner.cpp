@@ -61,7 +61,8 @@ std::string normaliseCwd(std::string p) {
   std::replace(p.begin(), p.end(), '\\', '/');
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   if (p.size() >= 2 && p[1] == ':' && std::isalpha(static_cast<unsigned char>(p[0]))) {
-    std::transform(p.begin(), p.end(), p.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(p.begin(), p.end(), p.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
   }
   return p;
 }
@@ -80,20 +81,20 @@ std::string_view classifyExistingClaim(store_detail::Connection& c, const ClaimS
     th = readHeader(c, cl.target.sessionId, cl.target.runId);
   } catch (const Error&) {
   }
-  if (!th) return code::continuation_claim_repair_required;                            // 1
+  if (!th) return code::continuation_claim_repair_required;  // 1
   if (immutableHeaderJson(*th) != immutableHeaderJson(cl.targetRunHeader)) {
-    return code::continuation_claim_repair_required;                                    // 2
+    return code::continuation_claim_repair_required;  // 2
   }
   ImmutablePrefix tp;
   try {
     tp = readPrefix(c, cl.target, std::nullopt);
   } catch (const Error&) {
-    return code::continuation_claim_repair_required;                                    // 3
+    return code::continuation_claim_repair_required;  // 3
   }
-  if (tp.events.empty()) return code::continuation_claim_repair_required;               // 3
+  if (tp.events.empty()) return code::continuation_claim_repair_required;  // 3
   if (!cs.startEventId || tp.events.front().id != *cs.startEventId || !cs.startEvent ||
       encodeRuntimeEvent(*cs.startEvent) != encodeRuntimeEvent(tp.events.front())) {
-    return code::continuation_claim_repair_required;                                    // 4
+    return code::continuation_claim_repair_required;  // 4
   }
   std::optional<size_t> terminalAt;
   size_t terminals = 0;
@@ -106,16 +107,16 @@ std::string_view classifyExistingClaim(store_detail::Connection& c, const ClaimS
   const bool headerTerminal = isTerminalRunStatus(th->status);
   if (terminalAt) {
     if (terminals != 1 || *terminalAt + 1 != tp.events.size()) {
-      return code::continuation_claim_repair_required;                                  // 5
+      return code::continuation_claim_repair_required;  // 5
     }
     std::optional<std::string> st = terminalFactRunStatus(tp.events.back(), *th);
-    if (!st) return code::continuation_claim_repair_required;                           // 6
-    if (!headerTerminal) return code::continuation_claim_repair_required;               // 7
+    if (!st) return code::continuation_claim_repair_required;                               // 6
+    if (!headerTerminal) return code::continuation_claim_repair_required;                   // 7
     if (terminalRepairSucceeded(*th, tp.events)) return code::continuation_already_exists;  // 8
-    return code::continuation_claim_repair_required;                                    // 9
+    return code::continuation_claim_repair_required;                                        // 9
   }
-  if (headerTerminal) return code::continuation_claim_repair_required;                  // 9
-  return code::continuation_started_indeterminate;                                      // 10
+  if (headerTerminal) return code::continuation_claim_repair_required;  // 9
+  return code::continuation_started_indeterminate;                      // 10
 }
 
 bool hasPendingPermission(const Lineage& lineage) {
@@ -147,7 +148,8 @@ bool hasPendingPermission(const Lineage& lineage) {
 }
 
 std::string itemRole(const Json& item) {
-  if (item["type"] == "text") return item["role"].get<std::string>() == "user" ? "user" : "assistant";
+  if (item["type"] == "text")
+    return item["role"].get<std::string>() == "user" ? "user" : "assistant";
   if (item["type"] == "tool_result") return "tool";
   return "assistant";
 }
@@ -184,10 +186,10 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
         replay.blockedReason == code::provider_replay_unsupported) {
       return park(sid, rid, replay.blockedReason, Json{{"segment", *replay.blockedSegment}});
     }
-    return park(sid, rid, code::runtime_ledger_unreadable,
-                Json{{"message", "continuation replay segment " +
-                                     std::to_string(*replay.blockedSegment) +
-                                     " is not replayable: " + replay.blockedReason}});
+    return park(
+        sid, rid, code::runtime_ledger_unreadable,
+        Json{{"message", "continuation replay segment " + std::to_string(*replay.blockedSegment) +
+                             " is not replayable: " + replay.blockedReason}});
   }
   // 5. durable claim state by boundary digest.
   std::optional<ClaimState> existing;
@@ -238,8 +240,9 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   if (hasPendingPermission(lineage)) reason(code::pending_permission);
   // 2
   std::optional<int64_t> expected =
-      facts.workspaceCheckpoint ? std::optional<int64_t>(facts.workspaceCheckpoint->runtimeEventHighWater)
-                                : expectedHighWater;
+      facts.workspaceCheckpoint
+          ? std::optional<int64_t>(facts.workspaceCheckpoint->runtimeEventHighWater)
+          : expectedHighWater;
   if (expected && *expected != src.lastEventSeq) {
     reason(code::runtime_offset_mismatch, Json{{"expectedRuntimeEventHighWater", *expected},
                                                {"actualRuntimeEventHighWater", src.lastEventSeq}});
@@ -251,8 +254,8 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   } else {
     const RuntimeEvent& e0 = src.events.front();
     for (const RuntimeEvent& e : src.events) {
-      if (e.sessionId != e0.sessionId || e.invocationId != e0.invocationId ||
-          e.runId != e0.runId || e.turnId != e0.turnId) {
+      if (e.sessionId != e0.sessionId || e.invocationId != e0.invocationId || e.runId != e0.runId ||
+          e.turnId != e0.turnId) {
         identityMismatch = true;
       }
     }
@@ -273,9 +276,9 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   // 6
   if (header.cwd && !host.currentCwd.empty() &&
       normaliseCwd(*header.cwd) != normaliseCwd(host.currentCwd)) {
-    plan.diagnostics.push_back(PlanDiagnostic{std::string(code::workspace_location_changed),
-                                              Json{{"sourceCwd", *header.cwd},
-                                                   {"currentCwd", host.currentCwd}}});
+    plan.diagnostics.push_back(
+        PlanDiagnostic{std::string(code::workspace_location_changed),
+                       Json{{"sourceCwd", *header.cwd}, {"currentCwd", host.currentCwd}}});
   }
   // 7
   if (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity) {
@@ -329,7 +332,8 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.sourcePrefixDigest = src.prefixDigest;
   if (lineage.segments.size() > 1) {
     plan.sourceRuntimeContext.assign(
-        replay.runtimeContext.begin() + static_cast<std::ptrdiff_t>(replay.immediateSourceContextStart),
+        replay.runtimeContext.begin() +
+            static_cast<std::ptrdiff_t>(replay.immediateSourceContextStart),
         replay.runtimeContext.end());
   }
   plan.runtimeContext = std::move(replay.runtimeContext);
@@ -340,14 +344,17 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.safetySnapshot.workspaceIdentity = facts.workspaceIdentity;
   plan.safetySnapshot.backgroundOperationsSettled = true;
   plan.safetySnapshot.availableToolNames = tools;
-  if (facts.workspaceCheckpoint) plan.safetySnapshot.workspaceCheckpoint = facts.workspaceCheckpoint;
+  if (facts.workspaceCheckpoint)
+    plan.safetySnapshot.workspaceCheckpoint = facts.workspaceCheckpoint;
   return plan;
 }
 
 ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessionId,
                                   const std::string& sourceRunId, const ContinuationHost& host,
                                   std::optional<int64_t> expectedRuntimeEventHighWater) {
-  if (!safeBoundaryResumeEnabled(host)) return park(sessionId, sourceRunId, code::resume_feature_disabled);
+  auto storeLock = continuation_detail::lockStore(store);
+  if (!safeBoundaryResumeEnabled(host))
+    return park(sessionId, sourceRunId, code::resume_feature_disabled);
   if (!host.inspector) return park(sessionId, sourceRunId, code::safety_observation_unavailable);
   std::optional<RunHeader> header;
   try {
@@ -355,7 +362,8 @@ ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessio
   } catch (const Error&) {
   }
   if (!header) return park(sessionId, sourceRunId, code::source_run_unreadable);
-  if (!header->workspaceIdentity) return park(sessionId, sourceRunId, code::workspace_identity_missing);
+  if (!header->workspaceIdentity)
+    return park(sessionId, sourceRunId, code::workspace_identity_missing);
   SafetyFacts facts;
   try {
     facts = host.inspector();
@@ -369,6 +377,7 @@ ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessio
 ContinuationPlan planLatestContinuation(RuntimeStore& store,
                                         const std::optional<std::string>& sessionId,
                                         const ContinuationHost& host) {
+  auto storeLock = continuation_detail::lockStore(store);
   const std::string sid = sessionId.value_or("");
   if (!safeBoundaryResumeEnabled(host)) return park(sid, "", code::resume_feature_disabled);
   std::vector<RunHeader> runs;

@@ -71,8 +71,8 @@ ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
 
 ImmutablePrefix readImmutablePrefix(RuntimeStore& store, const PrefixIdentity& identity,
                                     std::optional<int64_t> upToEventSeq) {
-  return continuation_detail::readPrefix(continuation_detail::conn(store), identity,
-                                         upToEventSeq);
+  auto storeLock = continuation_detail::lockStore(store);
+  return continuation_detail::readPrefix(continuation_detail::conn(store), identity, upToEventSeq);
 }
 
 Json BoundaryCursor::toJson() const {

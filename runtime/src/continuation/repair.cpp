@@ -14,24 +14,25 @@ namespace {
 RuntimeEvent repairTerminalEvent(const ContinuationClaim& claim, double startTs) {
   const std::string fc(code::continuation_abandoned_before_provider_dispatch);
   const double ts = std::max(startTs + 1, claim.claimedAt + 1);
-  Json e = Json{{"id", deriveContinuationRepairId("terminal", claim.claimId)},
-                {"sessionId", claim.target.sessionId},
-                {"invocationId", claim.target.invocationId},
-                {"runId", claim.target.runId},
-                {"turnId", claim.target.turnId},
-                {"ts", ts},
-                {"partial", false},
-                {"role", "system"},
-                {"author", "system"},
-                {"status", "failed"},
-                {"content",
-                 {{"kind", "error"},
-                  {"message", "Continuation was abandoned before provider dispatch."},
-                  {"code", fc},
-                  {"reason", fc}}},
-                {"actions",
-                 {{"endInvocation", true},
-                  {"stateDelta", {{"recovered", true}, {"recoveryReason", fc}, {"failureClass", fc}}}}}};
+  Json e =
+      Json{{"id", deriveContinuationRepairId("terminal", claim.claimId)},
+           {"sessionId", claim.target.sessionId},
+           {"invocationId", claim.target.invocationId},
+           {"runId", claim.target.runId},
+           {"turnId", claim.target.turnId},
+           {"ts", ts},
+           {"partial", false},
+           {"role", "system"},
+           {"author", "system"},
+           {"status", "failed"},
+           {"content",
+            {{"kind", "error"},
+             {"message", "Continuation was abandoned before provider dispatch."},
+             {"code", fc},
+             {"reason", fc}}},
+           {"actions",
+            {{"endInvocation", true},
+             {"stateDelta", {{"recovered", true}, {"recoveryReason", fc}, {"failureClass", fc}}}}}};
   return decodeRuntimeEvent(e);
 }
 
@@ -58,9 +59,9 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
     if (!tp.events.empty()) {
       repairFail("target of claim " + claim.claimId + " has events but no continuation-start");
     }
-    RuntimeEvent rs = buildContinuationStartEvent(
-        claim, deriveContinuationRepairId("start", claim.claimId), claim.claimedAt,
-        code::claim_repair, false);
+    RuntimeEvent rs =
+        buildContinuationStartEvent(claim, deriveContinuationRepairId("start", claim.claimId),
+                                    claim.claimedAt, code::claim_repair, false);
     act.actions.push_back("repair_start");
     if (!dryRun) commitContinuationRepairStart(store, claim, rs);
     startKind = std::string(code::claim_repair);
@@ -74,9 +75,10 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
   }
   // claim_repair: deterministic failed terminal, then the failed header.
   RuntimeEvent terminal = repairTerminalEvent(claim, start->ts);
-  std::vector<StoredEvent> rows = dryRun && !state.startEventId
-                                      ? std::vector<StoredEvent>{}
-                                      : store_detail::readInvocationEvents(c, claim.target.invocationId);
+  std::vector<StoredEvent> rows =
+      dryRun && !state.startEventId
+          ? std::vector<StoredEvent>{}
+          : store_detail::readInvocationEvents(c, claim.target.invocationId);
   std::optional<RuntimeEvent> existingTerminal;
   for (const StoredEvent& r : rows) {
     if (r.event.isTerminal()) {
@@ -111,6 +113,7 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
 }  // namespace
 
 ClaimRepairReport repairContinuationClaims(RuntimeStore& store, RepairMode mode, bool dryRun) {
+  auto storeLock = continuation_detail::lockStore(store);
   ClaimRepairReport report;
   store_detail::Connection& c = conn(store);
   // Read every row leniently so one damaged claim only skips its own session (best effort).

@@ -182,7 +182,8 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
   for (size_t k = 0; k < out.items.size(); ++k) {
     if (dropped[k]) continue;
     const Json& it = out.items[k];
-    if (it["type"] == "tool_result" || (it["type"] == "text" && it["role"] == "user")) lastStable = k;
+    if (it["type"] == "tool_result" || (it["type"] == "text" && it["role"] == "user"))
+      lastStable = k;
   }
   size_t keep = lastStable ? *lastStable + 1 : 0;
   std::vector<Json> kept;

@@ -13,103 +13,11 @@
 #include <limits>
 
 #include "crashsim/codes.h"
+#include "recovery/flat_index.h"
 
 namespace crashsim::detail {
 
 namespace {
-
-inline uint64_t hashView(std::string_view s) { return std::hash<std::string_view>{}(s); }
-
-inline uint64_t mix(uint64_t a, uint64_t b) {
-  // Order-sensitive combination of two 64-bit hashes (pair key, so "a"+"bc" != "ab"+"c").
-  uint64_t h = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  return h;
-}
-
-// Open-addressing index from a 64-bit hash to a uint32 value; key equality is decided by the
-// caller (the key lives in the events / operations, not in the table).
-class FlatIndex {
- public:
-  static constexpr uint32_t kEmpty = std::numeric_limits<uint32_t>::max();
-
-  explicit FlatIndex(size_t expected = 0) { rehash(expected); }
-
-  // Returns the stored value for a key with this hash satisfying eq, or kEmpty.
-  template <class Eq>
-  uint32_t find(uint64_t hash, Eq&& eq) const {
-    const uint32_t tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.value == kEmpty) return kEmpty;
-      if (s.tag == tag && eq(s.value)) return s.value;
-    }
-  }
-
-  // Inserts (hash → value); the key must not be present. hashOf(value) recomputes the hash
-  // of a stored value when the table grows.
-  template <class HashOf>
-  void insert(uint64_t hash, uint32_t value, HashOf&& hashOf) {
-    if ((size_ + 1) * 10 > slots_.size() * 7) grow(hashOf);
-    place(hash, value);
-    ++size_;
-  }
-
-  // Replaces the value stored for an existing key (same hash, eq matches).
-  template <class Eq>
-  void assign(uint64_t hash, uint32_t value, Eq&& eq) {
-    const uint32_t tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.value == kEmpty) return;
-      if (s.tag == tag && eq(s.value)) {
-        s.value = value;
-        return;
-      }
-    }
-  }
-
-  void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
-
- private:
-  struct Slot {
-    uint32_t tag = 0;
-    uint32_t value = kEmpty;
-  };
-
-  void rehash(size_t expected) {
-    size_t want = std::max<size_t>(16, expected + expected / 2 + 1);
-    slots_.assign(std::bit_ceil(want), Slot{});
-    mask_ = slots_.size() - 1;
-    size_ = 0;
-  }
-
-  void place(uint64_t hash, uint32_t value) {
-    const uint32_t tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].value == kEmpty) {
-        slots_[i] = Slot{tag, value};
-        return;
-      }
-    }
-  }
-
-  template <class HashOf>
-  void grow(HashOf&& hashOf) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.value != kEmpty) place(hashOf(s.value), s.value);
-    }
-  }
-
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
-};
 
 bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
   return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
@@ -132,19 +40,24 @@ class Scanner {
 
   LedgerScan run() {
     const size_t n = events_.size();
-    // Hashes of event ids are computed a few events ahead so the id table slot is already
-    // in cache when the event is processed (large ledgers are otherwise latency-bound).
-    constexpr size_t kAhead = 8;
-    std::vector<uint64_t> idHash(std::min(n, kAhead));
-    for (size_t i = 0; i < idHash.size(); ++i) {
-      idHash[i] = hashView(events_[i].id);
-      seenIds_.prefetch(idHash[i]);
+    // Software pipeline for large ledgers (otherwise latency-bound): the event kFar ahead has
+    // its struct lines prefetched, the one kMid ahead its heap string characters, and the one
+    // kNear ahead its id hashed and its id-table slot prefetched.
+    constexpr size_t kFar = 16, kMid = 8, kNear = 4;
+    uint64_t ring[kNear] = {};
+    for (size_t i = 0; i < std::min(n, kFar); ++i) prefetchEvent(events_[i]);
+    for (size_t i = 0; i < std::min(n, kMid); ++i) prefetchStrings(events_[i]);
+    for (size_t i = 0; i < std::min(n, kNear); ++i) {
+      ring[i] = hashView(events_[i].id);
+      seenIds_.prefetch(ring[i]);
     }
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t h = idHash[i % kAhead];
-      if (i + kAhead < n) {
-        const uint64_t next = hashView(events_[i + kAhead].id);
-        idHash[i % kAhead] = next;
+      const uint64_t h = ring[i % kNear];
+      if (i + kFar < n) prefetchEvent(events_[i + kFar]);
+      if (i + kMid < n) prefetchStrings(events_[i + kMid]);
+      if (i + kNear < n) {
+        const uint64_t next = hashView(events_[i + kNear].id);
+        ring[i % kNear] = next;
         seenIds_.prefetch(next);
       }
       step(i, h);
@@ -154,6 +67,24 @@ class Scanner {
 
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
+
+  // The cache lines of a RuntimeEvent the scan reads (envelope ids, flags, content view, lane,
+  // and the action views for tool lanes).
+  static void prefetchEvent(const RuntimeEvent& e) {
+    prefetchBytes(&e.id);
+    prefetchBytes(&e.turnId);
+    prefetchBytes(&e.callId);
+    prefetchBytes(&e.runtimeProtocol);
+    prefetchBytes(&e.lane);
+  }
+  static void prefetchStrings(const RuntimeEvent& e) {
+    prefetchBytes(e.id.data());
+    prefetchBytes(e.invocationId.data());
+    if (e.lane != Lane::ordinary) {
+      prefetchBytes(e.callId.data());
+      if (e.toolDispatch) prefetchBytes(e.toolDispatch->operationId.data());
+    }
+  }
 
   void topIssue(std::string_view code, const std::string& eventId) {
     scan_.issues.push_back(ResolverIssue{std::string(code), eventId});
@@ -206,6 +137,7 @@ class Scanner {
 
   void step(size_t i, uint64_t idHash) {
     const RuntimeEvent& e = events_[i];
+    if (e.runtimeProtocol) scan_.protocolMarkers.push_back(i);
 
     // 1. duplicate id → skipped.
     const std::string_view id = e.id;

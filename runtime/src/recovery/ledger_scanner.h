@@ -47,6 +47,9 @@ struct ScannedOperation {
 struct LedgerScan {
   std::vector<ScannedOperation> operations;  // creation order
   std::vector<ResolverIssue> issues;         // every issue, in detection order
+  // Indexes of every event carrying actions.runtimeProtocol (any lane, duplicates included),
+  // recorded in the same pass for the resolver's marker rule (c.1).
+  std::vector<size_t> protocolMarkers;
 
   bool hasCorruption() const { return !issues.empty(); }
 };

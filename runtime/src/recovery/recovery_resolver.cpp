@@ -18,12 +18,18 @@ constexpr std::array<std::string_view, 8> kIssuePriority = {
     code::identity_conflict,  code::event_order_conflict,
 };
 
-ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedOperation& op,
+std::string_view priorityIssue(const detail::ScannedOperation& op) {
+  if (op.issueCodes.empty()) return {};
+  for (std::string_view c : kIssuePriority) {
+    if (op.hasIssue(c)) return c;
+  }
+  return {};
+}
+
+// Builds the decision of one scanned operation; the operation's strings are moved into it.
+ToolDecision decide(std::span<const RuntimeEvent> events, detail::ScannedOperation& op,
                     bool newProtocol) {
   ToolDecision d;
-  d.toolCallId = op.toolCallId;
-  if (op.toolName && !op.toolName->empty()) d.toolName = *op.toolName;
-  d.operationId = op.operationId;
   d.status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
   d.reason = newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
   if (op.call) {
@@ -41,53 +47,45 @@ ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedO
     d.responseIsError = response.isError;
   }
 
-  // 1–2. facts without a call.
-  if (!op.call && op.dispatch) {
+  if (!op.call && op.dispatch) {  // 1.
     d.status = code::corruption;
     d.reason = code::orphan_dispatch;
-    return d;
-  }
-  if (!op.call && op.response) {
+  } else if (!op.call && op.response) {  // 2.
     d.status = code::corruption;
     d.reason = code::orphan_response;
-    return d;
-  }
-  // 3. scanner issues, by priority.
-  if (!op.issueCodes.empty()) {
-    for (std::string_view c : kIssuePriority) {
-      if (op.hasIssue(c)) {
+  } else if (std::string_view issue = priorityIssue(op); !issue.empty()) {  // 3.
+    d.status = code::corruption;
+    d.reason = issue;
+  } else {
+    if (op.response) {  // 4.
+      d.status = code::completed;
+      d.reason = code::matching_response;
+      d.settlementOrigin = op.dispatch ? code::normal_t2 : code::pre_t1_synthetic;
+    } else if (op.dispatch) {  // 5.
+      d.status = code::indeterminate;
+      d.reason = code::dispatch_without_response;
+    }
+    // 7. recovery tail.
+    if (std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, op)) {
+      if (!tail->valid) {
         d.status = code::corruption;
-        d.reason = c;
-        return d;
+        d.reason = code::recovery_fact_corruption;
+        d.settlementOrigin.reset();
+      } else if (tail->disposition == code::completed) {
+        d.status = code::completed;
+        d.reason = code::recovery_bundle_completed;
+        d.settlementOrigin = code::recovery_bundle;
+      } else {
+        d.status = code::parked;
+        d.reason = std::move(tail->reasonCode);
+        d.settlementOrigin = code::recovery_bundle;
       }
     }
   }
-  // 4–6.
-  if (op.response) {
-    d.status = code::completed;
-    d.reason = code::matching_response;
-    d.settlementOrigin = op.dispatch ? code::normal_t2 : code::pre_t1_synthetic;
-  } else if (op.dispatch) {
-    d.status = code::indeterminate;
-    d.reason = code::dispatch_without_response;
-  }
-  // 7. recovery tail.
-  std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, op);
-  if (!tail) return d;
-  if (!tail->valid) {
-    d.status = code::corruption;
-    d.reason = code::recovery_fact_corruption;
-    d.settlementOrigin.reset();
-    return d;
-  }
-  d.settlementOrigin = code::recovery_bundle;
-  if (tail->disposition == code::completed) {
-    d.status = code::completed;
-    d.reason = code::recovery_bundle_completed;
-  } else {
-    d.status = code::parked;
-    d.reason = tail->reasonCode;
-  }
+
+  d.toolCallId = std::move(op.toolCallId);
+  if (op.toolName && !op.toolName->empty()) d.toolName = std::move(op.toolName);
+  d.operationId = std::move(op.operationId);
   return d;
 }
 
@@ -95,34 +93,27 @@ ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedO
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   RecoveryResolution resolution;
+  detail::LedgerScan scan = detail::scanLedger(events);
 
-  // c.1 protocol marker: only event 0 may carry it; a late marker never enables it.
-  if (!events.empty() && events[0].runtimeProtocol) {
-    if (*events[0].runtimeProtocol == code::t1_after_preflight_v1) {
+  // c.1 protocol marker: only event 0 may carry it; a late marker never enables it. Marker
+  // issues come first, then the scanner's issues in detection order.
+  std::vector<ResolverIssue>& issues = resolution.issues;
+  issues.reserve(scan.protocolMarkers.size() + scan.issues.size());
+  for (size_t index : scan.protocolMarkers) {
+    if (index == 0 && *events[0].runtimeProtocol == code::t1_after_preflight_v1) {
       resolution.toolBoundaryProtocol = std::string(code::t1_after_preflight_v1);
     } else {
-      resolution.issues.push_back({std::string(code::protocol_marker_invalid), events[0].id});
+      issues.push_back({std::string(code::protocol_marker_invalid), events[index].id});
     }
   }
-  for (size_t i = 1; i < events.size(); ++i) {
-    if (events[i].runtimeProtocol) {
-      resolution.issues.push_back({std::string(code::protocol_marker_invalid), events[i].id});
-    }
-  }
-
-  detail::LedgerScan scan = detail::scanLedger(events);
-  if (resolution.issues.empty()) {
-    resolution.issues = std::move(scan.issues);
-  } else {
-    resolution.issues.insert(resolution.issues.end(), std::make_move_iterator(scan.issues.begin()),
-                             std::make_move_iterator(scan.issues.end()));
-  }
+  issues.insert(issues.end(), std::make_move_iterator(scan.issues.begin()),
+                std::make_move_iterator(scan.issues.end()));
 
   const bool newProtocol = resolution.toolBoundaryProtocol.has_value();
   resolution.decisions.reserve(scan.operations.size());
   bool anyCorruption = false;
   bool anyIndeterminate = false;
-  for (const detail::ScannedOperation& op : scan.operations) {
+  for (detail::ScannedOperation& op : scan.operations) {
     ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;

@@ -2,9 +2,8 @@
 // resolver's decisions, never mutates anything; equal inputs give equal plans.
 #include "crashsim/resume_plan.h"
 
-#include <unordered_map>
-
 #include "crashsim/codes.h"
+#include "recovery/flat_index.h"
 
 namespace crashsim {
 
@@ -115,33 +114,79 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     }
   }
 
-  // One pass over the events: responses without a projected operation, call pairing for the
-  // provider replay (d.8).
-  std::unordered_map<std::string_view, size_t> operationByCallId;  // last projected op wins
-  operationByCallId.reserve(plan.operations.size());
+  // One pass over the events: responses without a projected operation (d.4, last two
+  // diagnostics) and call pairing for the provider replay (d.8). Replay candidates are
+  // collected in the same pass and calls/responses filtered by pairing afterwards.
+  using detail::FlatIndex;
+  using detail::hashView;
+  constexpr uint32_t kNone = FlatIndex::kEmpty;
+  FlatIndex operationByCallId(plan.operations.size());  // last projected op wins
   for (size_t k = 0; k < plan.operations.size(); ++k) {
-    operationByCallId[plan.operations[k].toolCallId] = k;
+    const std::string& id = plan.operations[k].toolCallId;
+    const uint64_t h = hashView(id);
+    auto eq = [&](uint32_t v) { return plan.operations[v].toolCallId == id; };
+    if (operationByCallId.find(h, eq) == kNone) {
+      operationByCallId.insert(h, static_cast<uint32_t>(k),
+                               [&](uint32_t v) { return hashView(plan.operations[v].toolCallId); });
+    } else {
+      operationByCallId.assign(h, static_cast<uint32_t>(k), eq);
+    }
   }
-  std::unordered_map<std::string_view, std::string_view> latestCallName;  // call id → name
-  latestCallName.reserve(plan.operations.size() + 1);
-  std::unordered_map<std::string_view, bool> paired;  // call id → paired
-  paired.reserve(plan.operations.size() + 1);
-  for (const RuntimeEvent& e : events) {
+  struct CallGroup {
+    std::string_view callId;
+    std::string_view latestCallName;
+    bool hasCall = false;
+    bool paired = false;
+  };
+  std::vector<CallGroup> groups;
+  groups.reserve(plan.operations.size() + 1);
+  FlatIndex groupByCallId(plan.operations.size() + 1);
+  auto groupOf = [&](std::string_view callId) -> uint32_t {
+    const uint64_t h = hashView(callId);
+    uint32_t g = groupByCallId.find(h, [&](uint32_t v) { return groups[v].callId == callId; });
+    if (g == kNone) {
+      g = static_cast<uint32_t>(groups.size());
+      groups.push_back(CallGroup{callId, {}, false, false});
+      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
+    }
+    return g;
+  };
+  // Replay candidates: (event index, call group or kNone for non-tool content).
+  std::vector<std::pair<uint32_t, uint32_t>> candidates;
+  candidates.reserve(events.size());
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i + kAhead < events.size()) {
+      detail::prefetchBytes(&events[i + kAhead].partial);
+      detail::prefetchBytes(&events[i + kAhead].callId);
+    }
+    const RuntimeEvent& e = events[i];
     if (e.partial) continue;
-    if (e.contentKind == ContentKind::function_call) {
-      latestCallName[e.callId] = e.toolName;
-    } else if (e.contentKind == ContentKind::function_response) {
-      auto call = latestCallName.find(e.callId);
-      if (call != latestCallName.end() && call->second == e.toolName) paired[e.callId] = true;
-      if (e.hidden) continue;
-      auto op = operationByCallId.find(e.callId);
-      if (op == operationByCallId.end()) {
-        addDiagnostic(diagnostics, code::unmatched_tool_result);
-      } else if (plan.operations[op->second].toolName != e.toolName) {
-        addDiagnostic(diagnostics, code::tool_name_mismatch,
-                      Json{{"callToolName", plan.operations[op->second].toolName},
-                           {"responseToolName", e.toolName}});
-      }
+    const bool isCall = e.contentKind == ContentKind::function_call;
+    const bool isResponse = e.contentKind == ContentKind::function_response;
+    if (!isCall && !isResponse) {
+      if (!e.hidden) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
+      continue;
+    }
+    const uint32_t g = groupOf(e.callId);
+    if (isCall) {
+      groups[g].latestCallName = e.toolName;
+      groups[g].hasCall = true;
+    } else if (groups[g].hasCall && groups[g].latestCallName == e.toolName) {
+      groups[g].paired = true;
+    }
+    if (e.hidden) continue;
+    candidates.emplace_back(static_cast<uint32_t>(i), g);
+    if (!isResponse) continue;
+    const uint64_t h = hashView(e.callId);
+    const uint32_t op = operationByCallId.find(
+        h, [&](uint32_t v) { return plan.operations[v].toolCallId == e.callId; });
+    if (op == kNone) {
+      addDiagnostic(diagnostics, code::unmatched_tool_result);
+    } else if (plan.operations[op].toolName != e.toolName) {
+      addDiagnostic(
+          diagnostics, code::tool_name_mismatch,
+          Json{{"callToolName", plan.operations[op].toolName}, {"responseToolName", e.toolName}});
     }
   }
 
@@ -168,16 +213,11 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
           ? code::safe_replay
           : code::blocked;
 
-  // d.8 provider replay events.
-  plan.replayEventIndexes.reserve(events.size());
-  for (size_t i = 0; i < events.size(); ++i) {
-    const RuntimeEvent& e = events[i];
-    if (e.partial || e.hidden) continue;
-    if (e.contentKind == ContentKind::function_call ||
-        e.contentKind == ContentKind::function_response) {
-      if (!paired.contains(e.callId)) continue;
-    }
-    plan.replayEventIndexes.push_back(i);
+  // d.8 provider replay events: keep content-less and other content events; keep calls and
+  // responses only when their call id is paired.
+  plan.replayEventIndexes.reserve(candidates.size());
+  for (const auto& [index, group] : candidates) {
+    if (group == kNone || groups[group].paired) plan.replayEventIndexes.push_back(index);
   }
   return plan;
 }

@@ -152,8 +152,8 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
   while (st.step()) {
     if (st.text(1) != e.invocationId || st.text(2) != e.runId || st.text(3) != e.turnId) {
       throw Error(code::runtime_identity_conflict,
-                  "RuntimeEvent continuation target identity conflict for " + e.id +
-                      " (claim " + st.text(0) + ")");
+                  "RuntimeEvent continuation target identity conflict for " + e.id + " (claim " +
+                      st.text(0) + ")");
     }
     const bool startWriter =
         writer == Writer::continuationStart || writer == Writer::continuationRepairStart;
@@ -201,8 +201,8 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
   }
   if (e.runtimeProtocol) {
     // The protocol marker is a fact of what was wired at run start: event #1 only (j.4).
-    auto st = conn.prepare(
-        "SELECT 1 FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 LIMIT 1");
+    auto st =
+        conn.prepare("SELECT 1 FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 LIMIT 1");
     st.bind(1, e.sessionId).bind(2, e.runId);
     if (st.step() || *e.runtimeProtocol != code::t1_after_preflight_v1) {
       throw Error(code::protocol_marker_invalid,
@@ -309,7 +309,8 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     c.event = e;
     c.payload = canonicalPayload(*e);
     if (!seen.insert(e->id).second) reject(code::duplicate_event_id, e->id);
-    auto st = conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
+    auto st =
+        conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
     st.bind(1, e->id);
     if (st.step()) {
       if (st.text(0) == c.payload) {

@@ -34,9 +34,9 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
   for (const auto& s : stored) events.push_back(s.event);
   auto scan = detail::scanLedger(events);
   if (!scan.issues.empty()) {
-    throw Error(code::store_corrupt, "Corrupt tool RuntimeEvent ledger: " +
-                                         scan.issues.front().code + " at " +
-                                         scan.issues.front().eventId);
+    throw Error(code::store_corrupt,
+                "Corrupt tool RuntimeEvent ledger: " + scan.issues.front().code + " at " +
+                    scan.issues.front().eventId);
   }
   c.execScript(
       "DELETE FROM tool_journal_events WHERE operation_id IN (SELECT operation_id FROM "
@@ -107,8 +107,9 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
     row.version = 1 + tailEntries;
     ops.push_back(std::move(row));
   }
-  std::stable_sort(journals.begin(), journals.end(),
-                   [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
+  std::stable_sort(
+      journals.begin(), journals.end(),
+      [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
   for (const auto& r : ops) {
     auto ins = c.prepare(
         "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "

@@ -10,7 +10,8 @@ namespace crashsim::store_detail {
 void throwSqlite(sqlite3* db, int rc, std::string_view what) {
   const int primary = rc & 0xff;
   std::string msg = std::string(what) + ": " + sqlite3_errstr(rc);
-  if (db != nullptr && sqlite3_errmsg(db) != nullptr) msg += " (" + std::string(sqlite3_errmsg(db)) + ")";
+  if (db != nullptr && sqlite3_errmsg(db) != nullptr)
+    msg += " (" + std::string(sqlite3_errmsg(db)) + ")";
   if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) throw Error(code::store_corrupt, msg);
   throw Error(code::sqlite_error, msg);
 }

@@ -145,9 +145,9 @@ int64_t readUserVersion(Connection& c) {
 }
 
 [[noreturn]] void throwNewer(int64_t v) {
-  throw Error(code::schema_newer_than_supported,
-              "SQLite runtime schema " + std::to_string(v) + " is newer than supported version " +
-                  std::to_string(kSchemaVersion));
+  throw Error(code::schema_newer_than_supported, "SQLite runtime schema " + std::to_string(v) +
+                                                     " is newer than supported version " +
+                                                     std::to_string(kSchemaVersion));
 }
 
 std::string pragmaText(Connection& c, const std::string& sql) {
@@ -190,8 +190,8 @@ void checkCapabilities(Connection& c) {
     auto st = c.prepare("SELECT version FROM runtime_capabilities WHERE capability = ?1");
     st.bind(1, std::string_view(cap));
     if (!st.step() || st.int64(0) != 1) {
-      throw Error(code::capability_unavailable, std::string("SQLite runtime recovery capability ") +
-                                                    cap + "@1 is unavailable");
+      throw Error(code::capability_unavailable,
+                  std::string("SQLite runtime recovery capability ") + cap + "@1 is unavailable");
     }
   }
 }
@@ -240,8 +240,8 @@ RunHeader headerFromRow(store_detail::Stmt& st) {
   try {
     h = RunHeader::fromJson(parseJson(st.text(5)));
   } catch (const Error& e) {
-    throw Error(code::store_corrupt, "Corrupt run header row " + st.text(0) + "/" + st.text(1) +
-                                         ": " + e.what());
+    throw Error(code::store_corrupt,
+                "Corrupt run header row " + st.text(0) + "/" + st.text(1) + ": " + e.what());
   }
   if (h.sessionId != st.text(0) || h.runId != st.text(1) || h.invocationId != st.text(2) ||
       h.turnId != st.text(3) || h.status != st.text(4)) {
@@ -280,10 +280,10 @@ Json RunHeader::toJson() const {
 RunHeader RunHeader::fromJson(const Json& j) {
   if (!j.is_object()) throw Error(code::wrong_type, "run header must be an object");
   static const char* const kKnown[] = {
-      "sessionId",      "runId",       "invocationId",      "turnId",      "status",
-      "createdAt",      "updatedAt",   "completedAt",       "failureClass", "failureMessage",
-      "abortSource",    "workspaceIdentity", "cwd",         "parentRunId", "parentTurnId",
-      "continuationSource"};
+      "sessionId",    "runId",          "invocationId", "turnId",
+      "status",       "createdAt",      "updatedAt",    "completedAt",
+      "failureClass", "failureMessage", "abortSource",  "workspaceIdentity",
+      "cwd",          "parentRunId",    "parentTurnId", "continuationSource"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -518,9 +518,9 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
   }
   auto st = terminalRunStatusOf(terminals[0]->event);
   if (!st || *st != header.status) {
-    throw Error(code::run_terminal_fact_missing,
-                "Run " + header.sessionId + "/" + header.runId + " terminal fact " +
-                    terminals[0]->event.id + " does not establish status " + header.status);
+    throw Error(code::run_terminal_fact_missing, "Run " + header.sessionId + "/" + header.runId +
+                                                     " terminal fact " + terminals[0]->event.id +
+                                                     " does not establish status " + header.status);
   }
   writeHeader(c, header, json);
   tx.commit();

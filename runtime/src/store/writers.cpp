@@ -276,9 +276,9 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, const Candidate& can
   cas.bind(1, op.operationId).bind(2, cand.event->id);
   cas.exec();
   if (changes(c) != 1) {
-    throw Error(code::compare_and_set_failed,
-                "Tool operation " + op.operationId + " outcome compare-and-set failed (state " +
-                    op.currentState + ")");
+    throw Error(code::compare_and_set_failed, "Tool operation " + op.operationId +
+                                                  " outcome compare-and-set failed (state " +
+                                                  op.currentState + ")");
   }
   op.currentState = "outcome_committed";
   op.resultEventId = cand.event->id;
@@ -345,8 +345,8 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   ident.callEventId = op->callEventId;
   ident.dispatchEventId = *op->dispatchEventId;
   const RuntimeEvent* outcome = in.outcome ? &*in.outcome : nullptr;
-  std::string v = detail::validateRecoveryBundle(ident, call->event, dispatch->event,
-                                                 in.reconcile, outcome, in.decision);
+  std::string v = detail::validateRecoveryBundle(ident, call->event, dispatch->event, in.reconcile,
+                                                 outcome, in.decision);
   if (!v.empty()) {
     throw Error(v, "Recovery bundle for " + in.operationId + " is invalid: " + v);
   }
@@ -367,14 +367,14 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   for (auto& cd : cands) allExist = allExist && cd.exists;
   // 5. settled operation: only an exact retry converges.
   if (op->currentState != "prepared" || op->resultEventId) {
-    const bool exact = allExist && (completed ? (op->currentState == "recovery_completed" &&
-                                                 outcome && op->resultEventId == outcome->id)
-                                              : (op->currentState == "recovery_parked" &&
-                                                 !op->resultEventId));
+    const bool exact =
+        allExist && (completed ? (op->currentState == "recovery_completed" && outcome &&
+                                  op->resultEventId == outcome->id)
+                               : (op->currentState == "recovery_parked" && !op->resultEventId));
     if (exact) return {false, dc.existingSeq};
-    throw Error(code::recovery_bundle_already_settled,
-                "Tool operation " + in.operationId + " is already settled (" + op->currentState +
-                    ")");
+    throw Error(
+        code::recovery_bundle_already_settled,
+        "Tool operation " + in.operationId + " is already settled (" + op->currentState + ")");
   }
   if (allExist) {
     throw Error(code::recovery_bundle_already_settled,

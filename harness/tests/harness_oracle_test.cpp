@@ -39,8 +39,8 @@ TEST(OracleTable, DurableFactsFollowTheCatalogueDurableState) {
       EXPECT_FALSE(oracleRow(f, mode).response) << f;
     }
     for (int f : {6, 7}) EXPECT_TRUE(oracleRow(f, mode).response) << f;  // "+ response"
-    EXPECT_FALSE(oracleRow(8, mode).terminalEvent);  // "no terminal event"
-    EXPECT_TRUE(oracleRow(9, mode).terminalEvent);   // "terminal event, header stale"
+    EXPECT_FALSE(oracleRow(8, mode).terminalEvent);                      // "no terminal event"
+    EXPECT_TRUE(oracleRow(9, mode).terminalEvent);  // "terminal event, header stale"
   }
 }
 
@@ -117,7 +117,7 @@ Scenario twoStepScenario() {
     c.refused = name == "Bash";
     s.calls.push_back(c);
   };
-  add("c1", "Bash", 0, 0);   // refused by permission
+  add("c1", "Bash", 0, 0);  // refused by permission
   add("c2", "Write", 1, 0);
   add("c3", "Read", 1, 1);
   return s;
@@ -172,8 +172,8 @@ TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {
   EXPECT_EQ(*d.recoveryFailpoint, 10);
   EXPECT_EQ(d.str(), "s/P4#1/kill+R:P10#1");
   EXPECT_LT(parseCaseId("s/P2#1/kill"), parseCaseId("s/P10#1/kill"));
-  for (auto bad : {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash", "s/P04#1/kill",
-                   "s/P4#1/kill+P10#1"})
+  for (auto bad : {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash",
+                   "s/P04#1/kill", "s/P4#1/kill+P10#1"})
     EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
 }
 

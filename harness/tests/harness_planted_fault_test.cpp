@@ -15,7 +15,8 @@ namespace {
 
 // True when some runtime source consults the plant (planted("<name>")).
 bool plantWired(const std::string& name) {
-  for (const auto& e : fs::recursive_directory_iterator(fs::path(CRASHSIM_SOURCE_DIR) / "runtime")) {
+  for (const auto& e :
+       fs::recursive_directory_iterator(fs::path(CRASHSIM_SOURCE_DIR) / "runtime")) {
     if (!e.is_regular_file()) continue;
     auto ext = e.path().extension();
     if (ext != ".cpp" && ext != ".h") continue;
@@ -25,10 +26,11 @@ bool plantWired(const std::string& name) {
 }
 
 // Runs a sweep with the plant and returns the set of failed checks over all cases.
-std::set<std::string> failedChecks(const std::string& plant, const std::string& args, int* exitCode) {
+std::set<std::string> failedChecks(const std::string& plant, const std::string& args,
+                                   int* exitCode) {
   auto d = freshDir("crashsim-plant-" + plant);
-  auto r = sh("CRASHSIM_PLANT=" + plant + " " + crashsimBinary().string() + " sweep --jobs 2 " + args + " --out " +
-              (d / "out").string() + " 2>/dev/null");
+  auto r = sh("CRASHSIM_PLANT=" + plant + " " + crashsimBinary().string() + " sweep --jobs 2 " +
+              args + " --out " + (d / "out").string() + " 2>/dev/null");
   *exitCode = r.exitCode;
   std::set<std::string> failed;
   if (fs::exists(d / "out" / "report.json")) {
@@ -42,7 +44,8 @@ std::set<std::string> failedChecks(const std::string& plant, const std::string& 
 }
 
 void expectCaught(const std::string& plant, const std::string& args, const std::string& check) {
-  if (!plantWired(plant)) GTEST_SKIP() << "plant " << plant << " is not consulted by the runtime yet";
+  if (!plantWired(plant))
+    GTEST_SKIP() << "plant " << plant << " is not consulted by the runtime yet";
   int rc = -1;
   auto failed = failedChecks(plant, args, &rc);
   EXPECT_EQ(rc, 1) << "a planted fault must make the sweep exit 1";
@@ -60,7 +63,8 @@ TEST(PlantedFault, T2SkippingTheOperationUpdateFailsV6) {
 }
 
 TEST(PlantedFault, RepairWritingTheHeaderBeforeTheFactFailsV7) {
-  expectCaught("repair_header_first", "--scenario bash-touch-marker --failpoint P2 --double-faults", "V7");
+  expectCaught("repair_header_first", "--scenario bash-touch-marker --failpoint P2 --double-faults",
+               "V7");
 }
 
 TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
@@ -69,7 +73,8 @@ TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
 
 TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
   int rc = -1;
-  auto failed = failedChecks("none", "--scenario write-config-port --failpoint P4 --failpoint P6", &rc);
+  auto failed =
+      failedChecks("none", "--scenario write-config-port --failpoint P4 --failpoint P6", &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(failed.empty());
 }

@@ -53,7 +53,8 @@ TEST(LedgerArgsHash, PrintsSha256AndRejectsNonStrictJsonNamingStrictJson) {
   EXPECT_EQ(r.out.rfind("sha256:", 0), 0u);
   EXPECT_EQ(r.out.size(), 7u + 64u + 1u);
   // Same args via stdin, keys in another order → same hash.
-  auto r2 = sh("printf '%s' '{ \"command\" : \"touch marker\" }' | " + cs() + " ledger args-hash --tool Bash -");
+  auto r2 = sh("printf '%s' '{ \"command\" : \"touch marker\" }' | " + cs() +
+               " ledger args-hash --tool Bash -");
   EXPECT_EQ(r2.out, r.out);
   auto bad = sh("printf '%s' '{command: 1}' | " + cs() + " ledger args-hash --tool Bash");
   EXPECT_EQ(bad.exitCode, 2);
@@ -79,11 +80,12 @@ TEST(LedgerResolve, UndecodableInputExitsTwoWithCodeMessageAndIndex) {
 TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
   auto d = freshDir("crashsim-cli-resolve");
   auto scenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "bash-touch-marker.json";
-  SpawnSpec seed{agentBinary(), {"seed", "--workspace", (d / "ws").string(), "--scenario", scenario.string()}};
+  SpawnSpec seed{agentBinary(),
+                 {"seed", "--workspace", (d / "ws").string(), "--scenario", scenario.string()}};
   ASSERT_EQ(runToEnd(seed).exitCode, 0);
   SpawnSpec run{agentBinary(),
-                {"run", "--store", (d / "store").string(), "--workspace", (d / "ws").string(), "--scenario",
-                 scenario.string()}};
+                {"run", "--store", (d / "store").string(), "--workspace", (d / "ws").string(),
+                 "--scenario", scenario.string()}};
   fs::create_directories(d / "store");
   auto child = runArmed(run, "P2", 1);
   ASSERT_TRUE(child.killedBySigkill()) << child.describe();
@@ -91,14 +93,15 @@ TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
   std::string lines;
   {
     auto store = crashsim::RuntimeStore::open(d / "store");
-    for (const auto& e : store->readAllEvents()) lines += crashsim::encodeRuntimeEvent(e.event) + "\n";
+    for (const auto& e : store->readAllEvents())
+      lines += crashsim::encodeRuntimeEvent(e.event) + "\n";
     std::ofstream(d / "ledger.jsonl") << lines;
     auto runs = store->listRuns();
     ASSERT_EQ(runs.size(), 1u);
     // The high-water is the number of events handed in.
     size_t n = store->readRunEvents(runs[0].sessionId, runs[0].runId).size();
-    auto r = sh(cs() + " ledger resolve " + (d / "ledger.jsonl").string() + " --expected-high-water " +
-                std::to_string(n + 1));
+    auto r = sh(cs() + " ledger resolve " + (d / "ledger.jsonl").string() +
+                " --expected-high-water " + std::to_string(n + 1));
     ASSERT_EQ(r.exitCode, 0) << r.out;
     auto j = json::parse(r.out);
     EXPECT_EQ(j["resolution"]["toolBoundaryProtocol"], "t1_after_preflight_v1");

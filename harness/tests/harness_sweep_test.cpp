@@ -31,11 +31,13 @@ TEST(Sweep, ReportsValidateAgainstTheSchemaAndEveryCaseHasV1ToV9) {
   for (const auto& v : violations) ADD_FAILURE() << v.path << ": " << v.message;
   ASSERT_GT(rep["summary"]["total"].get<int>(), 0);
   for (const auto& c : rep["cases"]) EXPECT_EQ(c["checks"].size(), 9u);
-  for (auto f : {"junit.xml", "report.md", "report.html"}) EXPECT_TRUE(fs::exists(d / "out" / f)) << f;
+  for (auto f : {"junit.xml", "report.md", "report.html"})
+    EXPECT_TRUE(fs::exists(d / "out" / f)) << f;
   // Exhaustive: every reached failpoint of the one Bash call (P0..P9) has a case.
   std::set<std::string> fps;
   for (const auto& c : rep["cases"]) fps.insert(c["failpoint"].get<std::string>());
-  for (auto fp : {"P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"}) EXPECT_TRUE(fps.count(fp)) << fp;
+  for (auto fp : {"P0", "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"})
+    EXPECT_TRUE(fps.count(fp)) << fp;
   fs::remove_all(d);
 }
 
@@ -57,11 +59,12 @@ TEST(Sweep, ShardsAreDisjointAndMergeIntoTheFullSweep) {
   ASSERT_EQ(sh(base + "--out " + (d / "full").string() + " 2>/dev/null").exitCode, 0);
   ASSERT_EQ(sh(base + "--shard 0/2 --out " + (d / "s0").string() + " 2>/dev/null").exitCode, 0);
   // The shard index can also come from the gtest sharding variables.
-  ASSERT_EQ(sh("GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=2 " + base + "--out " + (d / "s1").string() + " 2>/dev/null")
+  ASSERT_EQ(sh("GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=2 " + base + "--out " + (d / "s1").string() +
+               " 2>/dev/null")
                 .exitCode,
             0);
-  auto m = sh(cs() + " report merge " + (d / "s0" / "report.json").string() + " " + (d / "s1" / "report.json").string() +
-              " --out " + (d / "merged").string());
+  auto m = sh(cs() + " report merge " + (d / "s0" / "report.json").string() + " " +
+              (d / "s1" / "report.json").string() + " --out " + (d / "merged").string());
   ASSERT_EQ(m.exitCode, 0) << m.out;
   auto full = loadJson(d / "full" / "report.json"), merged = loadJson(d / "merged" / "report.json");
   std::vector<std::string> a, b;

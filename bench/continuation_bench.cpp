@@ -1,0 +1,291 @@
+// continuation_bench — planning a continuation whose lineage has 64 segments totalling 1k,
+// 10k and 100k events. The planner reads, digests and projects every segment once and checks
+// every V2 edge incrementally, so the reported per-event cost should stay flat (linear).
+//
+// Fixture: a real store. Run headers, continuation-starts (dedicated writer), terminal events
+// (generic writer) and headers are written through the store API; the bulk body events of
+// each segment and the claim rows are inserted with plain SQL in the exact row format, so the
+// fixture for 100k events builds in seconds (the writers' per-append seal checks are not
+// what is measured here).
+#include <benchmark/benchmark.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "continuation/replay_internal.h"
+#include "crashsim/continuation.h"
+#include "crashsim/error.h"
+#include "crashsim/hashing.h"
+#include "crashsim/runtime_event.h"
+#include "crashsim/store.h"
+
+using namespace crashsim;
+
+namespace {
+
+constexpr int kSegments = 64;
+const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
+
+struct Fixture {
+  std::filesystem::path dir;
+  std::unique_ptr<RuntimeStore> store;
+  std::string lastRun;
+  int64_t events = 0;
+  ~Fixture() {
+    store.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+void check(int rc, sqlite3* db) {
+  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    throw std::runtime_error(sqlite3_errmsg(db));
+  }
+}
+
+void insertRows(sqlite3* db, const std::vector<std::pair<RuntimeEvent, int64_t>>& rows) {
+  check(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), db);
+  sqlite3_stmt* st = nullptr;
+  check(
+      sqlite3_prepare_v2(db,
+                         "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, "
+                         "turn_id, event_seq, event_kind, is_terminal, payload_json, committed_at) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)",
+                         -1, &st, nullptr),
+      db);
+  for (const auto& [e, seq] : rows) {
+    const std::string payload = encodeRuntimeEvent(e);
+    const std::string kind = e.json["content"]["kind"].get<std::string>();
+    sqlite3_bind_text(st, 1, e.id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, e.sessionId.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, e.invocationId.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, e.runId.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, e.turnId.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 6, seq);
+    sqlite3_bind_text(st, 7, kind.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 8, payload.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 9, e.ts);
+    check(sqlite3_step(st), db);
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db);
+}
+
+void insertClaimRow(sqlite3* db, const ContinuationClaim& c) {
+  sqlite3_stmt* st = nullptr;
+  check(sqlite3_prepare_v2(
+            db,
+            "INSERT INTO runtime_continuation_claims (claim_id, source_session_id, "
+            "source_invocation_id, source_run_id, source_turn_id, source_event_high_water, "
+            "source_prefix_digest, boundary_digest, boundary_json, provider_projection_version, "
+            "provider_replay_digest, target_session_id, target_invocation_id, target_run_id, "
+            "target_turn_id, target_run_header_json, claimed_at, protocol_version) VALUES "
+            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1)",
+            -1, &st, nullptr),
+        db);
+  PrefixIdentity s = c.sourceIdentity();
+  std::vector<std::string> t{c.claimId,
+                             s.sessionId,
+                             s.invocationId,
+                             s.runId,
+                             s.turnId,
+                             "",
+                             c.sourcePrefixDigest(),
+                             c.boundaryDigest,
+                             stableJson(c.boundary.toJson()),
+                             c.providerReplayDigest,
+                             c.target.sessionId,
+                             c.target.invocationId,
+                             c.target.runId,
+                             c.target.turnId,
+                             stableJson(c.targetRunHeader.toJson())};
+  for (int i = 0; i < 15; ++i) {
+    if (i == 5) {
+      sqlite3_bind_int64(st, 6, c.sourceHighWater());
+    } else {
+      sqlite3_bind_text(st, i + 1, t[i].c_str(), -1, SQLITE_TRANSIENT);
+    }
+  }
+  sqlite3_bind_double(st, 16, c.claimedAt);
+  check(sqlite3_step(st), db);
+  sqlite3_finalize(st);
+}
+
+RuntimeEvent ev(const std::string& id, const std::string& run, double ts, const char* role,
+                const char* author, Json content) {
+  return decodeRuntimeEvent(Json{{"id", id},
+                                 {"sessionId", "bench"},
+                                 {"invocationId", "inv-" + run},
+                                 {"runId", run},
+                                 {"turnId", "turn-" + run},
+                                 {"ts", ts},
+                                 {"partial", false},
+                                 {"role", role},
+                                 {"author", author},
+                                 {"content", content}});
+}
+
+std::unique_ptr<Fixture> build(int64_t totalEvents) {
+  auto f = std::make_unique<Fixture>();
+  f->dir =
+      std::filesystem::temp_directory_path() /
+      ("crashsim-cont-bench-" + std::to_string(::getpid()) + "-" + std::to_string(totalEvents));
+  std::filesystem::remove_all(f->dir);
+  f->store = RuntimeStore::open(f->dir, StoreOptions{false, "NORMAL", ""});
+  RuntimeStore& s = *f->store;
+  sqlite3* db = s.handle();
+  const int64_t perSeg = std::max<int64_t>(6, totalEvents / kSegments);
+  continuation_detail::ReplayDigester digester(kProviderProjectionVersion);
+  std::vector<ImmutablePrefix> prefixes;
+  prefixes.reserve(kSegments);
+  double ts = 1000;
+  for (int k = 0; k < kSegments; ++k) {
+    const std::string run = "run-" + std::to_string(k);
+    RunHeader h;
+    h.sessionId = "bench";
+    h.runId = run;
+    h.invocationId = "inv-" + run;
+    h.turnId = "turn-" + run;
+    h.status = "created";
+    h.createdAt = h.updatedAt = ts;
+    h.workspaceIdentity = kWs;
+    h.cwd = "/ws";
+    int64_t seq = 0;
+    if (k == 0) {
+      s.createRun(h);
+    } else {
+      const ImmutablePrefix& src = prefixes.back();
+      ContinuationClaim c;
+      c.claimId = "claim-" + run;
+      std::vector<const ImmutablePrefix*> segs;
+      for (const auto& p : prefixes) segs.push_back(&p);
+      c.boundary = buildBoundaryCursor(segs);
+      c.boundaryDigest = c.boundary.manifestDigest;
+      c.providerReplayDigest = digester.digest();
+      c.target = PrefixIdentity{"bench", h.invocationId, run, h.turnId};
+      c.claimedAt = ts;
+      h.parentRunId = src.identity.runId;
+      h.parentTurnId = src.identity.turnId;
+      h.continuationSource = Json{{"protocol", "continuation_source_v2"},
+                                  {"claimId", c.claimId},
+                                  {"boundaryDigest", c.boundaryDigest},
+                                  {"sourceInvocationId", src.identity.invocationId},
+                                  {"sourceRunId", src.identity.runId},
+                                  {"sourceTurnId", src.identity.turnId},
+                                  {"sourceRuntimeEventHighWater", src.lastEventSeq},
+                                  {"sourcePrefixDigest", src.prefixDigest},
+                                  {"replayManifestDigest", c.boundaryDigest}};
+      c.targetRunHeader = h;
+      insertClaimRow(db, c);
+      s.createRun(h);
+      commitContinuationStart(
+          s, c, buildContinuationStartEvent(c, "start-" + run, ts, "runtime_admission", true));
+      seq = 1;
+    }
+    std::vector<std::pair<RuntimeEvent, int64_t>> rows;
+    if (k == 0) {
+      rows.push_back({ev(run + "-u", run, ++ts, "user", "user",
+                         {{"kind", "text"}, {"text", "please read every file"}}),
+                      ++seq});
+    }
+    for (int i = 0; seq + 3 < perSeg; ++i) {
+      const std::string cid = run + "-c" + std::to_string(i);
+      rows.push_back({ev(cid + "-m", run, ++ts, "model", "agent",
+                         {{"kind", "text"}, {"text", "reading file " + std::to_string(i)}}),
+                      ++seq});
+      rows.push_back({ev(cid + "-call", run, ++ts, "model", "agent",
+                         {{"kind", "function_call"},
+                          {"id", cid},
+                          {"name", "Read"},
+                          {"args", {{"path", "f" + std::to_string(i) + ".txt"}}}}),
+                      ++seq});
+      rows.push_back({ev(cid + "-resp", run, ++ts, "tool", "tool",
+                         {{"kind", "function_response"},
+                          {"id", cid},
+                          {"name", "Read"},
+                          {"result", {{"text", "contents of file " + std::to_string(i)}}}}),
+                      ++seq});
+    }
+    insertRows(db, rows);
+    RuntimeEvent term = decodeRuntimeEvent(
+        Json{{"id", run + "-terminal"},
+             {"sessionId", "bench"},
+             {"invocationId", h.invocationId},
+             {"runId", run},
+             {"turnId", h.turnId},
+             {"ts", ++ts},
+             {"partial", false},
+             {"role", "system"},
+             {"author", "system"},
+             {"status", "failed"},
+             {"content", {{"kind", "error"}, {"message", "killed"}, {"code", "app_restarted"}}},
+             {"actions",
+              {{"endInvocation", true},
+               {"stateDelta", {{"recovered", true}, {"failureClass", "app_restarted"}}}}}});
+    s.append(term);
+    RunHeader done = h;
+    done.status = "failed";
+    done.updatedAt = term.ts;
+    done.completedAt = term.ts;
+    done.failureClass = "app_restarted";
+    s.markRunTerminal(done);
+    prefixes.push_back(readImmutablePrefix(s, {"bench", h.invocationId, run, h.turnId}));
+    SegmentReplay sr = projectSegment(prefixes.back());
+    if (!sr.replayable)
+      throw std::runtime_error("bench segment not replayable: " + sr.blockedReason);
+    for (const auto& item : sr.itemStableJson) digester.addItem(item);
+    f->events += prefixes.back().eventCount;
+    f->lastRun = run;
+    ts += 10;
+  }
+  return f;
+}
+
+Fixture& fixture(int64_t n) {
+  static std::map<int64_t, std::unique_ptr<Fixture>> cache;
+  auto& slot = cache[n];
+  if (!slot) slot = build(n);
+  return *slot;
+}
+
+void BM_PlanContinuation64Segments(benchmark::State& state) {
+  Fixture& f = fixture(state.range(0));
+  ContinuationHost host;
+  host.enabled = true;
+  host.currentCwd = "/ws";
+  host.inspector = [] {
+    SafetyFacts sf;
+    sf.workspaceIdentity = kWs;
+    sf.availableToolNames = {"Read"};
+    return sf;
+  };
+  int n = 0;
+  host.newId = [&n] { return "bench-new-" + std::to_string(++n); };
+  for (auto _ : state) {
+    ContinuationPlan p = planContinuation(*f.store, "bench", f.lastRun, host);
+    if (p.decision != "continue" || p.lineageDepth != kSegments) {
+      state.SkipWithError(("plan did not continue: " + p.toJson().dump()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetItemsProcessed(state.iterations() * f.events);
+  state.counters["events"] = static_cast<double>(f.events);
+  state.counters["ns_per_event"] = benchmark::Counter(
+      static_cast<double>(f.events),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+}  // namespace
+
+BENCHMARK(BM_PlanContinuation64Segments)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
