@@ -22,15 +22,19 @@ namespace {
 using crashsim::Json;
 using crashsim::RuntimeEvent;
 
+constexpr const char* kInvocation = "invocation-run-0f8e2c1d-bench";
+
 class LedgerBuilder {
  public:
   explicit LedgerBuilder(size_t n) { events_.reserve(n); }
 
   void push(Json j) { events_.push_back(crashsim::decodeRuntimeEvent(j)); }
 
-  Json envelope(const char* role, const char* author) {
-    return Json{{"id", "event-" + std::to_string(events_.size())},
-                {"invocationId", "invocation-bench"},
+  // Realistic ids (most exceed the small-string buffer): tool events use the runtime's
+  // "<operationId>_call|_dispatch|_response" convention, the invocation a long id.
+  Json envelope(const std::string& id, const char* role, const char* author) {
+    return Json{{"id", id},
+                {"invocationId", kInvocation},
                 {"runId", "run-bench"},
                 {"sessionId", "session-bench"},
                 {"turnId", "turn-bench"},
@@ -41,25 +45,25 @@ class LedgerBuilder {
   }
 
   void user(bool marker) {
-    Json j = envelope("user", "user");
+    Json j = envelope("user-message-" + std::to_string(events_.size()), "user", "user");
     j["content"] = {{"kind", "text"}, {"text", "please edit the next file"}};
     if (marker) j["actions"] = {{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
     push(std::move(j));
   }
   void text() {
-    Json j = envelope("model", "agent");
+    Json j = envelope("model-text-" + std::to_string(events_.size()), "model", "agent");
     j["content"] = {{"kind", "text"}, {"text", "working on it"}};
     push(std::move(j));
   }
   void call(const std::string& callId, const std::string& name, const Json& args) {
-    Json j = envelope("model", "agent");
+    Json j = envelope(op(callId) + "_call", "model", "agent");
     j["content"] = {{"kind", "function_call"}, {"id", callId}, {"name", name}, {"args", args}};
     push(std::move(j));
   }
   void dispatch(const std::string& callId, const std::string& name, const Json& args,
                 const char* mode) {
-    const std::string op = crashsim::deriveOperationId("invocation-bench", callId);
-    Json j = envelope("system", "system");
+    const std::string op = LedgerBuilder::op(callId);
+    Json j = envelope(op + "_dispatch", "system", "system");
     j["actions"] = {{"toolDispatch",
                      {{"protocol", "t1_after_preflight_v1"},
                       {"operationId", op},
@@ -71,17 +75,19 @@ class LedgerBuilder {
     push(std::move(j));
   }
   void response(const std::string& callId, const std::string& name, bool bound, bool isError) {
-    Json j = envelope("tool", "tool");
+    Json j = envelope(op(callId) + "_response", "tool", "tool");
     j["content"] = {
         {"kind", "function_response"}, {"id", callId}, {"name", name}, {"result", {{"ok", true}}}};
     if (isError) j["content"]["isError"] = true;
     if (bound) {
-      j["refs"] = {{"operationId", crashsim::deriveOperationId("invocation-bench", callId)},
-                   {"toolCallId", callId}};
+      j["refs"] = {{"operationId", op(callId)}, {"toolCallId", callId}};
     }
     push(std::move(j));
   }
 
+  static std::string op(const std::string& callId) {
+    return crashsim::deriveOperationId(kInvocation, callId);
+  }
   size_t size() const { return events_.size(); }
   std::vector<RuntimeEvent> take() { return std::move(events_); }
 
@@ -97,9 +103,9 @@ std::vector<RuntimeEvent> makeLedger(size_t n) {
   size_t k = 0;
   b.user(true);
   while (b.size() + 12 <= n) {
-    const std::string w = "call-w-" + std::to_string(k);
-    const std::string r = "call-r-" + std::to_string(k);
-    const std::string x = "call-x-" + std::to_string(k);
+    const std::string w = "toolu_write_" + std::to_string(k);
+    const std::string r = "toolu_read_" + std::to_string(k);
+    const std::string x = "toolu_bash_" + std::to_string(k);
     const Json writeArgs = {{"path", "file-" + std::to_string(k) + ".txt"}, {"content", "v"}};
     const Json readArgs = {{"path", "file-" + std::to_string(k) + ".txt"}};
     b.call(w, "Write", writeArgs);

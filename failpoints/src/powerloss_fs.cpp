@@ -22,6 +22,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/failpoints.h"
 #include "powerloss_model.h"
 
 namespace crashsim::powerloss {
@@ -450,6 +451,7 @@ void deactivate() {
     s.active = false;
   }
   detail::unregisterVfs();
+  if (failpoints::powerlossCrashHook() == &crashNow) failpoints::setPowerlossCrashHook(nullptr);
 }
 
 bool active() {
@@ -508,6 +510,7 @@ bool installFromEnvironment() {
   }
   if (auto v = env("CRASHSIM_POWERLOSS_LOG")) cfg.logPath = *v;
   activate(cfg);
+  failpoints::setPowerlossCrashHook(&crashNow);  // the trigger calls it at the armed hit
   return true;
 }
 

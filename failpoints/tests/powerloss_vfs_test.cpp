@@ -7,6 +7,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/failpoints.h"
 #include "crashsim/powerloss.h"
 #include "powerloss_test_util.h"
 
@@ -376,7 +377,9 @@ TEST_F(PowerlossVfs, WalSynchronousOffCommitIsLostUnderDropAllWhileFullCommitSur
     exec(db, "INSERT INTO t VALUES('full-2')");
     exec(db, "PRAGMA synchronous=OFF");
     exec(db, "INSERT INTO t VALUES('off-1')");
-    crashNow();
+    // The failpoint trigger's path: the hook installFromEnvironment registered.
+    if (failpoints::PowerlossCrashHook hook = failpoints::powerlossCrashHook()) hook();
+    _exit(6);
   });
   ASSERT_TRUE(killedBySigkill(status)) << status;
   EXPECT_EQ(rows(dbPath), (std::vector<std::string>{"full-1", "full-2"}));
@@ -537,7 +540,9 @@ TEST_F(PowerlossVfs, InstallFromEnvironmentActivatesOnlyWhenAskedAndRejectsBadVa
   EXPECT_TRUE(installFromEnvironment());
   EXPECT_TRUE(active());
   EXPECT_STREQ(sqlite3_vfs_find(nullptr)->zName, std::string(kVfsName).c_str());
+  EXPECT_EQ(failpoints::powerlossCrashHook(), &crashNow);
   deactivate();
+  EXPECT_EQ(failpoints::powerlossCrashHook(), nullptr);
   EXPECT_STRNE(sqlite3_vfs_find(nullptr)->zName, std::string(kVfsName).c_str());
   for (const char* v : {"CRASHSIM_POWERLOSS", "CRASHSIM_POWERLOSS_SEED",
                         "CRASHSIM_POWERLOSS_DEVICE", "CRASHSIM_POWERLOSS_SECTOR"}) {

@@ -93,8 +93,8 @@ struct Config {
 // Resets the model, enables it and registers the VFS as the default SQLite VFS. Throws
 // Error(powerloss_config_invalid) for a sector size other than 512/4096.
 void activate(const Config& config);
-// Forgets the model and unregisters the VFS (the previous default VFS is default again). Close
-// every connection opened through the VFS first.
+// Forgets the model, unregisters the VFS (the previous default VFS is default again) and clears
+// the crash hook if it is crashNow. Close every connection opened through the VFS first.
 void deactivate();
 // Whether the model is active (activate / installFromEnvironment succeeded).
 bool active();
@@ -105,7 +105,9 @@ bool active();
 // CRASHSIM_POWERLOSS_LOG (path of the crash description), and optionally
 // CRASHSIM_POWERLOSS_KIND (a CrashKind name, default kindForSeed(seed)),
 // CRASHSIM_POWERLOSS_SECTOR (512|4096) and CRASHSIM_POWERLOSS_STRICT_DIRSYNC (0|1).
-// Activates and returns true. A malformed value throws Error(powerloss_config_invalid).
+// Activates, registers crashNow as the failpoint trigger's power-loss crash hook
+// (crashsim::failpoints::setPowerlossCrashHook) and returns true. Call it before the first
+// SQLite open. A malformed value throws Error(powerloss_config_invalid).
 bool installFromEnvironment();
 
 // --- File model: the one API tools use for durable file effects, in both modes. ---------------
