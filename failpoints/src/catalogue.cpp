@@ -21,8 +21,8 @@ constexpr std::array<CatalogueEntry, kCount> kCatalogue{{
      "call only (marker present)",
      "definitely_not_dispatched / new_protocol_before_dispatch; plan blocked", false},
     {Id::P2, "P2", "T1 committed, implementation not started",
-     "prepared journal committed before implementation", "after_function_call",
-     "call + dispatch", "indeterminate / dispatch_without_response", false},
+     "prepared journal committed before implementation", "after_function_call", "call + dispatch",
+     "indeterminate / dispatch_without_response", false},
     {Id::P3, "P3",
      "implementation in progress (partial side effect, e.g. temp file written, not renamed)",
      "tool implementation in progress", "after_function_call", "call + dispatch",
@@ -122,8 +122,7 @@ Arming parseArming(std::string_view text) {
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);
-  if (hitText.empty() || ec != std::errc() || ptr != hitText.data() + hitText.size() ||
-      hit == 0) {
+  if (hitText.empty() || ec != std::errc() || ptr != hitText.data() + hitText.size() || hit == 0) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': hit '" +
                                 std::string(hitText) + "' must be a positive integer");
   }

@@ -87,12 +87,12 @@ void initLocked(TriggerState& s) {
     int fd = -1;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), fd);
     if (ec != std::errc() || ptr != v.data() + v.size() || fd < 0) {
-      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD '" +
-                                  fdText + "' is not a file descriptor number");
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD '" + fdText +
+                                  "' is not a file descriptor number");
     }
     if (::fcntl(fd, F_GETFD) < 0) {
-      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD " +
-                                  fdText + " is not an open file descriptor");
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_CONTROL_FD " + fdText +
+                                  " is not an open file descriptor");
     }
     controlFd = fd;
   }
@@ -102,8 +102,8 @@ void initLocked(TriggerState& s) {
     if (m == "self") {
       selfKill = true;
     } else if (m != "block") {
-      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAILPOINT_MODE '" +
-                                  mode + "' is not one of block, self");
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAILPOINT_MODE '" + mode +
+                                  "' is not one of block, self");
     }
   }
   bool powerloss = false;

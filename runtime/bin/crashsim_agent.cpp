@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   std::string store, workspace, scenarioFile, effects;
 
   auto* seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
-  seed->add_option("--workspace", workspace, "workspace directory (created if missing)")->required();
+  seed->add_option("--workspace", workspace, "workspace directory (created if missing)")
+      ->required();
   seed->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
 
   auto* run = app.add_subcommand("run", "run a scenario from scratch");

@@ -258,6 +258,15 @@ TEST_F(BundleTest, CompletedAfterNormalT2IsAlreadySettled) {
   EXPECT_EQ(store->ledgerHash(), before);
 }
 
+TEST_F(BundleTest, BundleSettlesOperationsOfARunSealedByItsTerminalFact) {
+  // Catalogue P10: the recovery decision commits after the terminal event (startup repair
+  // ends the run first); the run seal still rejects every other writer.
+  store->commitTerminalEvent(terminalEvent(id, "terminal-1", 3500, "failed"));
+  expectCode([&] { store->commitToolOutcome(t2(call)); }, code::run_sealed);
+  EXPECT_TRUE(store->commitToolRecoveryBundle(completedBundle(call)).created);
+  EXPECT_EQ(store->listToolOperations()[0].currentState, "recovery_completed");
+}
+
 TEST_F(BundleTest, CompletedVersusParkedInOneProcessExactlyOneWins) {
   EXPECT_TRUE(store->commitToolRecoveryBundle(completedBundle(call)).created);
   expectCode([&] { store->commitToolRecoveryBundle(parkedBundle(call)); },

@@ -82,8 +82,7 @@ struct RunSummary {
   RunIdentity identity;
   std::string status;  // completed | failed | cancelled
   bool continuation = false;
-  size_t providerSteps = 0, toolCalls = 0, executions = 0, refused = 0, noOps = 0,
-         toolErrors = 0;
+  size_t providerSteps = 0, toolCalls = 0, executions = 0, refused = 0, noOps = 0, toolErrors = 0;
   std::string workspaceIdentity;
   std::optional<std::string> errorCode, errorMessage;  // failed runs
   Json toJson() const;
@@ -137,7 +136,8 @@ RuntimeEvent callEvent(const RunIdentity& id, const std::string& operationId, do
 // decoder accepts that key (see fileEvidenceSupported()).
 RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId, double ts,
                            const ToolCallRequest& call, const std::string& argsHash,
-                           const std::string& recoveryMode, const std::optional<Json>& fileEvidence);
+                           const std::string& recoveryMode,
+                           const std::optional<Json>& fileEvidence);
 // Bound (T2: refs {operationId, toolCallId}) or unbound (synthetic, pre-T1) response.
 RuntimeEvent responseEvent(const RunIdentity& id, const std::string& operationId, double ts,
                            const ToolCallRequest& call, const Json& result, bool isError,
@@ -148,7 +148,6 @@ bool fileEvidenceSupported();
 }  // namespace agent_events
 
 RunIdentity identityOf(const RunHeader& header);
-
 
 // ---------------------------------------------------------------------------------------------
 // Host entry points (what `crashsim-agent run` / `recover` do).
@@ -173,7 +172,8 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
 struct RecoverReport {
   Json claimRepair, startupRepair, reconcile, plan;
   std::optional<RunSummary> continuation;
-  Json toJson() const;  // one JSON object: {claimRepair, startupRepair, reconcile, plan, continuation}
+  Json toJson()
+      const;  // one JSON object: {claimRepair, startupRepair, reconcile, plan, continuation}
 };
 RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
                               CancellationToken& cancel);

@@ -41,10 +41,10 @@ struct ScenarioExpectation {
 struct Scenario {
   std::string id;
   std::string description;
-  std::string user;                           // first user message
-  std::map<std::string, std::string> files;   // workspace seed: relative path → content
-  std::vector<std::string> tools;             // available tool names
-  std::vector<std::string> deny;              // permissions.deny
+  std::string user;                          // first user message
+  std::map<std::string, std::string> files;  // workspace seed: relative path → content
+  std::vector<std::string> tools;            // available tool names
+  std::vector<std::string> deny;             // permissions.deny
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
   std::filesystem::path source;  // file it was loaded from (empty when parsed from JSON)

@@ -11,6 +11,11 @@
 //   commitToolPrepared()        T1: call + dispatch + prepared journal + operation row
 //   commitToolOutcome()         T2: response + outcome journal + CAS prepared→outcome_committed
 //   commitToolRecoveryBundle()  reconcile [+ outcome] + decision, atomically
+// Run seal (f.3): after a run's terminal RuntimeEvent every new event of that run is rejected
+// (code::run_sealed) — except recovery bundles, which settle a sealed run's operations
+// (catalogue P10 commits after the terminal event). A continuation claim seals its source
+// segments against every writer (code::continuation_source_sealed) and reserves target event
+// #1 for the continuation start (code::continuation_target_reserved).
 // Every failure throws crashsim::Error with a stable code from crashsim/codes.h.
 #pragma once
 

@@ -77,8 +77,8 @@ FileState fileStateOf(std::string_view bytes);
 
 // A path inside the workspace, resolved for a file tool.
 struct WorkspacePath {
-  std::string relative;              // canonical relative path ("src/a.txt"), '/' separated
-  std::filesystem::path absolute;    // canonical root / relative
+  std::string relative;            // canonical relative path ("src/a.txt"), '/' separated
+  std::filesystem::path absolute;  // canonical root / relative
 };
 
 // Resolves a tool-supplied relative path. Refused (Error invalid_workspace_path) when empty,

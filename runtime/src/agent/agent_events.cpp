@@ -48,8 +48,8 @@ RuntimeEvent userEvent(const RunIdentity& id, double ts, const std::string& text
   Json e = envelope(id, id.invocationId + "_user", ts, "user", "user");
   e["content"] = Json{{"kind", "text"}, {"text", text}};
   if (protocolMarker) {
-    e["actions"] = Json{
-        {"runtimeProtocol", Json{{"toolBoundary", std::string(code::t1_after_preflight_v1)}}}};
+    e["actions"] =
+        Json{{"runtimeProtocol", Json{{"toolBoundary", std::string(code::t1_after_preflight_v1)}}}};
   }
   return decodeRuntimeEvent(e);
 }
@@ -64,8 +64,8 @@ RuntimeEvent textEvent(const RunIdentity& id, const std::string& eventId, double
 RuntimeEvent callEvent(const RunIdentity& id, const std::string& operationId, double ts,
                        const ToolCallRequest& call) {
   Json e = envelope(id, operationId + "_call", ts, "model", "agent");
-  e["content"] =
-      Json{{"kind", "function_call"}, {"id", call.callId}, {"name", call.toolName}, {"args", call.args}};
+  e["content"] = Json{
+      {"kind", "function_call"}, {"id", call.callId}, {"name", call.toolName}, {"args", call.args}};
   return decodeRuntimeEvent(e);
 }
 
@@ -75,26 +75,29 @@ bool fileEvidenceSupported() {
   std::call_once(once, [] {
     RunIdentity probe{"probe-session", "probe-invocation", "probe-run", "probe-turn"};
     Json e = envelope(probe, "probe_dispatch", 1, "system", "system");
-    Json evidence = Json{{"kind", "file_state_v1"},
-                         {"version", 1},
-                         {"workspaceIdentity", "workspace:v1:00000000-0000-4000-8000-000000000000"},
-                         {"targetPath", "probe.txt"},
-                         {"before", Json{{"exists", false}}},
-                         {"expectedAfter",
-                          Json{{"exists", true},
-                               {"size", 0},
-                               {"sha256",
-                                "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}},
-                         {"transformVersion", "write_v1"},
-                         {"result", Json{{"path", "probe.txt"}, {"bytesWritten", 0}}}};
-    e["actions"] = Json{{"toolDispatch", Json{{"protocol", std::string(code::t1_after_preflight_v1)},
-                                              {"operationId", "toolop_probe"},
-                                              {"providerToolCallId", "probe-call"},
-                                              {"toolName", "Write"},
-                                              {"canonicalArgsHash",
-                                               "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-                                              {"recoveryMode", std::string(code::reconcile)},
-                                              {"fileEvidence", evidence}}}};
+    Json evidence =
+        Json{{"kind", "file_state_v1"},
+             {"version", 1},
+             {"workspaceIdentity", "workspace:v1:00000000-0000-4000-8000-000000000000"},
+             {"targetPath", "probe.txt"},
+             {"before", Json{{"exists", false}}},
+             {"expectedAfter",
+              Json{{"exists", true},
+                   {"size", 0},
+                   {"sha256",
+                    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}},
+             {"transformVersion", "write_v1"},
+             {"result", Json{{"path", "probe.txt"}, {"bytesWritten", 0}}}};
+    e["actions"] =
+        Json{{"toolDispatch",
+              Json{{"protocol", std::string(code::t1_after_preflight_v1)},
+                   {"operationId", "toolop_probe"},
+                   {"providerToolCallId", "probe-call"},
+                   {"toolName", "Write"},
+                   {"canonicalArgsHash",
+                    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+                   {"recoveryMode", std::string(code::reconcile)},
+                   {"fileEvidence", evidence}}}};
     e["refs"] = Json{{"operationId", "toolop_probe"}, {"toolCallId", "probe-call"}};
     try {
       decodeRuntimeEvent(e);

@@ -2,7 +2,6 @@
 // the Write/Edit implementation (tools.cpp), P5 and P8 inside the store's T2 and terminal
 // commit transactions.
 #include "crashsim/agent.h"
-
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
@@ -168,8 +167,8 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
                 "tool operation " + op + " was already prepared; not executing it again");
   }
   CRASHSIM_FAILPOINT(P2);
-  const ToolResult result = tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId},
-                                           cancel_);
+  const ToolResult result =
+      tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
   ++summary.executions;
   if (result.isError) ++summary.toolErrors;
   CRASHSIM_FAILPOINT(P4);

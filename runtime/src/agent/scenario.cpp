@@ -32,9 +32,8 @@ class Validator {
     }
     for (const auto& [key, value] : v.items()) {
       (void)value;
-      const bool known =
-          std::find(required.begin(), required.end(), key) != required.end() ||
-          std::find(optional.begin(), optional.end(), key) != optional.end();
+      const bool known = std::find(required.begin(), required.end(), key) != required.end() ||
+                         std::find(optional.begin(), optional.end(), key) != optional.end();
       if (!known) fail(path + "." + key, "unknown key");
     }
     return v;
@@ -93,7 +92,8 @@ Scenario parseScenario(const Json& v, const std::string& source) {
   s.id = val.string(v["id"], "$.id");
   static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
   if (!std::regex_match(s.id, idRe)) val.fail("$.id", "must match [a-z0-9][a-z0-9-]*");
-  if (v.contains("description")) s.description = val.string(v["description"], "$.description", false);
+  if (v.contains("description"))
+    s.description = val.string(v["description"], "$.description", false);
   s.user = val.string(v["user"], "$.user");
   if (v.contains("workspace")) {
     val.object(v["workspace"], "$.workspace", {}, {"files"});
@@ -198,7 +198,8 @@ std::vector<Scenario> loadScenarioDirectory(const fs::path& dir) {
     if (entry.path().extension() != ".json") continue;
     Scenario s = loadScenario(entry.path());
     if (!ids.insert(s.id).second) {
-      throw Error(code::scenario_invalid, entry.path().string() + ": duplicate scenario id " + s.id);
+      throw Error(code::scenario_invalid,
+                  entry.path().string() + ": duplicate scenario id " + s.id);
     }
     out.push_back(std::move(s));
   }

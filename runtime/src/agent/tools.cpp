@@ -90,7 +90,8 @@ int EffectsLog::recordExecution(const std::string& operationId, const std::strin
   try {
     writeAllFd(fd, line.dump() + "\n", path_.string());
     if (::fsync(fd) != 0) {
-      throw Error(code::workspace_io_failed, "fsync effects log: " + std::string(std::strerror(errno)));
+      throw Error(code::workspace_io_failed,
+                  "fsync effects log: " + std::string(std::strerror(errno)));
     }
   } catch (...) {
     ::close(fd);
@@ -163,7 +164,8 @@ size_t countOccurrences(const std::string& haystack, const std::string& needle) 
 
 // Tool output is model-visible JSON: invalid UTF-8 bytes become U+FFFD.
 std::string sanitizeUtf8(const std::string& s) {
-  return Json::parse(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
+  return Json::parse(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace))
+      .get<std::string>();
 }
 
 Json writeResult(const WorkspacePath& target, size_t bytes) {
@@ -190,7 +192,8 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
   try {
     writeAllFd(fd, content, temp.string());
     if (::fsync(fd) != 0) {
-      throw Error(code::tool_execution_failed, "fsync " + temp.string() + ": " + std::strerror(errno));
+      throw Error(code::tool_execution_failed,
+                  "fsync " + temp.string() + ": " + std::strerror(errno));
     }
   } catch (...) {
     ::close(fd);
@@ -209,8 +212,8 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
   if (dfd < 0 || ::fsync(dfd) != 0) {
     const int err = errno;
     if (dfd >= 0) ::close(dfd);
-    throw Error(code::tool_execution_failed, "fsync directory " + dir.string() + ": " +
-                                                 std::strerror(err));
+    throw Error(code::tool_execution_failed,
+                "fsync directory " + dir.string() + ": " + std::strerror(err));
   }
   ::close(dfd);
 }
@@ -233,8 +236,7 @@ std::string ToolRuntime::recoveryModeOf(std::string_view toolName) {
 
 PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
   const auto builtins = builtinTools();
-  const bool builtin =
-      std::find(builtins.begin(), builtins.end(), call.toolName) != builtins.end();
+  const bool builtin = std::find(builtins.begin(), builtins.end(), call.toolName) != builtins.end();
   const bool available = std::find(policy_.available.begin(), policy_.available.end(),
                                    call.toolName) != policy_.available.end();
   if (!builtin || !available) {
@@ -290,9 +292,9 @@ PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
     const std::string newString = call.args["new_string"].get<std::string>();
     const size_t n = countOccurrences(current, oldString);
     if (n != 1) {
-      return refuse(code::tool_precondition_failed,
-                    "Edit: old_string must occur exactly once in " + target.relative + " (found " +
-                        std::to_string(n) + ")");
+      return refuse(code::tool_precondition_failed, "Edit: old_string must occur exactly once in " +
+                                                        target.relative + " (found " +
+                                                        std::to_string(n) + ")");
     }
     d.newContent = current;
     d.newContent.replace(d.newContent.find(oldString), oldString.size(), newString);
@@ -319,8 +321,9 @@ ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDeci
     effects_.recordExecution(execution.operationId, execution.callId, execution.invocationId,
                              call.toolName);
     if (cancel.cancelled()) {
-      return {toolErrorResult(code::run_cancelled, "cancelled before execution: " + cancel.reason()),
-              true};
+      return {
+          toolErrorResult(code::run_cancelled, "cancelled before execution: " + cancel.reason()),
+          true};
     }
     if (call.toolName == "Read") {
       std::string content;
@@ -333,7 +336,8 @@ ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDeci
       return {Json{{"path", decision.target->relative}, {"content", sanitizeUtf8(content)}}, false};
     }
     if (call.toolName == "Write" || call.toolName == "Edit") {
-      // The transform is bound to the before-state T1 recorded: refuse to apply it to anything else.
+      // The transform is bound to the before-state T1 recorded: refuse to apply it to anything
+      // else.
       const FileState now = observeFile(decision.target->absolute, kMaxFileBytes);
       if (now != decision.before) {
         return {toolErrorResult(code::tool_precondition_failed,
@@ -351,12 +355,14 @@ ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDeci
         return {toolErrorResult(code::tool_execution_failed, "Bash: " + r.spawnError), true};
       }
       if (r.timedOut) {
-        return {toolErrorResult(code::tool_timeout, "Bash: command exceeded " +
-                                                        std::to_string(policy_.bashTimeout.count()) +
-                                                        " ms"),
+        return {toolErrorResult(code::tool_timeout,
+                                "Bash: command exceeded " +
+                                    std::to_string(policy_.bashTimeout.count()) + " ms"),
                 true};
       }
-      Json result{{"exitCode", r.exitCode}, {"stdout", sanitizeUtf8(r.out)}, {"stderr", sanitizeUtf8(r.err)}};
+      Json result{{"exitCode", r.exitCode},
+                  {"stdout", sanitizeUtf8(r.out)},
+                  {"stderr", sanitizeUtf8(r.err)}};
       return {result, r.exitCode != 0};
     }
     return {toolErrorResult(code::tool_unavailable, "tool " + call.toolName + " is not available"),

@@ -35,7 +35,8 @@ class Scanner {
         seenIds_(events.size()),
         byToolCall_(events.size() / 4),
         byOperation_(events.size() / 4) {
-    scan_.operations.reserve(events.size() / 4 + 1);
+    // Reserved, not touched: a ledger has at most one operation per event.
+    scan_.operations.reserve(events.size() / 2 + 1);
   }
 
   LedgerScan run() {

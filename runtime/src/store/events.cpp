@@ -165,8 +165,11 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
   }
 }
 
-void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
-  {
+void checkIdentityAndSeal(Connection& conn, Writer writer, const RuntimeEvent& e) {
+  // Run seal (f.3). The recovery bundle writer is the one exception: recovery facts settle the
+  // operations of a run that already ended (catalogue P10: the bundle commits after the
+  // terminal event), they never continue the run. The continuation seal still applies to it.
+  if (writer != Writer::bundle) {
     auto st = conn.prepare(
         "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
         "is_terminal = 1 LIMIT 1");
@@ -328,7 +331,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
   for (auto& c : out) {
     if (c.exists) continue;
     checkContinuationRules(conn, writer, *c.event);
-    checkIdentityAndSeal(conn, *c.event);
+    checkIdentityAndSeal(conn, writer, *c.event);
     remaining.push_back(c.event);
   }
   if (toolBearing && !remaining.empty()) {

@@ -62,7 +62,7 @@ WorkspacePath resolveWorkspacePath(const fs::path& root, std::string_view relati
   std::free(resolved);
   if (!isUnder(root, realParent)) refuse(relative, "resolves outside the workspace (symlink)");
   const fs::path absolute = realParent / normal.filename();
-  struct stat st{};
+  struct stat st {};
   if (::lstat(absolute.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) refuse(relative, "target is a symbolic link");
     if (!S_ISREG(st.st_mode)) refuse(relative, "target is not a regular file");
@@ -88,7 +88,7 @@ FileState observeFile(const fs::path& absolute, uint64_t maxBytes, std::string* 
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     throw Error(code::workspace_io_failed, absolute.string() + " is not a regular file");
   }

@@ -82,9 +82,9 @@ bool insideGitWorktree(const fs::path& root) {
 void ensureGitExclude(const fs::path& root, const EnsureWorkspaceOptions& options) {
   if (!insideGitWorktree(root)) return;
   const std::string git = options.gitExecutable.empty() ? "git" : options.gitExecutable;
-  auto r = detail::runProcess(
-      git, {"rev-parse", "--path-format=absolute", "--git-path", "info/exclude"}, root,
-      std::chrono::seconds(10));
+  auto r =
+      detail::runProcess(git, {"rev-parse", "--path-format=absolute", "--git-path", "info/exclude"},
+                         root, std::chrono::seconds(10));
   if (!r.started) {
     throw Error(code::workspace_io_failed,
                 "workspace lies in a Git worktree but git is unavailable: " + r.spawnError);
@@ -107,7 +107,7 @@ void ensureGitExclude(const fs::path& root, const EnsureWorkspaceOptions& option
 
   Fd fd(::open(exclude.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (fd.get() < 0) ioFailed("open " + exclude.string(), errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) ioFailed("stat " + exclude.string(), errno);
   if (!S_ISREG(st.st_mode)) {
     throw Error(code::workspace_io_failed, exclude.string() + " is not a regular file");
@@ -119,8 +119,8 @@ void ensureGitExclude(const fs::path& root, const EnsureWorkspaceOptions& option
   std::string content(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < content.size()) {
-    ssize_t n = ::pread(fd.get(), content.data() + got, content.size() - got,
-                        static_cast<off_t>(got));
+    ssize_t n =
+        ::pread(fd.get(), content.data() + got, content.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) ioFailed("read " + exclude.string(), errno);
     if (n == 0) break;
@@ -168,7 +168,7 @@ fs::path canonicalWorkspaceRoot(const fs::path& path) {
   std::string canonical(resolved);
   std::free(resolved);
   while (canonical.size() > 1 && canonical.back() == '/') canonical.pop_back();
-  struct stat st{};
+  struct stat st {};
   if (::stat(canonical.c_str(), &st) != 0) ioFailed("stat " + canonical, errno);
   if (!S_ISDIR(st.st_mode)) {
     throw Error(code::invalid_workspace, "workspace " + canonical + " is not a directory");
@@ -201,7 +201,8 @@ std::optional<WorkspaceIdentity> readWorkspaceIdentity(const fs::path& path) {
     if (err == ELOOP) badMarker(file, "it is a symbolic link");
     ioFailed("open " + file.string(), err);
   }
-  struct stat fdStat{}, pathStat{};
+  struct stat fdStat {
+  }, pathStat{};
   if (::fstat(fd.get(), &fdStat) != 0) ioFailed("stat " + file.string(), errno);
   if (!S_ISREG(fdStat.st_mode)) badMarker(file, "it is not a regular file");
   if (::lstat(file.c_str(), &pathStat) != 0) ioFailed("lstat " + file.string(), errno);
@@ -250,7 +251,7 @@ WorkspaceIdentity ensureWorkspaceIdentity(const fs::path& path,
 
   Fd dirFd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dirFd.get() < 0) ioFailed("open workspace " + root.string(), errno);
-  struct stat dirStat{};
+  struct stat dirStat {};
   if (::fstat(dirFd.get(), &dirStat) != 0) ioFailed("stat workspace " + root.string(), errno);
 
   // Git hygiene first: on failure, no marker is published.
@@ -271,7 +272,7 @@ WorkspaceIdentity ensureWorkspaceIdentity(const fs::path& path,
     }
     fsyncFd(tmp.get(), "temp marker");
     if (options.beforePublish) options.beforePublish();
-    struct stat now{};
+    struct stat now {};
     if (::stat(root.c_str(), &now) != 0 || now.st_dev != dirStat.st_dev ||
         now.st_ino != dirStat.st_ino) {
       throw Error(code::workspace_identity_changed,
@@ -290,8 +291,8 @@ WorkspaceIdentity ensureWorkspaceIdentity(const fs::path& path,
   fsyncFd(dirFd.get(), root.string());
   auto published = readWorkspaceIdentity(root);
   if (!published) {
-    throw Error(code::workspace_io_failed, "workspace marker vanished after publish in " +
-                                               root.string());
+    throw Error(code::workspace_io_failed,
+                "workspace marker vanished after publish in " + root.string());
   }
   published->created = published->workspaceId == uuid;
   return *published;

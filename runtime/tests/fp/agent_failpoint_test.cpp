@@ -102,7 +102,8 @@ ChildResult runAgent(const std::vector<std::string>& args,
       if (n <= 0) break;  // EOF: the child exited without reaching the failpoint
       line.append(buf, static_cast<size_t>(n));
     }
-    if (line.find('\n') != std::string::npos) result.control = Json::parse(line.substr(0, line.find('\n')));
+    if (line.find('\n') != std::string::npos)
+      result.control = Json::parse(line.substr(0, line.find('\n')));
     ::kill(pid, SIGKILL);
   }
   ::close(pipefd[0]);
@@ -116,7 +117,12 @@ ChildResult runAgent(const std::vector<std::string>& args,
 }
 
 std::vector<std::string> runArgs(const Sandbox& box, const fs::path& scenarioFile) {
-  return {"run", "--store", box.store().string(), "--workspace", box.ws().string(), "--scenario",
+  return {"run",
+          "--store",
+          box.store().string(),
+          "--workspace",
+          box.ws().string(),
+          "--scenario",
           scenarioFile.string()};
 }
 
@@ -134,7 +140,8 @@ std::vector<RuntimeEvent> eventsOf(const std::vector<StoredEvent>& rows) {
 
 std::map<std::string, int> executionsPerOperation(const fs::path& effects) {
   std::map<std::string, int> out;
-  for (const auto& line : EffectsLog::read(effects)) ++out[line.at("operationId").get<std::string>()];
+  for (const auto& line : EffectsLog::read(effects))
+    ++out[line.at("operationId").get<std::string>()];
   return out;
 }
 
@@ -217,7 +224,8 @@ void expectCatalogueState(failpoints::Id fp, const Scenario& scenario, const San
         bool sawTemp = false;
         for (const auto& e : fs::recursive_directory_iterator(box.ws())) {
           const std::string n = e.path().filename().string();
-          if (n.find(*armed.operationId) != std::string::npos && e.path().extension() == ".tmp") sawTemp = true;
+          if (n.find(*armed.operationId) != std::string::npos && e.path().extension() == ".tmp")
+            sawTemp = true;
         }
         EXPECT_TRUE(sawTemp);
       }
@@ -262,8 +270,8 @@ class FailpointSweep : public ::testing::TestWithParam<std::string> {};
 TEST(AgentFailpoints, MalformedArmingExitsTwoBeforeAnyWork) {
   for (const char* arm : {"P12:1", "P4", "P4:0", "P4:x", "X:1", "P4:1:2"}) {
     Sandbox box;
-    auto r = runAgent(runArgs(box, kScenarioDir / "bash-touch-marker.json"), {{"CRASHSIM_ARM", arm}},
-                      false, box.base / "agent.log");
+    auto r = runAgent(runArgs(box, kScenarioDir / "bash-touch-marker.json"),
+                      {{"CRASHSIM_ARM", arm}}, false, box.base / "agent.log");
     EXPECT_TRUE(r.exited) << arm;
     EXPECT_EQ(r.exitCode, 2) << arm;
     EXPECT_FALSE(fs::exists(box.store() / "runtime.sqlite")) << arm << ": no work was done";
@@ -277,9 +285,9 @@ TEST(AgentFailpoints, MalformedArmingExitsTwoBeforeAnyWork) {
 TEST(AgentFailpoints, SelfModeRaisesSigkillAndLeavesNoExitMarker) {
   Sandbox box;
   const fs::path file = kScenarioDir / "bash-touch-marker.json";
-  auto r = runAgent(runArgs(box, file),
-                    {{"CRASHSIM_ARM", "P2:1"}, {"CRASHSIM_FAILPOINT_MODE", "self"}}, false,
-                    box.base / "agent.log");
+  auto r =
+      runAgent(runArgs(box, file), {{"CRASHSIM_ARM", "P2:1"}, {"CRASHSIM_FAILPOINT_MODE", "self"}},
+               false, box.base / "agent.log");
   EXPECT_TRUE(r.signaled);
   EXPECT_EQ(r.signal, SIGKILL);
   EXPECT_FALSE(fs::exists(box.store() / "agent-exit.json"));
@@ -293,8 +301,9 @@ TEST_P(FailpointSweep, EveryReachableFailpointLeavesTheCatalogueDurableState) {
   {
     Sandbox box;
     seed(box, file);
-    auto r = runAgent(runArgs(box, file), {{"CRASHSIM_HITS_OUT", (box.base / "hits.json").string()}},
-                      false, box.base / "agent.log");
+    auto r =
+        runAgent(runArgs(box, file), {{"CRASHSIM_HITS_OUT", (box.base / "hits.json").string()}},
+                 false, box.base / "agent.log");
     ASSERT_TRUE(r.exited);
     ASSERT_EQ(r.exitCode, 0);
     ASSERT_TRUE(fs::exists(box.store() / "agent-exit.json")) << "normal-exit marker";
@@ -389,7 +398,8 @@ TEST(AgentRecover, UndispatchedCallIsReissuedByTheContinuationAndRunsOnce) {
   EXPECT_EQ(report["continuation"]["status"], "completed");
   EXPECT_EQ(report["continuation"]["toolCalls"], 1) << "only the trimmed call is re-issued";
   EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
-  for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl")) EXPECT_EQ(n, 1) << op;
+  for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl"))
+    EXPECT_EQ(n, 1) << op;
   EXPECT_EQ(executionsPerOperation(box.store() / "effects.jsonl").size(), 2u);
 }
 
@@ -403,7 +413,8 @@ TEST(AgentRecover, DeliveredResultsContinueFromTheCommittedHistory) {
   ASSERT_TRUE(report["continuation"].is_object()) << report.dump();
   EXPECT_EQ(report["continuation"]["status"], "completed");
   EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
-  for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl")) EXPECT_EQ(n, 1) << op;
+  for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl"))
+    EXPECT_EQ(n, 1) << op;
 }
 
 TEST(AgentRecover, IndeterminateOperationIsNeverRetried) {
