@@ -8,6 +8,16 @@
 // shared helper is canonicalArgsHash (the codec's frozen hash, a.7).
 //
 // Deliberately simple: maps and linear scans, no performance concerns.
+//
+// Readings where the spec text leaves room (each chosen as the fail-closed one):
+//  * c.2 step 6: a dispatch that creates its operation (no call yet) is still checked for
+//    operationId ownership (duplicate_operation) and identity (refs) like any other dispatch;
+//    duplicate_operation is ONE issue (the dispatch's id) recorded on both operations.
+//  * c.2 steps 6/7: "tool name equal to the call's" compares with the operation's tool name
+//    (the call's, or the first fact's when the call is missing); a response attached to an
+//    operation without a call has no call identity to match → identity_conflict.
+//  * c.3 step 7: the recovery tail is interpreted only for operations that steps 1–3 did not
+//    already mark as corruption (c.5: no combination may degrade from corruption to settled).
 #pragma once
 
 #include <algorithm>
@@ -247,6 +257,7 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
   std::map<std::pair<std::string, std::string>, size_t> byKey;
   std::set<std::string> seenIds;
   std::map<std::string, std::tuple<std::string, std::string, std::string>> spine;
+  std::map<std::string, size_t> owners;  // operationId -> operation that bound it
   auto addOpIssue = [&](Op& op, const std::string& code, const std::string& eventId) {
     op.issues.push_back(code);
     res.issues.push_back({code, eventId});
@@ -295,7 +306,11 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
       const Json& td = e["actions"]["toolDispatch"];
       const std::string cid = str(td, "providerToolCallId");
       const std::string opId = str(td, "operationId");
+      // Reading of c.2 step 6 (see the note at the top of this file): a dispatch that
+      // creates its operation still goes through the operationId ownership check and the
+      // identity checks below.
       auto it = byKey.find({inv, cid});
+      size_t oi;
       if (it == byKey.end()) {
         Op op;
         op.inv = inv;
@@ -303,32 +318,32 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         op.toolName = str(td, "toolName");
         op.opId = opId;
         op.dispatch = i;
-        byKey[{inv, cid}] = ops.size();
+        oi = ops.size();
+        byKey[{inv, cid}] = oi;
         ops.push_back(op);
         addOpIssue(ops.back(), "event_order_conflict", id);
-        continue;
-      }
-      const size_t oi = it->second;
-      Op& op = ops[oi];
-      if (op.dispatch) {
-        addOpIssue(op, "duplicate_dispatch", id);
-        continue;
-      }
-      bool collided = false;
-      for (size_t k = 0; k < ops.size(); ++k) {
-        if (k != oi && ops[k].opId && *ops[k].opId == opId) {
-          addOpIssue(ops[k], "duplicate_operation", id);
-          addOpIssue(ops[oi], "duplicate_operation", id);
-          collided = true;
-          break;
+      } else {
+        oi = it->second;
+        if (ops[oi].dispatch) {
+          addOpIssue(ops[oi], "duplicate_dispatch", id);
+          continue;
         }
       }
-      if (collided) continue;
+      auto owner = owners.find(opId);
+      if (owner != owners.end() && owner->second != oi) {
+        // one issue, recorded on both operations
+        res.issues.push_back({"duplicate_operation", id});
+        ops[owner->second].issues.push_back("duplicate_operation");
+        ops[oi].issues.push_back("duplicate_operation");
+        continue;
+      }
+      Op& op = ops[oi];
       op.opId = opId;
       op.dispatch = i;
+      owners[opId] = oi;
       bool identityOk =
           str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
-      if (op.call && str(E[*op.call]["content"], "name") != str(td, "toolName")) identityOk = false;
+      if (op.toolName != str(td, "toolName")) identityOk = false;
       if (op.call && !(execOf(E[*op.call]) == execOf(e))) identityOk = false;
       if (!identityOk) addOpIssue(op, "identity_conflict", id);
       if (op.call) {
@@ -372,21 +387,21 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
       }
       op.response = i;
       bool ok = !op.toolName || *op.toolName == name;
-      if (op.call && !(execOf(E[*op.call]) == execOf(e))) ok = false;
-      if (op.dispatch) {
+      // "same execution identity as the call": without a call there is none to match.
+      if (!op.call || !(execOf(E[*op.call]) == execOf(e))) ok = false;
+      if (op.opId) {
         const Json* rr = field(e, "refs");
         if (!rr || str(*rr, "operationId") != *op.opId || str(*rr, "toolCallId") != cid) ok = false;
       }
       if (!ok) addOpIssue(op, "identity_conflict", id);
     } else if (lane == L::reconcile || lane == L::decision) {
       const std::string opId = str(e["actions"]["toolRecovery"]["payload"], "operationId");
-      Op* found = nullptr;
-      for (auto& op : ops)
-        if (op.opId && *op.opId == opId) found = &op;
-      if (!found) {
+      auto owner = owners.find(opId);
+      if (owner == owners.end()) {
         res.issues.push_back({"event_order_conflict", id});
         continue;
       }
+      Op* found = &ops[owner->second];
       (lane == L::reconcile ? found->reconciles : found->decisions).push_back(i);
     }
   }
@@ -427,8 +442,8 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
     } else if (op.dispatch) {
       d.status = "indeterminate", d.reason = "dispatch_without_response";
     }
-    // 7. recovery tail (c.4)
-    if (!op.reconciles.empty() || !op.decisions.empty()) {
+    // 7. recovery tail (c.4) — never over a corruption found by steps 1-3 (fail-closed rule)
+    if (d.status != "corruption" && (!op.reconciles.empty() || !op.decisions.empty())) {
       bool valid = op.reconciles.size() == 1 && op.decisions.size() == 1 && op.call &&
                    op.dispatch && op.opId;
       if (valid)

@@ -38,7 +38,36 @@ enum class Lane {
   conflict
 };
 
-// actions.toolDispatch — the T1 dispatch fact (a.3). All six fields are required.
+// One file state identity of file evidence: absent ({"exists":false}) or present
+// ({"exists":true,"size":<safe integer >= 0>,"sha256":"sha256:<64 hex>"}).
+struct FileStateEvidence {
+  bool exists = false;
+  int64_t size = 0;    // 0 when !exists
+  std::string sha256;  // empty when !exists
+  bool operator==(const FileStateEvidence&) const = default;
+};
+
+// actions.toolDispatch.fileEvidence — durable file evidence bound by T1 (spec i), optional,
+// allowed ONLY on a dispatch whose recoveryMode is "reconcile" (else event_decode_error).
+// Exact shape, closed key sets at every level:
+//   {"kind":"file_state_v1","version":1,"workspaceIdentity":"workspace:v1:<uuid>",
+//    "targetPath":<canonical relative path: non-empty, '/'-separated, no '.', '..' or empty
+//                  segment, not absolute, no backslash>,
+//    "before":<file state>,"expectedAfter":<file state>,
+//    "transformVersion":"write_v1"|"edit_v1","result":<any strict JSON>}
+// `result` is the production-shaped success result the tool returns after the transform.
+struct FileEvidence {
+  std::string kind;  // always "file_state_v1"
+  std::string workspaceIdentity;
+  std::string targetPath;
+  FileStateEvidence before, expectedAfter;
+  std::string transformVersion;  // write_v1 | edit_v1
+  Json result;
+  bool operator==(const FileEvidence&) const = default;
+};
+
+// actions.toolDispatch — the T1 dispatch fact (a.3). The six contract fields are required;
+// `fileEvidence` is this runtime's optional evidence extension (spec i).
 struct ToolDispatch {
   std::string protocol;  // always "t1_after_preflight_v1"
   std::string operationId;
@@ -47,6 +76,7 @@ struct ToolDispatch {
   std::string canonicalArgsHash;
   std::string
       recoveryMode;  // replay_safe|idempotent|reconcile|reattach|outcome_unknown|never_auto_retry
+  std::optional<FileEvidence> fileEvidence;  // reconcile-mode file tools only
 };
 
 // actions.toolRecovery — reconcile observation or recovery decision (a.3), decoded.
@@ -145,6 +175,8 @@ struct RuntimeEvent {
 // {kind:'automation'} becomes {kind:'legacy_automation'} (upstream decodeTurnOrigin).
 // Lossless: decodeRuntimeEvent(parseJson(encodeRuntimeEvent(e))) == e.
 RuntimeEvent decodeRuntimeEvent(const Json& value);
+// Same, consuming the value (no deep copy): prefer decodeRuntimeEvent(parseJson(text)).
+RuntimeEvent decodeRuntimeEvent(Json&& value);
 
 // Stable JSON of the canonical event (the persisted payload_json bytes, a.6).
 std::string encodeRuntimeEvent(const RuntimeEvent& event);

@@ -503,12 +503,84 @@ void decodeRequestIdOnly(const Json& v, const Path& path) {
   reqString(o, "requestId", path, true);
 }
 
+// "workspace:v1:<uuid>" with the marker UUID rule of spec h (case-insensitive).
+bool isWorkspaceIdentity(std::string_view s) {
+  constexpr std::string_view kPrefix = "workspace:v1:";
+  if (!s.starts_with(kPrefix)) return false;
+  const std::string_view u = s.substr(kPrefix.size());
+  if (u.size() != 36) return false;
+  for (size_t i = 0; i < u.size(); ++i) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(u[i])));
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  const char version = u[14];
+  const char variant = static_cast<char>(std::tolower(static_cast<unsigned char>(u[19])));
+  return version >= '1' && version <= '8' &&
+         (variant == '8' || variant == '9' || variant == 'a' || variant == 'b');
+}
+
+// File state identity of file_state_v1 evidence: {exists:false} | {exists:true, size, sha256}.
+FileStateEvidence decodeFileStateEvidence(const Json& v, const Path& path) {
+  const Obj& o = asObject(v, path);
+  const Json* existsV = field(o, "exists");
+  if (!existsV) fail(code::missing_field, path / "exists", "missing required field");
+  if (!existsV->is_boolean()) fail(code::wrong_type, path / "exists", "must be a boolean");
+  FileStateEvidence s;
+  s.exists = existsV->get<bool>();
+  if (!s.exists) {
+    checkKeys(o, path, {"exists"}, {});
+    return s;
+  }
+  checkKeys(o, path, {"exists", "size", "sha256"}, {});
+  s.size = reqSafeInteger(o.at("size"), path / "size", 0);
+  s.sha256 = reqDigest(o, "sha256", path);
+  return s;
+}
+
+constexpr std::array<std::string_view, 2> kTransformVersions{"write_v1", "edit_v1"};
+
+// actions.toolDispatch.fileEvidence (file_state_v1, spec i): closed key sets at every level.
+FileEvidence decodeFileEvidence(const Json& v, const Path& path) {
+  const Obj& o = asObject(v, path);
+  checkKeys(o, path,
+            {"kind", "version", "workspaceIdentity", "targetPath", "before", "expectedAfter",
+             "transformVersion", "result"},
+            {});
+  FileEvidence e;
+  expectLiteral(o, "kind", path, "file_state_v1");
+  e.kind = "file_state_v1";
+  const Json& version = o.at("version");
+  if (!version.is_number()) fail(code::wrong_type, path / "version", "must be a number");
+  if (safeInteger(version) != std::optional<int64_t>(1)) {
+    fail(code::invalid_enum, path / "version", "unsupported fileEvidence version");
+  }
+  e.workspaceIdentity = reqString(o, "workspaceIdentity", path, true);
+  if (!isWorkspaceIdentity(e.workspaceIdentity)) {
+    fail(code::event_decode_error, path / "workspaceIdentity", "must be workspace:v1:<uuid>");
+  }
+  e.targetPath = reqString(o, "targetPath", path, true);
+  if (!isCanonicalRelativePath(e.targetPath)) {
+    fail(code::event_decode_error, path / "targetPath",
+         "must be a canonical relative path (no '..', '.', empty segment, absolute path)");
+  }
+  e.before = decodeFileStateEvidence(o.at("before"), path / "before");
+  e.expectedAfter = decodeFileStateEvidence(o.at("expectedAfter"), path / "expectedAfter");
+  e.transformVersion = kTransformVersions[enumIndex(o.at("transformVersion"),
+                                                    path / "transformVersion", kTransformVersions)];
+  e.result = o.at("result");  // any strict JSON (normalised in pass 1)
+  return e;
+}
+
 ToolDispatch decodeToolDispatch(const Json& v, const Path& path) {
   const Obj& o = asObject(v, path);
   checkKeys(o, path,
             {"protocol", "operationId", "providerToolCallId", "toolName", "canonicalArgsHash",
              "recoveryMode"},
-            {});
+            {"fileEvidence"});
   ToolDispatch d;
   expectLiteral(o, "protocol", path, code::t1_after_preflight_v1);
   d.protocol = std::string(code::t1_after_preflight_v1);
@@ -518,6 +590,13 @@ ToolDispatch decodeToolDispatch(const Json& v, const Path& path) {
   d.canonicalArgsHash = reqString(o, "canonicalArgsHash", path, true);
   d.recoveryMode =
       kRecoveryModes[enumIndex(o.at("recoveryMode"), path / "recoveryMode", kRecoveryModes)];
+  if (const Json* ev = field(o, "fileEvidence")) {
+    if (d.recoveryMode != code::reconcile) {
+      fail(code::event_decode_error, path / "fileEvidence",
+           "file evidence is only allowed on a reconcile-mode dispatch");
+    }
+    d.fileEvidence = decodeFileEvidence(*ev, path / "fileEvidence");
+  }
   return d;
 }
 
@@ -837,10 +916,12 @@ bool RuntimeEvent::isTerminal() const {
 
 bool RuntimeEvent::isModelVisible() const { return !hidden && hasModelVisibleContent; }
 
-RuntimeEvent decodeRuntimeEvent(const Json& value) {
+RuntimeEvent decodeRuntimeEvent(const Json& value) { return decodeRuntimeEvent(Json(value)); }
+
+RuntimeEvent decodeRuntimeEvent(Json&& value) {
   const Path root;
   RuntimeEvent ev;
-  ev.json = value;
+  ev.json = std::move(value);
   Json& j = ev.json;
   normalizeValue(j, root);
   const Obj& top = asObject(j, root);
@@ -899,13 +980,14 @@ std::vector<RuntimeEvent> decodeRuntimeEventList(std::string_view text) {
     out.reserve(arr.size());
     for (size_t i = 0; i < arr.size(); ++i) {
       try {
-        out.push_back(decodeRuntimeEvent(arr[i]));
+        out.push_back(decodeRuntimeEvent(std::move(arr[i])));
       } catch (const Error& e) {
         throw EventListError(e, i);
       }
     }
     return out;
   }
+  out.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   size_t index = 0;
   size_t pos = 0;
   while (pos <= text.size()) {

@@ -3,8 +3,6 @@
 #include "crashsim/resume_plan.h"
 
 #include "crashsim/codes.h"
-#include <chrono>
-#include <cstdio>
 #include "recovery/flat_index.h"
 
 namespace crashsim {
@@ -50,10 +48,7 @@ void addDiagnostic(std::vector<PlanDiagnostic>& out, std::string_view c,
 ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
                            std::optional<uint64_t> expectedRuntimeEventHighWater) {
   ResumePlan plan;
-  auto T0 = std::chrono::steady_clock::now();
-  auto lap = [&](const char* what) { auto t = std::chrono::steady_clock::now(); if (events.size() > 500000) fprintf(stderr, "%s %.1fms\n", what, std::chrono::duration<double, std::milli>(t - T0).count()); T0 = t; };
   plan.resolution = resolveRecovery(events);
-  lap("resolve");
   const RecoveryResolution& resolution = plan.resolution;
   plan.sourceRuntimeEventHighWater = events.size();
 
@@ -77,7 +72,6 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     op.responseIsError = d.responseIsError;
   }
 
-  lap("operations");
   // d.4 diagnostics, in the contract's order.
   std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
   if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
@@ -196,7 +190,6 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     }
   }
 
-  lap("events pass");
   // d.5 rejection reasons (set, first-appearance order).
   for (const PlanDiagnostic& diagnostic : diagnostics) {
     std::string_view reason;
@@ -226,7 +219,6 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   for (const auto& [index, group] : candidates) {
     if (group == kNone || groups[group].paired) plan.replayEventIndexes.push_back(index);
   }
-  lap("rest");
   return plan;
 }
 
