@@ -187,7 +187,6 @@ TEST(AgentRun, FileEvidenceIsBoundInTheDispatchWhenTheDecoderAcceptsIt) {
     if (row.event.id != op + "_dispatch") continue;
     const Json& dispatch = row.event.json["actions"]["toolDispatch"];
     EXPECT_EQ(dispatch["recoveryMode"], "reconcile");
-    if (!agent_events::fileEvidenceSupported()) GTEST_SKIP() << "decoder lacks fileEvidence";
     const Json& e = dispatch["fileEvidence"];
     EXPECT_EQ(e["targetPath"], "config.json");
     EXPECT_EQ(e["workspaceIdentity"], summary.workspaceIdentity);

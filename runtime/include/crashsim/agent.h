@@ -132,8 +132,8 @@ RuntimeEvent textEvent(const RunIdentity& id, const std::string& eventId, double
                        const std::string& text);
 RuntimeEvent callEvent(const RunIdentity& id, const std::string& operationId, double ts,
                        const ToolCallRequest& call);
-// toolDispatch fact; `fileEvidence` is bound as actions.toolDispatch.fileEvidence when the
-// decoder accepts that key (see fileEvidenceSupported()).
+// toolDispatch fact; `fileEvidence` (Write/Edit) is bound as actions.toolDispatch.fileEvidence
+// (file_state_v1, see crashsim/runtime_event.h FileEvidence).
 RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId, double ts,
                            const ToolCallRequest& call, const std::string& argsHash,
                            const std::string& recoveryMode,
@@ -143,8 +143,6 @@ RuntimeEvent responseEvent(const RunIdentity& id, const std::string& operationId
                            const ToolCallRequest& call, const Json& result, bool isError,
                            bool bound);
 RuntimeEvent terminalEvent(const RunIdentity& id, double ts, const TurnEnd& end);
-// True when decodeRuntimeEvent accepts actions.toolDispatch.fileEvidence (probed once).
-bool fileEvidenceSupported();
 }  // namespace agent_events
 
 RunIdentity identityOf(const RunHeader& header);

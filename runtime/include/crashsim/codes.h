@@ -262,4 +262,21 @@ inline constexpr std::string_view continuation_repair_failed = "continuation_rep
 inline constexpr std::string_view powerloss_config_invalid = "powerloss_config_invalid";
 inline constexpr std::string_view powerloss_io_failed = "powerloss_io_failed";
 
+// File recovery (spec i): evidence validation failures and unreadable-observation details
+// (reported by the reconciler; the durable park reason is reconcile_unreadable)
+inline constexpr std::string_view file_evidence_missing = "file_evidence_missing";
+inline constexpr std::string_view file_evidence_identity_conflict = "file_evidence_identity_conflict";
+inline constexpr std::string_view file_evidence_workspace_mismatch = "file_evidence_workspace_mismatch";
+inline constexpr std::string_view file_evidence_target_invalid = "file_evidence_target_invalid";
+inline constexpr std::string_view file_evidence_transform_mismatch = "file_evidence_transform_mismatch";
+inline constexpr std::string_view file_evidence_args_mismatch = "file_evidence_args_mismatch";
+inline constexpr std::string_view file_evidence_expected_absent = "file_evidence_expected_absent";
+inline constexpr std::string_view file_evidence_states_equal = "file_evidence_states_equal";
+inline constexpr std::string_view file_evidence_result_mismatch = "file_evidence_result_mismatch";
+inline constexpr std::string_view observation_target_symlink = "observation_target_symlink";
+inline constexpr std::string_view observation_target_not_regular = "observation_target_not_regular";
+inline constexpr std::string_view observation_target_too_large = "observation_target_too_large";
+inline constexpr std::string_view observation_parent_unsafe = "observation_parent_unsafe";
+inline constexpr std::string_view observation_io_failed = "observation_io_failed";
+
 }  // namespace crashsim::code

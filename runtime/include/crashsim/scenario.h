@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crashsim/json.h"
@@ -38,6 +39,31 @@ struct ScenarioExpectation {
   std::vector<std::string> errorCalls;       // call ids whose response is isError:true
 };
 
+// One external change applied by the harness to the workspace BETWEEN the kill and the
+// recovery (another process touching the workspace while the agent is down):
+//   write   → replace `path` with `content` (never through a symlink)
+//   delete  → remove `path` (a file or a symlink)
+//   symlink → replace `path` with a symbolic link whose link text is `target` (not resolved)
+struct AfterCrashMutation {
+  std::string op;  // write | delete | symlink
+  std::string path;
+  std::string content;  // write
+  std::string target;   // symlink
+};
+
+// scenario.afterCrash (scenarios/README.md): applied only to cases killed at one of
+// `failpoints` (where the scenario's file operation is indeterminate), then recovered; the
+// recovery must park with `parkedReason` and leave the workspace as `files` / `absent` /
+// `symlinks` say (external changes preserved byte for byte, no leftover temp file).
+struct AfterCrash {
+  std::vector<std::string> failpoints;  // "P2".."P5"
+  std::vector<AfterCrashMutation> mutations;
+  std::string parkedReason;  // reconcile_matches_prior_state | reconcile_diverged | reconcile_unreadable
+  std::map<std::string, std::string> files;     // relative path → exact content (no symlink)
+  std::vector<std::string> absent;              // relative paths that must not exist
+  std::map<std::string, std::string> symlinks;  // relative path → exact link text
+};
+
 struct Scenario {
   std::string id;
   std::string description;
@@ -47,6 +73,7 @@ struct Scenario {
   std::vector<std::string> deny;             // permissions.deny
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
+  std::optional<AfterCrash> afterCrash;  // between-crash-and-recovery mutation (optional)
   std::filesystem::path source;  // file it was loaded from (empty when parsed from JSON)
 
   // Total number of scripted function calls.
@@ -68,5 +95,19 @@ void seedWorkspace(const Scenario& scenario, const std::filesystem::path& worksp
 // (empty = matches).
 std::vector<std::string> checkExpectedWorkspace(const Scenario& scenario,
                                                 const std::filesystem::path& workspace);
+
+// Applies scenario.afterCrash.mutations to `workspace`, in order (no-op without afterCrash).
+// Called by the harness (an external process) after the kill and before `recover`. Paths are
+// relative, without "..", never the workspace marker; a write never follows a symlink.
+// Failure → Error(workspace_io_failed) / Error(scenario_invalid).
+void applyAfterCrash(const Scenario& scenario, const std::filesystem::path& workspace);
+
+// True when a case killed at `failpoint` ("P3") gets the afterCrash mutations.
+bool afterCrashApplies(const Scenario& scenario, std::string_view failpoint);
+
+// Compares the workspace with afterCrash.files / absent / symlinks and reports any leftover
+// tool temp file (".<name>.toolop_<hex>.tmp"); one line per mismatch (empty = matches).
+std::vector<std::string> checkAfterCrashWorkspace(const Scenario& scenario,
+                                                  const std::filesystem::path& workspace);
 
 }  // namespace crashsim

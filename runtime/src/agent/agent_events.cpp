@@ -1,6 +1,5 @@
 // Event builders of the agent run loop: every event is built as JSON and decoded strictly.
 #include <chrono>
-#include <mutex>
 
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
@@ -69,46 +68,6 @@ RuntimeEvent callEvent(const RunIdentity& id, const std::string& operationId, do
   return decodeRuntimeEvent(e);
 }
 
-bool fileEvidenceSupported() {
-  static std::once_flag once;
-  static bool supported = false;
-  std::call_once(once, [] {
-    RunIdentity probe{"probe-session", "probe-invocation", "probe-run", "probe-turn"};
-    Json e = envelope(probe, "probe_dispatch", 1, "system", "system");
-    Json evidence =
-        Json{{"kind", "file_state_v1"},
-             {"version", 1},
-             {"workspaceIdentity", "workspace:v1:00000000-0000-4000-8000-000000000000"},
-             {"targetPath", "probe.txt"},
-             {"before", Json{{"exists", false}}},
-             {"expectedAfter",
-              Json{{"exists", true},
-                   {"size", 0},
-                   {"sha256",
-                    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}},
-             {"transformVersion", "write_v1"},
-             {"result", Json{{"path", "probe.txt"}, {"bytesWritten", 0}}}};
-    e["actions"] =
-        Json{{"toolDispatch",
-              Json{{"protocol", std::string(code::t1_after_preflight_v1)},
-                   {"operationId", "toolop_probe"},
-                   {"providerToolCallId", "probe-call"},
-                   {"toolName", "Write"},
-                   {"canonicalArgsHash",
-                    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-                   {"recoveryMode", std::string(code::reconcile)},
-                   {"fileEvidence", evidence}}}};
-    e["refs"] = Json{{"operationId", "toolop_probe"}, {"toolCallId", "probe-call"}};
-    try {
-      decodeRuntimeEvent(e);
-      supported = true;
-    } catch (const Error&) {
-      supported = false;
-    }
-  });
-  return supported;
-}
-
 RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId, double ts,
                            const ToolCallRequest& call, const std::string& argsHash,
                            const std::string& recoveryMode,
@@ -120,7 +79,7 @@ RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId
                        {"toolName", call.toolName},
                        {"canonicalArgsHash", argsHash},
                        {"recoveryMode", recoveryMode}};
-  if (fileEvidence && fileEvidenceSupported()) dispatch["fileEvidence"] = *fileEvidence;
+  if (fileEvidence) dispatch["fileEvidence"] = *fileEvidence;
   e["actions"] = Json{{"toolDispatch", dispatch}};
   e["refs"] = Json{{"operationId", operationId}, {"toolCallId", call.callId}};
   return decodeRuntimeEvent(e);

@@ -9,6 +9,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "agent/scenario_after_crash.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -87,7 +88,7 @@ size_t Scenario::callCount() const {
 Scenario parseScenario(const Json& v, const std::string& source) {
   Validator val(source);
   val.object(v, "$", {"id", "user", "model", "expect"},
-             {"description", "workspace", "tools", "permissions"});
+             {"description", "workspace", "tools", "permissions", "afterCrash"});
   Scenario s;
   s.id = val.string(v["id"], "$.id");
   static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
@@ -168,6 +169,7 @@ Scenario parseScenario(const Json& v, const std::string& source) {
       }
     }
   }
+  if (v.contains("afterCrash")) s.afterCrash = detail::parseAfterCrash(v["afterCrash"], source);
   return s;
 }
 

@@ -22,6 +22,17 @@ const Json& callArgs(const RuntimeEvent& call) {
   return args == content->end() ? kNull : *args;
 }
 
+// Large ledgers are latency-bound on the call's JSON tree: its nodes were allocated together
+// when the event was decoded, so the region after the object header is prefetched ahead.
+void prefetchCall(const RuntimeEvent& call) {
+  detail::prefetchBytes(&call.json);
+  detail::prefetchBytes(&call.hidden);
+  if (const Json::object_t* object = call.json.get_ptr<const Json::object_t*>()) {
+    const char* base = reinterpret_cast<const char*>(object);
+    for (int line = 0; line < 24; ++line) detail::prefetchBytes(base + 64 * line);
+  }
+}
+
 std::string_view planStatus(const ToolDecision& d) {
   if (d.status == code::completed) {
     return d.responseIsError.value_or(false) ? code::failed : code::succeeded;
@@ -55,7 +66,16 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   // d.2 operations: decisions with a call that is not hidden, in decision order.
   plan.operations.reserve(resolution.decisions.size());
   bool hiddenIndeterminate = false;
-  for (const ToolDecision& d : resolution.decisions) {
+  const std::vector<ToolDecision>& decisions = resolution.decisions;
+  constexpr size_t kOpAhead = 6, kOpFar = 12;
+  for (size_t k = 0; k < decisions.size(); ++k) {
+    if (k + kOpFar < decisions.size() && decisions[k + kOpFar].callIndex) {
+      detail::prefetchBytes(&events[*decisions[k + kOpFar].callIndex].json);
+    }
+    if (k + kOpAhead < decisions.size() && decisions[k + kOpAhead].callIndex) {
+      prefetchCall(events[*decisions[k + kOpAhead].callIndex]);
+    }
+    const ToolDecision& d = decisions[k];
     if (!d.callIndex) continue;
     const RuntimeEvent& call = events[*d.callIndex];
     if (call.hidden) {
