@@ -30,9 +30,9 @@ Json evidence() {
 }
 
 Json dispatchWith(const Json& ev, const char* mode = "reconcile") {
-  Json e = Json{{"id", "op_dispatch"},  {"invocationId", "inv-1"}, {"runId", "run-1"},
-                {"sessionId", "s-1"},   {"turnId", "turn-1"},      {"ts", 1700000000000},
-                {"partial", false},     {"role", "system"},        {"author", "system"}};
+  Json e = Json{{"id", "op_dispatch"}, {"invocationId", "inv-1"}, {"runId", "run-1"},
+                {"sessionId", "s-1"},  {"turnId", "turn-1"},      {"ts", 1700000000000},
+                {"partial", false},    {"role", "system"},        {"author", "system"}};
   e["actions"] = {{"toolDispatch",
                    {{"protocol", "t1_after_preflight_v1"},
                     {"operationId", "toolop_1"},
@@ -157,11 +157,11 @@ TEST(FileEvidenceDecode, LiteralKindVersionAndTransformVersion) {
 }
 
 TEST(FileEvidenceDecode, WorkspaceIdentityMustBeAWorkspaceV1Uuid) {
-  for (const char* bad : {"workspace:v2:3f2b8c1e-9d4a-4c7e-8b1f-0a2d3e4f5a6b",
-                          "3f2b8c1e-9d4a-4c7e-8b1f-0a2d3e4f5a6b",
-                          "workspace:v1:3f2b8c1e-9d4a-9c7e-8b1f-0a2d3e4f5a6b",  // version 9
-                          "workspace:v1:3f2b8c1e-9d4a-4c7e-7b1f-0a2d3e4f5a6b",  // variant 7
-                          "workspace:v1:3f2b8c1e9d4a-4c7e-8b1f-0a2d3e4f5a6b0", "workspace:v1:"}) {
+  for (const char* bad :
+       {"workspace:v2:3f2b8c1e-9d4a-4c7e-8b1f-0a2d3e4f5a6b", "3f2b8c1e-9d4a-4c7e-8b1f-0a2d3e4f5a6b",
+        "workspace:v1:3f2b8c1e-9d4a-9c7e-8b1f-0a2d3e4f5a6b",  // version 9
+        "workspace:v1:3f2b8c1e-9d4a-4c7e-7b1f-0a2d3e4f5a6b",  // variant 7
+        "workspace:v1:3f2b8c1e9d4a-4c7e-8b1f-0a2d3e4f5a6b0", "workspace:v1:"}) {
     SCOPED_TRACE(bad);
     Json e = dispatchWith(evidence());
     e[Ptr(kEv + "/workspaceIdentity")] = bad;

@@ -898,6 +898,65 @@ TEST(RuntimeEventLane, RecoveryFactEnvelopes) {
   }
 }
 
+// toolDispatch.fileEvidence (this runtime's spec-i extension)
+
+Json dispatchWithEvidence() {
+  Json e = dispatchEvent();
+  e["actions"]["toolDispatch"]["fileEvidence"] = {
+      {"kind", "file_state_v1"},
+      {"version", 1},
+      {"workspaceIdentity", "workspace:v1:123e4567-e89b-42d3-a456-426614174000"},
+      {"targetPath", "src/notes.txt"},
+      {"before", {{"exists", false}}},
+      {"expectedAfter", {{"exists", true}, {"size", 5}, {"sha256", kDigestA}}},
+      {"transformVersion", "write_v1"},
+      {"result", {{"ok", true}}}};
+  return e;
+}
+
+TEST(RuntimeEventFileEvidence, DecodesIntoTheDispatchView) {
+  const RuntimeEvent ev = decodeRuntimeEvent(dispatchWithEvidence());
+  EXPECT_EQ(ev.lane, Lane::tool_dispatch);
+  ASSERT_TRUE(ev.toolDispatch && ev.toolDispatch->fileEvidence);
+  const FileEvidence& fe = *ev.toolDispatch->fileEvidence;
+  EXPECT_EQ(fe.targetPath, "src/notes.txt");
+  EXPECT_FALSE(fe.before.exists);
+  EXPECT_TRUE(fe.expectedAfter.exists);
+  EXPECT_EQ(fe.expectedAfter.size, 5);
+  EXPECT_EQ(fe.expectedAfter.sha256, kDigestA);
+  EXPECT_EQ(fe.transformVersion, "write_v1");
+  const RuntimeEvent back = decodeRuntimeEvent(parseJson(encodeRuntimeEvent(ev)));
+  EXPECT_EQ(back, ev);
+}
+
+TEST(RuntimeEventFileEvidence, ClosedShapeAndReconcileOnly) {
+  const std::string fe = "$.actions.toolDispatch.fileEvidence";
+  Json notReconcile = dispatchWithEvidence();
+  notReconcile["actions"]["toolDispatch"]["recoveryMode"] = "never_auto_retry";
+  expectDecodeError(notReconcile, "event_decode_error", fe);
+  Json extra = dispatchWithEvidence();
+  extra["actions"]["toolDispatch"]["fileEvidence"]["bogus"] = 1;
+  expectDecodeError(extra, "unknown_key", fe + ".bogus");
+  Json absentWithSize = dispatchWithEvidence();
+  absentWithSize["actions"]["toolDispatch"]["fileEvidence"]["before"]["size"] = 0;
+  expectDecodeError(absentWithSize, "unknown_key", fe + ".before.size");
+  Json badPath = dispatchWithEvidence();
+  badPath["actions"]["toolDispatch"]["fileEvidence"]["targetPath"] = "../etc/passwd";
+  expectDecodeError(badPath, "event_decode_error", fe + ".targetPath");
+  Json badWorkspace = dispatchWithEvidence();
+  badWorkspace["actions"]["toolDispatch"]["fileEvidence"]["workspaceIdentity"] = "workspace:v1:x";
+  expectDecodeError(badWorkspace, "event_decode_error", fe + ".workspaceIdentity");
+  Json badVersion = dispatchWithEvidence();
+  badVersion["actions"]["toolDispatch"]["fileEvidence"]["version"] = 2;
+  expectDecodeError(badVersion, "invalid_enum", fe + ".version");
+  Json badDigest = dispatchWithEvidence();
+  badDigest["actions"]["toolDispatch"]["fileEvidence"]["expectedAfter"]["sha256"] = "abc";
+  expectDecodeError(badDigest, "invalid_digest", fe + ".expectedAfter.sha256");
+  Json badTransform = dispatchWithEvidence();
+  badTransform["actions"]["toolDispatch"]["fileEvidence"]["transformVersion"] = "patch_v1";
+  expectDecodeError(badTransform, "invalid_enum", fe + ".transformVersion");
+}
+
 // Losslessness (a.6)
 // -------------------------------------------------------------------------------
 

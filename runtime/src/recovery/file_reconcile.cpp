@@ -151,8 +151,8 @@ std::optional<FileState> readTarget(const WorkspaceIdentity& workspace, const st
   if (!fd.ok()) {
     const int err = errno;
     if (err == ENOENT) return FileState{};
-    failure = std::string(err == ELOOP ? code::observation_target_symlink
-                                       : code::observation_io_failed);
+    failure =
+        std::string(err == ELOOP ? code::observation_target_symlink : code::observation_io_failed);
     return std::nullopt;
   }
   // The file may have been swapped between fstatat and openat: decide on the opened file.
@@ -312,12 +312,12 @@ RecoveryBundle buildFileRecoveryBundle(const RuntimeEvent& call, const RuntimeEv
       dispatch, reconcileId, baseTs + 1,
       Json{{"kind", std::string(kReconcileKind)},
            {"version", 1},
-           {"payload", Json{{"protocol", std::string(code::tool_reconcile_v1)},
-                            {"operationId", op},
-                            {"observation", observation.observation},
-                            {"observationSchema", std::string(code::state_identity_v1)},
-                            {"observationDigest",
-                             sha256Digest(stableJson(observation.observedIdentity))}}}}));
+           {"payload",
+            Json{{"protocol", std::string(code::tool_reconcile_v1)},
+                 {"operationId", op},
+                 {"observation", observation.observation},
+                 {"observationSchema", std::string(code::state_identity_v1)},
+                 {"observationDigest", sha256Digest(stableJson(observation.observedIdentity))}}}}));
   Json payload = Json{{"protocol", std::string(code::tool_recovery_v1)}, {"operationId", op}};
   if (completed) {
     if (!d.fileEvidence) {
@@ -338,9 +338,9 @@ RecoveryBundle buildFileRecoveryBundle(const RuntimeEvent& call, const RuntimeEv
     payload["reasonCode"] = parkedReasonOf(observation.observation);
     payload["evidenceEventIds"] = Json::array({call.id, dispatch.id, reconcileId});
   }
-  b.decision = decodeRuntimeEvent(
-      recoveryEnvelope(dispatch, decisionId, baseTs + (completed ? 3 : 2),
-                       Json{{"kind", std::string(kDecisionKind)}, {"version", 1}, {"payload", payload}}));
+  b.decision = decodeRuntimeEvent(recoveryEnvelope(
+      dispatch, decisionId, baseTs + (completed ? 3 : 2),
+      Json{{"kind", std::string(kDecisionKind)}, {"version", 1}, {"payload", payload}}));
   return b;
 }
 

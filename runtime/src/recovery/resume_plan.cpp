@@ -27,6 +27,7 @@ const Json& callArgs(const RuntimeEvent& call) {
 void prefetchCall(const RuntimeEvent& call) {
   detail::prefetchBytes(&call.json);
   detail::prefetchBytes(&call.hidden);
+  detail::prefetchBytes(call.callId.data());
   if (const Json::object_t* object = call.json.get_ptr<const Json::object_t*>()) {
     const char* base = reinterpret_cast<const char*>(object);
     for (int line = 0; line < 24; ++line) detail::prefetchBytes(base + 64 * line);
@@ -63,6 +64,34 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   const RecoveryResolution& resolution = plan.resolution;
   plan.sourceRuntimeEventHighWater = events.size();
 
+  // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
+  // (both key by the provider call id only). A group's key points at the first event that
+  // carried the call id, so the events pass compares against memory it has just read.
+  using detail::FlatIndex;
+  using detail::hashView;
+  constexpr uint32_t kNone = FlatIndex::kEmpty;
+  struct CallGroup {
+    std::string_view callId;
+    std::string_view latestCallName;
+    uint32_t lastOperation = kNone;  // last projected operation with this call id
+    bool hasCall = false;
+    bool paired = false;
+  };
+  std::vector<CallGroup> groups;
+  groups.reserve(resolution.decisions.size() + 1);
+  FlatIndex groupByCallId(resolution.decisions.size() + 1);
+  auto groupOf = [&](std::string_view callId, uint64_t h) -> uint32_t {
+    uint32_t g = groupByCallId.find(h, [&](uint32_t v) {
+      return groups[v].callId.data() == callId.data() || groups[v].callId == callId;
+    });
+    if (g == kNone) {
+      g = static_cast<uint32_t>(groups.size());
+      groups.push_back(CallGroup{callId, {}, kNone, false, false});
+      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
+    }
+    return g;
+  };
+
   // d.2 operations: decisions with a call that is not hidden, in decision order.
   plan.operations.reserve(resolution.decisions.size());
   bool hiddenIndeterminate = false;
@@ -90,6 +119,8 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
     op.responseIsError = d.responseIsError;
+    groups[groupOf(call.callId, hashView(call.callId))].lastOperation =
+        static_cast<uint32_t>(plan.operations.size() - 1);
   }
 
   // d.4 diagnostics, in the contract's order.
@@ -137,49 +168,33 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   // One pass over the events: responses without a projected operation (d.4, last two
   // diagnostics) and call pairing for the provider replay (d.8). Replay candidates are
   // collected in the same pass and calls/responses filtered by pairing afterwards.
-  using detail::FlatIndex;
-  using detail::hashView;
-  constexpr uint32_t kNone = FlatIndex::kEmpty;
-  FlatIndex operationByCallId(plan.operations.size());  // last projected op wins
-  for (size_t k = 0; k < plan.operations.size(); ++k) {
-    const std::string& id = plan.operations[k].toolCallId;
-    const uint64_t h = hashView(id);
-    auto eq = [&](uint32_t v) { return plan.operations[v].toolCallId == id; };
-    if (operationByCallId.find(h, eq) == kNone) {
-      operationByCallId.insert(h, static_cast<uint32_t>(k),
-                               [&](uint32_t v) { return hashView(plan.operations[v].toolCallId); });
-    } else {
-      operationByCallId.assign(h, static_cast<uint32_t>(k), eq);
-    }
-  }
-  struct CallGroup {
-    std::string_view callId;
-    std::string_view latestCallName;
-    bool hasCall = false;
-    bool paired = false;
-  };
-  std::vector<CallGroup> groups;
-  groups.reserve(plan.operations.size() + 1);
-  FlatIndex groupByCallId(plan.operations.size() + 1);
-  auto groupOf = [&](std::string_view callId) -> uint32_t {
-    const uint64_t h = hashView(callId);
-    uint32_t g = groupByCallId.find(h, [&](uint32_t v) { return groups[v].callId == callId; });
-    if (g == kNone) {
-      g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, {}, false, false});
-      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
-    }
-    return g;
-  };
   // Replay candidates: (event index, call group or kNone for non-tool content).
   std::vector<std::pair<uint32_t, uint32_t>> candidates;
   candidates.reserve(events.size());
-  constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < events.size(); ++i) {
-    if (i + kAhead < events.size()) {
-      detail::prefetchBytes(&events[i + kAhead].partial);
-      detail::prefetchBytes(&events[i + kAhead].callId);
+  const size_t n = events.size();
+  constexpr size_t kFar = 16, kMid = 8, kNear = 4;
+  uint64_t ring[kNear] = {};
+  auto isTool = [](const RuntimeEvent& e) {
+    return e.contentKind == ContentKind::function_call ||
+           e.contentKind == ContentKind::function_response;
+  };
+  auto stage = [&](size_t j) {  // hash the call id of event j and prefetch its group slot
+    if (isTool(events[j])) {
+      ring[j % kNear] = hashView(events[j].callId);
+      groupByCallId.prefetch(ring[j % kNear]);
     }
+  };
+  for (size_t j = 0; j < std::min(n, kNear); ++j) stage(j);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = ring[i % kNear];
+    if (i + kFar < n) {
+      detail::prefetchBytes(&events[i + kFar].partial);
+      detail::prefetchBytes(&events[i + kFar].callId);
+    }
+    if (i + kMid < n && isTool(events[i + kMid])) {
+      detail::prefetchBytes(events[i + kMid].callId.data());
+    }
+    if (i + kNear < n) stage(i + kNear);
     const RuntimeEvent& e = events[i];
     if (e.partial) continue;
     const bool isCall = e.contentKind == ContentKind::function_call;
@@ -188,25 +203,23 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
       if (!e.hidden) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
       continue;
     }
-    const uint32_t g = groupOf(e.callId);
+    const uint32_t g = groupOf(e.callId, h);
+    CallGroup& group = groups[g];
     if (isCall) {
-      groups[g].latestCallName = e.toolName;
-      groups[g].hasCall = true;
-    } else if (groups[g].hasCall && groups[g].latestCallName == e.toolName) {
-      groups[g].paired = true;
+      group.latestCallName = e.toolName;
+      group.hasCall = true;
+    } else if (group.hasCall && group.latestCallName == e.toolName) {
+      group.paired = true;
     }
     if (e.hidden) continue;
     candidates.emplace_back(static_cast<uint32_t>(i), g);
     if (!isResponse) continue;
-    const uint64_t h = hashView(e.callId);
-    const uint32_t op = operationByCallId.find(
-        h, [&](uint32_t v) { return plan.operations[v].toolCallId == e.callId; });
-    if (op == kNone) {
+    if (group.lastOperation == kNone) {
       addDiagnostic(diagnostics, code::unmatched_tool_result);
-    } else if (plan.operations[op].toolName != e.toolName) {
-      addDiagnostic(
-          diagnostics, code::tool_name_mismatch,
-          Json{{"callToolName", plan.operations[op].toolName}, {"responseToolName", e.toolName}});
+    } else if (const PlanOperation& op = plan.operations[group.lastOperation];
+               op.toolName != e.toolName) {
+      addDiagnostic(diagnostics, code::tool_name_mismatch,
+                    Json{{"callToolName", op.toolName}, {"responseToolName", e.toolName}});
     }
   }
 
