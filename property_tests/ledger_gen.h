@@ -37,6 +37,22 @@
 namespace crashsim::propgen {
 
 // ---------------------------------------------------------------------------------------------
+// Uniform choices. rc::gen::inRange scales its range with the generation size (small at the
+// start of a run, and inside rc::gen::resize), which would starve the later fates and
+// corruption kinds; these are uniform over [lo, hi) at any size and still shrink towards lo.
+inline rc::Gen<int> uniform(int lo, int hi) {
+  return rc::gen::resize(100, rc::gen::inRange(lo, hi));
+}
+
+// A vector of 0..maxCount elements (count uniform, shrinking towards fewer elements).
+template <typename T>
+rc::Gen<std::vector<T>> upTo(int maxCount, rc::Gen<T> g) {
+  return rc::gen::mapcat(uniform(0, maxCount + 1), [g](int n) {
+    return rc::gen::container<std::vector<T>>(static_cast<size_t>(n), g);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Free-form JSON values (tool args, results, codec inputs).
 
 inline const std::vector<std::string>& keyAlphabet() {
@@ -115,16 +131,14 @@ inline rc::Gen<Json> genJson(int depth = 3) {
   });
   if (depth <= 0) return scalar;
   auto inner = rc::gen::lazy([depth] { return genJson(depth - 1); });
-  auto arr = rc::gen::map(rc::gen::resize(4, rc::gen::container<std::vector<Json>>(inner)),
-                          [](const std::vector<Json>& v) { return Json(v); });
-  auto obj =
-      rc::gen::map(rc::gen::resize(4, rc::gen::container<std::vector<std::pair<std::string, Json>>>(
-                                          rc::gen::pair(rc::gen::elementOf(keyAlphabet()), inner))),
-                   [](const std::vector<std::pair<std::string, Json>>& kvs) {
-                     Json o = Json::object();
-                     for (const auto& [k, v] : kvs) o[k] = v;
-                     return o;
-                   });
+  auto arr = rc::gen::map(upTo<Json>(4, inner), [](const std::vector<Json>& v) { return Json(v); });
+  auto obj = rc::gen::map(upTo<std::pair<std::string, Json>>(
+                              4, rc::gen::pair(rc::gen::elementOf(keyAlphabet()), inner)),
+                          [](const std::vector<std::pair<std::string, Json>>& kvs) {
+                            Json o = Json::object();
+                            for (const auto& [k, v] : kvs) o[k] = v;
+                            return o;
+                          });
   return rc::gen::weightedOneOf<Json>({{3, scalar}, {1, arr}, {2, obj}});
 }
 
@@ -206,14 +220,14 @@ struct LedgerSpec {
 inline rc::Gen<OpSpec> genOpSpec() {
   return rc::gen::exec([] {
     OpSpec op;
-    op.fate = static_cast<Fate>(*rc::gen::inRange(0, kFateCount));
-    op.tool = *rc::gen::inRange(0, static_cast<int>(toolNames().size()));
+    op.fate = static_cast<Fate>(*uniform(0, kFateCount));
+    op.tool = *uniform(0, static_cast<int>(toolNames().size()));
     op.args = *genArgs();
     op.callSeparate = *rc::gen::arbitrary<bool>();
     op.hidden =
         *rc::gen::weightedOneOf<bool>({{9, rc::gen::just(false)}, {1, rc::gen::just(true)}});
-    op.recoveryMode = *rc::gen::inRange(0, static_cast<int>(recoveryModes().size()));
-    op.parkedObservation = *rc::gen::inRange(0, 3);
+    op.recoveryMode = *uniform(0, static_cast<int>(recoveryModes().size()));
+    op.parkedObservation = *uniform(0, 3);
     return op;
   });
 }
@@ -223,17 +237,17 @@ inline rc::Gen<LedgerSpec> genLedgerSpec() {
     LedgerSpec spec;
     spec.marker =
         *rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}});
-    spec.steps = *rc::gen::resize(
-        4, rc::gen::container<std::vector<StepSpec>>(rc::gen::exec([] {
+    spec.steps = *upTo<StepSpec>(
+        4, rc::gen::exec([] {
           StepSpec s;
           s.text = *rc::gen::arbitrary<bool>();
           s.partialText =
               *rc::gen::weightedOneOf<bool>({{5, rc::gen::just(false)}, {1, rc::gen::just(true)}});
-          s.ops = *rc::gen::resize(3, rc::gen::container<std::vector<OpSpec>>(genOpSpec()));
-          s.schedule = *rc::gen::container<std::vector<int>>(12, rc::gen::inRange(0, 3));
+          s.ops = *upTo<OpSpec>(3, genOpSpec());
+          s.schedule = *rc::gen::container<std::vector<int>>(12, uniform(0, 3));
           return s;
-        })));
-    spec.terminal = *rc::gen::inRange(0, 5);
+        }));
+    spec.terminal = *uniform(0, 5);
     return spec;
   });
 }
@@ -521,9 +535,9 @@ struct Corruption {
 inline rc::Gen<Corruption> genCorruption() {
   return rc::gen::exec([] {
     Corruption c;
-    c.kind = static_cast<CorruptionKind>(*rc::gen::inRange(0, kCorruptionKinds));
-    c.a = *rc::gen::inRange(0, 64);
-    c.b = *rc::gen::inRange(0, 64);
+    c.kind = static_cast<CorruptionKind>(*uniform(0, kCorruptionKinds));
+    c.a = *uniform(0, 64);
+    c.b = *uniform(0, 64);
     return c;
   });
 }
@@ -731,12 +745,11 @@ inline rc::Gen<LedgerCase> genLedgerCase(bool withCorruptions = true) {
   return rc::gen::exec([withCorruptions] {
     LedgerCase c;
     c.spec = *genLedgerSpec();
-    c.dropFromEnd =
-        *rc::gen::weightedOneOf<int>({{2, rc::gen::just(0)}, {3, rc::gen::inRange(0, 40)}});
+    c.dropFromEnd = *rc::gen::weightedOneOf<int>({{2, rc::gen::just(0)}, {3, uniform(0, 40)}});
     if (withCorruptions)
       c.corruptions = *rc::gen::weightedOneOf<std::vector<Corruption>>(
           {{2, rc::gen::just(std::vector<Corruption>{})},
-           {3, rc::gen::resize(3, rc::gen::container<std::vector<Corruption>>(genCorruption()))}});
+           {3, upTo<Corruption>(3, genCorruption())}});
     return c;
   });
 }

@@ -214,10 +214,10 @@ RC_GTEST_PROP(StoreProperties,
     o.args = *propgen::genArgs();
     defs.push_back(o);
   }
-  const auto actions = *rc::gen::resize(
-      12, rc::gen::container<std::vector<Action>>(rc::gen::exec([] {
-        return Action{static_cast<Kind>(*rc::gen::inRange(0, kKinds)), *rc::gen::inRange(0, kOps)};
-      })));
+  const auto actions = *propgen::upTo<Action>(
+      12, rc::gen::exec([] {
+        return Action{static_cast<Kind>(*propgen::uniform(0, kKinds)), *propgen::uniform(0, kOps)};
+      }));
 
   TempDir dir;
   auto store = RuntimeStore::open(dir.path);

@@ -318,13 +318,15 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   ref.executionsPerCall = readEffects(dir / "store" / "effects.jsonl");
   ref.hits = readHits(dir / "hits.json");
   // Sanity: the reference must meet the scenario's own expectations.
-  const auto& expect = scenario.json.value("expect", Json::object());
-  for (auto& [path, content] : expect.value("files", Json::object()).items()) {
+  const Json expect = scenario.json.value("expect", Json::object());
+  const Json expectFiles = expect.value("files", Json::object());
+  const Json expectAbsent = expect.value("absent", Json::array());
+  for (auto& [path, content] : expectFiles.items()) {
     auto it = ref.finalWorkspace.find(path);
     if (it == ref.finalWorkspace.end() || it->second != content.get<std::string>())
       ref.problem = fmt::format("reference run: file {} does not have the expected content", path);
   }
-  for (const auto& path : expect.value("absent", Json::array()))
+  for (const auto& path : expectAbsent)
     if (ref.finalWorkspace.count(path.get<std::string>()))
       ref.problem = fmt::format("reference run: file {} must be absent", path.get<std::string>());
   for (const auto& [call, n] : ref.executionsPerCall)

@@ -11,8 +11,8 @@ namespace {
 namespace c = crashsim::code;
 
 bool reaches(const ScenarioCall& call, int fp) {
-  if (fp <= 1) return true;
-  if (fp <= 7) return !call.refused;
+  if (fp <= 1 || fp == 7) return true;  // P7: a refused call's synthetic result is delivered too
+  if (fp <= 6) return !call.refused;
   return false;
 }
 
@@ -106,6 +106,7 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
       e.status = x.row->status;
       e.reason = x.row->reason;
       e.settlementOrigin = x.row->settlementOrigin;
+      if (armed.refused && fp == 7) e = completedOp(armed), e.armed = true;  // pre-T1 synthetic
       x.ops.push_back(e);
     } else if (i < *x.armedCall) {
       // Earlier calls finished — except same-step siblings at P0, whose step is not committed.

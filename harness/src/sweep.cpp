@@ -57,6 +57,29 @@ bool selected(const std::vector<std::string>& filter, const std::string& value) 
   return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
 }
 
+// A harness-side exception (I/O on the temp dir, ...) becomes a failed case, never a crash.
+CaseOutcome guardedRunCase(const CaseId& id, const Reference& ref, const RunOptions& ro) {
+  try {
+    return runCase(id, ref, ro);
+  } catch (const std::exception& e) {
+    CaseOutcome oc;
+    oc.record.id = id.str();
+    oc.record.scenario = id.scenario;
+    oc.record.failpoint = id.failpointName();
+    oc.record.hit = id.hit;
+    oc.record.mode = id.mode;
+    if (id.recoveryFailpoint) {
+      oc.record.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
+      oc.record.recoveryHit = id.recoveryHit.value_or(1);
+    }
+    for (auto n : reports::kCheckNames) oc.record.checks[std::string(n)] = {"n/a", "case aborted"};
+    oc.record.checks["V1"] = {"fail", std::string("case aborted: ") + e.what()};
+    oc.record.verdict = "fail";
+    oc.record.reproduce = reproduceLine(id, ro);
+    return oc;
+  }
+}
+
 }  // namespace
 
 reports::Platform describePlatform(const fs::path& storeDir) {
@@ -130,7 +153,14 @@ reports::Report runSweep(const SweepOptions& opts) {
     int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
     for (int t = 0; t < jobs; ++t)
       ts.emplace_back([&] {
-        for (size_t i; (i = next++) < chosen.size();) refs[i] = buildReference(chosen[i], ro);
+        for (size_t i; (i = next++) < chosen.size();) {
+          try {
+            refs[i] = buildReference(chosen[i], ro);
+          } catch (const std::exception& e) {
+            refs[i].scenario = chosen[i];
+            refs[i].problem = std::string("reference run: ") + e.what();
+          }
+        }
       });
     for (auto& t : ts) t.join();
   }
@@ -194,11 +224,11 @@ reports::Report runSweep(const SweepOptions& opts) {
         queue.pop_front();
         ++inFlight;
       }
-      CaseOutcome oc = runCase(item.first, *item.second, ro);
+      CaseOutcome oc = guardedRunCase(item.first, *item.second, ro);
       if (sampled(item.first)) {
         RunOptions again = ro;
         again.keepFailures = false;
-        CaseOutcome second = runCase(item.first, *item.second, again);
+        CaseOutcome second = guardedRunCase(item.first, *item.second, again);
         auto strip = [](std::map<std::string, reports::Check> m) {
           m.erase("V9");
           return m;

@@ -69,7 +69,9 @@ TEST_F(RepairTest, ClassifiesRunInterruptedModelStreamAndEmptyRun) {
   auto rep = startupRepair(*store, RepairMode::strict);
   ASSERT_EQ(rep.runs.size(), 2u);
   for (auto& r : rep.runs) {
-    if (r.runId == "run-e") EXPECT_EQ(r.recoveryReason, "non_terminal_run_recovered");
+    if (r.runId == "run-e") {
+      EXPECT_EQ(r.recoveryReason, "non_terminal_run_recovered");
+    }
   }
   expectIdempotent();
 }
@@ -181,7 +183,9 @@ TEST_F(RepairTest, ClaimTargetWithoutTerminalIsLeftToTheSaga) {
          "'session-1', 'inv-t', 'run-t', 'turn-t', '{}', 1, 1)");
   auto rep = startupRepair(*store, RepairMode::strict, true);
   for (auto& r : rep.runs) {
-    if (r.runId == "run-t") EXPECT_EQ(r.action, "skipped_claim_target");
+    if (r.runId == "run-t") {
+      EXPECT_EQ(r.action, "skipped_claim_target");
+    }
   }
 }
 

@@ -30,7 +30,8 @@ std::string canonicalArgsHash(std::string_view toolName, const Json& args);
 std::string deriveOperationId(std::string_view invocationId, std::string_view providerToolCallId);
 
 // Continuation repair ids (a.8): "continuation-repair-<kind>-" + first 32 hex of
-// SHA-256("maka.continuation-repair.<kind>.v1" NUL claimId); kind ∈ {start, terminal, run-terminal}.
+// SHA-256("maka.continuation-repair.<kind>.v1" NUL claimId);
+// kind ∈ {start, terminal, run-terminal} (else Error(code::invalid_enum)).
 std::string deriveContinuationRepairId(std::string_view kind, std::string_view claimId);
 
 // Identity of an immutable prefix (e.7).
@@ -40,7 +41,9 @@ struct PrefixIdentity {
 
 // prefixDigest (e.7): LP("maka.runtime-prefix.v1") || LP(stableJSON(identity)) ||
 // for each event (event_seq = 1, 2, …): u64be(seq) || LP(stableJSON(canonical event)),
-// with the legacy_automation → automation text-origin exception.
+// with the legacy_automation → automation text-origin exception. Throws
+// Error(code::partial_in_prefix) for a partial event and Error(code::runtime_identity_mismatch)
+// for an event that does not carry the identity.
 std::string prefixDigest(const PrefixIdentity& identity, std::span<const RuntimeEvent> events);
 
 // manifestDigest (e.7): LP("maka.runtime-boundary-manifest.v1") ||

@@ -153,7 +153,8 @@ struct RuntimeEvent {
   // Model-visible content (a.2): not hidden and non-empty text/thinking/call/response.
   bool isModelVisible() const;
   // Cached canonicalArgsHash(toolName, content.args) of a function_call; empty optional when
-  // the args are not strict JSON. Computed by the decoder for function_call events.
+  // canonicalArgsHash throws (empty tool name). Computed by the decoder for function_call
+  // events (decoded args are always strict JSON).
   std::optional<std::string> callArgsHash;
 
   friend bool operator==(const RuntimeEvent& a, const RuntimeEvent& b) { return a.json == b.json; }
@@ -168,7 +169,9 @@ struct RuntimeEvent {
 // non_finite_number, not_strict_json (invalid UTF-8 / non-JSON node), event_decode_error
 // (any other shape rule, e.g. duplicate evidence ids or permissionClosureAccepted with
 // other actions). A lane conflict (a.5) is NOT a decode error: the event decodes with
-// lane == Lane::conflict and the scanner reports semantic_lane_conflict.
+// lane == Lane::conflict and the scanner reports semantic_lane_conflict. As upstream,
+// actions.runtimeProtocol.toolBoundary other than t1_after_preflight_v1 IS a decode error
+// (invalid_enum), so the resolver only ever sees the valid marker value.
 // Normalisation: every number becomes the double JavaScript sees (integral values with
 // |v| <= 2^53 are stored as integers, everything else as doubles; -0 becomes 0); text content
 // per a.2 (displayText == text dropped, empty attachments/quotes dropped) and text origin

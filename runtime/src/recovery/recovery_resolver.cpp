@@ -5,6 +5,7 @@
 #include <array>
 
 #include "crashsim/codes.h"
+#include "recovery/flat_index.h"
 #include "recovery/ledger_scanner.h"
 
 namespace crashsim {
@@ -113,7 +114,25 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   resolution.decisions.reserve(scan.operations.size());
   bool anyCorruption = false;
   bool anyIndeterminate = false;
-  for (detail::ScannedOperation& op : scan.operations) {
+  std::vector<detail::ScannedOperation>& ops = scan.operations;
+  // Decisions copy the ids of events the scan visited long ago on large ledgers: prefetch the
+  // event structs, then their id characters, a few operations ahead.
+  constexpr size_t kFar = 8, kNear = 4;
+  auto touch = [&](size_t k, bool strings) {
+    for (const std::optional<size_t>& index : {ops[k].call, ops[k].dispatch, ops[k].response}) {
+      if (!index) continue;
+      if (strings) {
+        detail::prefetchBytes(events[*index].id.data());
+      } else {
+        detail::prefetchBytes(&events[*index].id);
+        detail::prefetchBytes(&events[*index].isError);
+      }
+    }
+  };
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (k + kFar < ops.size()) touch(k + kFar, false);
+    if (k + kNear < ops.size()) touch(k + kNear, true);
+    detail::ScannedOperation& op = ops[k];
     ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;

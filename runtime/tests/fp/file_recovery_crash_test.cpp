@@ -255,7 +255,9 @@ TEST_P(FileRecoveryP10Test, KillInsideTheBundleLeavesNoTraceAndTheNextRecoveryCo
   EXPECT_EQ(d->status, code::indeterminate);
   EXPECT_EQ(d->reason, code::dispatch_without_response);
   for (const auto& row : store->listToolOperations()) {
-    if (row.operationId == op) EXPECT_EQ(row.currentState, "prepared");
+    if (row.operationId == op) {
+      EXPECT_EQ(row.currentState, "prepared");
+    }
   }
   expectRebuildReproduces(*store);
 

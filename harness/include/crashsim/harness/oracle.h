@@ -6,8 +6,8 @@
 // resolver, the planner or the store; the verifier compares what those produced with it.
 //
 // Which operation is "armed": the k-th tool call (in scenario order) that reaches the
-// failpoint, where P0/P1 are reached by every call, P2–P7 only by calls that pass preflight
-// (refused calls get a synthetic pre-T1 response and never dispatch), and P8/P9 once per run.
+// failpoint, where P0/P1/P7 are reached by every call, P2–P6 only by calls that pass preflight
+// (refused calls get a synthetic pre-T1 response, never dispatch, and P7 delivers it), and P8/P9 once per run.
 // P10/P11 are reached only by a recovery process (double faults).
 //
 // Documented choice for replay_safe tools (Read) at P2–P5: parked without a bundle (the
