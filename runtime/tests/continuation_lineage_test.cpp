@@ -280,7 +280,13 @@ TEST_F(Lin, ForgedReplayDigestIsRuntimeLineageReplayMismatch) {
   c.target = PrefixIdentity{"s1", p.invocationId, p.runId, p.turnId};
   c.claimedAt = 500;
   RunHeader& th = c.targetRunHeader;
-  th = RunHeader{"s1", p.runId, p.invocationId, p.turnId, "created", 500, 500};
+  th = RunHeader{};
+  th.sessionId = "s1";
+  th.runId = p.runId;
+  th.invocationId = p.invocationId;
+  th.turnId = p.turnId;
+  th.status = "created";
+  th.createdAt = th.updatedAt = 500;
   th.workspaceIdentity = kWorkspace;
   th.parentRunId = "r1";
   th.parentTurnId = p.sourceTurnId;
