@@ -172,7 +172,16 @@ void BM_TwoBareCommits(benchmark::State& state) {
 }
 
 // Alternate the two so disk conditions are shared; fixed iteration counts keep runs short.
-BENCHMARK(BM_TwoBareCommits)->Iterations(400)->Unit(benchmark::kMicrosecond)->Repetitions(3);
-BENCHMARK(BM_ToolCallT1T2)->Iterations(400)->Unit(benchmark::kMicrosecond)->Repetitions(3);
+// Wall-clock time (UseRealTime): fsync waits are the cost being compared, not CPU time.
+BENCHMARK(BM_TwoBareCommits)
+    ->Iterations(400)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(3)
+    ->UseRealTime();
+BENCHMARK(BM_ToolCallT1T2)
+    ->Iterations(400)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(3)
+    ->UseRealTime();
 
 }  // namespace
