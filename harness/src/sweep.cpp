@@ -1,5 +1,6 @@
 #include "crashsim/harness/sweep.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
 #include <sys/statfs.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -105,6 +107,30 @@ reports::Platform describePlatform(const fs::path& storeDir) {
                         "ENABLE_PERSIST_WAL", "DEFAULT_LOCKING_MODE", "DEFAULT_CKPTFULLFSYNC",
                         "DISABLE_DIRSYNC", "ENABLE_POWERSAFE_OVERWRITE", "POWERSAFE_OVERWRITE"})
       if (o.rfind(prefix, 0) == 0) p.sqliteCompileOptions.push_back(o);
+  }
+  // Median of 16 fsyncs of a 4 KiB write in the store directory.
+  {
+    auto probe = storeDir / "fsync-probe";
+    int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      std::vector<double> us;
+      char block[4096] = {};
+      for (int i = 0; i < 16; ++i) {
+        if (::pwrite(fd, block, sizeof block, 0) != static_cast<ssize_t>(sizeof block)) break;
+        auto t0 = std::chrono::steady_clock::now();
+        if (::fsync(fd) != 0) break;
+        us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
+      }
+      ::close(fd);
+      std::error_code ec;
+      fs::remove(probe, ec);
+      if (!us.empty()) {
+        std::sort(us.begin(), us.end());
+        p.fsyncLatencyUs = std::round(us[us.size() / 2] * 10) / 10;
+      }
+    }
   }
   p.journalMode = "wal";
   p.synchronous = "FULL";

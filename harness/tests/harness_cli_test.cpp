@@ -80,12 +80,15 @@ TEST(LedgerResolve, UndecodableInputExitsTwoWithCodeMessageAndIndex) {
 TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
   auto d = freshDir("crashsim-cli-resolve");
   auto scenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "bash-touch-marker.json";
-  SpawnSpec seed{agentBinary(),
-                 {"seed", "--workspace", (d / "ws").string(), "--scenario", scenario.string()}};
+  SpawnSpec seed;
+  seed.exe = agentBinary();
+  seed.args = {"seed", "--workspace", (d / "ws").string(), "--scenario", scenario.string()};
   ASSERT_EQ(runToEnd(seed).exitCode, 0);
-  SpawnSpec run{agentBinary(),
-                {"run", "--store", (d / "store").string(), "--workspace", (d / "ws").string(),
-                 "--scenario", scenario.string()}};
+  SpawnSpec run;
+  run.exe = agentBinary();
+  run.args = {
+      "run",        "--store",        (d / "store").string(), "--workspace", (d / "ws").string(),
+      "--scenario", scenario.string()};
   fs::create_directories(d / "store");
   auto child = runArmed(run, "P2", 1);
   ASSERT_TRUE(child.killedBySigkill()) << child.describe();

@@ -539,13 +539,12 @@ TEST_F(Fixture, ParkedBundleForEachNonExpectedObservationSettlesAtVersion3) {
     std::function<void()> mutate;
     std::string observation, reason;
   };
-  const fs::path target = box.ws() / "notes.txt";
   const std::vector<Case> cases = {
       {[] {}, "matches_prior_state", "reconcile_matches_prior_state"},
-      {[&] { writeFile(target, "external\n"); }, "diverged", "reconcile_diverged"},
+      {[&] { writeFile(box.ws() / "notes.txt", "external\n"); }, "diverged", "reconcile_diverged"},
       {[&] {
-         fs::remove(target);
-         fs::create_symlink("elsewhere", target);
+         fs::remove(box.ws() / "notes.txt");
+         fs::create_symlink("elsewhere", box.ws() / "notes.txt");
        },
        "unreadable", "reconcile_unreadable"}};
   for (const auto& c : cases) {
