@@ -170,9 +170,9 @@ TEST_F(Fixture, HeaderWithoutMatchingTerminalFactIsTerminalRepairFailed) {
 }
 
 TEST_F(Fixture, CwdChangeIsOnlyDiagnosticWorkspaceLocationChanged) {
-  RunIds r = makeFailedRun(s(), "s1", "r1", 10, "C:\\Work\\Repo\\");
+  RunIds r = makeFailedRun(s(), "s1", "r1", 10, "C:\\Proj\\Repo\\");
   ContinuationHost host = h.host();
-  host.currentCwd = "c:/work/repo";
+  host.currentCwd = "c:/proj/repo";
   EXPECT_EQ(planContinuation(s(), "s1", "r1", host).diagnostics.size(), 0u);  // normalised equal
   host.currentCwd = "/moved/repo";
   ContinuationPlan p = planContinuation(s(), "s1", "r1", host);
