@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -86,11 +87,12 @@ std::vector<RuntimeEvent> runEvents(RuntimeStore& s, const RunIdentity& id) {
   return out;
 }
 
-const ToolDecision* decisionFor(const RecoveryResolution& r, const std::string& callId) {
+// A copy: callers often pass a temporary resolution.
+std::optional<ToolDecision> decisionFor(const RecoveryResolution& r, const std::string& callId) {
   for (const auto& d : r.decisions) {
-    if (d.toolCallId == callId) return &d;
+    if (d.toolCallId == callId) return d;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::map<std::string, int> executions(const fs::path& effects) {
@@ -236,8 +238,8 @@ TEST_P(CrashRecoveryTest, RecoverParksPriorStateOrCompletesExpectedState) {
   auto store = RuntimeStore::open(box.store());
   const RecoveryResolution res = resolveRecovery(runEvents(*store, crashed.id));
   EXPECT_FALSE(res.hasCorruption);
-  const ToolDecision* d = decisionFor(res, c.call);
-  ASSERT_NE(d, nullptr);
+  std::optional<ToolDecision> d = decisionFor(res, c.call);
+  ASSERT_TRUE(d.has_value());
   ToolOperationRow row;
   for (const auto& r : store->listToolOperations()) {
     if (r.operationId == crashed.op) row = r;
@@ -315,8 +317,9 @@ TEST_P(AfterCrashRecoveryTest, ExternalChangeIsPreservedAndParked) {
   const RecoverReport report = recoverScenario(scenario, box.paths(), cancel);
   SCOPED_TRACE(report.toJson().dump());
   auto store = RuntimeStore::open(box.store());
-  const ToolDecision* d = decisionFor(resolveRecovery(runEvents(*store, crashed.id)), "call-1");
-  ASSERT_NE(d, nullptr);
+  std::optional<ToolDecision> d =
+      decisionFor(resolveRecovery(runEvents(*store, crashed.id)), "call-1");
+  ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->status, code::parked);
   EXPECT_EQ(d->reason, scenario.afterCrash->parkedReason);
   const auto problems = checkAfterCrashWorkspace(scenario, box.ws());
@@ -391,7 +394,7 @@ struct Fixture : ::testing::Test {
   Json reconcile() { return reconcileIndeterminateOperations(*store, workspace); }
   const ToolDecision decision() {
     const auto r = resolveRecovery(runEvents(*store, id));
-    const ToolDecision* d = decisionFor(r, callId);
+    std::optional<ToolDecision> d = decisionFor(r, callId);
     return d ? *d : ToolDecision{};
   }
   FileEvidence typed(const Json& ev) const {

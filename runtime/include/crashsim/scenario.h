@@ -58,7 +58,8 @@ struct AfterCrashMutation {
 struct AfterCrash {
   std::vector<std::string> failpoints;  // "P2".."P5"
   std::vector<AfterCrashMutation> mutations;
-  std::string parkedReason;  // reconcile_matches_prior_state | reconcile_diverged | reconcile_unreadable
+  std::string
+      parkedReason;  // reconcile_matches_prior_state | reconcile_diverged | reconcile_unreadable
   std::map<std::string, std::string> files;     // relative path → exact content (no symlink)
   std::vector<std::string> absent;              // relative paths that must not exist
   std::map<std::string, std::string> symlinks;  // relative path → exact link text
@@ -74,7 +75,7 @@ struct Scenario {
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
   std::optional<AfterCrash> afterCrash;  // between-crash-and-recovery mutation (optional)
-  std::filesystem::path source;  // file it was loaded from (empty when parsed from JSON)
+  std::filesystem::path source;          // file it was loaded from (empty when parsed from JSON)
 
   // Total number of scripted function calls.
   size_t callCount() const;

@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "agent/scenario_after_crash.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
-#include "agent/scenario_after_crash.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;

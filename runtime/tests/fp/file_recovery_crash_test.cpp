@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -94,11 +95,12 @@ size_t countIdsEnding(const std::vector<RuntimeEvent>& events, const std::string
   return n;
 }
 
-const ToolDecision* decisionFor(const RecoveryResolution& r, const std::string& callId) {
+// A copy: callers often pass a temporary resolution.
+std::optional<ToolDecision> decisionFor(const RecoveryResolution& r, const std::string& callId) {
   for (const auto& d : r.decisions) {
-    if (d.toolCallId == callId) return &d;
+    if (d.toolCallId == callId) return d;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 std::map<std::string, int> executions(const fs::path& effects) {
@@ -250,8 +252,8 @@ TEST_P(FileRecoveryP10Test, KillInsideTheBundleLeavesNoTraceAndTheNextRecoveryCo
   auto events = runEvents(*store, id);
   EXPECT_EQ(events.size(), eventsBefore);
   EXPECT_EQ(countIdsEnding(events, "_reconcile"), 0u);
-  const ToolDecision* d = decisionFor(resolveRecovery(events), "call-2");
-  ASSERT_NE(d, nullptr);
+  std::optional<ToolDecision> d = decisionFor(resolveRecovery(events), "call-2");
+  ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->status, code::indeterminate);
   EXPECT_EQ(d->reason, code::dispatch_without_response);
   for (const auto& row : store->listToolOperations()) {
@@ -270,7 +272,7 @@ TEST_P(FileRecoveryP10Test, KillInsideTheBundleLeavesNoTraceAndTheNextRecoveryCo
   EXPECT_EQ(countIdsEnding(events, "_reconcile"), 1u);
   EXPECT_EQ(countIdsEnding(events, "_decision"), 1u);
   d = decisionFor(resolveRecovery(events), "call-2");
-  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d.has_value());
   if (GetParam().completes) {
     EXPECT_EQ(d->status, code::completed);
     EXPECT_EQ(d->reason, code::recovery_bundle_completed);
@@ -317,8 +319,8 @@ TEST_P(FileRecoveryAgentTest, RecoverParksPriorStateOrCompletesWithTheReferenceW
   const auto events = runEvents(*store, id);
   const RecoveryResolution res = resolveRecovery(events);
   EXPECT_FALSE(res.hasCorruption);
-  const ToolDecision* d = decisionFor(res, c.call);
-  ASSERT_NE(d, nullptr);
+  std::optional<ToolDecision> d = decisionFor(res, c.call);
+  ASSERT_TRUE(d.has_value());
   EXPECT_EQ(countIdsEnding(events, "_decision"), 1u);
   if (c.completes) {
     EXPECT_EQ(d->status, code::completed);
@@ -378,8 +380,8 @@ TEST(FileRecoveryAgentDoubleFault, RecoverKilledAtP10ThenRecoveredAgainCommitsOn
   const auto events = runEvents(*store, id);
   EXPECT_EQ(countIdsEnding(events, "_reconcile"), 1u);
   EXPECT_EQ(countIdsEnding(events, "_decision"), 1u);
-  const ToolDecision* d = decisionFor(resolveRecovery(events), "call-2");
-  ASSERT_NE(d, nullptr);
+  std::optional<ToolDecision> d = decisionFor(resolveRecovery(events), "call-2");
+  ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->reason, code::recovery_bundle_completed);
   EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
   for (const auto& [op, n] : executions(box.store() / "effects.jsonl")) EXPECT_EQ(n, 1) << op;
@@ -403,9 +405,9 @@ TEST_P(FileRecoveryAfterCrashAgentTest, ParkedWithTheScenarioReasonExternalChang
   const ChildResult rec = runAgent(agentArgs("recover", box, file), "", box.base / "recover.log");
   ASSERT_TRUE(rec.exited) << readFile(box.base / "recover.log");
   auto store = RuntimeStore::open(box.store());
-  const ToolDecision* d =
+  std::optional<ToolDecision> d =
       decisionFor(resolveRecovery(runEvents(*store, freshRunIdentity(scenario))), "call-1");
-  ASSERT_NE(d, nullptr);
+  ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->status, code::parked);
   EXPECT_EQ(d->reason, scenario.afterCrash->parkedReason);
   const auto problems = checkAfterCrashWorkspace(scenario, box.ws());
