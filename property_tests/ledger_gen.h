@@ -44,12 +44,19 @@ inline rc::Gen<int> uniform(int lo, int hi) {
   return rc::gen::resize(100, rc::gen::inRange(lo, hi));
 }
 
-// A vector of 0..maxCount elements (count uniform, shrinking towards fewer elements).
+// A vector of 0..maxCount elements (count uniform, shrinking towards fewer elements). The
+// count and the elements are independent shrinkables (a pair, not a mapcat): with mapcat,
+// shrinking the count would regenerate every element unshrunk, so a counterexample whose
+// elements had already shrunk could never lose its trailing elements.
 template <typename T>
 rc::Gen<std::vector<T>> upTo(int maxCount, rc::Gen<T> g) {
-  return rc::gen::mapcat(uniform(0, maxCount + 1), [g](int n) {
-    return rc::gen::container<std::vector<T>>(static_cast<size_t>(n), g);
-  });
+  return rc::gen::map(
+      rc::gen::pair(uniform(0, maxCount + 1),
+                    rc::gen::container<std::vector<T>>(static_cast<size_t>(maxCount), g)),
+      [](std::pair<int, std::vector<T>> p) {
+        p.second.erase(p.second.begin() + p.first, p.second.end());
+        return std::move(p.second);
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,7 +79,11 @@ inline const std::vector<std::string>& keyAlphabet() {
                                                 "k\x01",
                                                 "",
                                                 "10",
-                                                "2"};
+                                                "2",
+                                                "0",
+                                                "01",
+                                                "4294967294",
+                                                "4294967295"};
   return keys;
 }
 
@@ -806,15 +817,24 @@ inline void showValue(const OpSpec& o, std::ostream& os) {
 inline void showValue(const Corruption& c, std::ostream& os) {
   os << corruptionName(c.kind) << "(" << c.a << "," << c.b << ")";
 }
-inline void showValue(const LedgerCase& c, std::ostream& os) {
-  os << "LedgerCase{marker=" << c.spec.marker << " terminal=" << c.spec.terminal
-     << " dropFromEnd=" << c.dropFromEnd << " steps=[";
-  for (const auto& s : c.spec.steps) {
-    os << "{text=" << s.text << " ops=[";
+inline void showSpecFields(const LedgerSpec& spec, std::ostream& os) {
+  os << "marker=" << spec.marker << " terminal=" << spec.terminal << " steps=[";
+  for (const auto& s : spec.steps) {
+    os << "{text=" << s.text << " partialText=" << s.partialText << " ops=[";
     for (const auto& o : s.ops) showValue(o, os);
     os << "]}";
   }
-  os << "] corruptions=[";
+  os << "]";
+}
+inline void showValue(const LedgerSpec& spec, std::ostream& os) {
+  os << "LedgerSpec{";
+  showSpecFields(spec, os);
+  os << "}\n" << showLedger(buildLedger(spec).events);
+}
+inline void showValue(const LedgerCase& c, std::ostream& os) {
+  os << "LedgerCase{dropFromEnd=" << c.dropFromEnd << " ";
+  showSpecFields(c.spec, os);
+  os << " corruptions=[";
   for (const auto& k : c.corruptions) {
     showValue(k, os);
     os << " ";

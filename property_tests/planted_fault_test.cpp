@@ -33,7 +33,7 @@ RecoveryResolution plantedFaultResolver(std::span<const RuntimeEvent> events) {
   return r;
 }
 
-TEST(PlantedFault,
+TEST(ResolverPlantedFault,
      ModelComparisonCatchesCompletedForDispatchWithoutResponseAndShrinksToFourEvents) {
   std::vector<Json> lastFailing;
   std::string lastDiff;
@@ -66,6 +66,8 @@ TEST(PlantedFault,
             << lastDiff;
   for (const auto& [type, value] : failure.counterExample)
     std::cout << "  counterexample " << type << ": " << value << "\n";
+  std::cout << "(expected: RapidCheck's exit note 'Some of your RapidCheck properties had "
+               "failures' refers to this deliberately planted fault)\n";
 
   EXPECT_LE(lastFailing.size(), 4u);
   // The minimal ledger is the c.5 row the fault breaks: a dispatch with no response.

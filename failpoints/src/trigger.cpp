@@ -135,6 +135,11 @@ void initLocked(TriggerState& s) {
   }
   nlohmann::json line = {
       {"failpoint", std::string(name(id))}, {"hit", n}, {"pid", static_cast<int64_t>(::getpid())}};
+  // The control line is best effort: when nobody reads the control fd any more (a parent that
+  // closed its end, e.g. in self mode), the write must fail with EPIPE instead of killing the
+  // child with SIGPIPE. The child dies of SIGKILL and nothing else; it never returns from here,
+  // so the disposition is not restored.
+  ::signal(SIGPIPE, SIG_IGN);
   writeAll(s.controlFd, line.dump() + "\n");
   if (s.selfKill) ::raise(SIGKILL);
   for (;;) ::pause();  // blocked until the parent's SIGKILL

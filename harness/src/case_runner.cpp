@@ -318,17 +318,8 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   ref.executionsPerCall = readEffects(dir / "store" / "effects.jsonl");
   ref.hits = readHits(dir / "hits.json");
   // Sanity: the reference must meet the scenario's own expectations.
-  const Json expect = scenario.json.value("expect", Json::object());
-  const Json expectFiles = expect.value("files", Json::object());
-  const Json expectAbsent = expect.value("absent", Json::array());
-  for (auto& [path, content] : expectFiles.items()) {
-    auto it = ref.finalWorkspace.find(path);
-    if (it == ref.finalWorkspace.end() || it->second != content.get<std::string>())
-      ref.problem = fmt::format("reference run: file {} does not have the expected content", path);
-  }
-  for (const auto& path : expectAbsent)
-    if (ref.finalWorkspace.count(path.get<std::string>()))
-      ref.problem = fmt::format("reference run: file {} must be absent", path.get<std::string>());
+  if (auto bad = checkExpectedWorkspace(scenario.spec, dir / "ws"); !bad.empty())
+    ref.problem = "reference run: " + bad.front();
   for (const auto& [call, n] : ref.executionsPerCall)
     if (n != 1) ref.problem = fmt::format("reference run executed {} {} times", call, n);
   if (!opts.keepFailures) fs::remove_all(dir / "store"), fs::remove_all(dir / "ws");
@@ -526,19 +517,23 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
     if (!id.isDoubleFault()) checkV5(*st, c);
     st.reset();
-    copyDir(store, dir / "v7");
-    checkV7(dir / "v7", c);
-    fs::remove_all(dir / "v7");
-    if (!id.isDoubleFault()) {
-      copyDir(store, dir / "v6");
-      checkV6(dir / "v6", c);
-      fs::remove_all(dir / "v6");
-    }
+    // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
+    copyDir(store, dir / "copy");
+    if (!id.isDoubleFault()) checkV6(dir / "copy", c);
+    checkV7(dir / "copy", c);
+    fs::remove_all(dir / "copy");
   } catch (const std::exception& e) {
     // A store or runtime error on a crashed store is a contract violation, not a harness crash.
     for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
       if (c.m[v].status != "pass" && c.m[v].status != "fail")
         c.fail(v, std::string("error: ") + e.what());
+  }
+
+  // Another process changes the workspace while the agent is down (scenario afterCrash).
+  const bool afterCrash = afterCrashApplies(sc.spec, id.failpointName());
+  if (afterCrash) {
+    applyAfterCrash(sc.spec, ws);
+    say("applied the scenario's afterCrash mutations");
   }
 
   SpawnSpec recover;
@@ -619,17 +614,34 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
       return first;
     };
-    const bool parked =
-        x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled;
+    const bool parked = afterCrash || x.outcome == Outcome::parked_by_reconcile ||
+                        x.outcome == Outcome::parked_unsettled ||
+                        x.outcome == Outcome::parked_replay_gap;
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
+    } else if (parked && !x.armedCall) {
+      c.fail("V8", "oracle: scenario afterCrash names " + id.failpointName() +
+                       ", which has no armed operation to park");
     } else if (parked) {
       const auto& armed = sc.calls[*x.armedCall];
       auto d = finalDecision(armed.id);
-      if (!d || d->status != x.row->finalStatus || d->reason != x.row->finalReason)
-        c.fail("V8", fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
-                                 d ? d->status : "absent", d ? d->reason : "-", x.row->finalStatus,
-                                 x.row->finalReason));
+      // afterCrash: the external change decides the park reason (scenario data).
+      const std::string wantStatus = afterCrash ? std::string(code::parked) : x.finalStatus;
+      const std::string wantReason = afterCrash ? sc.spec.afterCrash->parkedReason : x.finalReason;
+      if (!d || d->status != wantStatus || d->reason != wantReason)
+        c.fail("V8",
+               fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
+                           d ? d->status : "absent", d ? d->reason : "-", wantStatus, wantReason));
+      if (afterCrash)
+        for (const auto& line : checkAfterCrashWorkspace(sc.spec, ws))
+          c.fail("V8", "workspace after recovery: " + line);
+      if (x.outcome == Outcome::parked_replay_gap) {
+        const std::string plan = readFile(recover.stdoutFile);
+        if (plan.find(code::provider_replay_non_suffix_gap) == std::string::npos)
+          c.fail("V8",
+                 fmt::format("recovery did not park {}: {}", code::provider_replay_non_suffix_gap,
+                             plan.substr(0, std::min<size_t>(plan.size(), 300))));
+      }
       for (size_t i = *x.armedCall + 1; i < sc.calls.size(); ++i)
         if (effects.count(sc.calls[i].id))
           c.fail("V8",
@@ -661,13 +673,13 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         if (effects[callId] != n)
           c.fail("V8", fmt::format("{} executed {} time(s), the reference run executed it {}",
                                    callId, effects[callId], n));
-      if (x.armedCall && !x.row->finalStatus.empty()) {
+      if (x.armedCall && !x.finalStatus.empty()) {
         const auto& armed = sc.calls[*x.armedCall];
         auto d = finalDecision(armed.id);
-        if (!d || d->status != x.row->finalStatus || d->reason != x.row->finalReason)
+        if (!d || d->status != x.finalStatus || d->reason != x.finalReason)
           c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
-                                   d ? d->status : "absent", d ? d->reason : "-",
-                                   x.row->finalStatus, x.row->finalReason));
+                                   d ? d->status : "absent", d ? d->reason : "-", x.finalStatus,
+                                   x.finalReason));
       }
       for (const auto& h : st->listRuns())
         if (!isTerminalStatus(h.status))

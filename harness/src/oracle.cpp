@@ -10,10 +10,13 @@ namespace {
 
 namespace c = crashsim::code;
 
+bool stepLevel(int fp) { return fp == 0 || fp == 7; }
+
+// Does this call pass the call-level failpoint fp (1..6)?
 bool reaches(const ScenarioCall& call, int fp) {
-  if (fp <= 1 || fp == 7) return true;  // P7: a refused call's synthetic result is delivered too
-  if (fp <= 6) return !call.refused;
-  return false;
+  if (fp == 1) return true;
+  if (fp == 3) return call.writesFile();
+  return call.dispatched();
 }
 
 // A call that finished normally before the kill.
@@ -22,11 +25,11 @@ OpExpectation completedOp(const ScenarioCall& call) {
   e.callId = call.id;
   e.tool = call.name;
   e.call = true;
-  e.dispatch = !call.refused;
+  e.dispatch = call.dispatched();
   e.response = true;
   e.status = c::completed;
   e.reason = c::matching_response;
-  e.settlementOrigin = call.refused ? c::pre_t1_synthetic : c::normal_t2;
+  e.settlementOrigin = call.dispatched() ? c::normal_t2 : c::pre_t1_synthetic;
   return e;
 }
 
@@ -45,12 +48,25 @@ OpExpectation committedOnlyOp(const ScenarioCall& call) {
   return e;
 }
 
+// The model step index of the k-th (1-based) step that issues calls, if any.
+std::optional<size_t> toolStep(const Scenario& s, int k) {
+  int seen = 0;
+  std::optional<size_t> last;
+  for (const auto& call : s.calls) {
+    if (last == call.step) continue;
+    last = call.step;
+    if (++seen == k) return call.step;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::array<int, 12> predictedHits(const Scenario& s) {
   std::array<int, 12> h{};
+  h[0] = h[7] = static_cast<int>(s.toolSteps);
   for (const auto& call : s.calls)
-    for (int fp = 0; fp <= 7; ++fp) h[fp] += reaches(call, fp);
+    for (int fp = 1; fp <= 6; ++fp) h[fp] += reaches(call, fp);
   h[8] = 1;
   h[9] = 1;
   return h;
@@ -78,6 +94,23 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
     x.ok = true;
     return x;
   }
+  if (stepLevel(fp)) {
+    x.armedStep = toolStep(s, hit);
+    if (!x.armedStep) {
+      x.whyNot = fmt::format("scenario {} has {} step(s) with calls; P{} hit {} names none", s.id,
+                             s.toolSteps, fp, hit);
+      return x;
+    }
+    x.row = &oracleRow(fp, c::reconcile);  // step-level rows are identical for every mode
+    x.outcome = x.row->outcome;
+    // P0: the armed step's calls are not committed; P7: they all finished.
+    for (const auto& call : s.calls) {
+      const bool done = call.step < *x.armedStep || (fp == 7 && call.step == *x.armedStep);
+      x.ops.push_back(done ? completedOp(call) : absentOp(call));
+    }
+    x.ok = true;
+    return x;
+  }
   int seen = 0;
   for (size_t i = 0; i < s.calls.size(); ++i) {
     if (!reaches(s.calls[i], fp)) continue;
@@ -94,7 +127,32 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
   const ScenarioCall& armed = s.calls[*x.armedCall];
   x.row = &oracleRow(fp, recoveryModeOfTool(armed.name));
   x.outcome = x.row->outcome;
-  if (armed.refused && fp == 1) x.outcome = Outcome::reissued_runs_once;
+  x.finalStatus = x.row->finalStatus;
+  x.finalReason = x.row->finalReason;
+  // Spec e.3 step 4 on a parallel step: the step's calls are all committed before the first
+  // runs, and results follow the calls. If recovery would continue but a call of the step
+  // stays unanswered (the armed one at P1, later siblings) while some result of the step
+  // exists (an earlier sibling's, or the armed one's own at P4/P5 bundle or P6), the
+  // unanswered call is not a suffix: the continuation parks instead of re-issuing it.
+  const bool wouldContinue = x.outcome == Outcome::reissued_runs_once ||
+                             x.outcome == Outcome::completed_bundle ||
+                             x.outcome == Outcome::completed_ran_once;
+  if (wouldContinue) {
+    const bool armedAnswered = x.outcome != Outcome::reissued_runs_once;
+    bool earlierSibling = false, laterSibling = false;
+    for (size_t i = 0; i < s.calls.size(); ++i) {
+      if (s.calls[i].step != armed.step || i == *x.armedCall) continue;
+      (i < *x.armedCall ? earlierSibling : laterSibling) = true;
+    }
+    const bool unanswered = !armedAnswered || laterSibling;
+    if (unanswered && (earlierSibling || armedAnswered)) {
+      x.outcome = Outcome::parked_replay_gap;
+      if (!armedAnswered) {  // P1: stays committed-only, never dispatched
+        x.finalStatus = x.row->status;
+        x.finalReason = x.row->reason;
+      }
+    }
+  }
   for (size_t i = 0; i < s.calls.size(); ++i) {
     const ScenarioCall& call = s.calls[i];
     if (i == *x.armedCall) {
@@ -106,15 +164,10 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
       e.status = x.row->status;
       e.reason = x.row->reason;
       e.settlementOrigin = x.row->settlementOrigin;
-      if (armed.refused && fp == 7) e = completedOp(armed), e.armed = true;  // pre-T1 synthetic
       x.ops.push_back(e);
     } else if (i < *x.armedCall) {
-      // Earlier calls finished — except same-step siblings at P0, whose step is not committed.
-      if (fp == 0 && call.step == armed.step)
-        x.ops.push_back(absentOp(call));
-      else
-        x.ops.push_back(completedOp(call));
-    } else if (call.step == armed.step && fp >= 1) {
+      x.ops.push_back(completedOp(call));  // earlier calls (and earlier siblings) finished
+    } else if (call.step == armed.step) {
       // The step's calls are committed together; later siblings are committed, not dispatched.
       x.ops.push_back(committedOnlyOp(call));
     } else {

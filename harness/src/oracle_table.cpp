@@ -96,6 +96,8 @@ std::string_view toString(Outcome o) {
       return "completed_ran_once";
     case O::run_finished:
       return "run_finished";
+    case O::parked_replay_gap:
+      return "parked_replay_gap";
   }
   return "?";
 }

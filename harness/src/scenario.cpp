@@ -2,53 +2,52 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "crashsim/error.h"
+
 namespace crashsim::harness {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+Scenario fromSpec(crashsim::Scenario spec, const std::filesystem::path& file) {
+  Scenario s;
+  s.id = spec.id;
+  s.description = spec.description;
+  s.file = file;
+  s.tools = spec.tools;
+  for (size_t step = 0; step < spec.model.size(); ++step) {
+    const auto& calls = spec.model[step].calls;
+    if (!calls.empty()) ++s.toolSteps;
+    for (size_t k = 0; k < calls.size(); ++k) {
+      ScenarioCall call;
+      call.id = calls[k].id;
+      call.name = calls[k].name;
+      call.step = step;
+      call.indexInStep = k;
+      call.expectError = contains(spec.expect.errorCalls, call.id);
+      const bool fileTool = call.name == "Write" || call.name == "Edit";
+      call.refused = !contains(spec.tools, call.name) || contains(spec.deny, call.name) ||
+                     (fileTool && call.expectError);
+      s.calls.push_back(std::move(call));
+    }
+  }
+  s.spec = std::move(spec);
+  return s;
+}
+
+}  // namespace
 
 Scenario loadScenario(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read scenario " + file.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Scenario s;
-  s.file = file;
   try {
-    s.json = nlohmann::json::parse(ss.str());
-    s.id = s.json.at("id").get<std::string>();
-    s.description = s.json.value("description", "");
-    if (s.json.contains("tools"))
-      for (const auto& t : s.json.at("tools"))
-        s.tools.push_back(t.is_string() ? t.get<std::string>() : t.at("name").get<std::string>());
-    if (s.json.contains("permissions") && s.json.at("permissions").contains("deny"))
-      s.deny = s.json.at("permissions").at("deny").get<std::vector<std::string>>();
-    size_t step = 0;
-    for (const auto& m : s.json.at("model")) {
-      size_t k = 0;
-      if (m.contains("calls")) {
-        for (const auto& c : m.at("calls")) {
-          ScenarioCall call;
-          call.id = c.at("id").get<std::string>();
-          call.name = c.at("name").get<std::string>();
-          call.args = c.value("args", nlohmann::json::object());
-          call.step = step;
-          call.indexInStep = k++;
-          bool offered = std::find(s.tools.begin(), s.tools.end(), call.name) != s.tools.end();
-          bool denied = std::find(s.deny.begin(), s.deny.end(), call.name) != s.deny.end();
-          call.refused = !offered || denied;
-          s.calls.push_back(std::move(call));
-        }
-      }
-      ++step;
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("scenario " + file.string() + ": " + e.what());
+    return fromSpec(crashsim::loadScenario(file), file);
+  } catch (const crashsim::Error& e) {
+    throw std::runtime_error(e.code() + ": " + e.what() +
+                             (e.path().empty() ? "" : " at " + e.path()));
   }
-  if (s.id.empty() || s.id.find('/') != std::string::npos)
-    throw std::runtime_error("scenario " + file.string() + ": id must be non-empty without '/'");
-  return s;
 }
 
 std::vector<Scenario> loadScenarioDir(const std::filesystem::path& dir) {

@@ -103,11 +103,11 @@ TEST(OracleTable, ToolRecoveryModes) {
 }
 
 namespace {
+// Step 0: Bash (refused by permission). Step 1: Write + Read in parallel. Step 2: final text.
 Scenario twoStepScenario() {
   Scenario s;
   s.id = "t";
   s.tools = {"Read", "Write", "Bash"};
-  s.deny = {"Bash"};
   auto add = [&](std::string id, std::string name, size_t step, size_t k) {
     ScenarioCall c;
     c.id = id;
@@ -120,16 +120,19 @@ Scenario twoStepScenario() {
   add("c1", "Bash", 0, 0);  // refused by permission
   add("c2", "Write", 1, 0);
   add("c3", "Read", 1, 1);
+  s.toolSteps = 2;
   return s;
 }
 }  // namespace
 
-TEST(OracleExpectation, RefusedCallsReachOnlyP0P1AndP7) {
+TEST(OracleExpectation, HitsFollowWhereEachFailpointSits) {
   auto h = predictedHits(twoStepScenario());
-  EXPECT_EQ(h[0], 3);
-  EXPECT_EQ(h[1], 3);
-  for (int f = 2; f <= 6; ++f) EXPECT_EQ(h[f], 2) << f;
-  EXPECT_EQ(h[7], 3);  // the refused call's synthetic result is delivered as well
+  EXPECT_EQ(h[0], 2);  // once per step that issues calls
+  EXPECT_EQ(h[1], 3);  // every call, refused or not
+  EXPECT_EQ(h[2], 2);  // dispatched calls only
+  EXPECT_EQ(h[3], 1);  // only Write/Edit have a temp-file boundary
+  for (int f : {4, 5, 6}) EXPECT_EQ(h[f], 2) << f;
+  EXPECT_EQ(h[7], 2);  // once per step, after its results
   EXPECT_EQ(h[8], 1);
   EXPECT_EQ(h[9], 1);
   EXPECT_EQ(h[10], 0);
@@ -141,7 +144,8 @@ TEST(OracleExpectation, ArmedOperationIsTheKthCallReachingTheFailpoint) {
   auto x = expectCase(s, 4, 1);  // first dispatched call = c2 (Write)
   ASSERT_TRUE(x.ok) << x.whyNot;
   EXPECT_EQ(*x.armedCall, 1u);
-  EXPECT_EQ(x.outcome, Outcome::completed_bundle);
+  EXPECT_EQ(x.row->outcome, Outcome::completed_bundle);
+  EXPECT_EQ(x.outcome, Outcome::parked_replay_gap);              // sibling c3 stays unanswered
   EXPECT_EQ(x.ops[0].settlementOrigin, code::pre_t1_synthetic);  // refused earlier call
   EXPECT_EQ(x.ops[1].status, code::indeterminate);
   EXPECT_TRUE(x.ops[2].call);  // same-step sibling committed with the step
@@ -153,14 +157,70 @@ TEST(OracleExpectation, ArmedOperationIsTheKthCallReachingTheFailpoint) {
   EXPECT_EQ(y.ops[1].status, code::completed);
   EXPECT_FALSE(expectCase(s, 4, 3).ok);
   EXPECT_FALSE(expectCase(s, 10, 1).ok);  // recovery-process only
+  auto z = expectCase(s, 3, 1);           // P3: the Write, not the refused Bash or the Read
+  ASSERT_TRUE(z.ok);
+  EXPECT_EQ(*z.armedCall, 1u);
+  EXPECT_FALSE(expectCase(s, 3, 2).ok);
+  auto r = expectCase(s, 1, 1);  // P1 of the refused call: committed, never dispatched
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.ops[0].status, code::definitely_not_dispatched);
+  EXPECT_EQ(r.outcome, Outcome::reissued_runs_once);
 }
 
 TEST(OracleExpectation, P0LeavesTheWholeStepUncommitted) {
-  auto x = expectCase(twoStepScenario(), 0, 3);  // c3, sibling c2 in the same step
-  ASSERT_TRUE(x.ok);
+  auto x = expectCase(twoStepScenario(), 0, 2);  // step 1: c2 and c3
+  ASSERT_TRUE(x.ok) << x.whyNot;
+  EXPECT_FALSE(x.armedCall);
+  EXPECT_EQ(*x.armedStep, 1u);
+  EXPECT_TRUE(x.ops[0].response);
   EXPECT_FALSE(x.ops[1].call);
   EXPECT_FALSE(x.ops[2].call);
-  EXPECT_TRUE(x.ops[0].response);
+  EXPECT_EQ(x.outcome, Outcome::call_made_once);
+  EXPECT_FALSE(expectCase(twoStepScenario(), 0, 3).ok);
+}
+
+TEST(OracleExpectation, P7FollowsTheWholeStepsResults) {
+  auto x = expectCase(twoStepScenario(), 7, 1);  // after step 0: only the refusal is done
+  ASSERT_TRUE(x.ok) << x.whyNot;
+  EXPECT_EQ(x.ops[0].settlementOrigin, code::pre_t1_synthetic);
+  EXPECT_FALSE(x.ops[1].call);
+  auto y = expectCase(twoStepScenario(), 7, 2);  // after step 1: every call completed
+  ASSERT_TRUE(y.ok);
+  for (const auto& op : y.ops) EXPECT_EQ(op.status, code::completed) << op.callId;
+  EXPECT_EQ(y.ops[1].settlementOrigin, code::normal_t2);
+  EXPECT_EQ(y.outcome, Outcome::completed_ran_once);
+}
+
+TEST(OracleExpectation, BuiltInScenarioFlagsComeFromTheFile) {
+  auto dir = std::filesystem::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+  auto denied = loadScenario(dir / "permission-denied.json");
+  EXPECT_TRUE(denied.calls[0].refused);  // Bash on the deny list
+  EXPECT_FALSE(denied.calls[1].refused);
+  auto err = loadScenario(dir / "tool-error.json");
+  EXPECT_TRUE(err.calls[0].expectError);
+  EXPECT_FALSE(err.calls[0].refused);  // a failing Read is dispatched; it fails at execution
+  EXPECT_EQ(err.toolSteps, 2u);
+}
+
+TEST(OracleExpectation, ParallelStepWithAnUnansweredCallBeforeAResultParksOnTheReplayGap) {
+  // parallel-calls: one step with Write, Edit, Bash (spec e.3 step 4).
+  auto s = loadScenario(std::filesystem::path(CRASHSIM_SOURCE_DIR) / "scenarios" /
+                        "parallel-calls.json");
+  auto outcome = [&](int f, int hit) {
+    auto x = expectCase(s, f, hit);
+    EXPECT_TRUE(x.ok) << x.whyNot;
+    return x.outcome;
+  };
+  EXPECT_EQ(outcome(1, 1), Outcome::reissued_runs_once);  // every call unanswered: a suffix
+  EXPECT_EQ(outcome(1, 2), Outcome::parked_replay_gap);   // call-1's result follows call-2
+  EXPECT_EQ(outcome(4, 1), Outcome::parked_replay_gap);   // bundle answers call-1 after call-2
+  EXPECT_EQ(outcome(6, 2), Outcome::parked_replay_gap);   // call-3 unanswered
+  EXPECT_EQ(outcome(6, 3), Outcome::completed_ran_once);  // last call: nothing unanswered
+  EXPECT_EQ(outcome(4, 3), Outcome::parked_unsettled);    // Bash: unsettled wins (step 1)
+  auto p1 = expectCase(s, 1, 2);
+  EXPECT_EQ(p1.finalStatus, code::definitely_not_dispatched);
+  auto p6 = expectCase(s, 6, 1);
+  EXPECT_EQ(p6.finalStatus, code::completed);
 }
 
 TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {

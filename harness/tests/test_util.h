@@ -15,6 +15,10 @@ namespace crashsim::harness::test {
 inline std::filesystem::path crashsimBinary() {
   return std::filesystem::path(CRASHSIM_BINARY_DIR) / "harness" / "crashsim";
 }
+// The harness linked with the instrumented runtime (planted-fault tests only).
+inline std::filesystem::path plantedBinary() {
+  return std::filesystem::path(CRASHSIM_BINARY_DIR) / "harness" / "crashsim-planted";
+}
 inline std::filesystem::path agentBinary() {
   return std::filesystem::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
 }

@@ -1,7 +1,9 @@
 // Claim repair saga (g): claim without start → deterministic repair start + abandoned
-// terminal + failed header; runtime_admission start left alone; idempotent; dry run.
+// terminal + failed header; runtime_admission start left alone by the saga and repaired as an
+// ordinary run by startup repair; idempotent; dry run.
 #include "continuation_test_util.h"
 #include "crashsim/hashing.h"
+#include "crashsim/startup_repair.h"
 
 using namespace crashsim;
 using namespace ctest;
@@ -133,4 +135,72 @@ TEST_F(Repair, ConflictingTargetHeaderStrictThrowsBestEffortSkipsSession) {
   EXPECT_EQ(r.skippedSessions, std::vector<std::string>{"s1"});
   EXPECT_EQ(r.claims[0].actions, std::vector<std::string>{"skipped_session"});
   EXPECT_TRUE(s().readRunEvents("s1", plan.runId).empty());
+}
+
+// g, run recovery step 3: the saga owns a claim target only until it has a live start. A target
+// whose runtime_admission start committed and that then crashed mid-continuation is an
+// ordinary run: the saga leaves it alone, startup repair recovers its terminal from its own
+// ledger (fact before header), and the session continues from it (lineage r1 → target → next).
+TEST_F(Repair, CrashedRuntimeAdmissionTargetIsRecoveredByStartupRepairAndContinued) {
+  s().createRun(claim.targetRunHeader);
+  commitContinuationStart(
+      s(), claim,
+      buildContinuationStartEvent(claim, "live-start", 7000, "runtime_admission", true));
+  RunHeader running = claim.targetRunHeader;
+  running.status = "running";
+  s().updateRunHeader(running);
+  RunIds t{"s1", plan.invocationId, plan.runId, plan.turnId};
+  t.ts = 7000;
+  s().append(t.model("working on it"));
+  // The process dies here: start + model text, no terminal.
+  ClaimRepairReport saga = repairContinuationClaims(s(), RepairMode::strict, false);
+  EXPECT_EQ(saga.claims[0].actions, std::vector<std::string>{"left_runtime_admission"});
+  RepairReport rep = startupRepair(s(), RepairMode::strict, false);
+  std::optional<RunRepairAction> target;
+  for (const RunRepairAction& a : rep.runs) {
+    if (a.runId == plan.runId) target = a;
+  }
+  ASSERT_TRUE(target.has_value());
+  EXPECT_EQ(target->action, "recover_terminal") << rep.toJson().dump();
+  EXPECT_EQ(target->recoveryReason, "model_stream_completed_without_runtime_terminal");
+  auto events = s().readRunEvents("s1", plan.runId);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].event.id, "live-start");
+  EXPECT_EQ(events[2].event.id, recoveredTerminalEventId("s1", plan.runId));
+  EXPECT_EQ(s().readRun("s1", plan.runId)->status, "failed");
+  EXPECT_EQ(s().readRun("s1", plan.runId)->failureClass, "app_restarted");
+  // The claim keeps its live start; the source's claim is now a finished continuation …
+  EXPECT_EQ(readClaimById(s(), plan.claimId)->startKind, "runtime_admission");
+  EXPECT_EQ(planContinuation(s(), "s1", "r1", h.host()).rejectionReasons,
+            std::vector<std::string>{"continuation_already_exists"});
+  // … and the repaired target is the next candidate (never continuation_started_indeterminate).
+  ContinuationPlan next = planLatestContinuation(s(), "s1", h.host());
+  EXPECT_EQ(next.decision, "continue") << next.toJson().dump();
+  EXPECT_EQ(next.sourceRunId, plan.runId);
+  EXPECT_EQ(next.lineageDepth, 2u);
+  // Idempotent.
+  const std::string hash = s().ledgerHash();
+  EXPECT_FALSE(startupRepair(s(), RepairMode::strict, false).changed());
+  EXPECT_EQ(s().ledgerHash(), hash);
+}
+
+// A claim_repair start without its terminal (saga interrupted between the two) stays owned by
+// the saga: startup repair skips it and the next saga pass writes the abandoned terminal.
+TEST_F(Repair, ClaimRepairStartWithoutTerminalIsLeftToTheSagaByStartupRepair) {
+  s().createRun(claim.targetRunHeader);
+  commitContinuationRepairStart(
+      s(), claim,
+      buildContinuationStartEvent(claim, deriveContinuationRepairId("start", plan.claimId),
+                                  claim.claimedAt, "claim_repair", false));
+  RepairReport rep = startupRepair(s(), RepairMode::strict, false);
+  for (const RunRepairAction& a : rep.runs) {
+    if (a.runId == plan.runId) {
+      EXPECT_EQ(a.action, "skipped_claim_target");
+    }
+  }
+  EXPECT_EQ(s().readRunEvents("s1", plan.runId).size(), 1u);
+  ClaimRepairReport saga = repairContinuationClaims(s(), RepairMode::strict, false);
+  EXPECT_EQ(saga.claims[0].actions, (std::vector<std::string>{"repair_terminal", "failed_header"}));
+  EXPECT_EQ(s().readRun("s1", plan.runId)->failureClass,
+            "continuation_abandoned_before_provider_dispatch");
 }

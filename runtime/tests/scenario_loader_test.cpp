@@ -99,7 +99,12 @@ TEST(ScenarioLoader, MalformedScenariosAreScenarioInvalidWithPath) {
       {"id type", [](Json& j) { j["id"] = 3; }, "$.id"},
       {"id charset", [](Json& j) { j["id"] = "Bad Id"; }, "$.id"},
       {"empty model", [](Json& j) { j["model"] = Json::array(); }, "$.model"},
-      {"final has calls", [](Json& j) { j["model"][1]["calls"] = j["model"][0]["calls"]; },
+      {"final has calls",
+       [](Json& j) {
+         // A fresh call id, so that only the final-step rule is violated.
+         j["model"][1]["calls"] =
+             Json::array({{{"id", "c2"}, {"name", "Bash"}, {"args", {{"command", "true"}}}}});
+       },
        "$.model[1]"},
       {"middle without calls",
        [](Json& j) {

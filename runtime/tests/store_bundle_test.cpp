@@ -258,13 +258,15 @@ TEST_F(BundleTest, CompletedAfterNormalT2IsAlreadySettled) {
   EXPECT_EQ(store->ledgerHash(), before);
 }
 
-TEST_F(BundleTest, BundleSettlesOperationsOfARunSealedByItsTerminalFact) {
-  // Catalogue P10: the recovery decision commits after the terminal event (startup repair
-  // ends the run first); the run seal still rejects every other writer.
+TEST_F(BundleTest, RunSealRefusesABundleAfterTheTerminalFactAndWritesNothing) {
+  // f.3 / j.6: no event after a run's terminal fact, recovery bundles included (host start-up
+  // reconciles before it recovers the terminal).
   store->commitTerminalEvent(terminalEvent(id, "terminal-1", 3500, "failed"));
+  const std::string before = store->ledgerHash();
   expectCode([&] { store->commitToolOutcome(t2(call)); }, code::run_sealed);
-  EXPECT_TRUE(store->commitToolRecoveryBundle(completedBundle(call)).created);
-  EXPECT_EQ(store->listToolOperations()[0].currentState, "recovery_completed");
+  expectCode([&] { store->commitToolRecoveryBundle(completedBundle(call)); }, code::run_sealed);
+  EXPECT_EQ(store->ledgerHash(), before);
+  EXPECT_EQ(store->listToolOperations()[0].currentState, "prepared");
 }
 
 TEST_F(BundleTest, CompletedVersusParkedInOneProcessExactlyOneWins) {

@@ -13,9 +13,12 @@
 //   * ambiguous (more than one terminal event, a terminal event that cannot form a terminal
 //     fact, a stored terminal that is not the ledger tail) or unreadable ledger → strict mode
 //     throws (code::repair_ambiguous / the read error), best-effort mode skips the run.
-// Runs that are the target of a continuation claim and have no terminal are left to the
-// continuation claim saga (not repaired here). Repair is idempotent: a second run reports only
-// `none` actions and writes nothing. dryRun computes the same report without writing.
+// A continuation claim target without a terminal is left to the continuation claim saga
+// (repairContinuationClaims, which must run first) while the saga owns it: no durable start
+// yet, or a `claim_repair` start. A target with a live `runtime_admission` start is an ordinary
+// run once started and is repaired here like any other crashed run.
+// Repair is idempotent: a second run reports only `none` actions and writes nothing. dryRun
+// computes the same report without writing.
 #pragma once
 
 #include <optional>

@@ -4,6 +4,7 @@
 #include "agent/host_internal.h"
 #include "crashsim/agent.h"
 #include "crashsim/continuation.h"
+#include "crashsim/plant.h"
 #include "recovery/file_reconcile.h"
 
 namespace crashsim {
@@ -50,11 +51,22 @@ RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
   RecoverReport report;
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
   auto store = RuntimeStore::open(paths.storeDir);
-  // 1. continuation claim saga, 2. startup repair (terminal fact before header).
+  // 1. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
-  report.startupRepair = host_detail::runStartupRepair(*store);
-  // 3. reconcilers for indeterminate operations (file recovery hook).
+  // 2. reconcilers for indeterminate operations (file recovery, spec i) while the crashed run
+  //    is still open: the run seal (f.3) refuses every event after a terminal fact.
   report.reconcile = reconcileIndeterminateOperations(*store, workspace);
+  // 3. startup repair (g): the recovered terminal fact becomes the ledger tail, then the header.
+  report.startupRepair = host_detail::runStartupRepair(*store);
+  if (planted("tool_reruns")) {  // planted bug: recovery runs the first scripted call again
+    EffectsLog effects(effectsPathOf(paths));
+    ToolRuntime tools(workspace, policyOf(scenario), effects);
+    const ScriptedCall& first = scenario.model.at(0).calls.at(0);
+    const ToolCallRequest call{first.id, first.name, first.args};
+    const PreflightDecision d = tools.preflight(call);
+    if (d.kind == PreflightDecision::Kind::dispatch)
+      tools.execute(call, d, ToolExecution{"planted-rerun", call.callId, "planted"}, cancel);
+  }
   // 4. Phase 1 planning of the scenario's session.
   const std::string sessionId = scenarioSessionId(scenario);
   ContinuationHost host;

@@ -340,7 +340,7 @@ void verifyBoundary(Connection& c, const ContinuationClaim& claim) {
     if (immediate) {
       size_t terminals = 0;
       for (const RuntimeEvent& e : p.events) terminals += e.isTerminal() ? 1 : 0;
-      if (terminals != 1 || terminalBoundaryEvent(p.events) == nullptr) {
+      if (terminals != 1 || !p.events.back().isTerminal()) {
         throw Error(code::continuation_boundary_not_terminal,
                     "Continuation source boundary must end with exactly one terminal RuntimeEvent");
       }

@@ -46,9 +46,6 @@ std::optional<std::string> eventFailureClass(const RuntimeEvent& e);
 std::optional<std::string> eventAbortSource(const RuntimeEvent& e);
 // e.2 step 8: header terminal, exactly one terminal fact, last, matching the header.
 bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events);
-// The run's terminal event when the events end with it, optionally followed only by recovery
-// bundle facts (reconcile/decision facts, bundle outcomes: f.6, P10); else nullptr.
-const RuntimeEvent* terminalBoundaryEvent(const std::vector<RuntimeEvent>& events);
 
 // Claim rows on an open connection (cross-checked; throws continuation_claim_row_mismatch).
 enum class ClaimKey { boundaryDigest, claimId, targetRun };

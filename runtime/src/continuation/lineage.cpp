@@ -87,26 +87,12 @@ std::optional<std::string> terminalFactRunStatus(const RuntimeEvent& e, const Ru
   }
 }
 
-const RuntimeEvent* terminalBoundaryEvent(const std::vector<RuntimeEvent>& events) {
-  // A recovery bundle (f.6, catalogue P10) settles a sealed run's operations AFTER its terminal
-  // fact: only reconcile/decision facts and bundle outcomes may follow the terminal event.
-  for (auto it = events.rbegin(); it != events.rend(); ++it) {
-    if (it->isTerminal()) return &*it;
-    if (it->lane != Lane::reconcile_result && it->lane != Lane::recovery_decision &&
-        it->lane != Lane::function_response) {
-      return nullptr;
-    }
-  }
-  return nullptr;
-}
-
 bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events) {
   if (!isTerminalRunStatus(header.status)) return false;
   size_t terminals = 0;
   for (const RuntimeEvent& e : events) terminals += (!e.partial && e.isTerminal()) ? 1 : 0;
-  const RuntimeEvent* boundary = terminalBoundaryEvent(events);
-  if (terminals != 1 || boundary == nullptr) return false;
-  const RuntimeEvent& t = *boundary;
+  if (terminals != 1 || events.empty() || !events.back().isTerminal()) return false;
+  const RuntimeEvent& t = events.back();
   std::optional<std::string> st = terminalFactRunStatus(t, header);
   if (!st || *st != header.status) return false;
   if (header.status == "failed") {

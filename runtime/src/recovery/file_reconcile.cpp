@@ -413,6 +413,9 @@ Json reconcileIndeterminateOperations(RuntimeStore& store, const WorkspaceIdenti
     plain.reserve(events.size());
     for (const auto& e : events) plain.push_back(e.event);
     const RecoveryResolution resolution = resolveRecovery(plain);
+    const bool sealed = std::any_of(plain.begin(), plain.end(), [](const RuntimeEvent& e) {
+      return !e.partial && e.isTerminal();
+    });
     for (const ToolDecision& decision : resolution.decisions) {
       if (decision.status != code::indeterminate ||
           decision.reason != code::dispatch_without_response || !decision.operationId ||
@@ -427,6 +430,9 @@ Json reconcileIndeterminateOperations(RuntimeStore& store, const WorkspaceIdenti
       const bool fileTool = decision.toolName == "Write" || decision.toolName == "Edit";
       if (resolution.hasCorruption) {
         r["action"] = "skipped_corrupt_ledger";
+      } else if (sealed) {
+        // The run already has its terminal fact: no new event may follow it (f.3 run seal).
+        r["action"] = "left_indeterminate_run_sealed";
       } else if (!fileTool || decision.recoveryMode != code::reconcile) {
         // No dedicated protocol: never reconciled, stays indeterminate (planning parks on it).
         r["action"] = "left_indeterminate";

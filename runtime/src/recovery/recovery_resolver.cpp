@@ -5,6 +5,7 @@
 #include <array>
 
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "recovery/flat_index.h"
 #include "recovery/ledger_scanner.h"
 
@@ -136,6 +137,14 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
     ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
+  }
+  if (planted("resolver_completed_dispatch")) {  // planted bug: dispatch alone = completed
+    for (ToolDecision& d : resolution.decisions)
+      if (d.reason == code::dispatch_without_response) {
+        d.status = std::string(code::completed);
+        d.reason = std::string(code::matching_response);
+      }
+    anyIndeterminate = false;
   }
   resolution.hasCorruption = !resolution.issues.empty() || anyCorruption;
   resolution.requiresReconciliation = !resolution.hasCorruption && anyIndeterminate;

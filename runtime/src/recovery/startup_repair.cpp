@@ -1,4 +1,5 @@
-// startup_repair.cpp — run-header repair from the ledger (spec g, without the claim saga).
+// startup_repair.cpp — run-header repair from the ledger (spec g, without the claim saga; run
+// repairContinuationClaims first).
 //
 // Order per run: terminal fact first, header second. The recovered terminal RuntimeEvent goes
 // through RuntimeStore::commitTerminalEvent (failpoint P8 inside its transaction); failpoint
@@ -13,6 +14,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
+#include "crashsim/plant.h"
 #include "crashsim/recovery_resolver.h"
 #include "store/store_internal.h"
 
@@ -77,14 +79,25 @@ std::optional<std::string> abortSourceOf(const RuntimeEvent& e, const RunHeader&
   return h.abortSource;
 }
 
-bool isClaimTarget(RuntimeStore& store, const RunHeader& h) {
+// Run recovery step 3 (g): a claim-owned target without a terminal is skipped because the
+// claim saga owns it. The saga owns a target until it has a durable start it did not write
+// itself: no start yet (the saga writes the deterministic repair start) or a `claim_repair`
+// start (the saga writes the abandoned terminal). A target whose start is a live
+// `runtime_admission` start is an ordinary run once started: the saga leaves it alone and run
+// recovery repairs it like any other crashed run (its terminal recovered from its ledger, its
+// operations left to the reconcilers), so the session can be continued from it.
+bool isSagaOwnedClaimTarget(RuntimeStore& store, const RunHeader& h) {
   std::lock_guard lk(store_detail::mutexOf(store));
   auto& c = store_detail::connectionOf(store);
   auto st = c.prepare(
-      "SELECT 1 FROM runtime_continuation_claims WHERE target_session_id = ?1 AND "
+      "SELECT start_kind FROM runtime_continuation_claims WHERE target_session_id = ?1 AND "
       "target_run_id = ?2");
   st.bind(1, h.sessionId).bind(2, h.runId);
-  return st.step();
+  bool owned = false;
+  while (st.step()) {
+    if (st.isNull(0) || st.text(0) != code::runtime_admission) owned = true;
+  }
+  return owned;
 }
 
 std::string classify(const std::vector<StoredEvent>& stored) {
@@ -192,9 +205,11 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
     return a;
   }
   // No terminal fact.
-  if (isClaimTarget(store, h)) {
+  if (isSagaOwnedClaimTarget(store, h)) {
     a.action = "skipped_claim_target";
-    a.detail = "continuation claim target without terminal: owned by the claim saga";
+    a.detail =
+        "continuation claim target without terminal or runtime_admission start: owned by the "
+        "claim saga";
     return a;
   }
   const std::string id = recoveredTerminalEventId(h.sessionId, h.runId);
@@ -251,14 +266,20 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
       {"endInvocation", true},
       {"stateDelta",
        {{"recovered", true}, {"recoveryReason", reason}, {"failureClass", code::app_restarted}}}};
-  store.commitTerminalEvent(decodeRuntimeEvent(j));
-  CRASHSIM_FAILPOINT(P9);
   RunHeader nh = h;
   nh.status = "failed";
   nh.updatedAt = ts;
   nh.completedAt = ts;
   nh.failureClass = std::string(code::app_restarted);
   nh.failureMessage = message;
+  if (planted("repair_header_first")) {  // planted bug: header before fact (V7 must catch it)
+    store.markRunTerminal(nh);
+    CRASHSIM_FAILPOINT(P9);
+    store.commitTerminalEvent(decodeRuntimeEvent(j));
+    return a;
+  }
+  store.commitTerminalEvent(decodeRuntimeEvent(j));
+  CRASHSIM_FAILPOINT(P9);
   store.markRunTerminal(nh);
   return a;
 }

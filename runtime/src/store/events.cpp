@@ -165,11 +165,10 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
   }
 }
 
-void checkIdentityAndSeal(Connection& conn, Writer writer, const RuntimeEvent& e) {
-  // Run seal (f.3). The recovery bundle writer is the one exception: recovery facts settle the
-  // operations of a run that already ended (catalogue P10: the bundle commits after the
-  // terminal event), they never continue the run. The continuation seal still applies to it.
-  if (writer != Writer::bundle) {
+void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
+  // Run seal (f.3, j.6): every NEW event of a run with a terminal fact is refused, recovery
+  // bundles included. Host start-up therefore reconciles before it recovers the terminal.
+  {
     auto st = conn.prepare(
         "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
         "is_terminal = 1 LIMIT 1");
@@ -331,7 +330,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
   for (auto& c : out) {
     if (c.exists) continue;
     checkContinuationRules(conn, writer, *c.event);
-    checkIdentityAndSeal(conn, writer, *c.event);
+    checkIdentityAndSeal(conn, *c.event);
     remaining.push_back(c.event);
   }
   if (toolBearing && !remaining.empty()) {

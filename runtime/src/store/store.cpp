@@ -11,6 +11,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
+#include "crashsim/plant.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
@@ -506,6 +507,12 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
                                                " already has a different terminal header");
   }
   // The terminal fact must already be durable: exactly one terminal event with a mapping status.
+  // (The planted repair_header_first bug also switches this defence off, so V7 has to catch it.)
+  if (planted("repair_header_first")) {
+    writeHeader(c, header, json);
+    tx.commit();
+    return;
+  }
   auto events = store_detail::readRunEvents(c, header.sessionId, header.runId);
   std::vector<const StoredEvent*> terminals;
   for (const auto& e : events)

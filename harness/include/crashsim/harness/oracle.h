@@ -5,10 +5,15 @@
 // recovery table) and from the scenario's list of tool calls. The oracle never runs the
 // resolver, the planner or the store; the verifier compares what those produced with it.
 //
-// Which operation is "armed": the k-th tool call (in scenario order) that reaches the
-// failpoint, where P0/P1/P7 are reached by every call, P2–P6 only by calls that pass preflight
-// (refused calls get a synthetic pre-T1 response, never dispatch, and P7 delivers it), and P8/P9 once per run.
-// P10/P11 are reached only by a recovery process (double faults).
+// Where each failpoint sits in a run, per the scenario alone (DESIGN.md "Failpoints"):
+//   P0, P7  once per model step that issues calls: P0 after the step decided its calls and
+//           before any is committed; P7 after the step's results were delivered, before the
+//           next provider step. The "armed" unit is that step.
+//   P1      once per call, after it is committed, before preflight (refused calls too).
+//   P2, P4, P5, P6  once per dispatched call (passes preflight: T1, implementation, T2).
+//   P3      once per dispatched Write/Edit (temp file written and synced, not renamed).
+//   P8, P9  once per run. P10, P11 only in a recovery process (double faults).
+// For P1–P6 the armed operation is the k-th call (scenario order) that reaches the failpoint.
 //
 // Documented choice for replay_safe tools (Read) at P2–P5: parked without a bundle (the
 // operation stays indeterminate / dispatch_without_response and the run is not continued).
@@ -34,6 +39,9 @@ enum class Outcome {
   completed_bundle,     // reconcile observed expected state → completed bundle, ran once
   completed_ran_once,   // T2 committed; continue; ran once
   run_finished,         // P8/P9: every call done; repair makes fact and header agree
+  // A parallel step left an unanswered call followed by a sibling's result: the continuation
+  // parks `provider_replay_non_suffix_gap` (spec e.3 step 4); nothing after it runs.
+  parked_replay_gap,
 };
 std::string_view toString(Outcome);
 
@@ -75,11 +83,15 @@ struct OpExpectation {
 struct CaseExpectation {
   bool ok = false;                  // false: the oracle cannot place this (failpoint, hit)
   std::string whyNot;               // reason when !ok
-  std::optional<size_t> armedCall;  // index into scenario.calls (P0–P7)
+  std::optional<size_t> armedCall;  // index into scenario.calls (P1–P6)
+  std::optional<size_t> armedStep;  // model step index (P0, P7)
   const OracleRow* row = nullptr;
   std::vector<OpExpectation> ops;  // one per scenario call, scenario order
   bool terminalEvent = false;
   Outcome outcome = Outcome::run_finished;
+  // Armed operation's decision after recovery ("" = not checked): the row's final decision,
+  // or for parked_replay_gap whatever the armed operation had settled to.
+  std::string finalStatus, finalReason;
 };
 
 // Hits per failpoint a complete, unarmed agent run must reach, from the scenario alone.
