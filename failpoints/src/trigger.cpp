@@ -1,11 +1,12 @@
 // The child-side failpoint trigger (instrumented build only).
 //
 // Fault model: the harness arms exactly one (failpoint, hit) per child through the
-// environment. Every CRASHSIM_FAILPOINT(id) counts a hit; on the armed hit the child
-// (optionally) lets the power-loss VFS simulate its crash, writes one JSON line
-// {"failpoint":"P4","hit":1,"pid":N} to the control fd, and then blocks in pause() until the
-// parent SIGKILLs it (or raises SIGKILL itself in "self" mode). Nothing after the armed hit
-// runs: no destructor, no atexit handler, no normal-exit marker.
+// environment. Every CRASHSIM_FAILPOINT(id) counts a hit; on the armed hit the child writes one
+// JSON line {"failpoint":"P4","hit":1,"pid":N} to the control fd, and then blocks in pause()
+// until the parent SIGKILLs it (or raises SIGKILL itself in "self" mode). With
+// CRASHSIM_POWERLOSS=1 and a registered crash hook the line carries "powerloss":true and the
+// hook then materialises the simulated power-loss crash state and raises SIGKILL itself. Nothing
+// after the armed hit runs: no destructor, no atexit handler, no normal-exit marker.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -130,17 +131,19 @@ void initLocked(TriggerState& s) {
 }
 
 [[noreturn]] void die(const TriggerState& s, Id id, uint64_t n) {
-  if (s.powerloss) {
-    if (PowerlossCrashHook hook = powerlossCrashHook()) hook();
-  }
+  const PowerlossCrashHook hook = s.powerloss ? powerlossCrashHook() : nullptr;
   nlohmann::json line = {
       {"failpoint", std::string(name(id))}, {"hit", n}, {"pid", static_cast<int64_t>(::getpid())}};
+  if (hook != nullptr) line["powerloss"] = true;
   // The control line is best effort: when nobody reads the control fd any more (a parent that
   // closed its end, e.g. in self mode), the write must fail with EPIPE instead of killing the
   // child with SIGPIPE. The child dies of SIGKILL and nothing else; it never returns from here,
   // so the disposition is not restored.
   ::signal(SIGPIPE, SIG_IGN);
   writeAll(s.controlFd, line.dump() + "\n");
+  // Power loss: the control line ("powerloss":true) goes first, then the hook materialises the
+  // crash state and raises SIGKILL itself; the harness waits for that death instead of killing.
+  if (hook != nullptr) hook();
   if (s.selfKill) ::raise(SIGKILL);
   for (;;) ::pause();  // blocked until the parent's SIGKILL
 }

@@ -34,6 +34,7 @@ std::string CaseId::failpointName() const { return harness::failpointName(failpo
 
 std::string CaseId::str() const {
   std::string s = fmt::format("{}/P{}#{}/{}", scenario, failpoint, hit, mode);
+  if (seed) s += fmt::format("@{}", *seed);
   if (recoveryFailpoint) s += fmt::format("+R:P{}#{}", *recoveryFailpoint, recoveryHit.value_or(1));
   return s;
 }
@@ -43,15 +44,30 @@ CaseId parseCaseId(std::string_view text) {
   auto s1 = text.find('/');
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
   if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
-    throw std::invalid_argument(
-        fmt::format("case id '{}' is not scenario/P<n>#<hit>/<mode>[+R:P<n>#<hit>]", text));
+    throw std::invalid_argument(fmt::format(
+        "case id '{}' is not scenario/P<n>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>]", text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
   std::string_view rest = text.substr(s2 + 1);
   auto plus = rest.find('+');
   std::string_view mode = rest.substr(0, plus);
+  if (auto at = mode.find('@'); at != std::string_view::npos) {
+    std::string_view seedText = mode.substr(at + 1);
+    uint64_t seed = 0;
+    auto r = std::from_chars(seedText.data(), seedText.data() + seedText.size(), seed);
+    if (seedText.empty() || r.ec != std::errc() || r.ptr != seedText.data() + seedText.size())
+      throw std::invalid_argument(
+          fmt::format("case id {}: the seed after @ must be a decimal number", text));
+    id.seed = seed;
+    mode = mode.substr(0, at);
+  }
   if (mode != "kill" && mode != "powerloss")
     throw std::invalid_argument(fmt::format("case id {}: mode must be kill or powerloss", text));
+  if (mode == "powerloss" && !id.seed)
+    throw std::invalid_argument(
+        fmt::format("case id {}: powerloss needs its crash-state seed, e.g. powerloss@17", text));
+  if (mode == "kill" && id.seed)
+    throw std::invalid_argument(fmt::format("case id {}: kill takes no @seed", text));
   id.mode = std::string(mode);
   if (plus != std::string_view::npos) {
     std::string_view r = rest.substr(plus + 1);

@@ -12,6 +12,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
+#include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
@@ -235,6 +236,10 @@ void checkV7(const fs::path& copy, Checks& c) {
 
 }  // namespace
 
+fs::path crashStateDir(const RunOptions& opts, const CaseId& primary) {
+  return opts.workRoot / ("crash-" + sanitize(primary.str()));
+}
+
 WorkspaceSnapshot snapshotWorkspace(const fs::path& dir) {
   WorkspaceSnapshot snap;
   if (!fs::exists(dir)) return snap;
@@ -375,158 +380,185 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     c.fail("V1", "reference run failed: " + ref.problem);
     return finish();
   }
-  if (id.mode != "kill") {
+  if (id.mode != "kill" && id.mode != "powerloss") {
     c.fail("V1", "fault mode " + id.mode + " is not available in this build");
     return finish();
   }
-  copyDir(ref.templateWorkspace, ws);
-
-  // --- the armed agent run -------------------------------------------------------------
-  SpawnSpec run;
-  run.exe = opts.agent;
-  run.args = {"run",       "--store",    store.string(),  "--workspace",
-              ws.string(), "--scenario", sc.file.string()};
-  run.stderrFile = dir / "run.stderr";
-  run.stdoutFile = dir / "run.stdout";
-  run.timeout = std::chrono::milliseconds(15000);
-  auto child = runArmed(run, id.failpointName(), id.hit);
-  say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
-                  child.controlLine, child.describe()));
-  std::string v1 = [&]() -> std::string {
-    if (!child.error.empty()) return child.error;
-    if (child.timedOut)
-      return fmt::format("agent hung: no control record for {}#{} within {} ms", id.failpointName(),
-                         id.hit, run.timeout.count());
-    if (child.controlLine.empty())
-      return fmt::format("agent {} before reaching {}#{} ({})", child.describe(),
-                         id.failpointName(), id.hit, lastLine(run.stderrFile));
-    Json ctl;
-    try {
-      ctl = Json::parse(child.controlLine);
-    } catch (...) {
-      return "unparseable control record: " + child.controlLine;
-    }
-    if (ctl.value("failpoint", "") != id.failpointName() || ctl.value("hit", 0) != id.hit)
-      return fmt::format("agent reported {}#{} instead of {}#{}", ctl.value("failpoint", "?"),
-                         ctl.value("hit", 0), id.failpointName(), id.hit);
-    if (!child.killedBySigkill()) return "agent was not killed by SIGKILL: " + child.describe();
-    if (fs::exists(store / "agent-exit.json")) return "normal-exit marker agent-exit.json exists";
-    return "";
-  }();
-  if (!v1.empty()) {
-    c.fail("V1", v1);
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
-    return finish();
-  }
-
+  const bool powerloss = id.mode == "powerloss";
+  PowerlossFindings plFindings;  // D1 and D2 (powerloss_checks.h)
+  if (powerloss) c.m["D1"] = c.m["D2"] = Check{"n/a", "no power-loss crash state was checked"};
   CaseExpectation x = expectCase(sc, id.failpoint, id.hit);
-  auto predicted = predictedHits(sc);
-  try {
-    // --- V2: reopen + integrity ----------------------------------------------------------
-    auto st = RuntimeStore::open(store);
-    auto integrity = st->integrityCheck();
-    if (integrity != "ok")
-      c.fail("V2", "PRAGMA integrity_check: " + integrity);
-    else
-      c.pass("V2");
-    auto runs = st->listRuns();
+  CaseId primary = id;
+  primary.recoveryFailpoint.reset();
+  primary.recoveryHit.reset();
+  const fs::path snapshot = crashStateDir(opts, primary);
+  if (id.isDoubleFault() && fs::exists(snapshot / "complete")) {
+    // The primary case already killed the agent here and verified V1–V7 on this state.
+    copyDir(snapshot / "store", store);
+    copyDir(snapshot / "ws", ws);
+    say("started from the crash state of " + primary.str());
+    for (auto v : {"V3", "V4"}) c.na(v, "crash state verified by case " + primary.str());
+  } else {
+    copyDir(ref.templateWorkspace, ws);
 
-    // --- V3: durable event kinds vs the oracle ------------------------------------------
-    for (int fp = 0; fp <= 9; ++fp)
-      if (predicted[fp] != ref.hits[fp])
-        c.fail("V3",
-               fmt::format("oracle predicts {} hit(s) of P{} for {}, the reference run reached {}",
-                           predicted[fp], fp, sc.id, ref.hits[fp]));
-    if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
-    std::vector<RuntimeEvent> runEvents;
-    if (runs.size() != 1) {
-      c.fail("V3",
-             fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
-    } else {
-      runEvents = eventsOf(*st, runs[0]);
+    // --- the armed agent run -------------------------------------------------------------
+    SpawnSpec run;
+    run.exe = opts.agent;
+    run.args = {"run",       "--store",    store.string(),  "--workspace",
+                ws.string(), "--scenario", sc.file.string()};
+    run.stderrFile = dir / "run.stderr";
+    run.stdoutFile = dir / "run.stdout";
+    run.timeout = std::chrono::milliseconds(15000);
+    if (powerloss) armPowerloss(run, id, dir, opts.synchronous);
+    auto child = runArmed(run, id.failpointName(), id.hit);
+    say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
+                    child.controlLine, child.describe()));
+    std::string v1 = [&]() -> std::string {
+      if (!child.error.empty()) return child.error;
+      if (child.timedOut)
+        return fmt::format("agent hung: no control record for {}#{} within {} ms",
+                           id.failpointName(), id.hit, run.timeout.count());
+      if (child.controlLine.empty())
+        return fmt::format("agent {} before reaching {}#{} ({})", child.describe(),
+                           id.failpointName(), id.hit, lastLine(run.stderrFile));
+      Json ctl;
+      try {
+        ctl = Json::parse(child.controlLine);
+      } catch (...) {
+        return "unparseable control record: " + child.controlLine;
+      }
+      if (ctl.value("failpoint", "") != id.failpointName() || ctl.value("hit", 0) != id.hit)
+        return fmt::format("agent reported {}#{} instead of {}#{}", ctl.value("failpoint", "?"),
+                           ctl.value("hit", 0), id.failpointName(), id.hit);
+      if (!child.killedBySigkill()) return "agent was not killed by SIGKILL: " + child.describe();
+      if (fs::exists(store / "agent-exit.json")) return "normal-exit marker agent-exit.json exists";
+      return powerloss ? powerlossCrashProblem(id, dir) : "";
+    }();
+    if (!v1.empty()) {
+      c.fail("V1", v1);
+      for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"})
+        c.na(v, "no crash state (V1 failed)");
+      return finish();
     }
-    if (x.ok && runs.size() == 1) {
-      std::map<std::string, CallFacts> facts;
-      bool terminal = false;
-      for (const auto& e : runEvents) {
-        if (e.partial) continue;
-        if (e.contentKind == ContentKind::function_call) facts[e.callId].call = true;
-        if (e.toolDispatch) facts[e.toolDispatch->providerToolCallId].dispatch = true;
-        if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
-        if (e.isTerminal()) terminal = true;
-      }
-      if (runEvents.empty() || runEvents[0].role != Role::user ||
-          runEvents[0].runtimeProtocol !=
-              std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
-        c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
-      std::set<std::string> known;
-      for (const auto& op : x.ops) {
-        known.insert(op.callId);
-        CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
-        if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
-          c.fail("V3",
-                 fmt::format(
-                     "{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
-                     op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response, op.call,
-                     op.dispatch, op.response));
-      }
-      for (const auto& [callId, f] : facts)
-        if (!known.count(callId)) c.fail("V3", "unexpected tool call " + callId + " in the ledger");
-      if (terminal != x.terminalEvent)
-        c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
-                                 terminal ? "committed" : "absent",
-                                 x.terminalEvent ? "committed" : "absent"));
-      if (!c.failed("V3")) c.pass("V3");
+    if (opts.keepCrashStates && !id.isDoubleFault()) {
+      // The double-fault cases of this primary start from exactly this crashed state.
+      const fs::path snap = crashStateDir(opts, id);
+      copyDir(store, snap / "store");
+      copyDir(ws, snap / "ws");
+      std::ofstream(snap / "complete") << id.str() << "\n";
+    }
 
-      // --- V4: resolver decisions vs the oracle ---------------------------------------------
-      auto res = resolveRecovery(runEvents);
-      if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
-      bool expectIndeterminate = false;
-      for (const auto& op : x.ops) {
-        expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
-        auto it = std::find_if(res.decisions.begin(), res.decisions.end(),
-                               [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
-        if (op.status.empty()) {
-          if (it != res.decisions.end())
-            c.fail("V4",
-                   fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
-                               op.callId, it->status, it->reason));
-          continue;
+    auto predicted = predictedHits(sc);
+    try {
+      // --- V2: reopen + integrity ----------------------------------------------------------
+      auto st = RuntimeStore::open(store);
+      auto integrity = st->integrityCheck();
+      if (integrity != "ok")
+        c.fail("V2", "PRAGMA integrity_check: " + integrity);
+      else
+        c.pass("V2");
+      auto runs = st->listRuns();
+
+      // --- V3: durable event kinds vs the oracle ------------------------------------------
+      for (int fp = 0; fp <= 9; ++fp)
+        if (predicted[fp] != ref.hits[fp])
+          c.fail("V3", fmt::format(
+                           "oracle predicts {} hit(s) of P{} for {}, the reference run reached {}",
+                           predicted[fp], fp, sc.id, ref.hits[fp]));
+      if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
+      std::vector<RuntimeEvent> runEvents;
+      if (runs.size() != 1) {
+        c.fail("V3",
+               fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
+      } else {
+        runEvents = eventsOf(*st, runs[0]);
+      }
+      if (x.ok && runs.size() == 1) {
+        std::map<std::string, CallFacts> facts;
+        bool terminal = false;
+        for (const auto& e : runEvents) {
+          if (e.partial) continue;
+          if (e.contentKind == ContentKind::function_call) facts[e.callId].call = true;
+          if (e.toolDispatch) facts[e.toolDispatch->providerToolCallId].dispatch = true;
+          if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
+          if (e.isTerminal()) terminal = true;
         }
-        if (it == res.decisions.end()) {
-          c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId,
-                                   op.status, op.reason));
-          continue;
+        if (runEvents.empty() || runEvents[0].role != Role::user ||
+            runEvents[0].runtimeProtocol !=
+                std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+          c.fail("V3",
+                 "first event is not the user event carrying the t1_after_preflight_v1 marker");
+        std::set<std::string> known;
+        for (const auto& op : x.ops) {
+          known.insert(op.callId);
+          CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
+          if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
+            c.fail("V3",
+                   fmt::format(
+                       "{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
+                       op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
+                       op.call, op.dispatch, op.response));
         }
-        std::string origin = it->settlementOrigin.value_or("");
-        if (it->status != op.status || it->reason != op.reason ||
-            (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
-          c.fail("V4",
-                 fmt::format("{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
+        for (const auto& [callId, f] : facts)
+          if (!known.count(callId))
+            c.fail("V3", "unexpected tool call " + callId + " in the ledger");
+        if (terminal != x.terminalEvent)
+          c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
+                                   terminal ? "committed" : "absent",
+                                   x.terminalEvent ? "committed" : "absent"));
+        if (!c.failed("V3")) c.pass("V3");
+
+        // --- V4: resolver decisions vs the oracle ---------------------------------------------
+        auto res = resolveRecovery(runEvents);
+        if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+        bool expectIndeterminate = false;
+        for (const auto& op : x.ops) {
+          expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
+          auto it = std::find_if(res.decisions.begin(), res.decisions.end(),
+                                 [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
+          if (op.status.empty()) {
+            if (it != res.decisions.end())
+              c.fail("V4",
+                     fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
+                                 op.callId, it->status, it->reason));
+            continue;
+          }
+          if (it == res.decisions.end()) {
+            c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId,
+                                     op.status, op.reason));
+            continue;
+          }
+          std::string origin = it->settlementOrigin.value_or("");
+          if (it->status != op.status || it->reason != op.reason ||
+              (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
+            c.fail("V4", fmt::format(
+                             "{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
                              op.armed ? " (armed)" : "", it->status, it->reason,
                              origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
                              op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
+        }
+        if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
+          c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}",
+                                   res.requiresReconciliation, expectIndeterminate));
+        if (!c.failed("V4")) c.pass("V4");
+      } else {
+        c.na("V4", "no oracle placement or run for this case");
       }
-      if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
-        c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}",
-                                 res.requiresReconciliation, expectIndeterminate));
-      if (!c.failed("V4")) c.pass("V4");
-    } else {
-      c.na("V4", "no oracle placement or run for this case");
-    }
 
-    if (!id.isDoubleFault()) checkV5(*st, c);
-    st.reset();
-    // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
-    copyDir(store, dir / "copy");
-    if (!id.isDoubleFault()) checkV6(dir / "copy", c);
-    checkV7(dir / "copy", c);
-    fs::remove_all(dir / "copy");
-  } catch (const std::exception& e) {
-    // A store or runtime error on a crashed store is a contract violation, not a harness crash.
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-      if (c.m[v].status != "pass" && c.m[v].status != "fail")
-        c.fail(v, std::string("error: ") + e.what());
+      if (!id.isDoubleFault()) checkV5(*st, c);
+      st.reset();
+      // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
+      copyDir(store, dir / "copy");
+      if (!id.isDoubleFault()) checkV6(dir / "copy", c);
+      checkV7(dir / "copy", c);
+      fs::remove_all(dir / "copy");
+    } catch (const std::exception& e) {
+      // A store or runtime error on a crashed store is a contract violation, not a harness crash.
+      for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+        if (c.m[v].status != "pass" && c.m[v].status != "fail")
+          c.fail(v, std::string("error: ") + e.what());
+    }
+    if (powerloss) plFindings = checkPowerlossCrash(dir, store, opts.synchronous, c.m);
   }
 
   // Another process changes the workspace while the agent is down (scenario afterCrash).
@@ -568,8 +600,11 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       auto integrity = st->integrityCheck();
       if (integrity != "ok")
         c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
+      if (integrity == "ok" && !c.failed("V2")) c.pass("V2");
       if (auto bad = terminalInvariant(*st); !bad.empty())
         c.fail("V7", "after the recovery kill: " + bad);
+      else if (!c.failed("V7"))
+        c.pass("V7");
       checkV5(*st, c);
       st.reset();
       copyDir(store, dir / "v6");
@@ -588,6 +623,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
   auto r = runToEnd(recover);
   say(fmt::format("recovery to the end: {}", r.describe()));
+  if (powerloss) checkPowerlossRecovery(plFindings, store, r, recover.stdoutFile, c.m);
   if (!id.isDoubleFault() && fs::exists(dir / "recover-hits.json")) {
     out.recoveryHits = readHits(dir / "recover-hits.json");
     out.haveRecoveryHits = out.recoveryHits[0] >= 0;

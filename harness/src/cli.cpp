@@ -66,7 +66,7 @@ int cmdScenarios(const fs::path& dir, bool json) {
 }
 
 int cmdRun(const std::string& caseText, const std::string& keep, const fs::path& scenarioDir,
-           const std::string& extra) {
+           const std::string& extra, const std::string& synchronous) {
   CaseId id;
   try {
     id = parseCaseId(caseText);
@@ -90,7 +90,11 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   if (fs::exists(*ro.keepDir) && !fs::is_empty(*ro.keepDir) && !fs::exists(*ro.keepDir / "store"))
     throw UsageError("--keep " + ro.keepDir->string() +
                      " exists and is not an earlier case directory");
-  ro.reproduceExtra = extra;
+  ro.mode = id.mode;
+  ro.synchronous = synchronous;
+  ro.reproduceExtra =
+      (id.mode == "powerloss" && synchronous != "FULL" ? " --synchronous " + synchronous : "") +
+      extra;
   Reference ref = buildReference(*it, ro);
   if (!ref.problem.empty()) {
     fs::remove_all(ro.workRoot);
@@ -139,7 +143,16 @@ int runCli(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
-  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss subsets)");
+  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss: mixed into the state seeds)");
+  sweep
+      ->add_option("--states", so.states,
+                   "powerloss: seeded crash states per (scenario, failpoint, hit) (default 2)")
+      ->check(CLI::Range(1, 1000));
+  sweep
+      ->add_option("--synchronous", so.synchronous,
+                   "powerloss: the agent store's PRAGMA synchronous (FULL, or NORMAL to measure "
+                   "which acknowledged commits a power cut loses)")
+      ->transform(CLI::IsMember({"FULL", "NORMAL"}, CLI::ignore_case));
   sweep->add_option("--out", out, "write report.json, junit.xml, report.md, report.html here");
   sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
   sweep->add_flag("--double-faults", so.doubleFaults,
@@ -151,6 +164,9 @@ int runCli(int argc, char** argv) {
   std::string caseText, keep;
   run->add_option("CASE", caseText, "case id, e.g. write-config-port/P4#1/kill")->required();
   run->add_option("--keep", keep, "case directory to use and keep");
+  std::string runSync = "FULL";
+  run->add_option("--synchronous", runSync, "powerloss: the agent store's PRAGMA synchronous")
+      ->transform(CLI::IsMember({"FULL", "NORMAL"}, CLI::ignore_case));
 
   auto* inspect =
       app.add_subcommand("inspect", "repair dry run, resolver decisions, plan, lineage of a store");
@@ -220,7 +236,7 @@ int runCli(int argc, char** argv) {
       auto rep = runSweep(so);
       return rep.summary.failed == 0 ? 0 : 1;
     }
-    if (*run) return cmdRun(caseText, keep, scenarioDir, extra);
+    if (*run) return cmdRun(caseText, keep, scenarioDir, extra, runSync);
     if (*inspect) return inspectStore(storeDir, json);
     if (*resume) return resumeStore(storeDir);
     if (*resolve) return ledgerResolve(readInput(file), highWater);

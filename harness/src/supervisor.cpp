@@ -22,8 +22,19 @@ constexpr int kControlFd = 3;
 using Clock = std::chrono::steady_clock;
 
 // Variables the harness owns: never inherited from the user's environment.
-const char* const kOwnedVars[] = {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT",
-                                  "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"};
+const char* const kOwnedVars[] = {"CRASHSIM_ARM",
+                                  "CRASHSIM_CONTROL_FD",
+                                  "CRASHSIM_HITS_OUT",
+                                  "CRASHSIM_FAILPOINT_MODE",
+                                  "CRASHSIM_POWERLOSS",
+                                  "CRASHSIM_POWERLOSS_SEED",
+                                  "CRASHSIM_POWERLOSS_DEVICE",
+                                  "CRASHSIM_POWERLOSS_LOG",
+                                  "CRASHSIM_POWERLOSS_KIND",
+                                  "CRASHSIM_POWERLOSS_SECTOR",
+                                  "CRASHSIM_POWERLOSS_STRICT_DIRSYNC",
+                                  "CRASHSIM_POWERLOSS_ACKED",
+                                  "CRASHSIM_SYNCHRONOUS"};
 
 struct Spawned {
   pid_t pid = -1;
@@ -138,6 +149,21 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
     }
   }
   if (r.controlLine.empty() && !buf.empty() && !r.timedOut) r.controlLine = buf;
+  // A power-loss child ("powerloss":true) still materialises its crash state after the control
+  // line and then raises SIGKILL itself: wait for that death (a hang past the deadline is one).
+  if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
+    if (pidfd >= 0) {
+      for (;;) {
+        pollfd p{pidfd, POLLIN, 0};
+        int n = ::poll(&p, 1, remainingMs(deadline));
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) r.timedOut = true;
+        break;
+      }
+      ::close(pidfd);
+    }
+  }
   ::kill(s.pid, SIGKILL);
   ::close(s.controlRead);
   reap(s.pid, r);

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/supervisor.h"
 
 namespace crashsim::harness {
@@ -156,7 +157,12 @@ reports::Report runSweep(const SweepOptions& opts) {
   ro.workRoot = root;
   ro.keepFailures = opts.keepFailures;
   ro.mode = opts.mode;
-  ro.reproduceExtra = opts.reproduceExtra;
+  ro.synchronous = opts.synchronous;
+  ro.reproduceExtra =
+      (opts.mode == "powerloss" && opts.synchronous != "FULL" ? " --synchronous " + opts.synchronous
+                                                              : std::string()) +
+      opts.reproduceExtra;
+  ro.keepCrashStates = opts.doubleFaults;
 
   auto all = loadScenarioDir(opts.scenarioDir);
   for (const auto& want : opts.scenarios) {
@@ -205,7 +211,14 @@ reports::Report runSweep(const SweepOptions& opts) {
         id.failpoint = fp;
         id.hit = h;
         id.mode = opts.mode;
-        primary.push_back({id, &r});
+        if (opts.mode != "powerloss") {
+          primary.push_back({id, &r});
+          continue;
+        }
+        for (uint64_t seed : powerlossSeeds(id, opts.seed, opts.states)) {
+          id.seed = seed;
+          primary.push_back({id, &r});
+        }
       }
     }
   std::sort(primary.begin(), primary.end(), [](auto& a, auto& b) { return a.first < b.first; });
@@ -254,6 +267,7 @@ reports::Report runSweep(const SweepOptions& opts) {
       if (sampled(item.first)) {
         RunOptions again = ro;
         again.keepFailures = false;
+        again.keepCrashStates = false;
         CaseOutcome second = guardedRunCase(item.first, *item.second, again);
         auto strip = [](std::map<std::string, reports::Check> m) {
           m.erase("V9");
@@ -307,6 +321,7 @@ reports::Report runSweep(const SweepOptions& opts) {
   reports::Report rep;
   rep.crashsimVersion = std::string(reports::crashsimVersion());
   rep.platform = describePlatform(root);
+  if (opts.mode == "powerloss") rep.platform.synchronous = opts.synchronous;
   rep.selection.scenarios = opts.scenarios;
   rep.selection.failpoints = opts.failpoints;
   rep.selection.mode = opts.mode;

@@ -103,6 +103,12 @@ Json toJson(const Report& r) {
       checks[key] = ch.status;
       if (ch.status != "pass") reasons[key] = ch.reason;
     }
+    for (auto name : kOptionalCheckNames) {
+      auto it = c.checks.find(std::string(name));
+      if (it == c.checks.end()) continue;
+      checks[it->first] = it->second.status;
+      if (it->second.status != "pass") reasons[it->first] = it->second.reason;
+    }
     Json j = {{"id", c.id},
               {"scenario", c.scenario},
               {"failpoint", c.failpoint},
@@ -181,6 +187,14 @@ Report reportFromJson(const Json& j) {
       cr.verdict = c.at("verdict");
       for (auto name : kCheckNames) {
         std::string key(name);
+        Check ch;
+        ch.status = c.at("checks").at(key).get<std::string>();
+        if (c.at("reasons").contains(key)) ch.reason = c.at("reasons").at(key).get<std::string>();
+        cr.checks[key] = ch;
+      }
+      for (auto name : kOptionalCheckNames) {
+        std::string key(name);
+        if (!c.at("checks").contains(key)) continue;
         Check ch;
         ch.status = c.at("checks").at(key).get<std::string>();
         if (c.at("reasons").contains(key)) ch.reason = c.at("reasons").at(key).get<std::string>();

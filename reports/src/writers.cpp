@@ -275,13 +275,19 @@ std::string renderHtml(const Report& r) {
          ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
   out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;
   out += "<h2>Cases</h2>\n<table>\n<tr><th>case</th><th>verdict</th>";
-  for (auto n : kCheckNames) out += fmt::format("<th>{}</th>", n);
+  // V1–V9, then the optional checks (D1, D2) that at least one case evaluated.
+  std::vector<std::string_view> columns(kCheckNames.begin(), kCheckNames.end());
+  for (auto n : kOptionalCheckNames)
+    if (std::any_of(r.cases.begin(), r.cases.end(),
+                    [&](const CaseRecord& c) { return c.checks.count(std::string(n)) > 0; }))
+      columns.push_back(n);
+  for (auto n : columns) out += fmt::format("<th>{}</th>", n);
   out += "<th>reasons</th><th>reproduce</th></tr>\n";
   for (const auto& c : r.cases) {
     out += fmt::format("<tr id=\"{}\"><td><code>{}</code></td><td class=\"{}\">{}</td>",
                        anchor(c.id), xmlEscape(c.id), c.verdict, c.verdict);
     std::string reasons;
-    for (auto n : kCheckNames) {
+    for (auto n : columns) {
       auto it = c.checks.find(std::string(n));
       std::string st = it == c.checks.end() ? "n/a" : it->second.status;
       out += fmt::format("<td class=\"{}\">{}</td>", st == "n/a" ? "na" : st, st);

@@ -1,6 +1,4 @@
 // Report model, writers, schema validation and merge.
-#include "crashsim/reports/report.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "crashsim/reports/report.h"
 #include "crashsim/reports/schema_validator.h"
 
 using namespace crashsim::reports;
@@ -223,4 +222,35 @@ TEST(WriteAll, WritesFourFilesAndReadsBack) {
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   EXPECT_EQ(readReportFile(dir / "report.json"), reportFromJson(toJson(r)));
   std::filesystem::remove_all(dir);
+}
+
+TEST(ReportJson, PowerlossCaseCarriesOptionalD1D2AndValidates) {
+  auto schema = loadSchema();
+  Report r = makeReport();
+  r.selection.mode = "powerloss";
+  for (auto& c : r.cases) {
+    c.mode = "powerloss";
+    c.id.replace(c.id.find("/kill"), 5, "/powerloss@17");
+    c.reproduce = "crashsim run " + c.id;
+    c.checks["D1"] = Check{"pass", ""};
+    c.checks["D2"] = Check{"pass", ""};
+  }
+  r.cases[0].checks["D1"] = Check{"fail", "1 acknowledged fact(s) lost by the power cut"};
+  r.cases[0].verdict = "fail";
+  finalizeSummary(r, 0.5);
+  Json j = toJson(r);
+  auto violations = validateSchema(schema, j);
+  for (const auto& v : violations) ADD_FAILURE() << v.path << ": " << v.message;
+  EXPECT_EQ(j["cases"][0]["checks"]["D1"], "fail");
+  EXPECT_EQ(j["cases"][0]["reasons"]["D1"], "1 acknowledged fact(s) lost by the power cut");
+  EXPECT_EQ(reportFromJson(j), r);  // D1/D2 survive the round trip
+  EXPECT_NE(renderHtml(r).find("<th>D1</th>"), std::string::npos);
+  // A kill report has no D columns; a bad check status or a seedless powerloss id is rejected.
+  EXPECT_EQ(renderHtml(makeReport()).find("<th>D1</th>"), std::string::npos);
+  j["cases"][1]["checks"]["D2"] = "maybe";
+  j["cases"][2]["id"] = "write-config-port/P4#1/powerloss";
+  std::string all;
+  for (const auto& v : validateSchema(schema, j)) all += v.path + ": " + v.message + "\n";
+  EXPECT_NE(all.find("$.cases[1].checks.D2"), std::string::npos) << all;
+  EXPECT_NE(all.find("$.cases[2].id"), std::string::npos) << all;
 }

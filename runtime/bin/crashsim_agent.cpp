@@ -10,10 +10,19 @@
 // checks it is absent after a kill). Exit codes: 0 success (run completed / recovery pipeline
 // finished), 1 the run ended failed or cancelled, 2 usage or environment error (one-line
 // reason on stderr), including a malformed CRASHSIM_ARM before any work.
+//
+// Power loss (crashsim/powerloss.h): with CRASHSIM_POWERLOSS=1 the power-loss VFS becomes
+// SQLite's default VFS before the store is opened, and the armed failpoint materialises the
+// seeded crash state before the child dies. With CRASHSIM_POWERLOSS_ACKED=DIR the child first
+// copies the store's database and WAL files, as the page cache holds them (every commit the
+// runtime was acknowledged), into DIR with plain I/O outside the model: the harness's D1 check
+// compares that acknowledged ledger with the store reopened after the power cut.
+// CRASHSIM_SYNCHRONOUS=FULL|NORMAL sets the store's PRAGMA synchronous for `run` (default FULL).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +30,7 @@
 #include "crashsim/agent.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
 
 namespace fs = std::filesystem;
@@ -38,6 +48,23 @@ void writeExitMarker(const fs::path& storeDir, const std::string& command, const
   out << j.dump() << "\n";
 }
 
+// Power-loss crash hook state (set once in main, read at the armed failpoint).
+fs::path gAckedStoreDir;  // the store whose acknowledged state is copied
+fs::path gAckedOut;       // CRASHSIM_POWERLOSS_ACKED
+
+// Copies the store's database and WAL (the page cache: every acknowledged commit) outside the
+// power-loss model, then lets the model materialise the crash state and die.
+[[noreturn]] void powerlossCrashWithAckedCopy() {
+  std::error_code ec;
+  fs::create_directories(gAckedOut, ec);
+  for (const char* name : {"runtime.sqlite", "runtime.sqlite-wal"}) {
+    const fs::path from = gAckedStoreDir / name;
+    if (!gAckedStoreDir.empty() && fs::exists(from, ec))
+      fs::copy_file(from, gAckedOut / name, fs::copy_options::overwrite_existing, ec);
+  }
+  crashsim::powerloss::crashNow();
+}
+
 int usage(const std::string& message) {
   std::cerr << "crashsim-agent: " << message << "\n";
   return 2;
@@ -51,6 +78,18 @@ int main(int argc, char** argv) {
     crashsim::failpoints::initFromEnvironment();
   } catch (const std::exception& e) {
     return usage(e.what());
+  }
+  // Power loss: the VFS must be the default before the first SQLite open.
+  bool powerloss = false;
+  try {
+    powerloss = crashsim::powerloss::installFromEnvironment();
+  } catch (const crashsim::Error& e) {
+    return usage(e.code() + ": " + e.what());
+  }
+  if (const char* acked = std::getenv("CRASHSIM_POWERLOSS_ACKED");
+      powerloss && acked != nullptr && *acked != '\0') {
+    gAckedOut = acked;
+    crashsim::failpoints::setPowerlossCrashHook(&powerlossCrashWithAckedCopy);
   }
 
   CLI::App app{"crashsim-agent: the durable agent runtime child process"};
@@ -94,6 +133,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     crashsim::AgentPaths paths{store, workspace, effects};
+    gAckedStoreDir = paths.storeDir;
+    // The power-loss study runs the agent with a weaker sync setting (recovery keeps FULL).
+    if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
+      paths.synchronous = sync;
     fs::create_directories(paths.storeDir);
     crashsim::CancellationToken cancel;
     int rc = 0;

@@ -50,6 +50,9 @@ TEST(ProductionBuild, RuntimeLibraryHasNoFailpointSymbolsOrArmingCode) {
   EXPECT_FALSE(contains(symbols, "crashsim::failpoints::initFromEnvironment"));
   EXPECT_FALSE(contains(bytes(lib), "CRASHSIM_ARM"));
   EXPECT_FALSE(contains(bytes(lib), "crashsim failpoint trigger"));
+  // Nor the power-loss VFS (issue 9): only the instrumented agent links crashsim_powerloss.
+  EXPECT_FALSE(contains(symbols, "crashsim::powerloss::"));
+  EXPECT_FALSE(contains(bytes(lib), "crashsim-powerloss"));
 }
 
 TEST(ProductionBuild, InstrumentedLibraryDoesContainFailpointCode) {
@@ -65,6 +68,7 @@ TEST(ProductionBuild, InstrumentedLibraryDoesContainFailpointCode) {
   ASSERT_TRUE(fs::exists(agent)) << agent;
   EXPECT_TRUE(contains(nm(agent), "crashsim::failpoints::hit"));
   EXPECT_TRUE(contains(bytes(agent), "crashsim failpoint trigger"));
+  EXPECT_TRUE(contains(nm(agent), "crashsim::powerloss::installFromEnvironment"));
 }
 
 TEST(ProductionBuild, CrashsimCliHasNoTriggerCode) {
@@ -76,4 +80,5 @@ TEST(ProductionBuild, CrashsimCliHasNoTriggerCode) {
   EXPECT_FALSE(contains(symbols, "crashsim::failpoints::hit"));
   EXPECT_FALSE(contains(symbols, "crashsim::failpoints::initFromEnvironment"));
   EXPECT_FALSE(contains(bytes(cli), "crashsim failpoint trigger"));
+  EXPECT_FALSE(contains(symbols, "crashsim::powerloss::"));
 }

@@ -10,7 +10,9 @@
 //   CRASHSIM_ARM=<id>:<hit>        arm one failpoint hit (hit >= 1), e.g. P4:1
 //   CRASHSIM_CONTROL_FD=<fd>       where the control line is written (default: stderr, fd 2)
 //   CRASHSIM_FAILPOINT_MODE=self   raise(SIGKILL) after writing instead of blocking
-//   CRASHSIM_POWERLOSS=1           call the registered power-loss crash hook before dying
+//   CRASHSIM_POWERLOSS=1           after the control line (then with "powerloss":true) call the
+//                                  registered power-loss crash hook, which materialises the
+//                                  crash state and raises SIGKILL itself (the parent waits)
 //   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts {"P0":n,...,"P11":n}
 #pragma once
 
@@ -61,8 +63,9 @@ Arming parseArming(std::string_view text);
 
 // Power-loss crash hook: the power-loss VFS library registers a function that simulates the
 // crash of its in-memory page cache (drop / keep a seeded subset / tear). The trigger calls
-// it right before dying when CRASHSIM_POWERLOSS=1. Kept as a plain function pointer so the
-// trigger stays free of SQLite. Available in both builds (never called in production).
+// it right after the control line when CRASHSIM_POWERLOSS=1; the hook must not return. Kept as a
+// plain function pointer so the trigger stays free of SQLite. Available in both builds (never
+// called in production).
 using PowerlossCrashHook = void (*)();
 void setPowerlossCrashHook(PowerlossCrashHook hook);
 PowerlossCrashHook powerlossCrashHook();

@@ -154,6 +154,7 @@ struct AgentPaths {
   std::filesystem::path storeDir;      // holds runtime.sqlite
   std::filesystem::path workspaceDir;  // the real workspace directory
   std::filesystem::path effectsPath;   // empty = <storeDir>/effects.jsonl
+  std::string synchronous = "FULL";    // the store's PRAGMA synchronous (NORMAL: power-loss study)
 };
 std::filesystem::path effectsPathOf(const AgentPaths& paths);
 

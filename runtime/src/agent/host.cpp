@@ -29,7 +29,9 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
                        CancellationToken& cancel) {
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
   fs::create_directories(paths.storeDir);
-  auto store = RuntimeStore::open(paths.storeDir);
+  StoreOptions options;
+  options.synchronous = paths.synchronous;
+  auto store = RuntimeStore::open(paths.storeDir, options);
   EffectsLog effects(effectsPathOf(paths));
   ToolRuntime tools(workspace, policyOf(scenario), effects);
   AgentRunner runner(*store, scenario, tools, cancel);

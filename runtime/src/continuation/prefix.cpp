@@ -1,5 +1,6 @@
 // prefix.cpp — immutable prefixes, segments and the boundary cursor (spec e.7).
 #include <set>
+#include <type_traits>
 
 #include "continuation/internal.h"
 #include "crashsim/codes.h"
@@ -36,14 +37,19 @@ Json ImmutablePrefix::segmentJson() const {
               {"prefixDigest", prefixDigest}};
 }
 
-ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
-                                     std::span<const StoredEvent> rows,
-                                     std::optional<int64_t> upToEventSeq) {
+namespace {
+
+// Shared body of buildImmutablePrefix and readPrefix. A prefix read from the store owns its
+// rows, so their events are moved into the prefix instead of deep-copied (a RuntimeEvent is
+// over 1.6 KB plus its JSON tree); the public overload copies from the caller's rows.
+template <class Row>
+ImmutablePrefix buildPrefix(const PrefixIdentity& identity, std::span<Row> rows,
+                            std::optional<int64_t> upToEventSeq) {
   ImmutablePrefix p;
   p.identity = identity;
   p.events.reserve(rows.size());
   int64_t expected = 1;
-  for (const StoredEvent& row : rows) {
+  for (Row& row : rows) {
     if (upToEventSeq && row.eventSeq > *upToEventSeq) break;
     if (row.eventSeq != expected) {
       throw Error(code::event_seq_gap, "event_seq gap in " + identity.invocationId + ": expected " +
@@ -59,7 +65,11 @@ ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
       throw Error(code::runtime_identity_mismatch,
                   "RuntimeEvent " + e.id + " does not carry the prefix identity");
     }
-    p.events.push_back(e);
+    if constexpr (std::is_const_v<Row>) {
+      p.events.push_back(e);
+    } else {
+      p.events.push_back(std::move(row.event));
+    }
     ++expected;
   }
   p.lastEventSeq = static_cast<int64_t>(p.events.size());
@@ -67,6 +77,14 @@ ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
   p.lastEventId = p.events.empty() ? std::string() : p.events.back().id;
   p.prefixDigest = crashsim::prefixDigest(identity, p.events);
   return p;
+}
+
+}  // namespace
+
+ImmutablePrefix buildImmutablePrefix(const PrefixIdentity& identity,
+                                     std::span<const StoredEvent> rows,
+                                     std::optional<int64_t> upToEventSeq) {
+  return buildPrefix(identity, rows, upToEventSeq);
 }
 
 ImmutablePrefix readImmutablePrefix(RuntimeStore& store, const PrefixIdentity& identity,
@@ -127,7 +145,7 @@ namespace continuation_detail {
 ImmutablePrefix readPrefix(store_detail::Connection& c, const PrefixIdentity& identity,
                            std::optional<int64_t> upToEventSeq) {
   std::vector<StoredEvent> rows = store_detail::readInvocationEvents(c, identity.invocationId);
-  return buildImmutablePrefix(identity, rows, upToEventSeq);
+  return buildPrefix(identity, std::span<StoredEvent>(rows), upToEventSeq);
 }
 
 PrefixIdentity identityOf(const RunHeader& h) {

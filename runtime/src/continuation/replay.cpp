@@ -270,6 +270,16 @@ CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
   out.providerProjectionVersion = version;
   out.boundary = buildBoundaryCursor(segments);
   continuation_detail::ReplayDigester digester(version);
+  // Size the concatenation once: growing a vector of ~1.7 KB events re-allocates (and, past
+  // the mmap threshold, re-maps) the whole context several times on long lineages.
+  size_t contextSize = 0, itemCount = 0;
+  for (const SegmentReplay& sr : projections) {
+    contextSize += sr.replayEventIndexes.size();
+    itemCount += sr.items.size();
+  }
+  out.runtimeContext.reserve(contextSize);
+  out.providerItems = Json::array();
+  out.providerItems.get_ref<Json::array_t&>().reserve(itemCount);
   for (size_t s = 0; s < segments.size(); ++s) {
     const SegmentReplay& sr = projections[s];
     if (!sr.replayable) {

@@ -46,6 +46,36 @@ void appendLp(std::string& out, std::string_view bytes) {
   out.append(bytes);
 }
 
+// Incremental SHA-256: digests a long byte stream (a whole prefix) without first
+// concatenating it into one growing buffer.
+class Sha256Stream {
+ public:
+  Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) {
+      throw Error(code::capability_unavailable, "OpenSSL SHA-256 failed");
+    }
+  }
+  void update(std::string_view bytes) {
+    if (!bytes.empty() && EVP_DigestUpdate(ctx_.get(), bytes.data(), bytes.size()) != 1) {
+      throw Error(code::capability_unavailable, "OpenSSL SHA-256 failed");
+    }
+  }
+  std::string digest() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx_.get(), md, &len) != 1 || len != 32) {
+      throw Error(code::capability_unavailable, "OpenSSL SHA-256 failed");
+    }
+    return "sha256:" + toHex(md, len);
+  }
+
+ private:
+  struct Free {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  std::unique_ptr<EVP_MD_CTX, Free> ctx_;
+};
+
 // ICU root collation (JavaScript localeCompare stand-in, a.7). One collator per thread:
 // ICU collators are not documented as safe for concurrent use.
 const icu::Collator& rootCollator() {
@@ -155,11 +185,16 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
                    {"invocationId", identity.invocationId},
                    {"runId", identity.runId},
                    {"turnId", identity.turnId}};
+  // The digested bytes are streamed: `bytes` holds only the current LP/u64be record, so a
+  // prefix of any length is hashed with one reused buffer (the hash input is unchanged).
+  Sha256Stream sha;
   std::string bytes;
   appendLp(bytes, "maka.runtime-prefix.v1");
   appendLp(bytes, stableJson(id));
+  sha.update(bytes);
   uint64_t seq = 0;
   for (const RuntimeEvent& ev : events) {
+    bytes.clear();
     ++seq;
     if (ev.partial) {
       throw Error(code::partial_in_prefix, "partial event " + ev.id + " cannot enter a prefix");
@@ -188,8 +223,9 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
     } else {
       appendLp(bytes, stableJson(ev.json));
     }
+    sha.update(bytes);
   }
-  return sha256Digest(bytes);
+  return sha.digest();
 }
 
 std::string manifestDigest(const Json& segments) {

@@ -1,12 +1,16 @@
-// crashsim/harness/case_id.h — case names: "scenario/P4#2/kill" and "scenario/P4#1/kill+R:P10#1".
+// crashsim/harness/case_id.h — case names: "scenario/P4#2/kill", "scenario/P4#1/kill+R:P10#1"
+// and "scenario/P6#1/powerloss@17".
 //
-// A case is (scenario, failpoint, hit, fault mode[, recovery failpoint, recovery hit]). The
+// A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
+// A powerloss case always names the seed of its crash state (crashsim/powerloss.h): the same
+// seed reproduces the same state; a kill case has none. The
 // primary failpoint kills the agent run; the optional recovery failpoint kills the first
 // recovery process (a double fault), after which recovery runs again. Case ids sort
 // deterministically by (scenario, failpoint number, hit, mode, recovery failpoint, hit).
 #pragma once
 
 #include <compare>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +22,7 @@ struct CaseId {
   int failpoint = 0;  // 0..11 (P0..P11)
   int hit = 1;        // 1-based
   std::string mode = "kill";
+  std::optional<uint64_t> seed;  // powerloss: the crash-state seed (required); kill: none
   std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
 

@@ -39,7 +39,11 @@ struct RunOptions {
   bool keepFailures = false;
   bool verbose = false;
   std::string mode = "kill";
-  std::string reproduceExtra;  // appended to reproduce lines (e.g. " --scenarios DIR")
+  std::string synchronous = "FULL";  // powerloss: the child's PRAGMA synchronous (FULL | NORMAL)
+  std::string reproduceExtra;        // appended to reproduce lines (e.g. " --scenarios DIR")
+  // Primary cases keep their crashed store + workspace (crashStateDir) so that their
+  // double-fault cases start from that exact state instead of killing a new agent run.
+  bool keepCrashStates = false;
 };
 
 struct CaseOutcome {
@@ -55,6 +59,9 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts);
 
 // Runs and verifies one case. Never throws for a contract violation: failures are checks.
 CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& opts);
+
+// Where a primary case keeps its crash state when opts.keepCrashStates is set.
+std::filesystem::path crashStateDir(const RunOptions& opts, const CaseId& primary);
 
 // Snapshot of a workspace directory (regular files; the identity marker is excluded).
 WorkspaceSnapshot snapshotWorkspace(const std::filesystem::path& dir);

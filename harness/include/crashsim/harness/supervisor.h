@@ -40,7 +40,9 @@ struct ChildResult {
 };
 
 // Spawns armed at (failpoint, hit) (CRASHSIM_ARM), waits for the control record (or EOF /
-// timeout), then SIGKILLs and reaps. The control record is returned verbatim.
+// timeout), then SIGKILLs and reaps. The control record is returned verbatim. A power-loss
+// child's record carries "powerloss":true: it then materialises its crash state and raises
+// SIGKILL itself, so the supervisor waits for it to die (until the timeout) before reaping.
 ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit);
 
 // Spawns unarmed and waits for it to exit (SIGKILL + failure after the timeout).

@@ -1,8 +1,9 @@
 // crashsim/harness/sweep.h — case planning and the parallel sweep.
 //
 // Planning: one reference run per selected scenario; every (failpoint, hit) the reference
-// reached becomes a case (exhaustive), sorted by CaseId. --shard I/N keeps primary cases whose
-// position in that order is ≡ I (mod N); a primary case's double faults (derived from the hit
+// reached becomes a case (exhaustive) — under --mode powerloss, `states` cases with the seeds
+// powerlossSeeds() gives (powerloss_checks.h) — sorted by CaseId. --shard I/N keeps primary cases
+// whose position in that order is ≡ I (mod N); a primary case's double faults (derived from the hit
 // counts of its own unarmed recovery run: P8, P9, P10, P11 — the recovery-side failpoints)
 // always run in the same shard, so shards are disjoint and their union is the full sweep.
 //
@@ -26,7 +27,9 @@ struct SweepOptions {
   std::vector<std::string> scenarios;   // empty = all
   std::vector<std::string> failpoints;  // empty = all ("P4")
   std::string mode = "kill";
-  int jobs = 0;  // 0 = hardware concurrency
+  int states = 2;                    // powerloss: seeded crash states per (scenario, fp, hit)
+  std::string synchronous = "FULL";  // powerloss: the agent's PRAGMA synchronous (FULL|NORMAL)
+  int jobs = 0;                      // 0 = hardware concurrency
   int shardIndex = 0, shardTotal = 1;
   uint64_t seed = 0;
   bool doubleFaults = false;

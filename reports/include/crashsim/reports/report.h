@@ -32,6 +32,12 @@ std::string_view crashsimVersion();
 // Verdict checks, in report order (DESIGN.md "The harness").
 inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3", "V4", "V5",
                                                                 "V6", "V7", "V8", "V9"};
+// Optional checks, reported after V1–V9 only by the cases that evaluate them: the power-loss
+// durability checks (--mode powerloss; harness/include/crashsim/harness/powerloss_checks.h).
+//   D1 every commit acknowledged before the crash is present after reopen
+//   D2 fail-closed: no `completed` without a durable response, no tool run twice, a damaged
+//      store refused with a stable code
+inline constexpr std::array<std::string_view, 2> kOptionalCheckNames = {"D1", "D2"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
@@ -50,7 +56,7 @@ struct CaseRecord {
   std::optional<std::string> recoveryFailpoint;  // double fault: the recovery kill point
   std::optional<int> recoveryHit;
   std::string verdict;                  // "pass" | "fail"
-  std::map<std::string, Check> checks;  // V1..V9, every one present
+  std::map<std::string, Check> checks;  // V1..V9, every one present; D1, D2 when evaluated
   std::string reproduce;                // one shell line that reproduces the case
   double durationMs = 0;                // timing (excluded from determinism)
   bool operator==(const CaseRecord&) const = default;

@@ -1,0 +1,73 @@
+// crashsim/harness/powerloss_checks.h — the power-loss case (--mode powerloss): arming the child
+// and the durability checks D1 and D2 (issue 9, DESIGN.md "Fault modes").
+//
+// A powerloss case `scenario/P6#1/powerloss@17` runs the agent with the power-loss VFS
+// (crashsim/powerloss.h) as SQLite's default VFS. At the armed failpoint the child writes its
+// control line, copies the store's database and WAL as the page cache holds them (every commit
+// the runtime was acknowledged: the state a process kill would leave) into <case>/acked with
+// plain I/O, materialises the crash state chosen by seed 17 on disk (<case>/powerloss.json
+// describes it) and SIGKILLs itself. Then the same V1–V9 checks run on the crashed store, plus:
+//
+//   D1 durability: every row of every table of the acknowledged copy (run headers, events —
+//      T1, T2, terminal, bundle —, projections, continuation claims) is present, unchanged, in
+//      the store reopened after the power cut, and nothing appears that was never acknowledged.
+//      With synchronous=FULL this must hold; with NORMAL the check lists the lost facts, and,
+//      once recovery ran, what recovery decided for the tool calls they belonged to.
+//   D2 fail-closed: on the crashed ledger and after recovery, the resolver reports `completed`
+//      only for an operation whose function_response is in the ledger; recovery runs no tool
+//      twice (effects log, which lives outside the model); a store that no longer opens or
+//      fails PRAGMA integrity_check makes `crashsim-agent recover` fail with a stable code
+//      (store_*, schema_*, *corruption*) and run no tool, instead of repairing by guessing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/reports/report.h"
+
+namespace crashsim::harness {
+
+using CheckMap = std::map<std::string, reports::Check>;
+
+// Seeds of the `states` crash states of one (scenario, failpoint, hit): deterministic in the
+// triple and the sweep seed, consecutive (so kindForSeed visits consecutive crash kinds).
+std::vector<uint64_t> powerlossSeeds(const CaseId& primary, uint64_t sweepSeed, int states);
+
+// Adds the power-loss environment for the armed agent run of `id` (which has a seed) in caseDir.
+// synchronous: "FULL" | "NORMAL" (the store's PRAGMA synchronous in the child).
+void armPowerloss(SpawnSpec& run, const CaseId& id, const std::filesystem::path& caseDir,
+                  const std::string& synchronous);
+
+// V1 addendum: "" when <caseDir>/powerloss.json describes a materialised crash state of the
+// case's seed, otherwise why not.
+std::string powerlossCrashProblem(const CaseId& id, const std::filesystem::path& caseDir);
+
+// What the crash-time checks learnt, for the after-recovery part.
+struct PowerlossFindings {
+  bool evaluated = false;
+  std::vector<std::string> lostFacts;         // acknowledged rows missing after the power cut
+  std::set<std::string> lostCallIds;          // tool calls those facts belonged to
+  bool damaged = false;                       // the store no longer opens / integrity_check fails
+  std::string damage;                         // why
+  std::map<std::string, int> effectsAtCrash;  // effects log right after the crash
+};
+
+// D1 and the crash-time half of D2, on the crashed store (before recovery). Sets checks
+// "D1" and "D2" (D2 may be failed again by checkPowerlossRecovery).
+PowerlossFindings checkPowerlossCrash(const std::filesystem::path& caseDir,
+                                      const std::filesystem::path& store,
+                                      const std::string& synchronous, CheckMap& checks);
+
+// The after-recovery half of D2 (and the NORMAL narrative of D1). `recover` is the result of
+// the unarmed `crashsim-agent recover` run whose stdout is recoverStdout.
+void checkPowerlossRecovery(const PowerlossFindings& findings, const std::filesystem::path& store,
+                            const ChildResult& recover, const std::filesystem::path& recoverStdout,
+                            CheckMap& checks);
+
+}  // namespace crashsim::harness
