@@ -2,6 +2,7 @@
 // V1–V9, reports that validate, and a planted fault that D2 must catch.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -152,5 +153,71 @@ TEST(PowerlossSweep, NormalSyncReportsTheLostAcknowledgedCommitsAndWhatRecoveryD
     EXPECT_NE(c["reproduce"].get<std::string>().find("--synchronous NORMAL"), std::string::npos);
   }
   EXPECT_EQ(kinds.size(), 4u);  // --states 4 visits every crash kind
+  fs::remove_all(d);
+}
+
+TEST(PowerlossSweep, NormalSyncNeverRunsAToolTwiceBecauseT1IsAlwaysDurable) {
+  // T1 is the dispatch fence: even on a NORMAL connection it is committed with synced WAL
+  // frames, so no crash state can hold a tool's side effect without its dispatch (D2).
+  auto d = freshDir("crashsim-powerloss-normal-d2");
+  int rc = -1;
+  json rep = sweep(crashsimBinary(),
+                   "--mode powerloss --synchronous normal --scenario write-config-port "
+                   "--failpoint P3 --failpoint P4 --failpoint P5 --states 4",
+                   d / "out", &rc);
+  ASSERT_FALSE(rep["cases"].empty());
+  for (const auto& c : rep["cases"])
+    EXPECT_EQ(c["checks"]["D2"], "pass") << c["id"] << ": " << c["reasons"]["D2"];
+  fs::remove_all(d);
+}
+
+TEST(PowerlossChecks, DamagedStoreMustBeRefusedWithAStableCodeAndRunNothing) {
+  auto d = freshDir("crashsim-powerloss-damaged");
+  const fs::path store = d / "store", ws = d / "ws";
+  fs::create_directories(store);
+  fs::create_directories(ws);
+  {
+    std::ofstream db(store / "runtime.sqlite", std::ios::binary);
+    db << std::string("SQLite format 3\0", 16) << std::string(8000, '\x5a');
+  }
+  fs::create_directories(d / "acked");
+  fs::copy_file(store / "runtime.sqlite", d / "acked" / "runtime.sqlite");
+  harness::CheckMap checks;
+  auto findings = harness::checkPowerlossCrash(d, store, "FULL", checks);
+  EXPECT_TRUE(findings.damaged);
+  EXPECT_EQ(checks["D1"].status, "fail");  // the acknowledged store does not reopen
+  EXPECT_NE(checks["D1"].reason.find("no longer opens"), std::string::npos) << checks["D1"].reason;
+  EXPECT_EQ(checks["D2"].status, "pass");
+
+  // The real agent refuses the damaged store with a stable code: D2 stays pass.
+  harness::SpawnSpec recover;
+  recover.exe = agentBinary();
+  recover.args = {
+      "recover",
+      "--store",
+      store.string(),
+      "--workspace",
+      ws.string(),
+      "--scenario",
+      (fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json").string()};
+  recover.stdoutFile = d / "recover.stdout";
+  auto r = harness::runToEnd(recover);
+  EXPECT_TRUE(r.exited && r.exitCode == 2) << r.describe();
+  harness::checkPowerlossRecovery(findings, store, r, recover.stdoutFile, checks);
+  EXPECT_EQ(checks["D2"].status, "pass") << checks["D2"].reason;
+
+  // A recovery that "repairs" (exits 0), or fails without a stable code, fails D2.
+  harness::ChildResult ok;
+  ok.exited = true;
+  ok.exitCode = 0;
+  harness::CheckMap a = checks;
+  harness::checkPowerlossRecovery(findings, store, ok, recover.stdoutFile, a);
+  EXPECT_EQ(a["D2"].status, "fail");
+  EXPECT_NE(a["D2"].reason.find("exited 0 on a damaged store"), std::string::npos);
+  { std::ofstream(d / "vague.stdout") << "{\"error\":{\"code\":\"oops\"}}\n"; }
+  harness::CheckMap b = checks;
+  harness::checkPowerlossRecovery(findings, store, r, d / "vague.stdout", b);
+  EXPECT_EQ(b["D2"].status, "fail");
+  EXPECT_NE(b["D2"].reason.find("without a stable code"), std::string::npos) << b["D2"].reason;
   fs::remove_all(d);
 }

@@ -159,6 +159,36 @@ WriteResult RuntimeStore::commitTerminalEvent(const RuntimeEvent& event) {
 // ---------------------------------------------------------------------------------------
 // T1 (f.4)
 
+namespace {
+// T1 is the dispatch fence: the implementation runs only after T1 is durable, so a power cut
+// can never lose the dispatch of a tool that already ran (which recovery would then run
+// again). On a connection opened with a weaker synchronous setting (NORMAL, for the power-loss
+// study) T1 alone is committed with synchronous=FULL: WAL frames synced before COMMIT returns.
+class DurableCommitScope {
+ public:
+  explicit DurableCommitScope(Connection& c) : c_(c) {
+    auto st = c_.prepare("PRAGMA synchronous");
+    if (st.step() && st.int64(0) < 2) {
+      previous_ = st.int64(0);
+      c_.execScript("PRAGMA synchronous = FULL");
+    }
+  }
+  ~DurableCommitScope() {
+    if (previous_ < 0) return;
+    try {
+      c_.execScript("PRAGMA synchronous = " + std::to_string(previous_));
+    } catch (...) {  // the connection stays FULL: stronger, never weaker
+    }
+  }
+  DurableCommitScope(const DurableCommitScope&) = delete;
+  DurableCommitScope& operator=(const DurableCommitScope&) = delete;
+
+ private:
+  Connection& c_;
+  int64_t previous_ = -1;
+};
+}  // namespace
+
 WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
   std::lock_guard lk(store_detail::mutexOf(*this));
   Connection& c = store_detail::connectionOf(*this);
@@ -190,6 +220,7 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
     throw Error(code::t1_invalid, "T1 call and dispatch must share one execution identity");
   }
 
+  DurableCommitScope fence(c);
   ImmediateTx tx(c);
   auto cands = store_detail::checkCandidates(tx, Writer::t1, {&call, &dispatch});
   if (auto op = loadOperation(c, in.operationId)) {
