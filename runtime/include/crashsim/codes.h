@@ -37,7 +37,8 @@ inline constexpr std::string_view event_order_conflict = "event_order_conflict";
 inline constexpr std::string_view reconcile_matches_prior_state = "reconcile_matches_prior_state";
 inline constexpr std::string_view reconcile_diverged = "reconcile_diverged";
 inline constexpr std::string_view reconcile_unreadable = "reconcile_unreadable";
-inline constexpr std::string_view reconcile_matches_expected_state = "reconcile_matches_expected_state";
+inline constexpr std::string_view reconcile_matches_expected_state =
+    "reconcile_matches_expected_state";
 inline constexpr std::string_view matches_expected_state = "matches_expected_state";
 inline constexpr std::string_view matches_prior_state = "matches_prior_state";
 inline constexpr std::string_view diverged = "diverged";
@@ -91,24 +92,30 @@ inline constexpr std::string_view workspace_cwd_mismatch = "workspace_cwd_mismat
 inline constexpr std::string_view runtime_ledger_empty = "runtime_ledger_empty";
 inline constexpr std::string_view runtime_identity_mismatch = "runtime_identity_mismatch";
 inline constexpr std::string_view continuation_identity_reused = "continuation_identity_reused";
-inline constexpr std::string_view provider_resume_head_unsupported = "provider_resume_head_unsupported";
-inline constexpr std::string_view provider_resume_boundary_unsupported = "provider_resume_boundary_unsupported";
+inline constexpr std::string_view provider_resume_head_unsupported =
+    "provider_resume_head_unsupported";
+inline constexpr std::string_view provider_resume_boundary_unsupported =
+    "provider_resume_boundary_unsupported";
 inline constexpr std::string_view provider_replay_non_suffix_gap = "provider_replay_non_suffix_gap";
 inline constexpr std::string_view provider_replay_unsupported = "provider_replay_unsupported";
 inline constexpr std::string_view runtime_lineage_cycle = "runtime_lineage_cycle";
 inline constexpr std::string_view runtime_lineage_depth_exceeded = "runtime_lineage_depth_exceeded";
 inline constexpr std::string_view runtime_lineage_missing = "runtime_lineage_missing";
 inline constexpr std::string_view runtime_lineage_start_mismatch = "runtime_lineage_start_mismatch";
-inline constexpr std::string_view runtime_lineage_replay_mismatch = "runtime_lineage_replay_mismatch";
+inline constexpr std::string_view runtime_lineage_replay_mismatch =
+    "runtime_lineage_replay_mismatch";
 inline constexpr std::string_view runtime_lineage_claim_mismatch = "runtime_lineage_claim_mismatch";
 inline constexpr std::string_view source_prefix_digest_mismatch = "source_prefix_digest_mismatch";
 inline constexpr std::string_view workspace_ref_missing = "workspace_ref_missing";
 inline constexpr std::string_view checkpoint_restore_failed = "checkpoint_restore_failed";
 inline constexpr std::string_view source_run_unreadable = "source_run_unreadable";
 inline constexpr std::string_view continuation_already_exists = "continuation_already_exists";
-inline constexpr std::string_view continuation_authority_unavailable = "continuation_authority_unavailable";
-inline constexpr std::string_view continuation_claim_repair_required = "continuation_claim_repair_required";
-inline constexpr std::string_view continuation_started_indeterminate = "continuation_started_indeterminate";
+inline constexpr std::string_view continuation_authority_unavailable =
+    "continuation_authority_unavailable";
+inline constexpr std::string_view continuation_claim_repair_required =
+    "continuation_claim_repair_required";
+inline constexpr std::string_view continuation_started_indeterminate =
+    "continuation_started_indeterminate";
 inline constexpr std::string_view workspace_identity_missing = "workspace_identity_missing";
 inline constexpr std::string_view safety_observation_unavailable = "safety_observation_unavailable";
 inline constexpr std::string_view resume_feature_disabled = "resume_feature_disabled";
@@ -144,7 +151,8 @@ inline constexpr std::string_view dispatch_identity_conflict = "dispatch_identit
 inline constexpr std::string_view recovery_mode_unsupported = "recovery_mode_unsupported";
 inline constexpr std::string_view reconcile_fact_invalid = "reconcile_fact_invalid";
 inline constexpr std::string_view decision_fact_invalid = "decision_fact_invalid";
-inline constexpr std::string_view recovery_fact_identity_conflict = "recovery_fact_identity_conflict";
+inline constexpr std::string_view recovery_fact_identity_conflict =
+    "recovery_fact_identity_conflict";
 inline constexpr std::string_view operation_identity_conflict = "operation_identity_conflict";
 inline constexpr std::string_view outcome_required = "outcome_required";
 inline constexpr std::string_view outcome_identity_conflict = "outcome_identity_conflict";
@@ -164,12 +172,16 @@ inline constexpr std::string_view run_sealed = "run_sealed";
 inline constexpr std::string_view tool_ledger_corruption_error = "tool_ledger_corruption_error";
 inline constexpr std::string_view tool_ledger_rejection = "tool_ledger_rejection";
 inline constexpr std::string_view runtime_identity_conflict = "runtime_identity_conflict";
-inline constexpr std::string_view tool_operation_identity_conflict = "tool_operation_identity_conflict";
-inline constexpr std::string_view tool_operation_outcome_conflict = "tool_operation_outcome_conflict";
+inline constexpr std::string_view tool_operation_identity_conflict =
+    "tool_operation_identity_conflict";
+inline constexpr std::string_view tool_operation_outcome_conflict =
+    "tool_operation_outcome_conflict";
 inline constexpr std::string_view unknown_tool_operation = "unknown_tool_operation";
 inline constexpr std::string_view compare_and_set_failed = "compare_and_set_failed";
-inline constexpr std::string_view recovery_bundle_requires_dispatch = "recovery_bundle_requires_dispatch";
-inline constexpr std::string_view recovery_bundle_already_settled = "recovery_bundle_already_settled";
+inline constexpr std::string_view recovery_bundle_requires_dispatch =
+    "recovery_bundle_requires_dispatch";
+inline constexpr std::string_view recovery_bundle_already_settled =
+    "recovery_bundle_already_settled";
 inline constexpr std::string_view t1_invalid = "t1_invalid";
 inline constexpr std::string_view t2_invalid = "t2_invalid";
 inline constexpr std::string_view continuation_source_sealed = "continuation_source_sealed";
@@ -180,6 +192,8 @@ inline constexpr std::string_view schema_newer_than_supported = "schema_newer_th
 inline constexpr std::string_view schema_version_mismatch = "schema_version_mismatch";
 inline constexpr std::string_view capability_unavailable = "capability_unavailable";
 inline constexpr std::string_view store_open_failed = "store_open_failed";
+// crashsim host: another run/recover process already owns this store (host.lock held).
+inline constexpr std::string_view host_already_active = "host_already_active";
 inline constexpr std::string_view store_corrupt = "store_corrupt";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";
@@ -194,12 +208,14 @@ inline constexpr std::string_view workspace_io_failed = "workspace_io_failed";
 
 // Repair (spec g)
 inline constexpr std::string_view app_restarted = "app_restarted";
-inline constexpr std::string_view model_stream_completed_without_runtime_terminal = "model_stream_completed_without_runtime_terminal";
+inline constexpr std::string_view model_stream_completed_without_runtime_terminal =
+    "model_stream_completed_without_runtime_terminal";
 inline constexpr std::string_view stale_user_wait = "stale_user_wait";
 inline constexpr std::string_view tool_interrupted = "tool_interrupted";
 inline constexpr std::string_view run_interrupted = "run_interrupted";
 inline constexpr std::string_view non_terminal_run_recovered = "non_terminal_run_recovered";
-inline constexpr std::string_view continuation_abandoned_before_provider_dispatch = "continuation_abandoned_before_provider_dispatch";
+inline constexpr std::string_view continuation_abandoned_before_provider_dispatch =
+    "continuation_abandoned_before_provider_dispatch";
 
 // Codec (spec a, a.6)
 inline constexpr std::string_view invalid_json = "invalid_json";
@@ -231,7 +247,6 @@ inline constexpr std::string_view reattach = "reattach";
 inline constexpr std::string_view outcome_unknown = "outcome_unknown";
 inline constexpr std::string_view never_auto_retry = "never_auto_retry";
 
-
 // Agent runtime: scenarios, tool preflight refusals and tool failures (this runtime's own codes)
 inline constexpr std::string_view scenario_invalid = "scenario_invalid";
 inline constexpr std::string_view invalid_workspace_path = "invalid_workspace_path";
@@ -249,9 +264,11 @@ inline constexpr std::string_view agent_usage = "agent_usage";
 inline constexpr std::string_view continuation_claim_invalid = "continuation_claim_invalid";
 inline constexpr std::string_view continuation_boundary_missing = "continuation_boundary_missing";
 inline constexpr std::string_view continuation_boundary_changed = "continuation_boundary_changed";
-inline constexpr std::string_view continuation_boundary_not_terminal = "continuation_boundary_not_terminal";
+inline constexpr std::string_view continuation_boundary_not_terminal =
+    "continuation_boundary_not_terminal";
 inline constexpr std::string_view continuation_target_not_empty = "continuation_target_not_empty";
-inline constexpr std::string_view continuation_claim_row_mismatch = "continuation_claim_row_mismatch";
+inline constexpr std::string_view continuation_claim_row_mismatch =
+    "continuation_claim_row_mismatch";
 inline constexpr std::string_view continuation_start_invalid = "continuation_start_invalid";
 inline constexpr std::string_view continuation_start_conflict = "continuation_start_conflict";
 inline constexpr std::string_view continuation_in_progress = "continuation_in_progress";
@@ -265,10 +282,13 @@ inline constexpr std::string_view powerloss_io_failed = "powerloss_io_failed";
 // File recovery (spec i): evidence validation failures and unreadable-observation details
 // (reported by the reconciler; the durable park reason is reconcile_unreadable)
 inline constexpr std::string_view file_evidence_missing = "file_evidence_missing";
-inline constexpr std::string_view file_evidence_identity_conflict = "file_evidence_identity_conflict";
-inline constexpr std::string_view file_evidence_workspace_mismatch = "file_evidence_workspace_mismatch";
+inline constexpr std::string_view file_evidence_identity_conflict =
+    "file_evidence_identity_conflict";
+inline constexpr std::string_view file_evidence_workspace_mismatch =
+    "file_evidence_workspace_mismatch";
 inline constexpr std::string_view file_evidence_target_invalid = "file_evidence_target_invalid";
-inline constexpr std::string_view file_evidence_transform_mismatch = "file_evidence_transform_mismatch";
+inline constexpr std::string_view file_evidence_transform_mismatch =
+    "file_evidence_transform_mismatch";
 inline constexpr std::string_view file_evidence_args_mismatch = "file_evidence_args_mismatch";
 inline constexpr std::string_view file_evidence_expected_absent = "file_evidence_expected_absent";
 inline constexpr std::string_view file_evidence_states_equal = "file_evidence_states_equal";

@@ -1,9 +1,17 @@
 // Host entry points of the agent: fresh run and start-up recovery + continuation.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "agent/host_internal.h"
 #include "crashsim/agent.h"
+#include "crashsim/codes.h"
 #include "crashsim/continuation.h"
+#include "crashsim/error.h"
 #include "crashsim/plant.h"
 #include "recovery/file_reconcile.h"
 
@@ -15,6 +23,34 @@ fs::path effectsPathOf(const AgentPaths& paths) {
 }
 
 namespace {
+
+// One host per store (spec k.10, single-process ownership): `run` and `recover` hold an
+// exclusive flock on <store>/host.lock for their lifetime; the kernel drops it when the
+// process dies, SIGKILL included. Holding it is what makes start-up repair of a crashed
+// runtime_admission continuation target safe: no other process can still be inside a provider
+// step or a tool call of that run.
+class HostLock {
+ public:
+  explicit HostLock(const fs::path& storeDir) {
+    fs::create_directories(storeDir);
+    const fs::path file = storeDir / "host.lock";
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0)
+      throw Error(code::store_open_failed,
+                  "cannot open " + file.string() + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw Error(code::host_already_active,
+                  "another crashsim-agent process owns the store " + storeDir.string());
+    }
+  }
+  ~HostLock() { ::close(fd_); }
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 ToolPolicy policyOf(const Scenario& scenario) {
   ToolPolicy policy;
@@ -28,7 +64,7 @@ ToolPolicy policyOf(const Scenario& scenario) {
 RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
                        CancellationToken& cancel) {
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
-  fs::create_directories(paths.storeDir);
+  HostLock lock(paths.storeDir);
   StoreOptions options;
   options.synchronous = paths.synchronous;
   auto store = RuntimeStore::open(paths.storeDir, options);
@@ -52,6 +88,7 @@ RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
                               CancellationToken& cancel) {
   RecoverReport report;
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
+  HostLock lock(paths.storeDir);
   auto store = RuntimeStore::open(paths.storeDir);
   // 1. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();

@@ -384,6 +384,62 @@ void killAt(const Sandbox& box, const fs::path& file, const std::string& arm) {
 
 }  // namespace
 
+TEST(AgentHost, SecondHostOnALiveStoreIsRefusedAndTheLockDiesWithItsOwner) {
+  // One host per store: while a run is blocked at P2 (alive, inside its tool call), a
+  // `recover` on the same store must refuse with host_already_active and touch nothing; once
+  // the owner is SIGKILLed, the kernel releases the lock and recovery proceeds.
+  Sandbox box;
+  const fs::path file = kScenarioDir / "bash-touch-marker.json";
+  seed(box, file);
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  const pid_t owner = ::fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    ::close(pipefd[0]);
+    ::setenv("CRASHSIM_ARM", "P2:1", 1);
+    ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
+    std::vector<std::string> args = runArgs(box, file);
+    std::string exe = kAgent.string();
+    std::vector<char*> argv{exe.data()};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  std::string line;
+  char buf[256];
+  pollfd p{pipefd[0], POLLIN, 0};
+  while (line.find('\n') == std::string::npos && ::poll(&p, 1, 30000) > 0) {
+    const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(line.find("\"P2\""), std::string::npos) << line;
+  auto store = RuntimeStore::open(box.store());
+  const std::string before = store->ledgerHash();
+  store.reset();
+  std::vector<std::string> recover = runArgs(box, file);
+  recover[0] = "recover";
+  auto second = runAgent(recover, {}, false, box.base / "second.log");
+  EXPECT_TRUE(second.exited);
+  EXPECT_EQ(second.exitCode, 2);
+  std::ifstream log(box.base / "second.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find("host_already_active"), std::string::npos) << text.str();
+  EXPECT_EQ(RuntimeStore::open(box.store())->ledgerHash(), before);
+  ::kill(owner, SIGKILL);
+  int status = 0;
+  ::waitpid(owner, &status, 0);
+  ::close(pipefd[0]);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  auto third = runAgent(recover, {}, false, box.base / "third.log");
+  EXPECT_TRUE(third.exited);
+  EXPECT_EQ(third.exitCode, 0);
+}
+
 TEST(AgentRecover, UndispatchedCallIsReissuedByTheContinuationAndRunsOnce) {
   const fs::path file = kScenarioDir / "write-config-port.json";
   const Scenario scenario = loadScenario(file);
