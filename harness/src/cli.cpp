@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_runner.h"
+#include "crashsim/harness/durability.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/harness/sweep.h"
@@ -116,6 +119,55 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   return oc.record.verdict == "pass" ? 0 : 1;
 }
 
+int cmdDurability(DurabilityOptions opts, const std::string& out) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto doc = runDurability(opts);
+  fs::path dir = out.empty() ? fs::path(".") : fs::path(out);
+  writeDurability(doc, dir);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cerr << fmt::format(
+      "crashsim durability: wall {:.1f} s → {}/{{durability.json,durability.md,durability.html}}\n",
+      wall, dir.string());
+  return durabilityExitCode(doc);
+}
+
+// `crashsim report merge`: sweep shard/platform reports, or durability reports; never both.
+int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
+  std::vector<nlohmann::json> docs;
+  size_t durability = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw UsageError("cannot read " + f);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded()) throw UsageError(f + " is not JSON");
+    durability += isDurabilityJson(j) ? 1 : 0;
+    docs.push_back(std::move(j));
+  }
+  if (durability > 0 && durability < docs.size())
+    throw UsageError(
+        "cannot merge a sweep report (report.json) with a durability report (durability.json); "
+        "merge each kind separately");
+  if (durability > 0) {
+    nlohmann::json merged;
+    try {
+      merged = mergeDurability(docs);
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string("report merge: ") + e.what());
+    }
+    writeDurability(merged, out);
+    std::cerr << fmt::format("merged {} durability report(s): {} platform(s) → {}\n", docs.size(),
+                             merged["platforms"].size(), out);
+    return durabilityExitCode(merged);
+  }
+  std::vector<reports::Report> rs;
+  for (const auto& f : files) rs.push_back(reports::readReportFile(f));
+  auto merged = reports::mergeReports(rs);
+  reports::writeAll(merged, out);
+  std::cerr << fmt::format("merged {} report(s): {} cases, {} failed → {}\n", rs.size(),
+                           merged.summary.total, merged.summary.failed, out);
+  return merged.summary.failed == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int runCli(int argc, char** argv) {
@@ -127,6 +179,9 @@ int runCli(int argc, char** argv) {
     ::unsetenv(v);
   CLI::App app{"crashsim — crash-consistency harness for the durable agent runtime"};
   app.require_subcommand(1);
+  // Global options (--scenarios) are accepted after the subcommand too, as reproduce lines
+  // print them: `crashsim run CASE --keep DIR --scenarios DIR`.
+  app.fallthrough();
   std::string scenarioDirOpt;
   app.add_option("--scenarios", scenarioDirOpt,
                  "scenario directory (default $CRASHSIM_SCENARIOS or the built-in scenarios)");
@@ -198,8 +253,25 @@ int runCli(int argc, char** argv) {
   report->require_subcommand(1);
   auto* merge = report->add_subcommand("merge", "merge shard or platform reports into one");
   std::vector<std::string> files;
-  merge->add_option("FILE", files, "report.json files")->required();
+  merge->add_option("FILE", files, "report.json files, or durability.json files")->required();
   merge->add_option("--out", out, "output directory")->required();
+
+  auto* durability = app.add_subcommand(
+      "durability",
+      "platform durability report: fsync/commit-rate measurements, bounded kill and power-loss "
+      "sweeps (FULL and NORMAL) → durability.json, .md, .html");
+  DurabilityOptions dopts;
+  durability->add_option("--out", out, "output directory (default: current directory)");
+  durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores)")
+      ->check(CLI::PositiveNumber);
+  durability->add_option("--scenario", dopts.scenarios,
+                         "scenario id (repeatable; default write-config-port, bash-touch-marker)");
+  durability->add_option("--states", dopts.states, "power-loss crash states per case (default 2)")
+      ->check(CLI::Range(1, 100));
+  durability->add_option("--name", dopts.name,
+                         "platform column name (default <os>-<arch>-<file system>)");
+  durability->add_option("--store-dir", dopts.storeDir,
+                         "directory to measure (default: the power-loss work root)");
 
   auto* fps = app.add_subcommand("failpoints", "the failpoint catalogue");
   fps->add_flag("--json", json, "JSON output");
@@ -242,14 +314,10 @@ int runCli(int argc, char** argv) {
     if (*resolve) return ledgerResolve(readInput(file), highWater);
     if (*argsHash) return ledgerArgsHash(tool, readInput(file));
     if (*prefix) return ledgerPrefixDigest(readInput(file));
-    if (*merge) {
-      std::vector<reports::Report> rs;
-      for (const auto& f : files) rs.push_back(reports::readReportFile(f));
-      auto merged = reports::mergeReports(rs);
-      reports::writeAll(merged, out);
-      std::cerr << fmt::format("merged {} report(s): {} cases, {} failed → {}\n", rs.size(),
-                               merged.summary.total, merged.summary.failed, out);
-      return merged.summary.failed == 0 ? 0 : 1;
+    if (*merge) return cmdMerge(files, out);
+    if (*durability) {
+      dopts.scenarioDir = scenarioDir;
+      return cmdDurability(dopts, out);
     }
     if (*fps) {
       std::cout << (json ? failpoints::catalogueJson(2) : failpoints::catalogueText()) << "\n";

@@ -137,3 +137,15 @@ TEST(CrashsimRun, OneCaseVerboseKeepsTheStoreAndInspectShowsDecisions) {
   EXPECT_EQ(sh(cs() + " inspect " + (keep / "store").string()).exitCode, 0);
   fs::remove_all(d);
 }
+
+TEST(CrashsimRun, ReproduceLineWithAScenarioDirectoryRunsAsPrinted) {
+  // A sweep over a non-default scenario directory prints `crashsim run CASE --keep DIR
+  // --scenarios DIR`; that exact line must run the case.
+  auto d = freshDir("crashsim-cli-reproduce");
+  const std::string dir = (fs::path(CRASHSIM_SOURCE_DIR) / "scenarios").string();
+  auto r = sh(cs() + " run write-config-port/P6#1/kill --keep " + (d / "case").string() +
+              " --scenarios " + dir + " 2>&1");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_NE(r.out.find("verdict: pass"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
