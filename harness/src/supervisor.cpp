@@ -107,6 +107,24 @@ int remainingMs(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(left);
 }
 
+enum class WaitResult { exited, timed_out, no_pidfd };
+
+// Waits (without reaping) until the child has exited or the deadline passes, via a pidfd.
+WaitResult waitForExit(pid_t pid, Clock::time_point deadline) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return WaitResult::no_pidfd;
+  WaitResult result = WaitResult::exited;
+  for (;;) {
+    pollfd p{pidfd, POLLIN, 0};
+    const int n = ::poll(&p, 1, remainingMs(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) result = WaitResult::timed_out;
+    break;
+  }
+  ::close(pidfd);
+  return result;
+}
+
 }  // namespace
 
 std::string ChildResult::describe() const {
@@ -151,19 +169,8 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   if (r.controlLine.empty() && !buf.empty() && !r.timedOut) r.controlLine = buf;
   // A power-loss child ("powerloss":true) still materialises its crash state after the control
   // line and then raises SIGKILL itself: wait for that death (a hang past the deadline is one).
-  if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos) {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
-    if (pidfd >= 0) {
-      for (;;) {
-        pollfd p{pidfd, POLLIN, 0};
-        int n = ::poll(&p, 1, remainingMs(deadline));
-        if (n < 0 && errno == EINTR) continue;
-        if (n == 0) r.timedOut = true;
-        break;
-      }
-      ::close(pidfd);
-    }
-  }
+  if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos)
+    r.timedOut = waitForExit(s.pid, deadline) == WaitResult::timed_out;
   ::kill(s.pid, SIGKILL);
   ::close(s.controlRead);
   reap(s.pid, r);
@@ -180,17 +187,9 @@ ChildResult runToEnd(SpawnSpec spec) {
     return r;
   }
   r.spawned = true;
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, s.pid, 0));
   auto deadline = start + spec.timeout;
-  if (pidfd >= 0) {
-    for (;;) {
-      pollfd p{pidfd, POLLIN, 0};
-      int n = ::poll(&p, 1, remainingMs(deadline));
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0) r.timedOut = true;
-      break;
-    }
-    ::close(pidfd);
+  if (const WaitResult w = waitForExit(s.pid, deadline); w != WaitResult::no_pidfd) {
+    r.timedOut = w == WaitResult::timed_out;
   } else {
     // No pidfd: poll the wait status.
     for (;;) {
