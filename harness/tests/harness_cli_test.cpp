@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crashsim/codes.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/store.h"
 #include "test_util.h"
@@ -110,11 +111,11 @@ TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
     EXPECT_EQ(j["resolution"]["toolBoundaryProtocol"], "t1_after_preflight_v1");
     ASSERT_EQ(j["resolution"]["decisions"].size(), 1u);
     EXPECT_EQ(j["resolution"]["decisions"][0]["status"], "indeterminate");
-    EXPECT_EQ(j["resolution"]["decisions"][0]["reason"], "dispatch_without_response");
+    EXPECT_EQ(j["resolution"]["decisions"][0]["reason"], crashsim::code::dispatch_without_response);
     EXPECT_EQ(j["resolution"]["requiresReconciliation"], true);
     EXPECT_EQ(j["plan"]["disposition"], "blocked");
     EXPECT_EQ(j["plan"]["sourceRuntimeEventHighWater"], n);
-    EXPECT_EQ(j["plan"]["diagnostics"][0]["code"], "runtime_offset_mismatch");
+    EXPECT_EQ(j["plan"]["diagnostics"][0]["code"], crashsim::code::runtime_offset_mismatch);
     EXPECT_TRUE(j["plan"]["directive"].is_string());
   }
   fs::remove_all(d);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "crashsim/codes.h"
 #include "resolver_fixtures.h"
 
 namespace crashsim {
@@ -58,7 +59,7 @@ TEST(ResolverProtocolMarker, NoMarkerIsLegacy) {
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_FALSE(r.toolBoundaryProtocol.has_value());
   EXPECT_EQ(only(r).status, "indeterminate");
-  EXPECT_EQ(only(r).reason, "legacy_dispatch_unknown");
+  EXPECT_EQ(only(r).reason, code::legacy_dispatch_unknown);
 }
 
 TEST(ResolverProtocolMarker, UnknownMarkerValueOnEventZeroIsProtocolMarkerInvalid) {
@@ -75,7 +76,7 @@ TEST(ResolverProtocolMarker, UnknownMarkerValueOnEventZeroIsProtocolMarkerInvali
   EXPECT_EQ(r.issues, (std::vector<ResolverIssue>{{"protocol_marker_invalid", "user-1"}}));
   EXPECT_TRUE(r.hasCorruption);
   EXPECT_EQ(only(r).status, "indeterminate");  // decisions stay legacy
-  EXPECT_EQ(only(r).reason, "legacy_dispatch_unknown");
+  EXPECT_EQ(only(r).reason, code::legacy_dispatch_unknown);
   EXPECT_FALSE(r.requiresReconciliation);
 }
 
@@ -89,7 +90,7 @@ TEST(ResolverProtocolMarker, LateMarkerIsProtocolMarkerInvalidAndNeverEnablesPro
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_FALSE(r.toolBoundaryProtocol.has_value());
   EXPECT_EQ(r.issues, (std::vector<ResolverIssue>{{"protocol_marker_invalid", "late"}}));
-  EXPECT_EQ(only(r).reason, "legacy_dispatch_unknown");
+  EXPECT_EQ(only(r).reason, code::legacy_dispatch_unknown);
   EXPECT_TRUE(r.hasCorruption);
 }
 
@@ -139,7 +140,7 @@ TEST(ResolverDecisionTable, CallDispatchNoResponse_IndeterminateDispatchWithoutR
   Ledger l = testing::newProtocolT1();
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_EQ(only(r).status, "indeterminate");
-  EXPECT_EQ(only(r).reason, "dispatch_without_response");
+  EXPECT_EQ(only(r).reason, code::dispatch_without_response);
   EXPECT_FALSE(only(r).settlementOrigin.has_value());
   EXPECT_FALSE(only(r).responseIsError.has_value());
   EXPECT_EQ(only(r).recoveryMode, "reconcile");
@@ -163,7 +164,7 @@ TEST(ResolverDecisionTable, CallOnlyLegacy_IndeterminateLegacyDispatchUnknown) {
   l.call("c", "call-1", "Bash", Json{{"command", "touch marker"}});
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_EQ(only(r).status, "indeterminate");
-  EXPECT_EQ(only(r).reason, "legacy_dispatch_unknown");
+  EXPECT_EQ(only(r).reason, code::legacy_dispatch_unknown);
   EXPECT_TRUE(r.requiresReconciliation);
 }
 
@@ -383,7 +384,7 @@ TEST(ResolverDecisionTable, TopLevelIssues_DuplicateIdLaneConflictSpineDriftUnkn
                                                   {"invocation_identity_conflict", "drift"},
                                                   {"event_order_conflict", "rec"}}));
   EXPECT_EQ(only(r).status, "indeterminate");  // the operation itself is untouched
-  EXPECT_EQ(only(r).reason, "dispatch_without_response");
+  EXPECT_EQ(only(r).reason, code::dispatch_without_response);
   EXPECT_TRUE(r.hasCorruption);
   EXPECT_FALSE(r.requiresReconciliation);  // corruption suppresses reconciliation
 }

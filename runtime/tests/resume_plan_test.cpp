@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "crashsim/codes.h"
 #include "resolver_fixtures.h"
 
 namespace crashsim {
@@ -76,13 +77,13 @@ TEST_P(HarnessLegacyPrefix, ResolverDecisionPlanAndReplayMatchSpecTableB) {
   } else if (fp.prefixLength == 2) {  // after_function_call
     ASSERT_EQ(plan.resolution.decisions.size(), 1u);
     EXPECT_EQ(plan.resolution.decisions[0].status, "indeterminate");
-    EXPECT_EQ(plan.resolution.decisions[0].reason, "legacy_dispatch_unknown");
+    EXPECT_EQ(plan.resolution.decisions[0].reason, code::legacy_dispatch_unknown);
     EXPECT_EQ(plan.disposition, "blocked");
     ASSERT_EQ(plan.operations.size(), 1u);
     EXPECT_EQ(plan.operations[0].status, "indeterminate");
     EXPECT_TRUE(plan.requiresVerification);
     ASSERT_TRUE(plan.directive.has_value());
-    EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+    EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
     EXPECT_EQ(diagnosticCodes(plan), Codes{"pending_tool_result"});
     EXPECT_EQ(replayIds(plan, prefix), Codes{"user"});  // unresolved call excluded
   } else {
@@ -134,7 +135,7 @@ TEST(HarnessNewProtocol, P1CallCommittedSeparatelyIsNotDispatchedAndBlocked) {
   EXPECT_EQ(plan.disposition, "blocked");
   EXPECT_EQ(plan.operations[0].status, "not_dispatched");
   EXPECT_EQ(diagnosticCodes(plan), Codes{"tool_not_dispatched"});
-  EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
   EXPECT_FALSE(plan.requiresVerification);
   EXPECT_FALSE(plan.directive.has_value());
 }
@@ -144,10 +145,10 @@ TEST(HarnessNewProtocol, P2toP4DispatchWithoutResponseRequiresReconciliation) {
     Ledger l = testing::newProtocolT1();
     ResumePlan plan = buildResumePlan(l.events);
     EXPECT_EQ(plan.resolution.decisions[0].status, "indeterminate") << px;
-    EXPECT_EQ(plan.resolution.decisions[0].reason, "dispatch_without_response");
+    EXPECT_EQ(plan.resolution.decisions[0].reason, code::dispatch_without_response);
     EXPECT_TRUE(plan.resolution.requiresReconciliation);
     EXPECT_EQ(plan.disposition, "blocked");
-    EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+    EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
     EXPECT_TRUE(plan.requiresVerification);
     EXPECT_EQ(replayIds(plan, l.events), (Codes{"user-1", "op-1_dispatch"}));
   }
@@ -168,7 +169,7 @@ TEST(HarnessNewProtocol, P10BeforeBundleCommitIsAsP2AfterCommitCompletedOrParked
   Ledger before = testing::newProtocolT1();
   before.terminal("terminal");
   EXPECT_EQ(buildResumePlan(before.events).resolution.decisions[0].reason,
-            "dispatch_without_response");
+            code::dispatch_without_response);
 
   Ledger completed = testing::newProtocolT1();
   completed.terminal("terminal");
@@ -193,7 +194,7 @@ TEST(HarnessNewProtocol, P10BeforeBundleCommitIsAsP2AfterCommitCompletedOrParked
   EXPECT_EQ(p.disposition, "blocked");
   EXPECT_EQ(p.operations[0].status, "parked");
   EXPECT_EQ(diagnosticCodes(p), Codes{"tool_recovery_parked"});
-  EXPECT_EQ(p.rejectionReasons, Codes{"dangling_tool_state"});
+  EXPECT_EQ(p.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
   EXPECT_FALSE(p.requiresVerification);
 }
 
@@ -201,10 +202,10 @@ TEST(HarnessNewProtocol, ExpectedHighWaterDifferentFromPrefixIsRuntimeOffsetMism
   Ledger l = harnessLedger("P6", true);
   ResumePlan plan = buildResumePlan(l.events, 3);
   ASSERT_FALSE(plan.diagnostics.empty());
-  EXPECT_EQ(plan.diagnostics[0].code, "runtime_offset_mismatch");
+  EXPECT_EQ(plan.diagnostics[0].code, code::runtime_offset_mismatch);
   EXPECT_EQ(plan.diagnostics[0].detail,
             Json({{"expectedRuntimeEventHighWater", 3}, {"actualRuntimeEventHighWater", 4}}));
-  EXPECT_EQ(plan.rejectionReasons, Codes{"runtime_offset_mismatch"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::runtime_offset_mismatch)});
   EXPECT_EQ(plan.disposition, "blocked");
   EXPECT_TRUE(buildResumePlan(l.events, 4).rejectionReasons.empty());
 }
@@ -221,7 +222,7 @@ TEST(ResumePlanOperations, HiddenCallsAreExcludedButStillRequireVerification) {
   EXPECT_TRUE(plan.requiresVerification);
   EXPECT_TRUE(plan.directive.has_value());
   EXPECT_EQ(diagnosticCodes(plan), Codes{"pending_tool_result"});
-  EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
   EXPECT_EQ(plan.disposition, "blocked");
   EXPECT_EQ(replayIds(plan, l.events), Codes{"user"});
 }
@@ -253,7 +254,7 @@ TEST(ResumePlanDiagnostics, OrphanResponseGivesLedgerCorruptionAndUnmatchedToolR
   EXPECT_EQ(diagnosticCodes(plan), (Codes{"tool_ledger_corruption", "unmatched_tool_result"}));
   EXPECT_EQ(plan.diagnostics[0].detail, Json({{"issueCode", "orphan_response"}}));
   EXPECT_FALSE(plan.diagnostics[1].detail.has_value());
-  EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
   EXPECT_EQ(replayIds(plan, l.events), Codes{"user"});
 }
 
@@ -290,7 +291,7 @@ TEST(ResumePlanDiagnostics, IssueCodesMapToTheirOwnDiagnostics) {
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_EQ(diagnosticCodes(plan),
             (Codes{"protocol_marker_invalid", "duplicate_event_id", "semantic_lane_conflict"}));
-  EXPECT_EQ(plan.rejectionReasons, Codes{"dangling_tool_state"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
   EXPECT_EQ(plan.disposition, "blocked");
 }
 
@@ -307,7 +308,8 @@ TEST(ResumePlanDiagnostics, FullOrderAndRejectionReasonsFirstAppearance) {
             (Codes{"runtime_offset_mismatch", "pending_tool_result", "tool_ledger_corruption",
                    "tool_ledger_corruption", "tool_recovery_corruption", "pending_tool_result",
                    "unmatched_tool_result"}));
-  EXPECT_EQ(plan.rejectionReasons, (Codes{"runtime_offset_mismatch", "dangling_tool_state"}));
+  EXPECT_EQ(plan.rejectionReasons, (Codes{std::string(code::runtime_offset_mismatch),
+                                          std::string(code::dangling_tool_state)}));
   EXPECT_TRUE(plan.requiresVerification);
 }
 

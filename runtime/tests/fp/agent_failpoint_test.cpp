@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "crashsim/agent.h"
+#include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
@@ -204,7 +205,7 @@ void expectCatalogueState(failpoints::Id fp, const Scenario& scenario, const San
       ASSERT_FALSE(pending.empty());
       const ToolDecision& armed = *pending.front();
       EXPECT_EQ(armed.status, "indeterminate");
-      EXPECT_EQ(armed.reason, "dispatch_without_response");
+      EXPECT_EQ(armed.reason, code::dispatch_without_response);
       EXPECT_TRUE(armed.dispatchRuntimeEventId.has_value());
       EXPECT_FALSE(armed.responseRuntimeEventId.has_value());
       EXPECT_TRUE(res.requiresReconciliation);
