@@ -83,6 +83,28 @@ void ensureLedgerHealthy(Connection& conn) {
   conn.health = {true, dv, tc};
 }
 
+// The stored events of one invocation in event_seq order, from the connection's cache when no
+// other connection committed and this one changed nothing outside the checked writers since
+// the cache was filled (ImmediateTx::commit appends our own committed inserts).
+std::vector<RuntimeEvent>& cachedInvocationEvents(Connection& conn,
+                                                  const std::string& invocationId) {
+  auto& cache = conn.invocation;
+  const int64_t tc = sqlite3_total_changes64(conn.db());
+  if (!(cache.valid && cache.invocationId == invocationId &&
+        cache.dataVersion == conn.health.dataVersion && cache.totalChanges == tc)) {
+    cache.valid = false;
+    cache.events.clear();
+    for (auto& s : readInvocationEvents(conn, invocationId))
+      cache.events.push_back(std::move(s.event));
+    cache.invocationId = invocationId;
+    cache.dataVersion = conn.health.dataVersion;
+    cache.totalChanges = tc;
+    cache.pendingFrom = conn.pendingInserts.size();  // read back above, uncommitted or not
+    cache.valid = true;
+  }
+  return cache.events;
+}
+
 bool shapeMatches(Writer writer, const std::vector<const RuntimeEvent*>& remaining) {
   std::vector<Lane> lanes;
   for (auto* e : remaining) lanes.push_back(e->lane);
@@ -336,14 +358,22 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
   if (toolBearing && !remaining.empty()) {
     ensureLedgerHealthy(conn);
     if (!shapeMatches(writer, remaining)) reject(code::transition_shape_conflict, remaining[0]->id);
-    std::vector<RuntimeEvent> scanInput;
     std::set<std::string> invocations;
     for (auto* e : remaining) invocations.insert(e->invocationId);
-    for (const auto& inv : invocations) {
-      for (auto& s : readInvocationEvents(conn, inv)) scanInput.push_back(std::move(s.event));
+    // The prospective scan input: the stored events of the touched invocation(s), then the
+    // candidates. One invocation (every writer's case) is served from the connection's cache.
+    std::vector<RuntimeEvent> scratch;
+    std::vector<RuntimeEvent>& scanInput =
+        invocations.size() == 1 ? cachedInvocationEvents(conn, *invocations.begin()) : scratch;
+    const size_t stored = invocations.size() == 1 ? scanInput.size() : 0;
+    if (invocations.size() != 1) {
+      for (const auto& inv : invocations) {
+        for (auto& s : readInvocationEvents(conn, inv)) scanInput.push_back(std::move(s.event));
+      }
     }
     for (auto* e : remaining) scanInput.push_back(*e);
     auto scan = detail::scanLedger(scanInput);
+    if (invocations.size() == 1) scanInput.resize(stored);  // the cache holds stored events only
     if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
   }
   return out;
@@ -380,6 +410,7 @@ int64_t insertChecked(ImmediateTx& tx, const Candidate& c, double committedAt) {
   del.bind(1, e.id);
   del.exec();
   conn.decoded[e.id] = {c.payload, e};
+  conn.pendingInserts.push_back(e);
   return seq;
 }
 

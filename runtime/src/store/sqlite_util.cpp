@@ -100,20 +100,46 @@ void Connection::execScript(std::string_view sql) {
 
 ImmediateTx::ImmediateTx(Connection& conn) : conn_(conn) {
   conn_.prepare("BEGIN IMMEDIATE").exec();
+  conn_.pendingInserts.clear();
+  conn_.invocation.pendingFrom = 0;
+  conn_.txBeginChanges = sqlite3_total_changes64(conn_.db());
 }
 
 ImmediateTx::~ImmediateTx() {
-  if (!done_ && sqlite3_get_autocommit(conn_.db()) == 0) {
-    sqlite3_exec(conn_.db(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (!done_) {
+    if (sqlite3_get_autocommit(conn_.db()) == 0) {
+      sqlite3_exec(conn_.db(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    // Caches refreshed inside the transaction may hold what the rollback undid.
+    conn_.health.valid = false;
+    conn_.invocation.valid = false;
   }
+  conn_.pendingInserts.clear();
 }
 
 void ImmediateTx::commit() {
   conn_.prepare("COMMIT").exec();
   done_ = true;
-  // Every write through an ImmediateTx went through the checked writers, which keep a healthy
-  // ledger healthy: the health cache stays valid across our own commits.
-  if (conn_.health.valid) conn_.health.totalChanges = sqlite3_total_changes64(conn_.db());
+  // Every runtime_events insert of an ImmediateTx went through the checked writers, which keep
+  // a healthy ledger healthy: a cache that was current when this transaction began (or was
+  // refreshed inside it) stays valid across our own commit.
+  const int64_t now = sqlite3_total_changes64(conn_.db());
+  if (conn_.health.valid && conn_.health.totalChanges >= conn_.txBeginChanges) {
+    conn_.health.totalChanges = now;
+  } else {
+    conn_.health.valid = false;
+  }
+  auto& inv = conn_.invocation;
+  if (inv.valid && inv.totalChanges >= conn_.txBeginChanges) {
+    for (size_t i = inv.pendingFrom; i < conn_.pendingInserts.size(); ++i) {
+      auto& e = conn_.pendingInserts[i];
+      if (e.invocationId == inv.invocationId) inv.events.push_back(std::move(e));
+    }
+    inv.totalChanges = now;
+  } else {
+    inv.valid = false;
+  }
+  conn_.pendingInserts.clear();
 }
 
 double nowMs() {

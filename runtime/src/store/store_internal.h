@@ -87,6 +87,22 @@ class Connection {
   // Decode cache: event_id -> (payload bytes, decoded event). Reused only when the stored
   // payload bytes are identical, so a cached decode is always the decode of those bytes.
   std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
+  // The stored events of the invocation the checked writers touched last, in event_seq order
+  // (the scan input of checkCandidates). Valid under the same key as `health`: no other
+  // connection committed (data_version) and every change of this connection since the fill
+  // went through the checked writers, whose committed inserts are appended at commit.
+  struct InvocationCache {
+    bool valid = false;
+    std::string invocationId;
+    std::vector<RuntimeEvent> events;
+    int64_t dataVersion = 0;
+    int64_t totalChanges = 0;
+    size_t pendingFrom = 0;  // pendingInserts before this index are already in `events`
+  } invocation;
+  // Events inserted by the open transaction, appended to `invocation` if it commits.
+  std::vector<RuntimeEvent> pendingInserts;
+  // sqlite3_total_changes64 when the open ImmediateTx began.
+  int64_t txBeginChanges = 0;
 
  private:
   sqlite3* db_;
