@@ -319,6 +319,14 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
     ref.problem = "reference run exited 0 without its normal-exit marker agent-exit.json";
     return ref;
   }
+  try {
+    const Json marker = Json::parse(readFile(dir / "store" / "agent-exit.json"));
+    ref.journalMode = marker.at("summary").value("journalMode", "");
+    ref.synchronous = marker.at("summary").value("synchronous", "");
+  } catch (const std::exception& e) {
+    ref.problem = std::string("reference run: unreadable agent-exit.json: ") + e.what();
+    return ref;
+  }
   ref.finalWorkspace = snapshotWorkspace(dir / "ws");
   ref.executionsPerCall = readEffects(dir / "store" / "effects.jsonl");
   ref.hits = readHits(dir / "hits.json");

@@ -85,7 +85,8 @@ CaseOutcome guardedRunCase(const CaseId& id, const Reference& ref, const RunOpti
 
 }  // namespace
 
-reports::Platform describePlatform(const fs::path& storeDir) {
+// journalMode / synchronous: what the agent's store connection reported in the reference runs.
+reports::Platform describePlatform(const fs::path& storeDir, const std::vector<Reference>& refs) {
   reports::Platform p;
   utsname u{};
   if (::uname(&u) == 0) {
@@ -133,8 +134,16 @@ reports::Platform describePlatform(const fs::path& storeDir) {
       }
     }
   }
-  p.journalMode = "wal";
-  p.synchronous = "FULL";
+  // Every reference run reports its connection's settings; disagreement is shown, not hidden.
+  for (const auto& r : refs) {
+    for (auto [field, value] :
+         {std::pair{&p.journalMode, &r.journalMode}, std::pair{&p.synchronous, &r.synchronous}}) {
+      if (field->empty())
+        *field = *value;
+      else if (*field != *value)
+        *field = "mixed";
+    }
+  }
 #if defined(__clang__)
   p.compiler = fmt::format("Clang {}", __clang_version__);
 #elif defined(__GNUC__)
@@ -320,7 +329,7 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   reports::Report rep;
   rep.crashsimVersion = std::string(reports::crashsimVersion());
-  rep.platform = describePlatform(root);
+  rep.platform = describePlatform(root, refs);
   if (opts.mode == "powerloss") rep.platform.synchronous = opts.synchronous;
   rep.selection.scenarios = opts.scenarios;
   rep.selection.failpoints = opts.failpoints;

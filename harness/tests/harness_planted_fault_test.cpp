@@ -70,6 +70,19 @@ TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
   expectCaught("tool_reruns", "--scenario write-config-port --failpoint P6", "V8");
 }
 
+// Tool file effects go through the power-loss file model: a rename that no directory fsync made
+// durable is reverted by the power cut, so the completed Write's file is gone after recovery.
+// The same plant is invisible to a kill sweep, which is why --mode powerloss exists.
+TEST(PlantedFault, ToolRenameNeverMadeDurableFailsV8UnderPowerLossOnly) {
+  expectCaught("tool_skips_dir_fsync",
+               "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "V8");
+  int rc = -1;
+  auto failed =
+      failedChecks("tool_skips_dir_fsync", "--scenario write-config-port --failpoint P6", &rc);
+  EXPECT_EQ(rc, 0) << "a process kill keeps the un-fsynced rename";
+  EXPECT_TRUE(failed.empty());
+}
+
 TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
   int rc = -1;
   auto failed =

@@ -28,6 +28,7 @@
 #include <iostream>
 
 #include "crashsim/agent.h"
+#include "crashsim/durable_fs.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/powerloss.h"
@@ -65,6 +66,22 @@ fs::path gAckedOut;       // CRASHSIM_POWERLOSS_ACKED
   crashsim::powerloss::crashNow();
 }
 
+// Under power loss the tools' file effects go through the power-loss file model: a crash keeps
+// only what was fsynced (contents) and directory-fsynced (names), like the store's VFS.
+class PowerlossDurableFs final : public crashsim::DurableFs {
+ public:
+  bool createFile(const fs::path& path, std::string_view bytes, unsigned mode) override {
+    return crashsim::powerloss::writeFile(path, bytes, {mode, /*exclusive=*/true});
+  }
+  void fsyncFile(const fs::path& path) override { crashsim::powerloss::fsyncFile(path); }
+  void rename(const fs::path& from, const fs::path& to) override {
+    crashsim::powerloss::rename(from, to);
+  }
+  void removeFile(const fs::path& path) override { crashsim::powerloss::removeFile(path); }
+  void fsyncDir(const fs::path& dir) override { crashsim::powerloss::fsyncDir(dir); }
+};
+PowerlossDurableFs gPowerlossFs;
+
 int usage(const std::string& message) {
   std::cerr << "crashsim-agent: " << message << "\n";
   return 2;
@@ -86,6 +103,7 @@ int main(int argc, char** argv) {
   } catch (const crashsim::Error& e) {
     return usage(e.code() + ": " + e.what());
   }
+  if (powerloss) crashsim::setDurableFs(&gPowerlossFs);
   if (const char* acked = std::getenv("CRASHSIM_POWERLOSS_ACKED");
       powerloss && acked != nullptr && *acked != '\0') {
     gAckedOut = acked;

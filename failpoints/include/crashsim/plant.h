@@ -8,6 +8,8 @@
 //   t2_skip_operation_update     T2 commits the response but not the operation update  → V6
 //   repair_header_first          startup repair writes the header before the fact      → V7
 //   tool_reruns                  a tool runs again after recovery                       → V8
+//   tool_skips_dir_fsync         Write/Edit never fsyncs the directory after the rename → V8
+//                                under --mode powerloss only (a process kill keeps the rename)
 #pragma once
 
 #include <string_view>

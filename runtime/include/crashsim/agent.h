@@ -85,6 +85,7 @@ struct RunSummary {
   size_t providerSteps = 0, toolCalls = 0, executions = 0, refused = 0, noOps = 0, toolErrors = 0;
   std::string workspaceIdentity;
   std::optional<std::string> errorCode, errorMessage;  // failed runs
+  std::string journalMode, synchronous;  // the store connection's settings (connectionSettings)
   Json toJson() const;
 };
 

@@ -181,6 +181,12 @@ class RuntimeStore {
   RebuildResult rebuildProjections();  // one write transaction (f.8)
   std::string ledgerHash() const;      // sha256 over every runtime_events row, for "unchanged"
   std::string integrityCheck() const;  // PRAGMA integrity_check result ("ok")
+  // The writer connection's durability settings as SQLite reports them, for reports:
+  // journalMode ("wal") and synchronous ("OFF" | "NORMAL" | "FULL" | "EXTRA").
+  struct ConnectionSettings {
+    std::string journalMode, synchronous;
+  };
+  ConnectionSettings connectionSettings() const;
   std::filesystem::path path() const;
 
   // Internal access for runtime components in src/ (continuation authority, repair).

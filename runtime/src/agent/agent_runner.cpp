@@ -33,6 +33,8 @@ Json RunSummary::toJson() const {
   j["workspaceIdentity"] = workspaceIdentity;
   if (errorCode) j["errorCode"] = *errorCode;
   if (errorMessage) j["errorMessage"] = *errorMessage;
+  if (!journalMode.empty()) j["journalMode"] = journalMode;
+  if (!synchronous.empty()) j["synchronous"] = synchronous;
   return j;
 }
 

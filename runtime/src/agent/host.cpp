@@ -71,7 +71,11 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
   EffectsLog effects(effectsPathOf(paths));
   ToolRuntime tools(workspace, policyOf(scenario), effects);
   AgentRunner runner(*store, scenario, tools, cancel);
-  return runner.runFresh(freshRunIdentity(scenario));
+  RunSummary summary = runner.runFresh(freshRunIdentity(scenario));
+  const auto settings = store->connectionSettings();
+  summary.journalMode = settings.journalMode;
+  summary.synchronous = settings.synchronous;
+  return summary;
 }
 
 Json RecoverReport::toJson() const {

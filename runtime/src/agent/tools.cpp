@@ -12,8 +12,10 @@
 #include <sstream>
 
 #include "crashsim/codes.h"
+#include "crashsim/durable_fs.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
 #include "workspace/process.h"
 
 namespace crashsim {
@@ -176,46 +178,40 @@ Json editResult(const WorkspacePath& target) {
 }
 
 // Atomic file replace: temp in the same directory → write → fsync → [P3] → rename → fsync dir.
+// Every step goes through DurableFs (crashsim/durable_fs.h), so a power-loss simulation decides
+// which of them a power cut keeps.
 void replaceFileAtomically(const fs::path& target, const std::string& content,
                            const std::string& operationId) {
+  DurableFs& dfs = durableFs();
   const fs::path dir = target.parent_path();
   const fs::path temp = dir / ("." + target.filename().string() + "." + operationId + ".tmp");
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0 && errno == EEXIST) {
-    ::unlink(temp.c_str());
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  }
-  if (fd < 0) {
-    throw Error(code::tool_execution_failed,
-                "cannot create temp file " + temp.string() + ": " + std::strerror(errno));
-  }
   try {
-    writeAllFd(fd, content, temp.string());
-    if (::fsync(fd) != 0) {
-      throw Error(code::tool_execution_failed,
-                  "fsync " + temp.string() + ": " + std::strerror(errno));
+    if (!dfs.createFile(temp, content, 0644)) {
+      // A temp file of this operation left by a crash of an earlier attempt.
+      dfs.removeFile(temp);
+      if (!dfs.createFile(temp, content, 0644))
+        throw Error(code::tool_execution_failed, "temp file " + temp.string() + " reappeared");
     }
-  } catch (...) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
+    try {
+      dfs.fsyncFile(temp);
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+    CRASHSIM_FAILPOINT(P3);
+    try {
+      dfs.rename(temp, target);
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+    // Planted bug: the rename is never made durable. A process kill cannot tell (the page cache
+    // survives); a power cut reverts the target (caught by --mode powerloss, V8).
+    if (!planted("tool_skips_dir_fsync")) dfs.fsyncDir(dir);
+  } catch (const Error& e) {
+    if (e.code() == code::tool_execution_failed) throw;
+    throw Error(code::tool_execution_failed, e.code() + ": " + e.what());
   }
-  ::close(fd);
-  CRASHSIM_FAILPOINT(P3);
-  if (::rename(temp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw Error(code::tool_execution_failed,
-                "rename onto " + target.string() + ": " + std::strerror(err));
-  }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    const int err = errno;
-    if (dfd >= 0) ::close(dfd);
-    throw Error(code::tool_execution_failed,
-                "fsync directory " + dir.string() + ": " + std::strerror(err));
-  }
-  ::close(dfd);
 }
 
 }  // namespace

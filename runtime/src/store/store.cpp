@@ -682,6 +682,17 @@ std::string RuntimeStore::integrityCheck() const {
   return out;
 }
 
+RuntimeStore::ConnectionSettings RuntimeStore::connectionSettings() const {
+  std::lock_guard lk(impl_->mu);
+  ConnectionSettings s;
+  s.journalMode = pragmaText(*impl_->conn, "PRAGMA journal_mode");
+  const std::string level = pragmaText(*impl_->conn, "PRAGMA synchronous");
+  static const char* const kNames[] = {"OFF", "NORMAL", "FULL", "EXTRA"};
+  s.synchronous =
+      level.size() == 1 && level[0] >= '0' && level[0] <= '3' ? kNames[level[0] - '0'] : level;
+  return s;
+}
+
 namespace store_detail {
 Connection& connectionOf(RuntimeStore& store) { return StoreAccess::conn(store); }
 std::recursive_mutex& mutexOf(RuntimeStore& store) { return StoreAccess::mu(store); }

@@ -30,6 +30,9 @@ struct Reference {
   std::map<std::string, int> executionsPerCall;  // effects log: callId → executions
   std::array<int, 12> hits{};
   std::string problem;  // non-empty: the reference run itself failed (why)
+  // The agent store's settings as the reference run's connection reported them
+  // (agent-exit.json summary.journalMode / summary.synchronous).
+  std::string journalMode, synchronous;
 };
 
 struct RunOptions {

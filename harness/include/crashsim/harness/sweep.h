@@ -46,6 +46,9 @@ struct SweepOptions {
 reports::Report runSweep(const SweepOptions& opts);
 
 // Platform facts for the report (OS, kernel, fs type of storeDir, SQLite, compiler, build).
-reports::Platform describePlatform(const std::filesystem::path& storeDir);
+// journalMode / synchronous come from the reference runs' agent connections ("mixed" when they
+// disagree, empty without references).
+reports::Platform describePlatform(const std::filesystem::path& storeDir,
+                                   const std::vector<Reference>& refs = {});
 
 }  // namespace crashsim::harness
