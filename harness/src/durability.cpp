@@ -360,6 +360,8 @@ Json runDurability(const DurabilityOptions& opts) {
     std::fprintf(stderr, "crashsim durability: %s sweep, synchronous=%s\n", mode.c_str(),
                  sync.c_str());
     auto rep = runSweep(so);
+    // The journal mode the agent's store connections reported (the sweep's reference runs).
+    if (mode == "kill") p["platform"]["journalMode"] = rep.platform.journalMode;
     addToMatrix(matrix, rep, sync);
     sweeps.push_back({{"mode", mode},
                       {"synchronous", sync},
