@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "crashsim/reports/schema_validator.h"
 #include "test_util.h"
 
 using namespace crashsim::harness::test;
@@ -27,7 +28,12 @@ TEST(Durability, ReportMeasuresThePlatformAndMergesTwoPlatformsIntoOneMatrix) {
     ASSERT_TRUE(fs::exists(d / "a" / f)) << f << "\n" << r.out;
 
   auto doc = loadJson(d / "a" / "durability.json");
+  const auto schema =
+      loadJson(fs::path(CRASHSIM_SOURCE_DIR) / "reports" / "durability.schema.json");
+  for (const auto& v : crashsim::reports::validateSchema(schema, doc))
+    ADD_FAILURE() << "durability.json " << v.path << ": " << v.message;
   EXPECT_EQ(doc["kind"], "durability");
+  EXPECT_EQ(doc["platforms"][0]["platform"]["journalMode"], "wal");
   EXPECT_EQ(doc["formatVersion"], 1);
   EXPECT_TRUE(doc.contains("crashsimVersion"));
   ASSERT_EQ(doc["platforms"].size(), 1u);
@@ -71,6 +77,8 @@ TEST(Durability, ReportMeasuresThePlatformAndMergesTwoPlatformsIntoOneMatrix) {
               (d / "b" / "durability.json").string() + " --out " + (d / "m").string() + " 2>&1");
   EXPECT_EQ(m.exitCode, 0) << m.out;
   auto merged = loadJson(d / "m" / "durability.json");
+  for (const auto& v : crashsim::reports::validateSchema(schema, merged))
+    ADD_FAILURE() << "merged durability.json " << v.path << ": " << v.message;
   ASSERT_EQ(merged["platforms"].size(), 2u);
   EXPECT_EQ(merged["platforms"][1]["name"], "Other-OS-apfs");
   auto md = slurp(d / "m" / "durability.md");
