@@ -49,5 +49,8 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
 // manifestDigest (e.7): LP("maka.runtime-boundary-manifest.v1") ||
 // LP(stableJSON({protocol:"runtime_boundary_cursor_v1", segments})).
 std::string manifestDigest(const Json& segments);
+// The same digest from stableJSON(segments) (the `[...]` text of a segments array) when the
+// caller already holds it (lineage traversal digests every growing boundary incrementally).
+std::string manifestDigestOfStableSegments(std::string_view segmentsStableJson);
 
 }  // namespace crashsim

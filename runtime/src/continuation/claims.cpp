@@ -115,6 +115,10 @@ bool isTerminalRunStatus(std::string_view s) {
   return s == "completed" || s == "failed" || s == "cancelled";
 }
 
+namespace {
+void validateClaimTarget(const ContinuationClaim& claim);
+}  // namespace
+
 void validateClaim(const ContinuationClaim& claim) {
   if (claim.claimId.empty()) invalidClaim("continuation claim id is empty");
   if (claim.boundary.segments.empty()) invalidClaim("continuation claim boundary is empty");
@@ -150,6 +154,14 @@ void validateClaim(const ContinuationClaim& claim) {
     invalidClaim("Continuation claim target turnId reuses source identity");
   if (claim.sourceHighWater() <= 0)
     invalidClaim("continuation claim source high-water must be > 0");
+  validateClaimTarget(claim);
+}
+
+namespace {
+
+// The target-header rules of validateClaim (they read only the boundary's last segment).
+void validateClaimTarget(const ContinuationClaim& claim) {
+  const PrefixIdentity& t = claim.target;
   const RunHeader& h = claim.targetRunHeader;
   if (!sameIdentity(identityOf(h), t)) invalidClaim("continuation target header ids differ");
   if (h.status != "created") invalidClaim("continuation target header must be created");
@@ -167,6 +179,8 @@ void validateClaim(const ContinuationClaim& claim) {
     invalidClaim("continuation target header needs the matching continuation_source_v2");
   }
 }
+
+}  // namespace
 
 void validateStartEvent(const ContinuationClaim& claim, const RuntimeEvent& e,
                         std::string_view startKind) {
@@ -258,7 +272,77 @@ ClaimState decodeClaimRow(Connection& c, store_detail::Stmt& st) {
   return s;
 }
 
+// decodeClaimRow for a row whose boundary_json is byte-identical to `kb.stableJson`: the
+// boundary's parse, structure, identity and digest checks are the caller's (it built and
+// digested those segments); every other check is decodeClaimRow's. False whenever any check
+// fails or throws: the caller then decodes the row with decodeClaimRow (same result/error).
+bool decodeClaimRowKnown(Connection& c, store_detail::Stmt& st, const KnownBoundary& kb,
+                         ClaimState& s) {
+  if (!kb.identitiesWellFormed || kb.lastSegment == nullptr || !kb.runs || !kb.invocations ||
+      !kb.turns || st.isNull(8) || st.textView(8) != kb.stableJson) {
+    return false;
+  }
+  try {
+    ContinuationClaim& cl = s.claim;
+    cl.claimId = st.text(0);
+    cl.boundary.segments = Json::array();
+    cl.boundary.segments.push_back(*kb.lastSegment);
+    cl.boundary.manifestDigest = std::string(kb.manifestDigest);
+    cl.boundaryDigest = st.text(7);
+    cl.providerProjectionVersion = static_cast<int>(st.int64(9));
+    cl.providerReplayDigest = st.text(10);
+    cl.target = PrefixIdentity{st.text(11), st.text(12), st.text(13), st.text(14)};
+    cl.targetRunHeader = RunHeader::fromJson(parseJson(st.textView(15)));
+    cl.claimedAt = st.real(16);
+    // validateClaim (the segment loop over kb's summary).
+    const PrefixIdentity& t = cl.target;
+    if (cl.claimId.empty() || cl.boundaryDigest != cl.boundary.manifestDigest ||
+        cl.providerProjectionVersion != kProviderProjectionVersion ||
+        !isDigest(cl.providerReplayDigest) || t.sessionId != kb.sessionId ||
+        t.invocationId.empty() || t.runId.empty() || t.turnId.empty() || kb.runs->count(t.runId) ||
+        kb.invocations->count(t.invocationId) || kb.turns->count(t.turnId) ||
+        cl.sourceHighWater() <= 0) {
+      return false;
+    }
+    validateClaimTarget(cl);
+    // The rest of decodeClaimRow (stableJson(boundary) == boundary_json holds by construction).
+    if (st.int64(19) != 1) return false;
+    PrefixIdentity src = cl.sourceIdentity();
+    if (!sameIdentity(src, PrefixIdentity{st.text(1), st.text(2), st.text(3), st.text(4)}) ||
+        st.int64(5) != cl.sourceHighWater() || st.textView(6) != cl.sourcePrefixDigest()) {
+      return false;
+    }
+    if (stableJson(cl.targetRunHeader.toJson()) != st.textView(15)) return false;
+    s.startEventId = st.optText(17);
+    s.startKind = st.optText(18);
+    if (s.startEventId.has_value() != s.startKind.has_value()) return false;
+    if (s.startEventId) {
+      if (*s.startKind != code::runtime_admission && *s.startKind != code::claim_repair) {
+        return false;
+      }
+      std::optional<StoredEvent> ev = store_detail::readEventById(c, *s.startEventId);
+      if (!ev || ev->eventSeq != 1) return false;
+      validateStartEvent(cl, ev->event, *s.startKind);
+      s.startEvent = std::move(ev->event);
+    }
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<ClaimState> readClaimWithKnownBoundary(Connection& c, const std::string& claimId,
+                                                     const KnownBoundary& known) {
+  auto st = c.prepare(std::string("SELECT ") + kClaimColumns +
+                      " FROM runtime_continuation_claims WHERE claim_id = ?1");
+  st.bind(1, claimId);
+  if (!st.step()) return std::nullopt;
+  ClaimState s;
+  if (decodeClaimRowKnown(c, st, known, s)) return s;
+  return decodeClaimRow(c, st);
+}
 
 std::optional<ClaimState> readClaim(Connection& c, ClaimKey key, const std::string& a,
                                     const std::string& b) {

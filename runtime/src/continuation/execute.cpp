@@ -122,12 +122,24 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
     reval(code::source_identity_changed, "source identity/position/digest changed since planning");
   }
   // 3. replay.
+  // The replayed context is compared in place (segment events by replay index), not copied.
   CompositeReplay replay =
-      composeReplay(segPtrs, lineage.projections, plan.providerProjectionVersion);
-  bool sameContext = replay.runtimeContext.size() == plan.runtimeContext.size();
-  for (size_t i = 0; sameContext && i < replay.runtimeContext.size(); ++i) {
-    sameContext = replay.runtimeContext[i] == plan.runtimeContext[i];
+      composeReplayConsuming(segPtrs, lineage.projections, plan.providerProjectionVersion);
+  bool sameContext = true;
+  size_t contextAt = 0;
+  if (replay.replayable) {
+    for (size_t s = 0; sameContext && s < lineage.segments.size(); ++s) {
+      for (size_t idx : lineage.projections[s].replayEventIndexes) {
+        if (contextAt >= plan.runtimeContext.size() ||
+            !(lineage.segments[s].events[idx] == plan.runtimeContext[contextAt])) {
+          sameContext = false;
+          break;
+        }
+        ++contextAt;
+      }
+    }
   }
+  sameContext = sameContext && contextAt == plan.runtimeContext.size();
   if (!replay.replayable || replay.boundary.manifestDigest != plan.boundary->manifestDigest ||
       replay.providerReplayDigest != plan.providerReplayDigest || !sameContext) {
     reval(code::source_replay_changed, "source replay changed since planning");
@@ -136,21 +148,22 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   if (header->invocationId != plan.sourceInvocationId || header->turnId != plan.sourceTurnId) {
     reval(code::source_identity_changed, "source header ids changed");
   }
-  std::vector<StoredEvent> latest = store_detail::readInvocationEvents(c, plan.sourceInvocationId);
   size_t terminals = 0;
   std::optional<std::string> factStatus;
-  for (const StoredEvent& row : latest) {
-    if (row.event.isTerminal() && !row.event.partial) {
-      ++terminals;
-      factStatus = terminalFactRunStatus(row.event, *header);
-    }
-  }
+  int64_t latestRows = 0, count = 0;
+  store_detail::visitInvocationEvents(c, plan.sourceInvocationId,
+                                      [&](int64_t eventSeq, const RuntimeEvent& e) {
+                                        if (e.isTerminal() && !e.partial) {
+                                          ++terminals;
+                                          factStatus = terminalFactRunStatus(e, *header);
+                                        }
+                                        ++latestRows;
+                                        count = eventSeq;
+                                      });
   if (terminals != 1 || !factStatus || *factStatus != header->status) {
     reval(code::source_terminal_changed, "source terminal fact changed");
   }
-  int64_t count = latest.empty() ? 0 : latest.back().eventSeq;
-  if (count != plan.sourceRuntimeEventHighWater ||
-      static_cast<int64_t>(latest.size()) != plan.sourceRuntimeEventHighWater) {
+  if (count != plan.sourceRuntimeEventHighWater || latestRows != plan.sourceRuntimeEventHighWater) {
     reval(code::source_high_water_changed, "source high-water changed since planning");
   }
   {

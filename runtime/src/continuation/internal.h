@@ -4,6 +4,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "crashsim/continuation.h"
@@ -52,6 +54,30 @@ enum class ClaimKey { boundaryDigest, claimId, targetRun };
 std::optional<ClaimState> readClaim(store_detail::Connection& c, ClaimKey key, const std::string& a,
                                     const std::string& b = {});
 std::vector<ClaimState> readAllClaims(store_detail::Connection& c);
+
+// A boundary the caller has already built from its own segments and digested (lineage
+// traversal: the segments before a continuation child).
+struct KnownBoundary {
+  std::string_view stableJson;      // stableJson(BoundaryCursor{segments, manifestDigest}.toJson())
+  std::string_view manifestDigest;  // manifestDigest(segments)
+  const Json* lastSegment = nullptr;  // segments.back()
+  // Every segment identity has four non-empty ids, all in session `sessionId`.
+  bool identitiesWellFormed = false;
+  std::string_view sessionId;
+  // Run, invocation and turn ids of the segments.
+  const std::unordered_set<std::string>* runs = nullptr;
+  const std::unordered_set<std::string>* invocations = nullptr;
+  const std::unordered_set<std::string>* turns = nullptr;
+};
+// readClaim(c, ClaimKey::claimId, claimId) for a row expected to carry `known`: a row whose
+// boundary_json is byte-identical to known.stableJson is checked without re-parsing or
+// re-digesting its boundary (every other check runs as in readClaim); any other row, or any
+// check that fails, is decoded by readClaim's own path, so the accepted rows, the errors and
+// every ClaimState field are readClaim's — except that claim.boundary.segments then holds
+// only the last segment (the caller holds the rest).
+std::optional<ClaimState> readClaimWithKnownBoundary(store_detail::Connection& c,
+                                                     const std::string& claimId,
+                                                     const KnownBoundary& known);
 
 // e.8 decoder rules for a candidate claim. Throws continuation_claim_invalid.
 void validateClaim(const ContinuationClaim& claim);

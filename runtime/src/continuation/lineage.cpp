@@ -8,6 +8,7 @@
 #include "continuation/replay_internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/hashing.h"
 
 namespace crashsim {
 
@@ -235,33 +236,80 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     if (it->v2) le.start = out.segments[le.childSegment].events.front();
     out.edges.push_back(std::move(le));
   }
-  // V2 edges: replay of the segments before the child, then the durable claim state.
+  // V2 edges: replay of the segments before the child, then the durable claim state. Each
+  // segment's stable JSON is rendered once into one shared array text; every edge's boundary
+  // (a prefix of that array) is digested from it, and its claim row is compared with it.
   ReplayDigester digester(kProviderProjectionVersion);
-  Json segmentJsons = Json::array();
+  std::string segArray = "[";  // stableJSON of segments [0, nextSeg) without the closing ']'
+  struct EdgeBoundary {
+    size_t arrayLen = 0;  // segArray.size() at the edge
+    std::string manifestDigest;
+  };
+  std::vector<EdgeBoundary> edgeBoundaries(out.edges.size());
   bool prefixReplayable = true;
   size_t nextSeg = 0;
-  for (const LineageEdge& e : out.edges) {
+  for (size_t k = 0; k < out.edges.size(); ++k) {
+    const LineageEdge& e = out.edges[k];
     while (nextSeg < e.childSegment) {
       const SegmentReplay& sr = out.projections[nextSeg];
       prefixReplayable = prefixReplayable && sr.replayable;
       for (const std::string& item : sr.itemStableJson) digester.addItem(item);
-      segmentJsons.push_back(out.segments[nextSeg].segmentJson());
+      if (nextSeg > 0) segArray.push_back(',');
+      segArray += stableJson(out.segments[nextSeg].segmentJson());
       ++nextSeg;
     }
     if (!e.v2) continue;
+    segArray.push_back(']');
+    EdgeBoundary& eb = edgeBoundaries[k];
+    eb.manifestDigest = manifestDigestOfStableSegments(segArray);
+    segArray.pop_back();
+    eb.arrayLen = segArray.size();
     const Json& start = e.start->json["actions"]["continuationStart"];
-    if (!prefixReplayable || manifestDigest(segmentJsons) != str(e.source, "boundaryDigest") ||
+    if (!prefixReplayable || eb.manifestDigest != str(e.source, "boundaryDigest") ||
         digester.digest() != str(start, "providerReplayDigest")) {
       fail(code::runtime_lineage_replay_mismatch,
            "replay before " + out.headers[e.childSegment].runId + " differs from its start");
     }
   }
-  for (const LineageEdge& e : out.edges) {
+  // Identity summary of the segments before each child, for the claim rows' boundary rules.
+  std::unordered_set<std::string> runs, invocations, turns;
+  bool identitiesWellFormed = true;
+  const std::string& session = out.segments.front().identity.sessionId;
+  size_t idSeg = 0;
+  std::string boundaryJson;
+  for (size_t k = 0; k < out.edges.size(); ++k) {
+    const LineageEdge& e = out.edges[k];
+    for (; idSeg < e.childSegment; ++idSeg) {
+      const PrefixIdentity& id = out.segments[idSeg].identity;
+      identitiesWellFormed = identitiesWellFormed && !id.sessionId.empty() &&
+                             !id.invocationId.empty() && !id.runId.empty() && !id.turnId.empty() &&
+                             id.sessionId == session;
+      runs.insert(id.runId);
+      invocations.insert(id.invocationId);
+      turns.insert(id.turnId);
+    }
     if (!e.v2) continue;
+    const EdgeBoundary& eb = edgeBoundaries[k];
+    // stableJson(BoundaryCursor::toJson()): keys manifestDigest < protocol < segments.
+    boundaryJson = "{\"manifestDigest\":";
+    boundaryJson += stableJson(Json(eb.manifestDigest));
+    boundaryJson += ",\"protocol\":\"runtime_boundary_cursor_v1\",\"segments\":";
+    boundaryJson.append(segArray, 0, eb.arrayLen);
+    boundaryJson += "]}";
+    const Json lastSegment = out.segments[e.childSegment - 1].segmentJson();
+    KnownBoundary known;
+    known.stableJson = boundaryJson;
+    known.manifestDigest = eb.manifestDigest;
+    known.lastSegment = &lastSegment;
+    known.identitiesWellFormed = identitiesWellFormed;
+    known.sessionId = session;
+    known.runs = &runs;
+    known.invocations = &invocations;
+    known.turns = &turns;
     const RunHeader& childH = out.headers[e.childSegment];
     std::optional<ClaimState> cs;
     try {
-      cs = readClaim(c, ClaimKey::claimId, str(e.source, "claimId"));
+      cs = readClaimWithKnownBoundary(c, str(e.source, "claimId"), known);
     } catch (const Error& err) {
       fail(code::continuation_authority_unavailable, err.what());
     }

@@ -180,7 +180,9 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   // 4. composite replay.
   std::vector<const ImmutablePrefix*> segPtrs;
   for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
-  CompositeReplay replay = composeReplay(segPtrs, lineage.projections, kProviderProjectionVersion);
+  // The runtime context is not copied here: a continue plan moves it out of the lineage.
+  CompositeReplay replay =
+      composeReplayConsuming(segPtrs, lineage.projections, kProviderProjectionVersion);
   if (!replay.replayable) {
     if (replay.blockedReason == code::provider_replay_non_suffix_gap ||
         replay.blockedReason == code::provider_replay_unsupported) {
@@ -297,10 +299,13 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   // 10
   std::vector<std::string> tools = sortedUnique(facts.availableToolNames);
   std::vector<std::string> unavailable;
-  for (const RuntimeEvent& e : replay.runtimeContext) {
-    if (e.contentKind == ContentKind::function_call &&
-        !std::binary_search(tools.begin(), tools.end(), e.toolName)) {
-      unavailable.push_back(e.toolName);
+  for (size_t s = 0; s < lineage.segments.size(); ++s) {
+    for (size_t idx : lineage.projections[s].replayEventIndexes) {
+      const RuntimeEvent& e = lineage.segments[s].events[idx];
+      if (e.contentKind == ContentKind::function_call &&
+          !std::binary_search(tools.begin(), tools.end(), e.toolName)) {
+        unavailable.push_back(e.toolName);
+      }
     }
   }
   if (!unavailable.empty()) {
@@ -330,13 +335,22 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.sourceTurnId = src.events.front().turnId;
   plan.sourceRuntimeEventHighWater = src.lastEventSeq;
   plan.sourcePrefixDigest = src.prefixDigest;
-  if (lineage.segments.size() > 1) {
-    plan.sourceRuntimeContext.assign(
-        replay.runtimeContext.begin() +
-            static_cast<std::ptrdiff_t>(replay.immediateSourceContextStart),
-        replay.runtimeContext.end());
+  // The replay context, moved out of the lineage (each event was copied once, by the read);
+  // the immediate source's part is also kept apart for a multi-segment lineage.
+  size_t contextSize = 0;
+  for (const SegmentReplay& sr : lineage.projections) contextSize += sr.replayEventIndexes.size();
+  plan.runtimeContext.reserve(contextSize);
+  for (size_t s = 0; s < lineage.segments.size(); ++s) {
+    const bool immediate = s + 1 == lineage.segments.size();
+    if (immediate && lineage.segments.size() > 1) {
+      plan.sourceRuntimeContext.reserve(lineage.projections[s].replayEventIndexes.size());
+    }
+    for (size_t idx : lineage.projections[s].replayEventIndexes) {
+      RuntimeEvent& e = lineage.segments[s].events[idx];
+      if (immediate && lineage.segments.size() > 1) plan.sourceRuntimeContext.push_back(e);
+      plan.runtimeContext.push_back(std::move(e));
+    }
   }
-  plan.runtimeContext = std::move(replay.runtimeContext);
   plan.providerItems = std::move(replay.providerItems);
   plan.boundary = replay.boundary;
   plan.providerReplayDigest = replay.providerReplayDigest;

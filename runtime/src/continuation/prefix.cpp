@@ -1,4 +1,5 @@
 // prefix.cpp — immutable prefixes, segments and the boundary cursor (spec e.7).
+#include <algorithm>
 #include <set>
 #include <type_traits>
 
@@ -39,9 +40,17 @@ Json ImmutablePrefix::segmentJson() const {
 
 namespace {
 
-// Shared body of buildImmutablePrefix and readPrefix. A prefix read from the store owns its
-// rows, so their events are moved into the prefix instead of deep-copied (a RuntimeEvent is
-// over 1.6 KB plus its JSON tree); the public overload copies from the caller's rows.
+// Position and digest of a prefix whose events are in place.
+void finishPrefix(ImmutablePrefix& p) {
+  p.lastEventSeq = static_cast<int64_t>(p.events.size());
+  p.eventCount = p.lastEventSeq;
+  p.lastEventId = p.events.empty() ? std::string() : p.events.back().id;
+  p.prefixDigest = crashsim::prefixDigest(p.identity, p.events);
+}
+
+// Body of buildImmutablePrefix (readPrefix applies the same checks while it reads). Rows the
+// caller owns are moved into the prefix instead of deep-copied (a RuntimeEvent is over 1.6 KB
+// plus its JSON tree); the public overload copies from the caller's rows.
 template <class Row>
 ImmutablePrefix buildPrefix(const PrefixIdentity& identity, std::span<Row> rows,
                             std::optional<int64_t> upToEventSeq) {
@@ -72,10 +81,7 @@ ImmutablePrefix buildPrefix(const PrefixIdentity& identity, std::span<Row> rows,
     }
     ++expected;
   }
-  p.lastEventSeq = static_cast<int64_t>(p.events.size());
-  p.eventCount = p.lastEventSeq;
-  p.lastEventId = p.events.empty() ? std::string() : p.events.back().id;
-  p.prefixDigest = crashsim::prefixDigest(identity, p.events);
+  finishPrefix(p);
   return p;
 }
 
@@ -142,10 +148,58 @@ BoundaryCursor buildBoundaryCursor(std::span<const ImmutablePrefix* const> segme
 
 namespace continuation_detail {
 
+// buildPrefix over readInvocationEvents' rows, without materialising the rows: each event is
+// copied once, from the connection's decode cache into the prefix. The checks and errors are
+// buildPrefix's; a prefix error is raised only once every row has been read, so a row error
+// (store_corrupt, row_payload_identity_mismatch) still takes precedence as before.
 ImmutablePrefix readPrefix(store_detail::Connection& c, const PrefixIdentity& identity,
                            std::optional<int64_t> upToEventSeq) {
-  std::vector<StoredEvent> rows = store_detail::readInvocationEvents(c, identity.invocationId);
-  return buildPrefix(identity, std::span<StoredEvent>(rows), upToEventSeq);
+  ImmutablePrefix p;
+  p.identity = identity;
+  {
+    auto st = c.prepare("SELECT MAX(event_seq) FROM runtime_events WHERE invocation_id = ?1");
+    st.bind(1, identity.invocationId);
+    if (st.step() && !st.isNull(0)) {
+      int64_t n = st.int64(0);
+      if (upToEventSeq) n = std::min(n, *upToEventSeq);
+      if (n > 0 && n <= (int64_t{1} << 24)) p.events.reserve(static_cast<size_t>(n));
+    }
+  }
+  std::optional<Error> deferred;
+  bool done = false;
+  int64_t expected = 1;
+  store_detail::visitInvocationEvents(
+      c, identity.invocationId, [&](int64_t eventSeq, const RuntimeEvent& e) {
+        if (done) return;
+        if (upToEventSeq && eventSeq > *upToEventSeq) {
+          done = true;
+          return;
+        }
+        done = true;
+        if (eventSeq != expected) {
+          deferred.emplace(code::event_seq_gap, "event_seq gap in " + identity.invocationId +
+                                                    ": expected " + std::to_string(expected) +
+                                                    ", found " + std::to_string(eventSeq));
+          return;
+        }
+        if (e.partial) {
+          deferred.emplace(code::partial_in_prefix,
+                           "partial RuntimeEvent " + e.id + " in immutable prefix");
+          return;
+        }
+        if (e.sessionId != identity.sessionId || e.invocationId != identity.invocationId ||
+            e.runId != identity.runId || e.turnId != identity.turnId) {
+          deferred.emplace(code::runtime_identity_mismatch,
+                           "RuntimeEvent " + e.id + " does not carry the prefix identity");
+          return;
+        }
+        done = false;
+        p.events.push_back(e);
+        ++expected;
+      });
+  if (deferred) throw *deferred;
+  finishPrefix(p);
+  return p;
 }
 
 PrefixIdentity identityOf(const RunHeader& h) {

@@ -264,8 +264,13 @@ std::string providerReplayDigest(const Json& items, int version) {
                                       {"items", items}}));
 }
 
-CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
-                              std::span<const SegmentReplay> projections, int version) {
+namespace {
+
+// Body of composeReplay. With `Consume` the items are moved out of the projections and the
+// runtime context is left empty (the planner moves the events out of its own segments).
+template <bool Consume, class Projection>
+CompositeReplay compose(std::span<const ImmutablePrefix* const> segments,
+                        std::span<Projection> projections, int version) {
   CompositeReplay out;
   out.providerProjectionVersion = version;
   out.boundary = buildBoundaryCursor(segments);
@@ -277,11 +282,12 @@ CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
     contextSize += sr.replayEventIndexes.size();
     itemCount += sr.items.size();
   }
-  out.runtimeContext.reserve(contextSize);
+  if constexpr (!Consume) out.runtimeContext.reserve(contextSize);
   out.providerItems = Json::array();
   out.providerItems.get_ref<Json::array_t&>().reserve(itemCount);
+  size_t contextAt = 0;
   for (size_t s = 0; s < segments.size(); ++s) {
-    const SegmentReplay& sr = projections[s];
+    Projection& sr = projections[s];
     if (!sr.replayable) {
       out.replayable = false;
       out.blockedReason = sr.blockedReason;
@@ -290,17 +296,40 @@ CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
       out.runtimeContext.clear();
       return out;
     }
-    if (s + 1 == segments.size()) out.immediateSourceContextStart = out.runtimeContext.size();
+    if (s + 1 == segments.size()) out.immediateSourceContextStart = contextAt;
     for (size_t k = 0; k < sr.items.size(); ++k) {
-      out.providerItems.push_back(sr.items[k]);
+      if constexpr (Consume) {
+        out.providerItems.push_back(std::move(sr.items[k]));
+      } else {
+        out.providerItems.push_back(sr.items[k]);
+      }
       digester.addItem(sr.itemStableJson[k]);
     }
-    for (size_t idx : sr.replayEventIndexes) out.runtimeContext.push_back(segments[s]->events[idx]);
+    if constexpr (!Consume) {
+      for (size_t idx : sr.replayEventIndexes) {
+        out.runtimeContext.push_back(segments[s]->events[idx]);
+      }
+    }
+    contextAt += sr.replayEventIndexes.size();
   }
   out.providerReplayDigest = digester.digest();
   out.replayable = true;
   return out;
 }
+
+}  // namespace
+
+CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
+                              std::span<const SegmentReplay> projections, int version) {
+  return compose<false>(segments, projections, version);
+}
+
+namespace continuation_detail {
+CompositeReplay composeReplayConsuming(std::span<const ImmutablePrefix* const> segments,
+                                       std::span<SegmentReplay> projections, int version) {
+  return compose<true>(segments, projections, version);
+}
+}  // namespace continuation_detail
 
 CompositeReplay buildCompositeReplay(std::span<const ImmutablePrefix* const> segments,
                                      int version) {

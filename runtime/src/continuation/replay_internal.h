@@ -16,6 +16,13 @@ CompositeReplay composeReplay(std::span<const ImmutablePrefix* const> segments,
 
 namespace continuation_detail {
 
+// composeReplay without the runtime context: the items are moved out of `projections` and
+// runtimeContext stays empty; immediateSourceContextStart is still set. The context is the
+// events segments[s]->events[i] for i in projections[s].replayEventIndexes, in order, which
+// the caller may move out of segments it owns instead of copying them.
+CompositeReplay composeReplayConsuming(std::span<const ImmutablePrefix* const> segments,
+                                       std::span<SegmentReplay> projections, int version);
+
 // Streams stableJson({items, protocol:'provider_replay_plan_v1', providerProjectionVersion})
 // into SHA-256; digest() may be taken after any number of items (it copies the context).
 class ReplayDigester {

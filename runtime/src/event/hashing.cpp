@@ -229,11 +229,30 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
 }
 
 std::string manifestDigest(const Json& segments) {
-  const Json manifest = {{"protocol", "runtime_boundary_cursor_v1"}, {"segments", segments}};
+  if (!segments.is_array()) {
+    const Json manifest = {{"protocol", "runtime_boundary_cursor_v1"}, {"segments", segments}};
+    std::string bytes;
+    appendLp(bytes, "maka.runtime-boundary-manifest.v1");
+    appendLp(bytes, stableJson(manifest));
+    return sha256Digest(bytes);
+  }
+  return manifestDigestOfStableSegments(stableJson(segments));
+}
+
+std::string manifestDigestOfStableSegments(std::string_view segmentsStableJson) {
+  // stableJSON({protocol, segments}) is `{"protocol":"runtime_boundary_cursor_v1","segments":`
+  // + stableJSON(segments) + `}` (the two keys sort in that order); streamed, not concatenated.
+  static constexpr std::string_view kHead =
+      "{\"protocol\":\"runtime_boundary_cursor_v1\",\"segments\":";
+  Sha256Stream sha;
   std::string bytes;
   appendLp(bytes, "maka.runtime-boundary-manifest.v1");
-  appendLp(bytes, stableJson(manifest));
-  return sha256Digest(bytes);
+  appendU64be(bytes, kHead.size() + segmentsStableJson.size() + 1);
+  bytes.append(kHead);
+  sha.update(bytes);
+  sha.update(segmentsStableJson);
+  sha.update("}");
+  return sha.digest();
 }
 
 }  // namespace crashsim

@@ -1,6 +1,7 @@
 // events.cpp — runtime_events rows: canonicalisation, checked reads, and the f.3 write-side
 // invariants shared by every dedicated writer (candidate checks + insert).
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "crashsim/codes.h"
@@ -15,35 +16,44 @@ constexpr const char* kEventCols =
     "event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, is_terminal, "
     "payload_json, committed_at, rowid";
 
-StoredEvent rowToStored(Connection& conn, Stmt& st) {
+// Decodes the current row (or reuses the connection's decode of identical payload bytes) and
+// checks it against its columns. The returned event is the decode cache's entry: valid until
+// the cache next changes (the next decode on this connection).
+const RuntimeEvent& rowEvent(Connection& conn, Stmt& st) {
   const std::string id = st.text(0);
-  std::string payload = st.text(8);
+  const std::string_view payload = st.textView(8);  // compared in place, copied only on a miss
   const RuntimeEvent* cached = nullptr;
   auto it = conn.decoded.find(id);
   if (it != conn.decoded.end() && it->second.first == payload) cached = &it->second.second;
-  StoredEvent out;
-  if (cached) {
-    out.event = *cached;
-  } else {
+  if (!cached) {
+    RuntimeEvent decoded;
     try {
-      out.event = decodeRuntimeEvent(parseJson(payload));
+      decoded = decodeRuntimeEvent(parseJson(payload));
     } catch (const Error& e) {
       throw Error(code::store_corrupt,
                   "Corrupt RuntimeEvent row " + id + ": " + e.code() + ": " + e.what());
     }
     if (conn.decoded.size() > 200000) conn.decoded.clear();
-    conn.decoded[id] = {payload, out.event};
+    auto& slot = conn.decoded[id];
+    slot = {std::string(payload), std::move(decoded)};
+    cached = &slot.second;
   }
-  const RuntimeEvent& ev = out.event;
-  if (ev.id != id || ev.sessionId != st.text(1) || ev.invocationId != st.text(2) ||
-      ev.runId != st.text(3) || ev.turnId != st.text(4)) {
+  const RuntimeEvent& ev = *cached;
+  if (ev.id != id || ev.sessionId != st.textView(1) || ev.invocationId != st.textView(2) ||
+      ev.runId != st.textView(3) || ev.turnId != st.textView(4)) {
     throw Error(code::row_payload_identity_mismatch,
                 "RuntimeEvent row/payload identity mismatch for " + id);
   }
-  if (ev.partial || eventKindOf(ev) != st.text(6) ||
+  if (ev.partial || eventKindOf(ev) != st.textView(6) ||
       static_cast<int64_t>(ev.isTerminal()) != st.int64(7)) {
     throw Error(code::store_corrupt, "RuntimeEvent row " + id + " disagrees with its payload");
   }
+  return ev;
+}
+
+StoredEvent rowToStored(Connection& conn, Stmt& st) {
+  StoredEvent out;
+  out.event = rowEvent(conn, st);
   out.eventSeq = st.int64(5);
   out.eventKind = st.text(6);
   out.committedAt = st.real(9);
@@ -296,6 +306,17 @@ std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::strin
   std::vector<StoredEvent> out;
   while (st.step()) out.push_back(rowToStored(conn, st));
   return out;
+}
+
+void visitInvocationEvents(Connection& conn, const std::string& invocationId,
+                           const std::function<void(int64_t, const RuntimeEvent&)>& visit) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events WHERE invocation_id = ?1 ORDER BY event_seq");
+  st.bind(1, invocationId);
+  while (st.step()) {
+    const RuntimeEvent& e = rowEvent(conn, st);
+    visit(st.int64(5), e);
+  }
 }
 
 std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids) {

@@ -62,6 +62,12 @@ std::string Stmt::text(int col) const {
   if (p == nullptr) return {};
   return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
 }
+std::string_view Stmt::textView(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  if (p == nullptr) return {};
+  return std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+}
 std::optional<std::string> Stmt::optText(int col) const {
   if (isNull(col)) return std::nullopt;
   return text(col);

@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,6 +54,9 @@ class Stmt {
   // Steps to completion (for statements without rows).
   void exec();
   std::string text(int col) const;
+  // The column's text without a copy; valid until the next step/reset of this statement (or
+  // another column accessor that converts the same column).
+  std::string_view textView(int col) const;
   std::optional<std::string> optText(int col) const;
   int64_t int64(int col) const;
   double real(int col) const;
@@ -166,6 +170,11 @@ std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sess
                                        const std::string& runId);
 // Events of one invocation, by event_seq.
 std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId);
+// readInvocationEvents without the copies: visit(eventSeq, event) for each decoded, checked row
+// in the same order with the same errors. `event` is the connection's cached decode, valid
+// only during the call (copy what is kept); `visit` must not use the connection.
+void visitInvocationEvents(Connection& conn, const std::string& invocationId,
+                           const std::function<void(int64_t, const RuntimeEvent&)>& visit);
 // Every event ordered by (invocation_id, event_seq, event_id); rowids returned in parallel.
 std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids = nullptr);
 // One stored event by id (decoded and checked), if present.
