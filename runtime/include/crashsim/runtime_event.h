@@ -107,26 +107,34 @@ struct ContinuationStart {
 };
 
 struct RuntimeEvent {
+  // Field order is a layout choice, not part of the model: the fields every ledger pass reads
+  // (scanner, resolver, resume plan: lane and flags, envelope ids, call id/name, refs, the
+  // protocol marker) come first so a pass touches the first few cache lines of an event.
+
   // Canonical, normalised JSON object of the whole event (what stableJson() persists).
   Json json;
 
-  // Envelope (a.1).
-  std::string id, invocationId, runId, sessionId, turnId;
-  double ts = 0;
-  bool partial = false;
-  Role role = Role::user;
-  Author author = Author::user;
-  std::optional<std::string> branch;
-  std::optional<std::string> origin;  // provider | code_mode
-  bool hidden = false;                // modelVisibility == "hidden"
-  std::optional<EventStatus> status;
-
+  // Lane (a.5), computed by the decoder including the mandatory-envelope checks.
+  Lane lane = Lane::ordinary;
   // Content view (a.2). callId/toolName are content.id/content.name for calls and responses.
   ContentKind contentKind = ContentKind::none;
-  std::string callId;
-  std::string toolName;
+  bool partial = false;
+  bool hidden = false;   // modelVisibility == "hidden"
   bool isError = false;  // function_response.isError
   bool hasEndInvocation = false;
+  bool hasContinuationStart = false;
+  bool hasWorkspaceFact = false;
+  // Non-empty text/thinking/call/response content (a.2), ignoring modelVisibility.
+  bool hasModelVisibleContent = false;
+  Role role = Role::user;
+  Author author = Author::user;
+  double ts = 0;
+
+  // Envelope (a.1).
+  std::string id, invocationId, runId, sessionId, turnId;
+  std::string callId;
+  std::string toolName;
+  std::optional<std::string> runtimeProtocol;  // actions.runtimeProtocol.toolBoundary
 
   // Refs view (a.4).
   std::optional<std::string> refOperationId;
@@ -135,27 +143,24 @@ struct RuntimeEvent {
   std::optional<std::string> refParentOperationId;
   std::optional<int64_t> refSourceRuntimeEventHighWater;
 
+  std::optional<std::string> branch;
+  std::optional<std::string> origin;  // provider | code_mode
+  std::optional<EventStatus> status;
+
+  // Cached canonicalArgsHash(toolName, content.args) of a function_call; empty optional when
+  // canonicalArgsHash throws (empty tool name). Computed by the decoder for function_call
+  // events (decoded args are always strict JSON).
+  std::optional<std::string> callArgsHash;
+
   // Actions views (a.3).
   std::optional<ToolDispatch> toolDispatch;
   std::optional<ToolRecovery> toolRecovery;
-  std::optional<std::string> runtimeProtocol;  // actions.runtimeProtocol.toolBoundary
-  bool hasContinuationStart = false;
   std::optional<ContinuationStart> continuationStart;
-  bool hasWorkspaceFact = false;
-
-  // Lane (a.5), computed by the decoder including the mandatory-envelope checks.
-  Lane lane = Lane::ordinary;
-  // Non-empty text/thinking/call/response content (a.2), ignoring modelVisibility.
-  bool hasModelVisibleContent = false;
 
   // Terminal event: terminal status or actions.endInvocation === true (a.1).
   bool isTerminal() const;
   // Model-visible content (a.2): not hidden and non-empty text/thinking/call/response.
   bool isModelVisible() const;
-  // Cached canonicalArgsHash(toolName, content.args) of a function_call; empty optional when
-  // canonicalArgsHash throws (empty tool name). Computed by the decoder for function_call
-  // events (decoded args are always strict JSON).
-  std::optional<std::string> callArgsHash;
 
   friend bool operator==(const RuntimeEvent& a, const RuntimeEvent& b) { return a.json == b.json; }
 };

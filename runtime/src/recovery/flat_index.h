@@ -109,4 +109,14 @@ class FlatIndex {
 // Prefetches the memory of a RuntimeEvent-sized object and of a string's characters.
 inline void prefetchBytes(const void* p) { __builtin_prefetch(p); }
 
+// Prefetches every cache line of the bytes [begin, end).
+inline void prefetchRange(const void* begin, const void* end) {
+  const char* p = static_cast<const char*>(begin);
+  const char* last = static_cast<const char*>(end) - 1;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63};
+  for (uintptr_t line = first; line <= reinterpret_cast<uintptr_t>(last); line += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+  }
+}
+
 }  // namespace crashsim::detail

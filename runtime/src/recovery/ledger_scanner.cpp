@@ -27,6 +27,9 @@ bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
 bool optEquals(const std::optional<std::string>& a, std::string_view b) {
   return a.has_value() && *a == b;
 }
+bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
+  return a.has_value() && *a == b;
+}
 
 class Scanner {
  public:
@@ -69,21 +72,18 @@ class Scanner {
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
 
-  // The cache lines of a RuntimeEvent the scan reads (envelope ids, flags, content view, lane,
-  // and the action views for tool lanes).
-  static void prefetchEvent(const RuntimeEvent& e) {
-    prefetchBytes(&e.id);
-    prefetchBytes(&e.turnId);
-    prefetchBytes(&e.callId);
-    prefetchBytes(&e.runtimeProtocol);
-    prefetchBytes(&e.lane);
-  }
+  // The cache lines of a RuntimeEvent the scan reads for every event: the leading hot fields
+  // (lane and flags, envelope ids, call id/name, protocol marker; see RuntimeEvent).
+  static void prefetchEvent(const RuntimeEvent& e) { prefetchRange(&e, &e.refOperationId); }
+  // Once the struct is in cache: the heap characters of the strings the scan compares and the
+  // tool-lane fields (refs, the dispatch payload) of tool events.
   static void prefetchStrings(const RuntimeEvent& e) {
     prefetchBytes(e.id.data());
     prefetchBytes(e.invocationId.data());
     if (e.lane != Lane::ordinary) {
       prefetchBytes(e.callId.data());
-      if (e.toolDispatch) prefetchBytes(e.toolDispatch->operationId.data());
+      prefetchRange(&e.refOperationId, &e.refParentToolCallId);
+      if (e.lane == Lane::tool_dispatch) prefetchRange(&e.toolDispatch, &e.toolDispatch + 1);
     }
   }
 
@@ -118,7 +118,7 @@ class Scanner {
     ScannedOperation& op = scan_.operations.emplace_back();
     op.invocationId = e.invocationId;
     op.toolCallId = toolCallId;
-    op.toolName = std::string(toolName);
+    op.toolName = toolName;
     byToolCall_.insert(h, static_cast<uint32_t>(index), [this](uint32_t v) {
       const ScannedOperation& o = scan_.operations[v];
       return mix(hashView(o.invocationId), hashView(o.toolCallId));
@@ -213,15 +213,15 @@ class Scanner {
     if (found != kEmpty) {
       ScannedOperation& op = scan_.operations[found];
       if (!op.call) {
-        op.call = i;
-        if (!optEquals(op.toolName, e.toolName)) opIssue(found, code::identity_conflict, e.id);
+        op.call = static_cast<uint32_t>(i);
+        if (op.toolName != e.toolName) opIssue(found, code::identity_conflict, e.id);
         return;
       }
       opIssue(found, code::duplicate_call, e.id);
       return;
     }
     const size_t op = createOp(h, e, e.callId, e.toolName);
-    scan_.operations[op].call = i;
+    scan_.operations[op].call = static_cast<uint32_t>(i);
   }
 
   // 6. tool_dispatch.
@@ -235,7 +235,7 @@ class Scanner {
       opIndex = createOp(h, e, d.providerToolCallId, d.toolName);
       ScannedOperation& op = scan_.operations[opIndex];
       op.operationId = d.operationId;
-      op.dispatch = i;
+      op.dispatch = static_cast<uint32_t>(i);
       opIssue(opIndex, code::event_order_conflict, e.id);
     } else {
       opIndex = found;
@@ -256,11 +256,11 @@ class Scanner {
 
     ScannedOperation& op = scan_.operations[opIndex];
     op.operationId = d.operationId;
-    op.dispatch = i;
+    op.dispatch = static_cast<uint32_t>(i);
     if (owner == kEmpty) bindOperationId(opIndex, oh);
 
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
-    if (!optEquals(op.toolName, d.toolName) || !optEquals(e.refOperationId, d.operationId) ||
+    if (op.toolName != d.toolName || !optEquals(e.refOperationId, d.operationId) ||
         !optEquals(e.refToolCallId, d.providerToolCallId) ||
         (call != nullptr && !sameExecutionIdentity(*call, e))) {
       opIssue(opIndex, code::identity_conflict, e.id);
@@ -288,7 +288,7 @@ class Scanner {
     const uint32_t found = findOp(h, e.invocationId, e.callId);
     if (found == kEmpty) {
       const size_t op = createOp(h, e, e.callId, e.toolName);
-      scan_.operations[op].response = i;
+      scan_.operations[op].response = static_cast<uint32_t>(i);
       opIssue(op, code::orphan_response, e.id);
       return;
     }
@@ -297,10 +297,9 @@ class Scanner {
       opIssue(found, code::duplicate_response, e.id);
       return;
     }
-    op.response = i;
+    op.response = static_cast<uint32_t>(i);
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
-    if (!optEquals(op.toolName, e.toolName) || call == nullptr ||
-        !sameExecutionIdentity(*call, e) ||
+    if (op.toolName != e.toolName || call == nullptr || !sameExecutionIdentity(*call, e) ||
         (op.operationId && (!optEquals(e.refOperationId, *op.operationId) ||
                             !optEquals(e.refToolCallId, op.toolCallId)))) {
       opIssue(found, code::identity_conflict, e.id);
@@ -492,7 +491,7 @@ std::optional<RecoveryTail> interpretRecoveryTail(std::span<const RuntimeEvent> 
   identity.runId = dispatch.runId;
   identity.turnId = dispatch.turnId;
   identity.providerToolCallId = op.toolCallId;
-  identity.toolName = op.toolName ? *op.toolName : d.toolName;
+  identity.toolName = op.toolName;
   identity.canonicalArgsHash = d.canonicalArgsHash;
   identity.recoveryMode = d.recoveryMode;
   identity.callEventId = call.id;

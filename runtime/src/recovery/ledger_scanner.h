@@ -10,13 +10,15 @@
 //    order; issues that belong to an operation are also recorded (by code) on that operation,
 //    a duplicate_operation on both operations that claim the operationId (listed once in
 //    LedgerScan::issues).
-//  - Indexes in ScannedOperation point into the scanned span; the span must outlive any use
-//    of them. The scanner never throws on ledger content and never allocates per event.
+//  - Indexes and string views in ScannedOperation point into the scanned span; the span must
+//    outlive any use of them. The scanner never throws on ledger content and never allocates per
+//    event.
 //  - interpretRecoveryTail() and validateRecoveryBundle() are the one definition of a valid
 //    recovery bundle (c.4, f.6 step 2); the resolver, projection rebuild and the store's
 //    bundle writer all call them.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,15 +30,16 @@
 
 namespace crashsim::detail {
 
-// One operation keyed by (invocationId, providerToolCallId). Indexes point into the scanned span.
+// One operation keyed by (invocationId, providerToolCallId). Indexes and string views point
+// into the scanned span (its events' strings), which must outlive the scan.
 struct ScannedOperation {
-  std::string invocationId;
-  std::string toolCallId;
-  std::optional<std::string> toolName;     // from whichever fact created the operation
-  std::optional<std::string> operationId;  // bound by the dispatch
-  std::optional<size_t> call;
-  std::optional<size_t> dispatch;
-  std::optional<size_t> response;
+  std::string_view invocationId;
+  std::string_view toolCallId;
+  std::string_view toolName;                    // from whichever fact created the operation
+  std::optional<std::string_view> operationId;  // bound by the dispatch
+  std::optional<uint32_t> call;
+  std::optional<uint32_t> dispatch;
+  std::optional<uint32_t> response;
   std::vector<size_t> reconciles;       // reconcile_result facts, physical order
   std::vector<size_t> decisions;        // recovery_decision facts, physical order
   std::vector<std::string> issueCodes;  // per-operation scanner issues (duplicate_call, ...)

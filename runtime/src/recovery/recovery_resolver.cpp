@@ -28,12 +28,16 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
   return {};
 }
 
-// Builds the decision of one scanned operation; the operation's strings are moved into it.
-ToolDecision decide(std::span<const RuntimeEvent> events, detail::ScannedOperation& op,
+// Builds the decision of one scanned operation.
+ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedOperation& op,
                     bool newProtocol) {
   ToolDecision d;
-  d.status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
-  d.reason = newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
+  // The codes are chosen first and the strings built once (no reassignment per rule).
+  std::string_view status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
+  std::string_view reason =
+      newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
+  std::string_view origin;
+  std::string parkedReason;  // parked: the decision fact's reasonCode
   if (op.call) {
     d.callRuntimeEventId = events[*op.call].id;
     d.callIndex = op.call;
@@ -50,44 +54,47 @@ ToolDecision decide(std::span<const RuntimeEvent> events, detail::ScannedOperati
   }
 
   if (!op.call && op.dispatch) {  // 1.
-    d.status = code::corruption;
-    d.reason = code::orphan_dispatch;
+    status = code::corruption;
+    reason = code::orphan_dispatch;
   } else if (!op.call && op.response) {  // 2.
-    d.status = code::corruption;
-    d.reason = code::orphan_response;
+    status = code::corruption;
+    reason = code::orphan_response;
   } else if (std::string_view issue = priorityIssue(op); !issue.empty()) {  // 3.
-    d.status = code::corruption;
-    d.reason = issue;
+    status = code::corruption;
+    reason = issue;
   } else {
     if (op.response) {  // 4.
-      d.status = code::completed;
-      d.reason = code::matching_response;
-      d.settlementOrigin = op.dispatch ? code::normal_t2 : code::pre_t1_synthetic;
+      status = code::completed;
+      reason = code::matching_response;
+      origin = op.dispatch ? code::normal_t2 : code::pre_t1_synthetic;
     } else if (op.dispatch) {  // 5.
-      d.status = code::indeterminate;
-      d.reason = code::dispatch_without_response;
+      status = code::indeterminate;
+      reason = code::dispatch_without_response;
     }
     // 7. recovery tail.
     if (std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, op)) {
       if (!tail->valid) {
-        d.status = code::corruption;
-        d.reason = code::recovery_fact_corruption;
-        d.settlementOrigin.reset();
+        status = code::corruption;
+        reason = code::recovery_fact_corruption;
+        origin = {};
       } else if (tail->disposition == code::completed) {
-        d.status = code::completed;
-        d.reason = code::recovery_bundle_completed;
-        d.settlementOrigin = code::recovery_bundle;
+        status = code::completed;
+        reason = code::recovery_bundle_completed;
+        origin = code::recovery_bundle;
       } else {
-        d.status = code::parked;
-        d.reason = std::move(tail->reasonCode);
-        d.settlementOrigin = code::recovery_bundle;
+        status = code::parked;
+        parkedReason = std::move(tail->reasonCode);
+        origin = code::recovery_bundle;
       }
     }
   }
 
-  d.toolCallId = std::move(op.toolCallId);
-  if (op.toolName && !op.toolName->empty()) d.toolName = std::move(op.toolName);
-  d.operationId = std::move(op.operationId);
+  d.status = status;
+  d.reason = status == code::parked ? std::move(parkedReason) : std::string(reason);
+  if (!origin.empty()) d.settlementOrigin = std::string(origin);
+  d.toolCallId = op.toolCallId;
+  if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
+  if (op.operationId) d.operationId = std::string(*op.operationId);
   return d;
 }
 
@@ -118,22 +125,29 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   std::vector<detail::ScannedOperation>& ops = scan.operations;
   // Decisions copy the ids of events the scan visited long ago on large ledgers: prefetch the
   // event structs, then their id characters, a few operations ahead.
-  constexpr size_t kFar = 8, kNear = 4;
+  constexpr size_t kFar = 16, kNear = 8;
   auto touch = [&](size_t k, bool strings) {
-    for (const std::optional<size_t>& index : {ops[k].call, ops[k].dispatch, ops[k].response}) {
+    for (const std::optional<uint32_t>& index : {ops[k].call, ops[k].dispatch, ops[k].response}) {
       if (!index) continue;
+      const RuntimeEvent& e = events[*index];
       if (strings) {
-        detail::prefetchBytes(events[*index].id.data());
+        detail::prefetchBytes(e.id.data());
       } else {
-        detail::prefetchBytes(&events[*index].id);
-        detail::prefetchBytes(&events[*index].isError);
+        detail::prefetchRange(&e, &e.id + 1);  // flags (isError) and the id
       }
+    }
+    if (!strings && ops[k].dispatch) {  // the dispatch's recoveryMode and engaged flag
+      const RuntimeEvent& e = events[*ops[k].dispatch];
+      // A hint only: recoveryMode is the sixth string of the payload.
+      detail::prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch) +
+                            5 * sizeof(std::string));
+      detail::prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch + 1) - 1);
     }
   };
   for (size_t k = 0; k < ops.size(); ++k) {
     if (k + kFar < ops.size()) touch(k + kFar, false);
     if (k + kNear < ops.size()) touch(k + kNear, true);
-    detail::ScannedOperation& op = ops[k];
+    const detail::ScannedOperation& op = ops[k];
     ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;

@@ -12,26 +12,24 @@ const std::string_view kResumeDirective =
     "may or may not have happened. Do not retry the tool call immediately. First inspect the "
     "current state with read-only tools and only then decide the next step.";
 
-namespace {
-
-const Json& callArgs(const RuntimeEvent& call) {
+const Json& PlanArgs::get() const {
   static const Json kNull;
-  auto content = call.json.find("content");
-  if (content == call.json.end() || !content->is_object()) return kNull;
+  if (owned_) return *owned_;
+  if (call_ == nullptr) return kNull;
+  auto content = call_->json.find("content");
+  if (content == call_->json.end() || !content->is_object()) return kNull;
   auto args = content->find("args");
   return args == content->end() ? kNull : *args;
 }
 
-// Large ledgers are latency-bound on the call's JSON tree: its nodes were allocated together
-// when the event was decoded, so the region after the object header is prefetched ahead.
+namespace {
+
+// Large ledgers are latency-bound on the call events the operations refer to: their hot
+// fields (flags, call id, tool name) are prefetched ahead, then the call id's characters.
 void prefetchCall(const RuntimeEvent& call) {
-  detail::prefetchBytes(&call.json);
   detail::prefetchBytes(&call.hidden);
-  detail::prefetchBytes(call.callId.data());
-  if (const Json::object_t* object = call.json.get_ptr<const Json::object_t*>()) {
-    const char* base = reinterpret_cast<const char*>(object);
-    for (int line = 0; line < 24; ++line) detail::prefetchBytes(base + 64 * line);
-  }
+  detail::prefetchBytes(&call.callId);
+  detail::prefetchBytes(&call.toolName);
 }
 
 std::string_view planStatus(const ToolDecision& d) {
@@ -99,10 +97,10 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   constexpr size_t kOpAhead = 6, kOpFar = 12;
   for (size_t k = 0; k < decisions.size(); ++k) {
     if (k + kOpFar < decisions.size() && decisions[k + kOpFar].callIndex) {
-      detail::prefetchBytes(&events[*decisions[k + kOpFar].callIndex].json);
+      prefetchCall(events[*decisions[k + kOpFar].callIndex]);
     }
     if (k + kOpAhead < decisions.size() && decisions[k + kOpAhead].callIndex) {
-      prefetchCall(events[*decisions[k + kOpAhead].callIndex]);
+      detail::prefetchBytes(events[*decisions[k + kOpAhead].callIndex].callId.data());
     }
     const ToolDecision& d = decisions[k];
     if (!d.callIndex) continue;
@@ -114,7 +112,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     PlanOperation& op = plan.operations.emplace_back();
     op.toolCallId = d.toolCallId;
     op.toolName = call.toolName;
-    op.args = callArgs(call);
+    op.args = PlanArgs::ofCall(call);
     op.status = planStatus(d);
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
@@ -189,7 +187,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     const uint64_t h = ring[i % kNear];
     if (i + kFar < n) {
       detail::prefetchBytes(&events[i + kFar].partial);
-      detail::prefetchBytes(&events[i + kFar].callId);
+      detail::prefetchRange(&events[i + kFar].callId, &events[i + kFar].toolName + 1);
     }
     if (i + kMid < n && isTool(events[i + kMid])) {
       detail::prefetchBytes(events[i + kMid].callId.data());
