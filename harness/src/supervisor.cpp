@@ -65,20 +65,27 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
   try {
     auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
     auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
+    auto launch = [&](auto&&... executor) {
+      return bp::child(
+          executor..., bp::exe = spec.exe.string(), bp::args = spec.args, env,
+          bp::std_in<bp::null, bp::std_out> out.string(), bp::std_err > err.string(),
+          bp::extend::on_exec_setup = [writeFd](auto&) {
+            if (writeFd < 0) return;
+            if (writeFd == kControlFd) {
+              ::fcntl(kControlFd, F_SETFD, 0);  // keep it across exec
+            } else {
+              ::dup2(writeFd, kControlFd);  // the duplicate does not carry O_CLOEXEC
+            }
+          });
+    };
+#if defined(__SANITIZE_ADDRESS__)
+    bp::child c = launch();  // AddressSanitizer's shadow memory and vfork do not mix: fork
+#else
     // vfork: the child borrows the harness's address space until exec instead of copying its
     // page tables, which a fork of the multi-threaded harness paid on every spawn (a third of
     // the sweep's CPU per case). Only async-signal-safe calls run before exec (fcntl, dup2).
-    bp::child c(
-        bp::posix::use_vfork, bp::exe = spec.exe.string(), bp::args = spec.args, env,
-        bp::std_in<bp::null, bp::std_out> out.string(), bp::std_err > err.string(),
-        bp::extend::on_exec_setup = [writeFd](auto&) {
-          if (writeFd < 0) return;
-          if (writeFd == kControlFd) {
-            ::fcntl(kControlFd, F_SETFD, 0);  // keep it across exec
-          } else {
-            ::dup2(writeFd, kControlFd);  // the duplicate does not carry O_CLOEXEC
-          }
-        });
+    bp::child c = launch(bp::posix::use_vfork);
+#endif
     s.pid = c.id();
     c.detach();  // we reap with waitpid to read the native status
   } catch (const std::exception& e) {
