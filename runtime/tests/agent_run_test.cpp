@@ -85,7 +85,7 @@ TEST_P(ScenarioRun, CompletesWithExpectedWorkspaceOneExecutionPerOperationAndSaf
   std::set<std::string> dispatchedOps;
   for (const auto& d : resolution.decisions) {
     EXPECT_EQ(d.status, "completed") << d.toolCallId;
-    EXPECT_EQ(d.reason, "matching_response") << d.toolCallId;
+    EXPECT_EQ(d.reason, code::matching_response) << d.toolCallId;
     EXPECT_EQ(d.responseIsError.value_or(false), errorCalls.count(d.toolCallId) > 0)
         << d.toolCallId;
     if (d.dispatchRuntimeEventId) {

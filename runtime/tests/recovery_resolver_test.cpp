@@ -113,7 +113,7 @@ TEST(ResolverDecisionTable, CallPlusMatchingResponseNoDispatch_CompletedMatching
   l.response("r", "call-1", "Write", {}, true);  // pre-T1 refusal (permission deny)
   const ToolDecision d = only(resolveRecovery(l.events));
   EXPECT_EQ(d.status, "completed");
-  EXPECT_EQ(d.reason, "matching_response");
+  EXPECT_EQ(d.reason, code::matching_response);
   EXPECT_EQ(d.settlementOrigin, "pre_t1_synthetic");
   EXPECT_EQ(d.responseIsError, true);
   EXPECT_FALSE(d.operationId.has_value());
@@ -125,7 +125,7 @@ TEST(ResolverDecisionTable, CallDispatchMatchingResponse_CompletedMatchingRespon
   RecoveryResolution r = resolveRecovery(l.events);
   const ToolDecision& d = only(r);
   EXPECT_EQ(d.status, "completed");
-  EXPECT_EQ(d.reason, "matching_response");
+  EXPECT_EQ(d.reason, code::matching_response);
   EXPECT_EQ(d.settlementOrigin, "normal_t2");
   EXPECT_EQ(d.operationId, "op-1");
   EXPECT_EQ(d.callRuntimeEventId, "op-1_call");
@@ -154,7 +154,7 @@ TEST(ResolverDecisionTable, CallOnlyNewProtocol_DefinitelyNotDispatched) {
   l.call("c", "call-1", "Write", kWriteArgs);
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_EQ(only(r).status, "definitely_not_dispatched");
-  EXPECT_EQ(only(r).reason, "new_protocol_before_dispatch");
+  EXPECT_EQ(only(r).reason, code::new_protocol_before_dispatch);
   EXPECT_FALSE(r.requiresReconciliation);
 }
 
@@ -172,7 +172,7 @@ TEST(ResolverDecisionTable, CompletedRecoveryBundle_CompletedRecoveryBundleCompl
   Ledger l = completedBundle();
   RecoveryResolution r = resolveRecovery(l.events);
   EXPECT_EQ(only(r).status, "completed");
-  EXPECT_EQ(only(r).reason, "recovery_bundle_completed");
+  EXPECT_EQ(only(r).reason, code::recovery_bundle_completed);
   EXPECT_EQ(only(r).settlementOrigin, "recovery_bundle");
   EXPECT_EQ(only(r).responseRuntimeEventId, "op-1_response");
   EXPECT_FALSE(r.hasCorruption);

@@ -90,7 +90,7 @@ TEST_P(HarnessLegacyPrefix, ResolverDecisionPlanAndReplayMatchSpecTableB) {
     ASSERT_EQ(plan.resolution.decisions.size(), 1u);
     const ToolDecision& d = plan.resolution.decisions[0];
     EXPECT_EQ(d.status, "completed");
-    EXPECT_EQ(d.reason, "matching_response");
+    EXPECT_EQ(d.reason, code::matching_response);
     EXPECT_EQ(d.settlementOrigin, "pre_t1_synthetic");
     EXPECT_EQ(plan.disposition, "safe_replay");
     ASSERT_EQ(plan.operations.size(), 1u);
@@ -131,7 +131,7 @@ TEST(HarnessNewProtocol, P1CallCommittedSeparatelyIsNotDispatchedAndBlocked) {
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_EQ(plan.resolution.toolBoundaryProtocol, "t1_after_preflight_v1");
   EXPECT_EQ(plan.resolution.decisions[0].status, "definitely_not_dispatched");
-  EXPECT_EQ(plan.resolution.decisions[0].reason, "new_protocol_before_dispatch");
+  EXPECT_EQ(plan.resolution.decisions[0].reason, code::new_protocol_before_dispatch);
   EXPECT_EQ(plan.disposition, "blocked");
   EXPECT_EQ(plan.operations[0].status, "not_dispatched");
   EXPECT_EQ(diagnosticCodes(plan), Codes{"tool_not_dispatched"});
@@ -159,7 +159,7 @@ TEST(HarnessNewProtocol, P5toP8WithDispatchCompletedNormalT2) {
   l.response("op-1_response", "call-1", "Write", "op-1");
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_EQ(plan.resolution.decisions[0].status, "completed");
-  EXPECT_EQ(plan.resolution.decisions[0].reason, "matching_response");
+  EXPECT_EQ(plan.resolution.decisions[0].reason, code::matching_response);
   EXPECT_EQ(plan.resolution.decisions[0].settlementOrigin, "normal_t2");
   EXPECT_EQ(plan.disposition, "safe_replay");
   EXPECT_EQ(plan.operations[0].status, "succeeded");
@@ -179,7 +179,7 @@ TEST(HarnessNewProtocol, P10BeforeBundleCommitIsAsP2AfterCommitCompletedOrParked
                      {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
   ResumePlan c = buildResumePlan(completed.events);
   EXPECT_EQ(c.resolution.decisions[0].status, "completed");
-  EXPECT_EQ(c.resolution.decisions[0].reason, "recovery_bundle_completed");
+  EXPECT_EQ(c.resolution.decisions[0].reason, code::recovery_bundle_completed);
   EXPECT_EQ(c.disposition, "safe_replay");
   EXPECT_EQ(c.operations[0].status, "succeeded");
 

@@ -223,6 +223,17 @@ constexpr const char* kClaimColumns =
     "target_invocation_id, target_run_id, target_turn_id, target_run_header_json, claimed_at, "
     "start_event_id, start_kind, protocol_version";
 
+// The claim row's own columns (everything but boundary_json and the start columns).
+void readClaimColumns(store_detail::Stmt& st, ContinuationClaim& cl) {
+  cl.claimId = st.text(0);
+  cl.boundaryDigest = st.text(7);
+  cl.providerProjectionVersion = static_cast<int>(st.int64(9));
+  cl.providerReplayDigest = st.text(10);
+  cl.target = PrefixIdentity{st.text(11), st.text(12), st.text(13), st.text(14)};
+  cl.targetRunHeader = RunHeader::fromJson(parseJson(st.textView(15)));
+  cl.claimedAt = st.real(16);
+}
+
 ClaimState decodeClaimRow(Connection& c, store_detail::Stmt& st) {
   const std::string claimId = st.text(0);
   auto mismatch = [&](const std::string& why) {
@@ -232,14 +243,8 @@ ClaimState decodeClaimRow(Connection& c, store_detail::Stmt& st) {
   ClaimState s;
   ContinuationClaim& cl = s.claim;
   try {
-    cl.claimId = claimId;
+    readClaimColumns(st, cl);
     cl.boundary = BoundaryCursor::fromJson(parseJson(st.text(8)));
-    cl.boundaryDigest = st.text(7);
-    cl.providerProjectionVersion = static_cast<int>(st.int64(9));
-    cl.providerReplayDigest = st.text(10);
-    cl.target = PrefixIdentity{st.text(11), st.text(12), st.text(13), st.text(14)};
-    cl.targetRunHeader = RunHeader::fromJson(parseJson(st.text(15)));
-    cl.claimedAt = st.real(16);
     validateClaim(cl);
   } catch (const Error& e) {
     if (e.code() == code::continuation_claim_row_mismatch) throw;
@@ -284,16 +289,10 @@ bool decodeClaimRowKnown(Connection& c, store_detail::Stmt& st, const KnownBound
   }
   try {
     ContinuationClaim& cl = s.claim;
-    cl.claimId = st.text(0);
+    readClaimColumns(st, cl);
     cl.boundary.segments = Json::array();
     cl.boundary.segments.push_back(*kb.lastSegment);
     cl.boundary.manifestDigest = std::string(kb.manifestDigest);
-    cl.boundaryDigest = st.text(7);
-    cl.providerProjectionVersion = static_cast<int>(st.int64(9));
-    cl.providerReplayDigest = st.text(10);
-    cl.target = PrefixIdentity{st.text(11), st.text(12), st.text(13), st.text(14)};
-    cl.targetRunHeader = RunHeader::fromJson(parseJson(st.textView(15)));
-    cl.claimedAt = st.real(16);
     // validateClaim (the segment loop over kb's summary).
     const PrefixIdentity& t = cl.target;
     if (cl.claimId.empty() || cl.boundaryDigest != cl.boundary.manifestDigest ||

@@ -191,7 +191,7 @@ void expectCatalogueState(failpoints::Id fp, const Scenario& scenario, const San
       ASSERT_FALSE(pending.empty());
       for (const auto* d : pending) {
         EXPECT_EQ(d->status, "definitely_not_dispatched") << d->toolCallId;
-        EXPECT_EQ(d->reason, "new_protocol_before_dispatch") << d->toolCallId;
+        EXPECT_EQ(d->reason, code::new_protocol_before_dispatch) << d->toolCallId;
         EXPECT_FALSE(d->dispatchRuntimeEventId.has_value());
       }
       EXPECT_EQ(plan.disposition, "blocked");
@@ -240,7 +240,7 @@ void expectCatalogueState(failpoints::Id fp, const Scenario& scenario, const San
         if (d.status == "completed") last = &d;
       }
       ASSERT_NE(last, nullptr);
-      EXPECT_EQ(last->reason, "matching_response");
+      EXPECT_EQ(last->reason, code::matching_response);
       EXPECT_EQ(last->settlementOrigin, std::string("normal_t2"));
       for (const auto* d : pending) EXPECT_EQ(d->status, "definitely_not_dispatched");
       break;
