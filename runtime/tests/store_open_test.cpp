@@ -27,6 +27,8 @@ TEST(StoreOpenTest, CreatesDirectoryAndSetsPragmas) {
   EXPECT_EQ(pragma(s->handle(), "PRAGMA synchronous"), "2");  // FULL
   EXPECT_EQ(pragma(s->handle(), "PRAGMA foreign_keys"), "1");
   EXPECT_EQ(pragma(s->handle(), "PRAGMA busy_timeout"), "5000");
+  EXPECT_EQ(pragma(s->handle(), "PRAGMA page_size"), "2048");
+  EXPECT_EQ(pragma(s->handle(), "PRAGMA wal_autocheckpoint"), "2048");
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(s->integrityCheck(), "ok");
   for (const char* cap : {"runtime_recovery_authority", "runtime_continuation_authority",
@@ -84,6 +86,30 @@ TEST(StoreOpenTest, ReadOnlyOpenIsQueryOnlyAndNeverMigrates) {
   expectCode([&] { s->append(textEvent(Ident{}, "t", 1)); }, code::sqlite_error);
   TempDir missing;
   expectCode([&] { RuntimeStore::open(missing.path / "none", ro); }, code::store_open_failed);
+}
+
+TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) {
+  TempDir dir;
+  Ident id;
+  std::string ledger;
+  {
+    auto s = RuntimeStore::open(dir.path);
+    s->append(userEvent(id));
+    s->commitTerminalEvent(terminalEvent(id, "end-1", 1500));
+    ledger = s->ledgerHash();
+  }
+  // What a version-1 store looks like: no partial index over terminal facts.
+  rawSql(dir.db(), "DROP INDEX runtime_events_terminal; PRAGMA user_version = 1;");
+  auto s = RuntimeStore::open(dir.path);
+  EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
+  EXPECT_EQ(pragma(s->handle(),
+                   "SELECT count(*) FROM sqlite_master WHERE name = "
+                   "'runtime_events_terminal'"),
+            "1");
+  EXPECT_EQ(s->ledgerHash(), ledger);
+  // The seal reads the migrated index.
+  expectCode([&] { s->append(textEvent(id, "late-1", 1600)); }, code::run_sealed);
+  EXPECT_EQ(s->integrityCheck(), "ok");
 }
 
 TEST(StoreOpenTest, MissingCapabilityRefusesToOpen) {

@@ -35,7 +35,7 @@ struct sqlite3;
 
 namespace crashsim {
 
-inline constexpr int kSchemaVersion = 1;  // our own numbering (spec f.2 tables we need)
+inline constexpr int kSchemaVersion = 2;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
   bool readOnly = false;             // query_only; never migrates or repairs

@@ -200,16 +200,7 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
 void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
   // Run seal (f.3, j.6): every NEW event of a run with a terminal fact is refused, recovery
   // bundles included. Host start-up therefore reconciles before it recovers the terminal.
-  {
-    auto st = conn.prepare(
-        "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
-        "is_terminal = 1 LIMIT 1");
-    st.bind(1, e.sessionId).bind(2, e.runId);
-    if (st.step()) {
-      throw Error(code::run_sealed, "RuntimeEvent run " + e.sessionId + "/" + e.runId +
-                                        " is sealed by its terminal fact " + st.text(0));
-    }
-  }
+  checkRunNotSealed(conn, e.sessionId, e.runId);
   {
     auto st = conn.prepare(
         "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 "
@@ -233,29 +224,43 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
                   "RuntimeEvent run identity conflict for " + e.sessionId + "/" + e.runId);
     }
   }
-  if (e.runtimeProtocol) {
-    // The protocol marker is a fact of what was wired at run start: event #1 only (j.4).
-    auto st =
-        conn.prepare("SELECT 1 FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 LIMIT 1");
-    st.bind(1, e.sessionId).bind(2, e.runId);
-    if (st.step() || *e.runtimeProtocol != code::t1_after_preflight_v1) {
-      throw Error(code::protocol_marker_invalid,
-                  "RuntimeEvent " + e.id +
-                      " carries a runtime protocol marker that is not the run's first event");
-    }
+}
+
+void checkProtocolMarker(Connection& conn, const RuntimeEvent& e) {
+  if (!e.runtimeProtocol) return;
+  // The protocol marker is a fact of what was wired at run start: event #1 only (j.4).
+  auto st =
+      conn.prepare("SELECT 1 FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 LIMIT 1");
+  st.bind(1, e.sessionId).bind(2, e.runId);
+  if (st.step() || *e.runtimeProtocol != code::t1_after_preflight_v1) {
+    throw Error(code::protocol_marker_invalid,
+                "RuntimeEvent " + e.id +
+                    " carries a runtime protocol marker that is not the run's first event");
   }
 }
 
 }  // namespace
 
-std::string canonicalPayload(const RuntimeEvent& event) {
+void checkRunNotSealed(Connection& conn, const std::string& sessionId, const std::string& runId) {
+  // The partial index holds terminal facts only: one seek, whatever the run's length.
+  auto st = conn.prepare(
+      "SELECT event_id FROM runtime_events INDEXED BY runtime_events_terminal WHERE "
+      "session_id = ?1 AND run_id = ?2 AND is_terminal = 1 LIMIT 1");
+  st.bind(1, sessionId).bind(2, runId);
+  if (st.step()) {
+    throw Error(code::run_sealed, "RuntimeEvent run " + sessionId + "/" + runId +
+                                      " is sealed by its terminal fact " + st.text(0));
+  }
+}
+
+std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical) {
   std::string payload;
   try {
     payload = encodeRuntimeEvent(event);
+    // encodeRuntimeEvent is stableJson of the JSON, so equal JSON re-encodes to equal bytes.
     RuntimeEvent back = decodeRuntimeEvent(parseJson(payload));
-    if (!(back.json == event.json) || encodeRuntimeEvent(back) != payload) {
-      throw Error(code::not_losslessly_serializable, "");
-    }
+    if (!(back.json == event.json)) throw Error(code::not_losslessly_serializable, "");
+    if (canonical != nullptr) *canonical = std::move(back);
   } catch (const Error& e) {
     throw Error(code::not_losslessly_serializable,
                 "RuntimeEvent is not losslessly serializable: " + event.id +
@@ -352,7 +357,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     toolBearing = toolBearing || isToolBearing(*e);
     Candidate c;
     c.event = e;
-    c.payload = canonicalPayload(*e);
+    c.payload = canonicalPayload(*e, &c.canonical);
     if (!seen.insert(e->id).second) reject(code::duplicate_event_id, e->id);
     auto st =
         conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
@@ -369,18 +374,27 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     }
     out.push_back(std::move(c));
   }
-  std::vector<const RuntimeEvent*> remaining;
+  std::vector<Candidate*> remaining;
+  const RuntimeEvent* checked = nullptr;  // execution identity the queries below already passed
   for (auto& c : out) {
     if (c.exists) continue;
-    checkContinuationRules(conn, writer, *c.event);
-    checkIdentityAndSeal(conn, *c.event);
-    remaining.push_back(c.event);
+    // The continuation and identity/seal rules read only the execution identity and nothing
+    // is inserted before every candidate is checked: one check per identity is the same check.
+    if (checked == nullptr || !sameExecutionIdentity(*checked, *c.event)) {
+      checkContinuationRules(conn, writer, *c.event);
+      checkIdentityAndSeal(conn, *c.event);
+      checked = c.event;
+    }
+    checkProtocolMarker(conn, *c.event);
+    remaining.push_back(&c);
   }
   if (toolBearing && !remaining.empty()) {
     ensureLedgerHealthy(conn);
-    if (!shapeMatches(writer, remaining)) reject(code::transition_shape_conflict, remaining[0]->id);
+    std::vector<const RuntimeEvent*> shape;
+    for (auto* c : remaining) shape.push_back(c->event);
+    if (!shapeMatches(writer, shape)) reject(code::transition_shape_conflict, shape[0]->id);
     std::set<std::string> invocations;
-    for (auto* e : remaining) invocations.insert(e->invocationId);
+    for (auto* e : shape) invocations.insert(e->invocationId);
     // The prospective scan input: the stored events of the touched invocation(s), then the
     // candidates. One invocation (every writer's case) is served from the connection's cache.
     std::vector<RuntimeEvent> scratch;
@@ -392,15 +406,18 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
         for (auto& s : readInvocationEvents(conn, inv)) scanInput.push_back(std::move(s.event));
       }
     }
-    for (auto* e : remaining) scanInput.push_back(*e);
+    for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
     auto scan = detail::scanLedger(scanInput);
-    if (invocations.size() == 1) scanInput.resize(stored);  // the cache holds stored events only
+    for (size_t i = 0; i < remaining.size(); ++i) {
+      remaining[i]->canonical = std::move(scanInput[stored + i]);
+    }
+    scanInput.resize(stored);  // the cache holds stored events only
     if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
   }
   return out;
 }
 
-int64_t insertChecked(ImmediateTx& tx, const Candidate& c, double committedAt) {
+int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
   if (c.exists) return c.existingSeq;
   Connection& conn = tx.conn();
   const RuntimeEvent& e = *c.event;
@@ -430,8 +447,8 @@ int64_t insertChecked(ImmediateTx& tx, const Candidate& c, double committedAt) {
   auto del = conn.prepare("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?1");
   del.bind(1, e.id);
   del.exec();
-  conn.decoded[e.id] = {c.payload, e};
-  conn.pendingInserts.push_back(e);
+  conn.decoded[e.id] = {c.payload, c.canonical};
+  conn.pendingInserts.push_back(std::move(c.canonical));
   return seq;
 }
 

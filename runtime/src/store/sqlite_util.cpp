@@ -82,9 +82,9 @@ Connection::~Connection() {
 }
 
 Stmt Connection::prepare(std::string_view sql) {
-  std::string key(sql);
-  auto it = cache_.find(key);
+  auto it = cache_.find(sql);
   if (it != cache_.end()) return Stmt(db_, it->second);
+  std::string key(sql);
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v3(db_, key.c_str(), static_cast<int>(key.size()),
                               SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);

@@ -109,8 +109,12 @@ class Connection {
   int64_t txBeginChanges = 0;
 
  private:
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
 // RAII `BEGIN IMMEDIATE` transaction. Rolls back in the destructor unless committed.
@@ -137,10 +141,21 @@ struct Candidate {
   std::string payload;  // stable JSON bytes
   bool exists = false;  // exact retry of a stored, byte-equal event
   int64_t existingSeq = 0;
+  // The decode of `payload` (equal to *event); insertChecked moves it into the connection's
+  // caches, so each written event is decoded once and never copied out of the caller's.
+  RuntimeEvent canonical;
 };
 
-// Canonicalises and checks the lossless requirement (a.6). Throws not_losslessly_serializable.
-std::string canonicalPayload(const RuntimeEvent& event);
+// Canonicalises and checks the lossless requirement (a.6): the stable JSON bytes must parse
+// back to the same JSON and decode as a RuntimeEvent. Throws not_losslessly_serializable. The
+// decode of the bytes is stored in *canonical when given.
+std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical = nullptr);
+
+// Same (sessionId, invocationId, runId, turnId).
+inline bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
+  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
+         a.turnId == b.turnId;
+}
 
 // event_kind column rule (f.2).
 std::string eventKindOf(const RuntimeEvent& event);
@@ -154,8 +169,11 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
                                        const std::vector<const RuntimeEvent*>& events);
 
 // Inserts one checked candidate (no-op for exact retries) and returns its event_seq.
-// committedAt is the runtime_events.committed_at column value.
-int64_t insertChecked(ImmediateTx& tx, const Candidate& candidate, double committedAt);
+// committedAt is the runtime_events.committed_at column value. Consumes candidate.canonical.
+int64_t insertChecked(ImmediateTx& tx, Candidate& candidate, double committedAt);
+
+// Run seal (f.3, j.6): throws run_sealed when the run has a terminal RuntimeEvent.
+void checkRunNotSealed(Connection& conn, const std::string& sessionId, const std::string& runId);
 
 // Convenience: checkCandidates + insertChecked for a single event.
 struct InsertResult {

@@ -89,11 +89,6 @@ std::string recoveryMetadata(const RuntimeEvent& e) {
   return stableJson(e.json.at("actions").at("toolRecovery"));
 }
 
-bool sameExecution(const RuntimeEvent& a, const RuntimeEvent& b) {
-  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
-         a.turnId == b.turnId;
-}
-
 WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCommit) {
   if (terminalCommit && !event.isTerminal()) {
     throw Error(code::terminal_event_required,
@@ -103,16 +98,7 @@ WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCo
   ImmediateTx tx(c);
   if (event.partial) {
     // Partial events are mutable UI state (j.5): only the snapshot table, never the ledger.
-    {
-      auto st = c.prepare(
-          "SELECT event_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 AND "
-          "is_terminal = 1 LIMIT 1");
-      st.bind(1, event.sessionId).bind(2, event.runId);
-      if (st.step()) {
-        throw Error(code::run_sealed, "RuntimeEvent run " + event.sessionId + "/" + event.runId +
-                                          " is sealed by its terminal fact " + st.text(0));
-      }
-    }
+    store_detail::checkRunNotSealed(c, event.sessionId, event.runId);
     auto st = c.prepare(
         "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 LIMIT 1");
     st.bind(1, event.invocationId);
@@ -216,7 +202,7 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
       dispatch.refToolCallId != in.providerToolCallId) {
     throw Error(code::t1_invalid, "T1 requires a matching tool-dispatch RuntimeEvent");
   }
-  if (!sameExecution(call, dispatch)) {
+  if (!store_detail::sameExecutionIdentity(call, dispatch)) {
     throw Error(code::t1_invalid, "T1 call and dispatch must share one execution identity");
   }
 
@@ -295,7 +281,7 @@ void checkOutcomeIdentity(const ToolOperationRow& op, const RuntimeEvent& r) {
 }
 
 // Inserts the outcome (already checked), its journal and the CAS prepared→outcome_committed.
-int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, const Candidate& cand,
+int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
                      const std::string& journalId, double committedAt, bool failpoint) {
   Connection& c = tx.conn();
   const int64_t seq = store_detail::insertChecked(tx, cand, committedAt);
@@ -393,8 +379,8 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   if (outcome) evs.push_back(outcome);
   evs.push_back(&in.decision);
   auto cands = store_detail::checkCandidates(tx, Writer::bundle, evs);
-  const Candidate& rc = cands.front();
-  const Candidate& dc = cands.back();
+  Candidate& rc = cands.front();
+  Candidate& dc = cands.back();
   const bool completed = in.decision.toolRecovery->disposition == "completed";
   bool allExist = true;
   for (auto& cd : cands) allExist = allExist && cd.exists;
