@@ -153,7 +153,7 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
         "WHERE source_session_id = ?1");
     st.bind(1, e.sessionId);
     while (st.step()) {
-      bool sealed = st.text(1) == e.runId;
+      bool sealed = st.textView(1) == e.runId;
       if (!sealed) {
         try {
           Json b = parseJson(st.text(2));
@@ -182,7 +182,8 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
       "(target_invocation_id = ?2 OR target_run_id = ?3 OR target_turn_id = ?4)");
   st.bind(1, e.sessionId).bind(2, e.invocationId).bind(3, e.runId).bind(4, e.turnId);
   while (st.step()) {
-    if (st.text(1) != e.invocationId || st.text(2) != e.runId || st.text(3) != e.turnId) {
+    if (st.textView(1) != e.invocationId || st.textView(2) != e.runId ||
+        st.textView(3) != e.turnId) {
       throw Error(code::runtime_identity_conflict,
                   "RuntimeEvent continuation target identity conflict for " + e.id + " (claim " +
                       st.text(0) + ")");
@@ -208,7 +209,8 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
         "WHERE invocation_id = ?1 LIMIT 2");
     st.bind(1, e.invocationId);
     while (st.step()) {
-      if (st.text(0) != e.sessionId || st.text(1) != e.runId || st.text(2) != e.turnId) {
+      if (st.textView(0) != e.sessionId || st.textView(1) != e.runId ||
+          st.textView(2) != e.turnId) {
         throw Error(code::runtime_identity_conflict,
                     "RuntimeEvent invocation identity conflict for " + e.invocationId);
       }
@@ -219,7 +221,7 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
         "SELECT invocation_id, turn_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 "
         "LIMIT 1");
     st.bind(1, e.sessionId).bind(2, e.runId);
-    if (st.step() && (st.text(0) != e.invocationId || st.text(1) != e.turnId)) {
+    if (st.step() && (st.textView(0) != e.invocationId || st.textView(1) != e.turnId)) {
       throw Error(code::runtime_identity_conflict,
                   "RuntimeEvent run identity conflict for " + e.sessionId + "/" + e.runId);
     }
@@ -363,7 +365,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
         conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
     st.bind(1, e->id);
     if (st.step()) {
-      if (st.text(0) == c.payload) {
+      if (st.textView(0) == c.payload) {
         c.exists = true;
         c.existingSeq = st.int64(1);
       } else if (isToolBearing(*e) || writer != Writer::generic) {

@@ -102,8 +102,8 @@ WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCo
     auto st = c.prepare(
         "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 LIMIT 1");
     st.bind(1, event.invocationId);
-    if (st.step() && (st.text(0) != event.sessionId || st.text(1) != event.runId ||
-                      st.text(2) != event.turnId)) {
+    if (st.step() && (st.textView(0) != event.sessionId || st.textView(1) != event.runId ||
+                      st.textView(2) != event.turnId)) {
       throw Error(code::runtime_identity_conflict,
                   "RuntimeEvent invocation identity conflict for " + event.invocationId);
     }
