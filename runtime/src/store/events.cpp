@@ -16,6 +16,17 @@ constexpr const char* kEventCols =
     "event_id, session_id, invocation_id, run_id, turn_id, event_seq, event_kind, is_terminal, "
     "payload_json, committed_at, rowid";
 
+// Puts a decode into the connection's decode cache, which is dropped as a whole when it would
+// exceed its bound (the cache serves repeated reads of recent ledgers, not a whole workspace).
+const RuntimeEvent& rememberDecoded(Connection& conn, const std::string& id, std::string payload,
+                                    RuntimeEvent event) {
+  constexpr size_t kMaxDecoded = 200000;
+  if (conn.decoded.size() >= kMaxDecoded) conn.decoded.clear();
+  auto& slot = conn.decoded[id];
+  slot = {std::move(payload), std::move(event)};
+  return slot.second;
+}
+
 // Decodes the current row (or reuses the connection's decode of identical payload bytes) and
 // checks it against its columns. The returned event is the decode cache's entry: valid until
 // the cache next changes (the next decode on this connection).
@@ -33,10 +44,7 @@ const RuntimeEvent& rowEvent(Connection& conn, Stmt& st) {
       throw Error(code::store_corrupt,
                   "Corrupt RuntimeEvent row " + id + ": " + e.code() + ": " + e.what());
     }
-    if (conn.decoded.size() > 200000) conn.decoded.clear();
-    auto& slot = conn.decoded[id];
-    slot = {std::string(payload), std::move(decoded)};
-    cached = &slot.second;
+    cached = &rememberDecoded(conn, id, std::string(payload), std::move(decoded));
   }
   const RuntimeEvent& ev = *cached;
   if (ev.id != id || ev.sessionId != st.textView(1) || ev.invocationId != st.textView(2) ||
@@ -449,7 +457,7 @@ int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
   auto del = conn.prepare("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?1");
   del.bind(1, e.id);
   del.exec();
-  conn.decoded[e.id] = {c.payload, c.canonical};
+  rememberDecoded(conn, e.id, c.payload, c.canonical);
   conn.pendingInserts.push_back(std::move(c.canonical));
   return seq;
 }
