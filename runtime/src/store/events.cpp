@@ -457,7 +457,6 @@ int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
   auto del = conn.prepare("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?1");
   del.bind(1, e.id);
   del.exec();
-  rememberDecoded(conn, e.id, c.payload, c.canonical);
   conn.pendingInserts.push_back(std::move(c.canonical));
   return seq;
 }
