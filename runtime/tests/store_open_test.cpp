@@ -94,7 +94,11 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
   std::string ledger;
   {
     auto s = RuntimeStore::open(dir.path);
+    Call c;
+    c.id = id;
     s->append(userEvent(id));
+    s->commitToolPrepared(t1(c));
+    s->commitToolOutcome(t2(c));
     s->commitTerminalEvent(terminalEvent(id, "end-1", 1500));
     ledger = s->ledgerHash();
   }
@@ -107,6 +111,7 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
                    "'runtime_events_terminal'"),
             "1");
   EXPECT_EQ(s->ledgerHash(), ledger);
+  EXPECT_EQ(s->listToolOperations().size(), 1u);
   // The seal reads the migrated index.
   expectCode([&] { s->append(textEvent(id, "late-1", 1600)); }, code::run_sealed);
   EXPECT_EQ(s->integrityCheck(), "ok");

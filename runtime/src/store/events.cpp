@@ -432,7 +432,9 @@ int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
   Connection& conn = tx.conn();
   const RuntimeEvent& e = *c.event;
   int64_t seq = 1;
-  {
+  if (conn.txNextSeq && conn.txNextSeq->invocationId == e.invocationId) {
+    seq = conn.txNextSeq->seq;
+  } else {
     auto st = conn.prepare(
         "SELECT COALESCE(MAX(event_seq), 0) + 1 FROM runtime_events WHERE invocation_id = ?1");
     st.bind(1, e.invocationId);
@@ -458,6 +460,7 @@ int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
   del.bind(1, e.id);
   del.exec();
   conn.pendingInserts.push_back(std::move(c.canonical));
+  conn.txNextSeq = Connection::NextSeq{e.invocationId, seq + 1};
   return seq;
 }
 

@@ -107,6 +107,7 @@ void Connection::execScript(std::string_view sql) {
 ImmediateTx::ImmediateTx(Connection& conn) : conn_(conn) {
   conn_.prepare("BEGIN IMMEDIATE").exec();
   conn_.pendingInserts.clear();
+  conn_.txNextSeq.reset();
   conn_.invocation.pendingFrom = 0;
   conn_.txBeginChanges = sqlite3_total_changes64(conn_.db());
 }
@@ -121,11 +122,13 @@ ImmediateTx::~ImmediateTx() {
     conn_.invocation.valid = false;
   }
   conn_.pendingInserts.clear();
+  conn_.txNextSeq.reset();
 }
 
 void ImmediateTx::commit() {
   conn_.prepare("COMMIT").exec();
   done_ = true;
+  conn_.txNextSeq.reset();
   // Every runtime_events insert of an ImmediateTx went through the checked writers, which keep
   // a healthy ledger healthy: a cache that was current when this transaction began (or was
   // refreshed inside it) stays valid across our own commit.

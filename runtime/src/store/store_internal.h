@@ -107,6 +107,13 @@ class Connection {
   std::vector<RuntimeEvent> pendingInserts;
   // sqlite3_total_changes64 when the open ImmediateTx began.
   int64_t txBeginChanges = 0;
+  // The next event_seq of the invocation the open transaction inserted into last (the write
+  // lock is held, so MAX(event_seq) + 1 stays what this transaction made it).
+  struct NextSeq {
+    std::string invocationId;
+    int64_t seq = 0;
+  };
+  std::optional<NextSeq> txNextSeq;
 
  private:
   struct SqlHash {
