@@ -45,6 +45,24 @@ TEST_F(WriterTest, TextNormalisationIsPersistedAndRawRetryIsIdempotent) {
   EXPECT_EQ(evs.back().event.json["content"], (Json{{"kind", "text"}, {"text", "write it"}}));
 }
 
+TEST_F(WriterTest, EventWhoseJsonNoLongerDecodesIsNotLosslesslySerializable) {
+  // The decoder is the only way the runtime builds events, but the writers do not trust the
+  // in-memory JSON: a value changed after decoding must round-trip through the stable bytes
+  // and decode again, or nothing is written.
+  const std::string before = store->ledgerHash();
+  RuntimeEvent badText = textEvent(id, "text-lone", 1300);
+  badText.json["content"]["text"] = std::string(
+      "a\xed\xa0\x80"
+      "b");  // lone surrogate
+  std::string m = expectCode([&] { store->append(badText); }, code::not_losslessly_serializable);
+  EXPECT_NE(m.find("text-lone"), std::string::npos) << m;
+  RuntimeEvent unknownKey = textEvent(id, "text-key", 1300);
+  unknownKey.json["content"]["colour"] = "red";  // not a key of the text content (a.2)
+  expectCode([&] { store->append(unknownKey); }, code::not_losslessly_serializable);
+  EXPECT_EQ(store->ledgerHash(), before);
+  EXPECT_TRUE(store->append(textEvent(id, "text-ok", 1300)).created);
+}
+
 TEST_F(WriterTest, GenericWriterRejectsReservedToolBoundaryFact) {
   std::string m =
       expectCode([&] { store->append(dispatchEvent(call)); }, code::reserved_tool_boundary_fact);
