@@ -27,8 +27,8 @@ TEST(StoreOpenTest, CreatesDirectoryAndSetsPragmas) {
   EXPECT_EQ(pragma(s->handle(), "PRAGMA synchronous"), "2");  // FULL
   EXPECT_EQ(pragma(s->handle(), "PRAGMA foreign_keys"), "1");
   EXPECT_EQ(pragma(s->handle(), "PRAGMA busy_timeout"), "5000");
-  EXPECT_EQ(pragma(s->handle(), "PRAGMA page_size"), "2048");
-  EXPECT_EQ(pragma(s->handle(), "PRAGMA wal_autocheckpoint"), "2048");
+  EXPECT_EQ(pragma(s->handle(), "PRAGMA page_size"), "1024");
+  EXPECT_EQ(pragma(s->handle(), "PRAGMA wal_autocheckpoint"), "16384");
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(s->integrityCheck(), "ok");
   for (const char* cap : {"runtime_recovery_authority", "runtime_continuation_authority",

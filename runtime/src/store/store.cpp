@@ -413,13 +413,16 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   // switch included).
   int64_t v = readUserVersion(c);
   if (v > kSchemaVersion) throwNewer(v);
-  // A new store gets 2 KiB pages (an existing one keeps its own; SQLite ignores the pragma
+  // A new store gets 1 KiB pages (an existing one keeps its own; SQLite ignores the pragma
   // once the file has pages). A tool commit dirties one page in each of about a dozen B-trees,
-  // so the page size sets the bytes each commit syncs: 115 KB per T1+T2 at 4 KiB, 69 KB at
-  // 2 KiB. The checkpoint threshold keeps the default 4 MiB of WAL.
-  c.execScript("PRAGMA page_size = 2048");
+  // so the page size sets the bytes each commit syncs; the CPU cost is the same (callgrind,
+  // within 1%). Measured per tool call (T1+T2, 16 calls per run): 119 KB of WAL at 4 KiB,
+  // 71 KB at 2 KiB, 46 KB at 1 KiB. The checkpoint threshold (16 MiB of WAL) lets a
+  // checkpoint write each hot page once per ~350 calls: 6 KB of database writes per call
+  // instead of 13 KB at SQLite's default threshold, and a fifth of the checkpoint fsyncs.
+  c.execScript("PRAGMA page_size = 1024");
   ensureWal(c);
-  c.execScript("PRAGMA wal_autocheckpoint = 2048");
+  c.execScript("PRAGMA wal_autocheckpoint = 16384");
   c.execScript("PRAGMA synchronous = " + options.synchronous);
   c.execScript("PRAGMA foreign_keys = ON");
   // The writers' checks seek in six B-trees per event; keep their pages across transactions

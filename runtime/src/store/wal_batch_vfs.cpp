@@ -16,7 +16,7 @@ namespace {
 
 // Largest batch handed on in one write. The unix VFS caps a single write at 128 KiB - 1 (its
 // seekAndWrite masks the count with 0x1ffff), so a batch stays below that; a tool commit
-// (about fifteen 4 KiB frames) fits in one.
+// (about twenty frames of the store's 1 KiB pages) fits in one.
 constexpr size_t kMaxBatch = 126 * 1024;
 
 struct BatchVfs {
