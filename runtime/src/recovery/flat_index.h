@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string_view>
@@ -13,7 +14,60 @@
 
 namespace crashsim::detail {
 
-inline uint64_t hashView(std::string_view s) { return std::hash<std::string_view>{}(s); }
+namespace hash_detail {
+inline uint64_t load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint64_t load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+// 64x64 -> 128-bit multiply, folded (the wyhash "mum" step).
+inline uint64_t mum(uint64_t a, uint64_t b) {
+  const unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+}  // namespace hash_detail
+
+// Inlined string hash (wyhash-style; ids are 10–80 bytes, so std::hash's out-of-line
+// byte-wise loop dominated the scan). Only table positions depend on it, never results.
+inline uint64_t hashView(std::string_view s) {
+  using hash_detail::load32;
+  using hash_detail::load64;
+  using hash_detail::mum;
+  constexpr uint64_t k0 = 0xa0761d6478bd642fULL, k1 = 0xe7037ed1a0b428dbULL,
+                     k2 = 0x8ebc6af09c88c6e3ULL;
+  const char* p = s.data();
+  const size_t n = s.size();
+  uint64_t seed = k0 ^ n;
+  uint64_t a = 0, b = 0;
+  if (n <= 16) {
+    if (n >= 8) {
+      a = load64(p);
+      b = load64(p + n - 8);
+    } else if (n >= 4) {
+      a = load32(p);
+      b = load32(p + n - 4);
+    } else if (n > 0) {
+      a = (uint64_t{static_cast<unsigned char>(p[0])} << 16) |
+          (uint64_t{static_cast<unsigned char>(p[n >> 1])} << 8) |
+          uint64_t{static_cast<unsigned char>(p[n - 1])};
+    }
+  } else {
+    size_t left = n;
+    while (left > 16) {
+      seed = mum(load64(p) ^ k1, load64(p + 8) ^ seed);
+      p += 16;
+      left -= 16;
+    }
+    a = load64(p + left - 16);
+    b = load64(p + left - 8);
+  }
+  return mum(k2 ^ n, mum(a ^ k1, b ^ seed));
+}
 
 inline uint64_t mix(uint64_t a, uint64_t b) {
   // Order-sensitive combination of two 64-bit hashes (pair key, so "a"+"bc" != "ab"+"c").
@@ -111,12 +165,17 @@ inline void prefetchBytes(const void* p) { __builtin_prefetch(p); }
 
 // Prefetches every cache line of the bytes [begin, end).
 inline void prefetchRange(const void* begin, const void* end) {
-  const char* p = static_cast<const char*>(begin);
-  const char* last = static_cast<const char*>(end) - 1;
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63};
-  for (uintptr_t line = first; line <= reinterpret_cast<uintptr_t>(last); line += 64) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{63};
+  const uintptr_t last = reinterpret_cast<uintptr_t>(end) - 1;
+  for (uintptr_t line = first; line <= last; line += 64) {
     __builtin_prefetch(reinterpret_cast<const void*>(line));
   }
+}
+
+// Prefetches every cache line of a string's characters (its heap buffer, or nothing new for a
+// short string stored inline).
+inline void prefetchView(std::string_view s) {
+  if (!s.empty()) prefetchRange(s.data(), s.data() + s.size());
 }
 
 }  // namespace crashsim::detail

@@ -33,8 +33,9 @@ bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
 
 class Scanner {
  public:
-  explicit Scanner(std::span<const RuntimeEvent> events)
+  Scanner(std::span<const RuntimeEvent> events, ScanObserver* observer)
       : events_(events),
+        observer_(observer),
         seenIds_(events.size()),
         byToolCall_(events.size() / 4),
         byOperation_(events.size() / 4) {
@@ -44,27 +45,25 @@ class Scanner {
 
   LedgerScan run() {
     const size_t n = events_.size();
-    // Software pipeline for large ledgers (otherwise latency-bound): the event kFar ahead has
-    // its struct lines prefetched, the one kMid ahead its heap string characters, and the one
-    // kNear ahead its id hashed and its id-table slot prefetched.
-    constexpr size_t kFar = 16, kMid = 8, kNear = 4;
-    uint64_t ring[kNear] = {};
-    for (size_t i = 0; i < std::min(n, kFar); ++i) prefetchEvent(events_[i]);
-    for (size_t i = 0; i < std::min(n, kMid); ++i) prefetchStrings(events_[i]);
-    for (size_t i = 0; i < std::min(n, kNear); ++i) {
-      ring[i] = hashView(events_[i].id);
-      seenIds_.prefetch(ring[i]);
-    }
+    // Software pipeline for large ledgers (otherwise latency-bound on every event): the event
+    // kLines ahead has the struct lines the scan reads prefetched, the one kPayload ahead (lane
+    // now known) its lane payload (dispatch / recovery fact / call args hash), the one kStrings
+    // ahead the characters of every string the scan hashes or compares, and the one kHash ahead
+    // its keys hashed (stage()) and their index slots prefetched. Events are still processed
+    // strictly in order; the staged hashes are exactly the values step() would compute.
+    constexpr size_t kLines = 28, kPayload = 20, kStrings = 12, kHash = 5;
+    constexpr size_t kRing = 8;  // > kHash
+    Hashes ring[kRing];
+    for (size_t i = 0; i < std::min(n, kLines); ++i) prefetchEvent(events_[i]);
+    for (size_t i = 0; i < std::min(n, kPayload); ++i) prefetchPayload(events_[i]);
+    for (size_t i = 0; i < std::min(n, kStrings); ++i) prefetchStrings(events_[i]);
+    for (size_t i = 0; i < std::min(n, kHash); ++i) ring[i % kRing] = stage(events_[i]);
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t h = ring[i % kNear];
-      if (i + kFar < n) prefetchEvent(events_[i + kFar]);
-      if (i + kMid < n) prefetchStrings(events_[i + kMid]);
-      if (i + kNear < n) {
-        const uint64_t next = hashView(events_[i + kNear].id);
-        ring[i % kNear] = next;
-        seenIds_.prefetch(next);
-      }
-      step(i, h);
+      if (i + kLines < n) prefetchEvent(events_[i + kLines]);
+      if (i + kPayload < n) prefetchPayload(events_[i + kPayload]);
+      if (i + kStrings < n) prefetchStrings(events_[i + kStrings]);
+      if (i + kHash < n) ring[(i + kHash) % kRing] = stage(events_[i + kHash]);
+      step(i, ring[i % kRing]);
     }
     return std::move(scan_);
   }
@@ -72,19 +71,100 @@ class Scanner {
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
 
-  // The cache lines of a RuntimeEvent the scan reads for every event: the leading hot fields
-  // (lane and flags, envelope ids, call id/name, protocol marker; see RuntimeEvent).
-  static void prefetchEvent(const RuntimeEvent& e) { prefetchRange(&e, &e.refOperationId); }
-  // Once the struct is in cache: the heap characters of the strings the scan compares and the
-  // tool-lane fields (refs, the dispatch payload) of tool events.
-  static void prefetchStrings(const RuntimeEvent& e) {
-    prefetchBytes(e.id.data());
-    prefetchBytes(e.invocationId.data());
-    if (e.lane != Lane::ordinary) {
-      prefetchBytes(e.callId.data());
-      prefetchRange(&e.refOperationId, &e.refParentToolCallId);
-      if (e.lane == Lane::tool_dispatch) prefetchRange(&e.toolDispatch, &e.toolDispatch + 1);
+  // The keys of one event, hashed ahead of its step (0 when the event's lane has no such key).
+  struct Hashes {
+    uint64_t id = 0;
+    uint64_t toolCall = 0;   // (invocationId, call id) of a call, dispatch or response
+    uint64_t operation = 0;  // payload operationId of a dispatch or recovery fact
+  };
+
+  static bool isCallOrResponse(Lane lane) {
+    return lane == Lane::function_call || lane == Lane::function_response;
+  }
+  static bool isRecoveryFact(Lane lane) {
+    return lane == Lane::reconcile_result || lane == Lane::recovery_decision;
+  }
+  static void prefetchString(const std::string& s) { prefetchView(s); }
+  static void prefetchString(const std::optional<std::string>& s) {
+    if (s) prefetchView(*s);
+  }
+
+  // The struct lines every step reads: lane and flags, envelope ids, call id/name, protocol
+  // marker and the refs (see RuntimeEvent's field order).
+  static void prefetchEvent(const RuntimeEvent& e) { prefetchRange(&e, &e.refParentToolCallId); }
+  // Once the lane is in cache: the payload struct lines of its lane.
+  static void prefetchPayload(const RuntimeEvent& e) {
+    switch (e.lane) {
+      case Lane::function_call:
+        prefetchRange(&e.callArgsHash, &e.callArgsHash + 1);  // read by the dispatch
+        break;
+      case Lane::tool_dispatch: {
+        // The identity strings (operationId .. canonicalArgsHash) and the engaged flag.
+        const char* base = reinterpret_cast<const char*>(&e.toolDispatch);
+        prefetchRange(base, base + 5 * sizeof(std::string));
+        prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch + 1) - 1);
+        break;
+      }
+      case Lane::reconcile_result:
+      case Lane::recovery_decision: {
+        const char* base = reinterpret_cast<const char*>(&e.toolRecovery);
+        prefetchRange(base, base + 2 * sizeof(std::string));
+        prefetchBytes(reinterpret_cast<const char*>(&e.toolRecovery + 1) - 1);
+        break;
+      }
+      case Lane::function_response:
+      case Lane::ordinary:
+      case Lane::conflict:
+        break;
     }
+  }
+  // Once the struct lines are in cache: the characters of the strings the step compares.
+  static void prefetchStrings(const RuntimeEvent& e) {
+    prefetchString(e.id);
+    prefetchString(e.invocationId);
+    prefetchString(e.runId);
+    prefetchString(e.sessionId);
+    prefetchString(e.turnId);
+    if (e.lane == Lane::ordinary || e.lane == Lane::conflict) return;
+    prefetchString(e.callId);
+    prefetchString(e.toolName);
+    prefetchString(e.refOperationId);
+    prefetchString(e.refToolCallId);
+    if (e.lane == Lane::function_call) {
+      prefetchString(e.callArgsHash);
+    } else if (e.lane == Lane::tool_dispatch && e.toolDispatch) {
+      const ToolDispatch& d = *e.toolDispatch;
+      prefetchString(d.operationId);
+      prefetchString(d.providerToolCallId);
+      prefetchString(d.toolName);
+      prefetchString(d.canonicalArgsHash);
+    } else if (isRecoveryFact(e.lane) && e.toolRecovery) {
+      prefetchString(e.toolRecovery->operationId);
+    }
+  }
+  // Hashes the keys of an event (strings in cache) and prefetches their index slots.
+  Hashes stage(const RuntimeEvent& e) {
+    Hashes h;
+    h.id = hashView(e.id);
+    seenIds_.prefetch(h.id);
+    if (isCallOrResponse(e.lane)) {
+      h.toolCall = toolCallHash(e.invocationId, e.callId);
+      byToolCall_.prefetch(h.toolCall);
+    } else if (e.lane == Lane::tool_dispatch && e.toolDispatch) {
+      h.toolCall = toolCallHash(e.invocationId, e.toolDispatch->providerToolCallId);
+      byToolCall_.prefetch(h.toolCall);
+      h.operation = hashView(e.toolDispatch->operationId);
+      byOperation_.prefetch(h.operation);
+    } else if (isRecoveryFact(e.lane) && e.toolRecovery) {
+      h.operation = hashView(e.toolRecovery->operationId);
+      byOperation_.prefetch(h.operation);
+    }
+    return h;
+  }
+
+  using Role = ScanObserver::Role;
+  void notify(size_t op, Role role, size_t i) {
+    if (observer_ != nullptr) observer_->bound(op, scan_.operations[op], role, i);
   }
 
   void topIssue(std::string_view code, const std::string& eventId) {
@@ -136,17 +216,17 @@ class Scanner {
                         [this](uint32_t v) { return hashView(*scan_.operations[v].operationId); });
   }
 
-  void step(size_t i, uint64_t idHash) {
+  void step(size_t i, const Hashes& hashes) {
     const RuntimeEvent& e = events_[i];
     if (e.runtimeProtocol) scan_.protocolMarkers.push_back(i);
 
     // 1. duplicate id → skipped.
     const std::string_view id = e.id;
-    if (seenIds_.find(idHash, [&](uint32_t v) { return events_[v].id == id; }) != kEmpty) {
+    if (seenIds_.find(hashes.id, [&](uint32_t v) { return events_[v].id == id; }) != kEmpty) {
       topIssue(code::duplicate_event_id, e.id);
       return;
     }
-    seenIds_.insert(idHash, static_cast<uint32_t>(i),
+    seenIds_.insert(hashes.id, static_cast<uint32_t>(i),
                     [this](uint32_t v) { return hashView(events_[v].id); });
 
     // 2. invocation spine: first (session, run, turn) of an invocation; drift is reported
@@ -163,17 +243,17 @@ class Scanner {
 
     switch (e.lane) {
       case Lane::function_call:
-        onCall(i, e);
+        onCall(i, e, hashes.toolCall);
         break;
       case Lane::tool_dispatch:
-        onDispatch(i, e);
+        onDispatch(i, e, hashes);
         break;
       case Lane::function_response:
-        onResponse(i, e);
+        onResponse(i, e, hashes.toolCall);
         break;
       case Lane::reconcile_result:
       case Lane::recovery_decision:
-        onRecoveryFact(i, e);
+        onRecoveryFact(i, e, hashes.operation);
         break;
       case Lane::ordinary:
       case Lane::conflict:
@@ -207,13 +287,13 @@ class Scanner {
   }
 
   // 5. function_call.
-  void onCall(size_t i, const RuntimeEvent& e) {
-    const uint64_t h = toolCallHash(e.invocationId, e.callId);
+  void onCall(size_t i, const RuntimeEvent& e, uint64_t h) {
     const uint32_t found = findOp(h, e.invocationId, e.callId);
     if (found != kEmpty) {
       ScannedOperation& op = scan_.operations[found];
       if (!op.call) {
         op.call = static_cast<uint32_t>(i);
+        notify(found, Role::call, i);
         if (op.toolName != e.toolName) opIssue(found, code::identity_conflict, e.id);
         return;
       }
@@ -222,13 +302,14 @@ class Scanner {
     }
     const size_t op = createOp(h, e, e.callId, e.toolName);
     scan_.operations[op].call = static_cast<uint32_t>(i);
+    notify(op, Role::call, i);
   }
 
   // 6. tool_dispatch.
-  void onDispatch(size_t i, const RuntimeEvent& e) {
+  void onDispatch(size_t i, const RuntimeEvent& e, const Hashes& hashes) {
     if (!e.toolDispatch) return;  // the decoder guarantees it for this lane
     const ToolDispatch& d = *e.toolDispatch;
-    const uint64_t h = toolCallHash(e.invocationId, d.providerToolCallId);
+    const uint64_t h = hashes.toolCall;
     uint32_t found = findOp(h, e.invocationId, d.providerToolCallId);
     size_t opIndex;
     if (found == kEmpty) {
@@ -236,6 +317,7 @@ class Scanner {
       ScannedOperation& op = scan_.operations[opIndex];
       op.operationId = d.operationId;
       op.dispatch = static_cast<uint32_t>(i);
+      notify(opIndex, Role::dispatch, i);
       opIssue(opIndex, code::event_order_conflict, e.id);
     } else {
       opIndex = found;
@@ -245,7 +327,7 @@ class Scanner {
       }
     }
 
-    const uint64_t oh = hashView(d.operationId);
+    const uint64_t oh = hashes.operation;
     const uint32_t owner = findOperationId(d.operationId, oh);
     if (owner != kEmpty && owner != opIndex) {
       topIssue(code::duplicate_operation, e.id);
@@ -257,6 +339,7 @@ class Scanner {
     ScannedOperation& op = scan_.operations[opIndex];
     op.operationId = d.operationId;
     op.dispatch = static_cast<uint32_t>(i);
+    if (found != kEmpty) notify(opIndex, Role::dispatch, i);  // else bound at creation
     if (owner == kEmpty) bindOperationId(opIndex, oh);
 
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
@@ -283,12 +366,12 @@ class Scanner {
   }
 
   // 7. function_response.
-  void onResponse(size_t i, const RuntimeEvent& e) {
-    const uint64_t h = toolCallHash(e.invocationId, e.callId);
+  void onResponse(size_t i, const RuntimeEvent& e, uint64_t h) {
     const uint32_t found = findOp(h, e.invocationId, e.callId);
     if (found == kEmpty) {
       const size_t op = createOp(h, e, e.callId, e.toolName);
       scan_.operations[op].response = static_cast<uint32_t>(i);
+      notify(op, Role::response, i);
       opIssue(op, code::orphan_response, e.id);
       return;
     }
@@ -298,6 +381,7 @@ class Scanner {
       return;
     }
     op.response = static_cast<uint32_t>(i);
+    notify(found, Role::response, i);
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
     if (op.toolName != e.toolName || call == nullptr || !sameExecutionIdentity(*call, e) ||
         (op.operationId && (!optEquals(e.refOperationId, *op.operationId) ||
@@ -307,10 +391,10 @@ class Scanner {
   }
 
   // 8. reconcile / decision facts, by payload.operationId only.
-  void onRecoveryFact(size_t i, const RuntimeEvent& e) {
+  void onRecoveryFact(size_t i, const RuntimeEvent& e, uint64_t oh) {
     if (!e.toolRecovery) return;  // the decoder guarantees it for these lanes
     const std::string& operationId = e.toolRecovery->operationId;
-    const uint32_t owner = findOperationId(operationId, hashView(operationId));
+    const uint32_t owner = findOperationId(operationId, oh);
     if (owner == kEmpty) {
       topIssue(code::event_order_conflict, e.id);
       return;
@@ -324,6 +408,7 @@ class Scanner {
   }
 
   std::span<const RuntimeEvent> events_;
+  ScanObserver* observer_;
   LedgerScan scan_;
   FlatIndex seenIds_;
   FlatIndex spines_{4};
@@ -359,7 +444,9 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
   return std::find(issueCodes.begin(), issueCodes.end(), c) != issueCodes.end();
 }
 
-LedgerScan scanLedger(std::span<const RuntimeEvent> events) { return Scanner(events).run(); }
+LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer) {
+  return Scanner(events, observer).run();
+}
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,
                                                        const RuntimeEvent& dispatch) {

@@ -6,7 +6,6 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
-#include "recovery/flat_index.h"
 #include "recovery/ledger_scanner.h"
 
 namespace crashsim {
@@ -28,30 +27,82 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
   return {};
 }
 
-// Builds the decision of one scanned operation.
-ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedOperation& op,
-                    bool newProtocol) {
-  ToolDecision d;
+// The decision fields copied from the operation's bound events, one role at a time (c.3: the
+// event ids, the dispatch's recoveryMode and operationId, the response's isError). Called by
+// DecisionBuilder while the scan is on that event.
+void bindEvent(ToolDecision& d, const detail::ScannedOperation& op, detail::ScanObserver::Role role,
+               const RuntimeEvent& e, size_t index) {
+  using Role = detail::ScanObserver::Role;
+  switch (role) {
+    case Role::call:
+      d.callRuntimeEventId = e.id;
+      d.callIndex = index;
+      break;
+    case Role::dispatch:
+      d.dispatchRuntimeEventId = e.id;
+      if (e.toolDispatch) d.recoveryMode = e.toolDispatch->recoveryMode;
+      if (op.operationId) d.operationId = std::string(*op.operationId);  // bound with it
+      break;
+    case Role::response:
+      d.responseRuntimeEventId = e.id;
+      d.responseIsError = e.isError;
+      break;
+  }
+}
+
+// The operation's key fields, set once when the operation is created.
+void bindKey(ToolDecision& d, const detail::ScannedOperation& op) {
+  d.toolCallId = op.toolCallId;
+  if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
+}
+
+// Builds the event-derived fields of every decision during the scan, in operation order: on
+// large ledgers the scanned events have left the caches (and the TLB) long before a second
+// pass over the operations could copy their ids.
+class DecisionBuilder final : public detail::ScanObserver {
+ public:
+  DecisionBuilder(std::span<const RuntimeEvent> events, std::vector<ToolDecision>& decisions)
+      : events_(events), decisions_(decisions) {}
+
+  void bound(size_t opIndex, const detail::ScannedOperation& op, Role role,
+             size_t eventIndex) override {
+    if (opIndex == decisions_.size()) {
+      bindKey(decisions_.emplace_back(), op);
+    } else if (opIndex > decisions_.size()) {
+      consistent_ = false;  // not the scanner's contract; resolveRecovery rebuilds
+      return;
+    }
+    bindEvent(decisions_[opIndex], op, role, events_[eventIndex], eventIndex);
+  }
+
+  bool consistent() const { return consistent_; }
+
+ private:
+  std::span<const RuntimeEvent> events_;
+  std::vector<ToolDecision>& decisions_;
+  bool consistent_ = true;
+};
+
+// The same fields from the scan's final operations (fallback; equal by the observer contract).
+void bindAfterScan(ToolDecision& d, std::span<const RuntimeEvent> events,
+                   const detail::ScannedOperation& op) {
+  using Role = detail::ScanObserver::Role;
+  bindKey(d, op);
+  if (op.call) bindEvent(d, op, Role::call, events[*op.call], *op.call);
+  if (op.dispatch) bindEvent(d, op, Role::dispatch, events[*op.dispatch], *op.dispatch);
+  if (op.response) bindEvent(d, op, Role::response, events[*op.response], *op.response);
+}
+
+// Decides status, reason and settlement origin of one scanned operation (its event-derived
+// fields are already bound).
+void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
+            const detail::ScannedOperation& op, bool newProtocol) {
   // The codes are chosen first and the strings built once (no reassignment per rule).
   std::string_view status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
   std::string_view reason =
       newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
   std::string_view origin;
   std::string parkedReason;  // parked: the decision fact's reasonCode
-  if (op.call) {
-    d.callRuntimeEventId = events[*op.call].id;
-    d.callIndex = op.call;
-  }
-  if (op.dispatch) {
-    const RuntimeEvent& dispatch = events[*op.dispatch];
-    d.dispatchRuntimeEventId = dispatch.id;
-    if (dispatch.toolDispatch) d.recoveryMode = dispatch.toolDispatch->recoveryMode;
-  }
-  if (op.response) {
-    const RuntimeEvent& response = events[*op.response];
-    d.responseRuntimeEventId = response.id;
-    d.responseIsError = response.isError;
-  }
 
   if (!op.call && op.dispatch) {  // 1.
     status = code::corruption;
@@ -92,17 +143,17 @@ ToolDecision decide(std::span<const RuntimeEvent> events, const detail::ScannedO
   d.status = status;
   d.reason = status == code::parked ? std::move(parkedReason) : std::string(reason);
   if (!origin.empty()) d.settlementOrigin = std::string(origin);
-  d.toolCallId = op.toolCallId;
-  if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
-  if (op.operationId) d.operationId = std::string(*op.operationId);
-  return d;
 }
 
 }  // namespace
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   RecoveryResolution resolution;
-  detail::LedgerScan scan = detail::scanLedger(events);
+  // One decision per operation, created during the scan (at most one operation per event; the
+  // same reservation as the scanner's operations: reserved, not touched).
+  resolution.decisions.reserve(events.size() / 2 + 1);
+  DecisionBuilder builder(events, resolution.decisions);
+  detail::LedgerScan scan = detail::scanLedger(events, &builder);
 
   // c.1 protocol marker: only event 0 may carry it; a late marker never enables it. Marker
   // issues come first, then the scanner's issues in detection order.
@@ -119,36 +170,18 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
                 std::make_move_iterator(scan.issues.end()));
 
   const bool newProtocol = resolution.toolBoundaryProtocol.has_value();
-  resolution.decisions.reserve(scan.operations.size());
   bool anyCorruption = false;
   bool anyIndeterminate = false;
-  std::vector<detail::ScannedOperation>& ops = scan.operations;
-  // Decisions copy the ids of events the scan visited long ago on large ledgers: prefetch the
-  // event structs, then their id characters, a few operations ahead.
-  constexpr size_t kFar = 16, kNear = 8;
-  auto touch = [&](size_t k, bool strings) {
-    for (const std::optional<uint32_t>& index : {ops[k].call, ops[k].dispatch, ops[k].response}) {
-      if (!index) continue;
-      const RuntimeEvent& e = events[*index];
-      if (strings) {
-        detail::prefetchBytes(e.id.data());
-      } else {
-        detail::prefetchRange(&e, &e.id + 1);  // flags (isError) and the id
-      }
-    }
-    if (!strings && ops[k].dispatch) {  // the dispatch's recoveryMode and engaged flag
-      const RuntimeEvent& e = events[*ops[k].dispatch];
-      // A hint only: recoveryMode is the sixth string of the payload.
-      detail::prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch) +
-                            5 * sizeof(std::string));
-      detail::prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch + 1) - 1);
-    }
-  };
+  const std::vector<detail::ScannedOperation>& ops = scan.operations;
+  std::vector<ToolDecision>& decisions = resolution.decisions;
+  if (!builder.consistent() || decisions.size() != ops.size()) {
+    decisions.clear();
+    for (const detail::ScannedOperation& op : ops)
+      bindAfterScan(decisions.emplace_back(), events, op);
+  }
   for (size_t k = 0; k < ops.size(); ++k) {
-    if (k + kFar < ops.size()) touch(k + kFar, false);
-    if (k + kNear < ops.size()) touch(k + kNear, true);
-    const detail::ScannedOperation& op = ops[k];
-    ToolDecision& d = resolution.decisions.emplace_back(decide(events, op, newProtocol));
+    ToolDecision& d = decisions[k];
+    decide(d, events, ops[k], newProtocol);
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
   }

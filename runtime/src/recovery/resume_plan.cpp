@@ -94,14 +94,39 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   plan.operations.reserve(resolution.decisions.size());
   bool hiddenIndeterminate = false;
   const std::vector<ToolDecision>& decisions = resolution.decisions;
-  constexpr size_t kOpAhead = 6, kOpFar = 12;
+  // Software pipeline (large ledgers are latency-bound on the call events and the decisions'
+  // strings): the decision and call struct lines kOpFar ahead, their string characters kOpMid
+  // ahead, and the call id hashed (the value groupOf is given) and its group slot prefetched
+  // kOpNear ahead.
+  constexpr size_t kOpFar = 16, kOpMid = 8, kOpNear = 4, kOpRing = 8;
+  uint64_t opRing[kOpRing] = {};
+  auto opStructs = [&](size_t k) {
+    const ToolDecision& d = decisions[k];
+    detail::prefetchRange(&d, &d + 1);
+    if (d.callIndex) prefetchCall(events[*d.callIndex]);
+  };
+  auto opStrings = [&](size_t k) {
+    const ToolDecision& d = decisions[k];
+    detail::prefetchView(d.toolCallId);
+    if (d.callRuntimeEventId) detail::prefetchView(*d.callRuntimeEventId);
+    if (d.responseRuntimeEventId) detail::prefetchView(*d.responseRuntimeEventId);
+    if (d.callIndex) {
+      detail::prefetchView(events[*d.callIndex].callId);
+      detail::prefetchView(events[*d.callIndex].toolName);
+    }
+  };
+  auto opStage = [&](size_t k) {
+    if (!decisions[k].callIndex) return;
+    opRing[k % kOpRing] = hashView(events[*decisions[k].callIndex].callId);
+    groupByCallId.prefetch(opRing[k % kOpRing]);
+  };
+  for (size_t k = 0; k < std::min(decisions.size(), kOpFar); ++k) opStructs(k);
+  for (size_t k = 0; k < std::min(decisions.size(), kOpMid); ++k) opStrings(k);
+  for (size_t k = 0; k < std::min(decisions.size(), kOpNear); ++k) opStage(k);
   for (size_t k = 0; k < decisions.size(); ++k) {
-    if (k + kOpFar < decisions.size() && decisions[k + kOpFar].callIndex) {
-      prefetchCall(events[*decisions[k + kOpFar].callIndex]);
-    }
-    if (k + kOpAhead < decisions.size() && decisions[k + kOpAhead].callIndex) {
-      detail::prefetchBytes(events[*decisions[k + kOpAhead].callIndex].callId.data());
-    }
+    if (k + kOpFar < decisions.size()) opStructs(k + kOpFar);
+    if (k + kOpMid < decisions.size()) opStrings(k + kOpMid);
+    if (k + kOpNear < decisions.size()) opStage(k + kOpNear);
     const ToolDecision& d = decisions[k];
     if (!d.callIndex) continue;
     const RuntimeEvent& call = events[*d.callIndex];
@@ -117,7 +142,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
     op.responseIsError = d.responseIsError;
-    groups[groupOf(call.callId, hashView(call.callId))].lastOperation =
+    groups[groupOf(call.callId, opRing[k % kOpRing])].lastOperation =
         static_cast<uint32_t>(plan.operations.size() - 1);
   }
 
@@ -190,7 +215,8 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
       detail::prefetchRange(&events[i + kFar].callId, &events[i + kFar].toolName + 1);
     }
     if (i + kMid < n && isTool(events[i + kMid])) {
-      detail::prefetchBytes(events[i + kMid].callId.data());
+      detail::prefetchView(events[i + kMid].callId);
+      detail::prefetchView(events[i + kMid].toolName);
     }
     if (i + kNear < n) stage(i + kNear);
     const RuntimeEvent& e = events[i];
