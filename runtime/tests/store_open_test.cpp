@@ -7,16 +7,6 @@ using namespace crashsim::testutil;
 
 namespace {
 
-std::string pragma(sqlite3* db, const std::string& sql) {
-  sqlite3_stmt* st = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
-  std::string out;
-  if (sqlite3_step(st) == SQLITE_ROW)
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  return out;
-}
-
 TEST(StoreOpenTest, CreatesDirectoryAndSetsPragmas) {
   TempDir dir;
   auto nested = dir.path / "a" / "b";

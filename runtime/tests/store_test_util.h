@@ -228,6 +228,17 @@ inline std::string readBytes(const fs::path& p) {
   return ss.str();
 }
 
+// First column of the first row of `sql` on `db` (a pragma or a one-value query).
+inline std::string pragma(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  return out;
+}
+
 // Runs raw SQL on a SEPARATE connection (simulates an external writer / smuggled rows).
 inline void rawSql(const fs::path& db, const std::string& sql) {
   sqlite3* h = nullptr;

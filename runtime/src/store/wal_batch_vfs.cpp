@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -18,6 +19,12 @@ namespace {
 // seekAndWrite masks the count with 0x1ffff), so a batch stays below that; a tool commit
 // (about twenty frames of the store's 1 KiB pages) fits in one.
 constexpr size_t kMaxBatch = 126 * 1024;
+
+// A WAL file grows in zero-filled steps of this size. Each extension of a file makes the next
+// fdatasync write the inode too (ext4: a second, synchronous I/O); a WAL that grew by one
+// commit's frames at a time paid that on every commit until it first wrapped, which for a
+// store opened per run (the WAL is deleted at the last close) is every commit.
+constexpr sqlite3_int64 kGrowStep = 1 << 20;
 
 struct BatchVfs {
   sqlite3_vfs vfs{};
@@ -36,6 +43,12 @@ struct BatchFile {
   // First failed hand-over of a batch: every later operation on this WAL file fails with it,
   // so no commit can sync (and publish) over frames that never reached the wrapped VFS.
   int stickyRc;
+  // End of the zero-filled or written region of the WAL as far as this handle knows (its size
+  // at open, then every extension through it). Bytes past the frames being written are never
+  // valid frames (SQLite trusts frames up to the committed mxFrame, salted per generation, and
+  // only the holder of the WAL write lock writes frames), so filling them with zeros is safe
+  // even when another connection extended the file meanwhile.
+  sqlite3_int64 grownTo;
 };
 static_assert(sizeof(BatchFile) % 8 == 0);
 
@@ -49,10 +62,26 @@ BatchFile* bf(sqlite3_file* f) { return reinterpret_cast<BatchFile*>(f); }
 sqlite3_file* real(sqlite3_file* f) { return bf(f)->real; }
 BatchVfs* bv(sqlite3_vfs* v) { return static_cast<BatchVfs*>(v->pAppData); }
 
+// Writes [off, off + n) through to the wrapped file; when that passes the grown region, the
+// rest of the step after it is zero-filled in the same hand-over (before the sync).
+int writeThrough(BatchFile* f, const char* data, size_t n, sqlite3_int64 off) {
+  int rc = f->real->pMethods->xWrite(f->real, data, static_cast<int>(n), off);
+  const sqlite3_int64 end = off + static_cast<sqlite3_int64>(n);
+  if (rc != SQLITE_OK || end <= f->grownTo) return rc;
+  static const std::vector<char> zeros(kMaxBatch, '\0');
+  const sqlite3_int64 target = (end + kGrowStep - 1) / kGrowStep * kGrowStep;
+  for (sqlite3_int64 at = end; at < target && rc == SQLITE_OK;) {
+    const auto len = static_cast<int>(std::min<sqlite3_int64>(target - at, kMaxBatch));
+    rc = f->real->pMethods->xWrite(f->real, zeros.data(), len, at);
+    at += len;
+  }
+  if (rc == SQLITE_OK) f->grownTo = target;
+  return rc;
+}
+
 int flushLocked(BatchFile* f) {
   if (f->pending == nullptr || f->pending->empty()) return SQLITE_OK;
-  int rc = f->real->pMethods->xWrite(f->real, f->pending->data(),
-                                     static_cast<int>(f->pending->size()), f->pendingOff);
+  int rc = writeThrough(f, f->pending->data(), f->pending->size(), f->pendingOff);
   if (rc != SQLITE_OK && f->stickyRc == SQLITE_OK) f->stickyRc = rc;
   f->pending->clear();
   for (size_t i = 0; i < g_pendingFiles.size(); ++i) {
@@ -118,7 +147,11 @@ int bWrite(sqlite3_file* f, const void* buf, int amt, sqlite3_int64 off) {
     }
     if (flushLocked(p) != SQLITE_OK) return p->stickyRc;
   }
-  if (n >= kMaxBatch) return real(f)->pMethods->xWrite(real(f), buf, amt, off);
+  if (n >= kMaxBatch) {
+    int rc = writeThrough(p, bytes, n, off);
+    if (rc != SQLITE_OK && p->stickyRc == SQLITE_OK) p->stickyRc = rc;
+    return rc;
+  }
   pending.assign(bytes, bytes + n);
   p->pendingOff = off;
   g_pendingFiles.push_back(p);
@@ -128,7 +161,12 @@ int bWrite(sqlite3_file* f, const void* buf, int amt, sqlite3_int64 off) {
 
 int bTruncate(sqlite3_file* f, sqlite3_int64 size) {
   if (int rc = flush(bf(f)); rc != SQLITE_OK) return rc;
-  return real(f)->pMethods->xTruncate(real(f), size);
+  int rc = real(f)->pMethods->xTruncate(real(f), size);
+  if (rc == SQLITE_OK) {
+    std::lock_guard lk(g_mu);
+    bf(f)->grownTo = size;
+  }
+  return rc;
 }
 int bSync(sqlite3_file* f, int flags) {
   if (int rc = flush(bf(f)); rc != SQLITE_OK) return rc;
@@ -229,9 +267,12 @@ int bOpen(sqlite3_vfs* v, const char* name, sqlite3_file* f, int flags, int* out
     p->pending = new (std::nothrow) std::vector<char>();
     if (p->pending == nullptr) return SQLITE_NOMEM;
   }
+  p->grownTo = 0;
   int rc = base->xOpen(base, name, p->real, flags, outFlags);
   if (p->real->pMethods != nullptr) {
     p->base.pMethods = &kMethods;  // SQLite calls xClose, which frees the buffer
+    sqlite3_int64 size = 0;
+    if (p->wal && p->real->pMethods->xFileSize(p->real, &size) == SQLITE_OK) p->grownTo = size;
   } else {
     delete p->pending;
     p->pending = nullptr;
