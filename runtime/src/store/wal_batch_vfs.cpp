@@ -20,11 +20,14 @@ namespace {
 // (about twenty frames of the store's 1 KiB pages) fits in one.
 constexpr size_t kMaxBatch = 126 * 1024;
 
-// A WAL file grows in zero-filled steps of this size. Each extension of a file makes the next
-// fdatasync write the inode too (ext4: a second, synchronous I/O); a WAL that grew by one
-// commit's frames at a time paid that on every commit until it first wrapped, which for a
-// store opened per run (the WAL is deleted at the last close) is every commit.
-constexpr sqlite3_int64 kGrowStep = 1 << 20;
+// A WAL file grows in zero-filled steps: the step doubles with the file from 64 KiB up to
+// 1 MiB, so a small store writes few zeros and a busy one extends its WAL about once per MiB.
+// Each extension of a file makes the next fdatasync write the inode too (ext4: a second,
+// synchronous I/O); a WAL that grew by one commit's frames at a time paid that on every
+// commit until it first wrapped, which for a store opened per run (the WAL is deleted at the
+// last close) is every commit.
+constexpr sqlite3_int64 kMinGrowStep = 64 * 1024;
+constexpr sqlite3_int64 kMaxGrowStep = 1024 * 1024;
 
 struct BatchVfs {
   sqlite3_vfs vfs{};
@@ -69,7 +72,8 @@ int writeThrough(BatchFile* f, const char* data, size_t n, sqlite3_int64 off) {
   const sqlite3_int64 end = off + static_cast<sqlite3_int64>(n);
   if (rc != SQLITE_OK || end <= f->grownTo) return rc;
   static const std::vector<char> zeros(kMaxBatch, '\0');
-  const sqlite3_int64 target = (end + kGrowStep - 1) / kGrowStep * kGrowStep;
+  const sqlite3_int64 step = std::clamp(f->grownTo, kMinGrowStep, kMaxGrowStep);
+  const sqlite3_int64 target = (end + step - 1) / step * step;
   for (sqlite3_int64 at = end; at < target && rc == SQLITE_OK;) {
     const auto len = static_cast<int>(std::min<sqlite3_int64>(target - at, kMaxBatch));
     rc = f->real->pMethods->xWrite(f->real, zeros.data(), len, at);
