@@ -32,6 +32,17 @@ struct Counting {
     sqlite3_file* real() { return reinterpret_cast<sqlite3_file*>(this + 1); }
   };
 
+  // Forwards io method M of our file to the same method of the real file behind it.
+  template <auto M>
+  struct Fwd;
+  template <typename R, typename... A, R (*sqlite3_io_methods::*M)(sqlite3_file*, A...)>
+  struct Fwd<M> {
+    static R call(sqlite3_file* f, A... a) {
+      sqlite3_file* r = reinterpret_cast<File*>(f)->real();
+      return (r->pMethods->*M)(r, a...);
+    }
+  };
+
   static int write(sqlite3_file* f, const void* b, int n, sqlite3_int64 off) {
     File* p = reinterpret_cast<File*>(f);
     if (p->wal) {
@@ -57,74 +68,23 @@ struct Counting {
       methods = *baseMethods;
       methods.xWrite = write;
       // Every other method forwards to the real file, which follows our header.
-      methods.xClose = [](sqlite3_file* x) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xClose(q->real());
-      };
-      methods.xRead = [](sqlite3_file* x, void* b, int n, sqlite3_int64 o) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xRead(q->real(), b, n, o);
-      };
-      methods.xTruncate = [](sqlite3_file* x, sqlite3_int64 s) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xTruncate(q->real(), s);
-      };
-      methods.xSync = [](sqlite3_file* x, int fl) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xSync(q->real(), fl);
-      };
-      methods.xFileSize = [](sqlite3_file* x, sqlite3_int64* s) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xFileSize(q->real(), s);
-      };
-      methods.xLock = [](sqlite3_file* x, int l) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xLock(q->real(), l);
-      };
-      methods.xUnlock = [](sqlite3_file* x, int l) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xUnlock(q->real(), l);
-      };
-      methods.xCheckReservedLock = [](sqlite3_file* x, int* r) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xCheckReservedLock(q->real(), r);
-      };
-      methods.xFileControl = [](sqlite3_file* x, int op, void* a) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xFileControl(q->real(), op, a);
-      };
-      methods.xSectorSize = [](sqlite3_file* x) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xSectorSize(q->real());
-      };
-      methods.xDeviceCharacteristics = [](sqlite3_file* x) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xDeviceCharacteristics(q->real());
-      };
-      methods.xShmMap = [](sqlite3_file* x, int r, int s, int e, void volatile** pp) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xShmMap(q->real(), r, s, e, pp);
-      };
-      methods.xShmLock = [](sqlite3_file* x, int o, int n, int fl) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xShmLock(q->real(), o, n, fl);
-      };
-      methods.xShmBarrier = [](sqlite3_file* x) {
-        auto* q = reinterpret_cast<File*>(x);
-        q->real()->pMethods->xShmBarrier(q->real());
-      };
-      methods.xShmUnmap = [](sqlite3_file* x, int d) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xShmUnmap(q->real(), d);
-      };
-      methods.xFetch = [](sqlite3_file* x, sqlite3_int64 o, int n, void** pp) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xFetch(q->real(), o, n, pp);
-      };
-      methods.xUnfetch = [](sqlite3_file* x, sqlite3_int64 o, void* pp) {
-        auto* q = reinterpret_cast<File*>(x);
-        return q->real()->pMethods->xUnfetch(q->real(), o, pp);
-      };
+      methods.xClose = Fwd<&sqlite3_io_methods::xClose>::call;
+      methods.xRead = Fwd<&sqlite3_io_methods::xRead>::call;
+      methods.xTruncate = Fwd<&sqlite3_io_methods::xTruncate>::call;
+      methods.xSync = Fwd<&sqlite3_io_methods::xSync>::call;
+      methods.xFileSize = Fwd<&sqlite3_io_methods::xFileSize>::call;
+      methods.xLock = Fwd<&sqlite3_io_methods::xLock>::call;
+      methods.xUnlock = Fwd<&sqlite3_io_methods::xUnlock>::call;
+      methods.xCheckReservedLock = Fwd<&sqlite3_io_methods::xCheckReservedLock>::call;
+      methods.xFileControl = Fwd<&sqlite3_io_methods::xFileControl>::call;
+      methods.xSectorSize = Fwd<&sqlite3_io_methods::xSectorSize>::call;
+      methods.xDeviceCharacteristics = Fwd<&sqlite3_io_methods::xDeviceCharacteristics>::call;
+      methods.xShmMap = Fwd<&sqlite3_io_methods::xShmMap>::call;
+      methods.xShmLock = Fwd<&sqlite3_io_methods::xShmLock>::call;
+      methods.xShmBarrier = Fwd<&sqlite3_io_methods::xShmBarrier>::call;
+      methods.xShmUnmap = Fwd<&sqlite3_io_methods::xShmUnmap>::call;
+      methods.xFetch = Fwd<&sqlite3_io_methods::xFetch>::call;
+      methods.xUnfetch = Fwd<&sqlite3_io_methods::xUnfetch>::call;
     }
     p->f.pMethods = &methods;
     return rc;
