@@ -32,6 +32,7 @@
 #include "crashsim/hashing.h"
 #include "crashsim/store.h"
 #include "ledger_gen.h"
+#include "tool_operation_writer.h"
 
 namespace crashsim {
 namespace {
@@ -59,7 +60,7 @@ struct TempDir {
 const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
 const std::string kOtherWs = "workspace:v1:9f8e7d6c-5b4a-4c3d-9e2f-1a0b9c8d7e6f";
 
-enum class OpFate { settled_t2 = 0, refused, unsettled, parked, not_dispatched };
+using OpFate = propgen::ToolOpFate;  // the generator draws it by its value
 constexpr int kOpFates = 5;
 const char* opFateName(OpFate f) {
   static const char* n[] = {"settled_t2", "refused", "unsettled", "parked", "not_dispatched"};
@@ -67,7 +68,7 @@ const char* opFateName(OpFate f) {
 }
 
 struct GateOp {
-  OpFate fate = OpFate::settled_t2;
+  OpFate fate = OpFate::settled;
   int tool = 0;
 };
 
@@ -172,14 +173,14 @@ ModelPlan gateModel(const GateCase& c, int64_t highWater) {
   bool missingTool = false;                                          // 10
   for (const auto& o : c.ops) {
     // a trailing not-dispatched call is trimmed from the replay context (e.3 step 5)
-    const bool inContext = o.fate == OpFate::settled_t2 || o.fate == OpFate::refused;
+    const bool inContext = o.fate == OpFate::settled || o.fate == OpFate::refused;
     if (inContext && !c.toolAvailable[static_cast<size_t>(o.tool)]) missingTool = true;
   }
   if (missingTool) reason("tool_catalog_mismatch");
   // 11, 12: provider items are [model text]? [user]? (call, result)* ; trimming keeps up to
   // the last user text or tool result (e.3 step 5).
   size_t settled = 0;
-  for (const auto& o : c.ops) settled += o.fate == OpFate::settled_t2 || o.fate == OpFate::refused;
+  for (const auto& o : c.ops) settled += o.fate == OpFate::settled || o.fate == OpFate::refused;
   const bool hasUser = c.head != 2;
   const bool anyStable = hasUser || settled > 0;
   const bool firstIsUser = c.head == 0;
@@ -257,90 +258,7 @@ void writeSource(RuntimeStore& store, Source& s, const GateCase& c) {
                         [](const GateOp& o) { return o.fate != OpFate::not_dispatched; });
   int k = 0;
   for (const GateOp& o : ops) {
-    const std::string callId = "call-" + std::to_string(++k);
-    const std::string tool = propgen::toolNames()[static_cast<size_t>(o.tool)];
-    const std::string opId = deriveOperationId(s.invocation, callId);
-    const std::string mode = o.fate == OpFate::parked ? "reconcile" : "never_auto_retry";
-    const Json args = Json{{"path", "f" + std::to_string(k) + ".txt"}};
-    Json call = s.base(opId + "_call", "model", "agent");
-    call["content"] =
-        Json{{"kind", "function_call"}, {"id", callId}, {"name", tool}, {"args", args}};
-    auto response = [&](const std::string& id, bool bound, bool isError) {
-      Json r = s.base(id, "tool", "tool");
-      r["content"] = Json{{"kind", "function_response"},
-                          {"id", callId},
-                          {"name", tool},
-                          {"result", Json{{"ok", !isError}}}};
-      if (isError) r["content"]["isError"] = true;
-      if (bound) r["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      return r;
-    };
-    if (o.fate == OpFate::refused || o.fate == OpFate::not_dispatched) {
-      append(call);
-      if (o.fate == OpFate::refused) append(response(opId + "_response", false, true));
-      continue;
-    }
-    Json disp = s.base(opId + "_dispatch", "system", "system");
-    disp["actions"] = Json{{"toolDispatch",
-                            {{"protocol", "t1_after_preflight_v1"},
-                             {"operationId", opId},
-                             {"providerToolCallId", callId},
-                             {"toolName", tool},
-                             {"canonicalArgsHash", canonicalArgsHash(tool, args)},
-                             {"recoveryMode", mode}}}};
-    disp["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-    ToolPrepared t1;
-    t1.operationId = opId;
-    t1.journalEventId = opId + "_prepared";
-    t1.call = decodeRuntimeEvent(call);
-    t1.dispatch = decodeRuntimeEvent(disp);
-    t1.providerToolCallId = callId;
-    t1.toolName = tool;
-    t1.canonicalArgsHash = canonicalArgsHash(tool, args);
-    t1.recoveryMode = mode;
-    t1.committedAt = s.ts;
-    RC_ASSERT(store.commitToolPrepared(t1).created);
-    s.seq += 2;
-    if (o.fate == OpFate::settled_t2) {
-      ToolOutcome t2;
-      t2.operationId = opId;
-      t2.journalEventId = opId + "_outcome";
-      t2.response = decodeRuntimeEvent(response(opId + "_response", true, false));
-      t2.committedAt = s.ts;
-      RC_ASSERT(store.commitToolOutcome(t2).created);
-      s.seq += 1;
-    } else if (o.fate == OpFate::parked) {
-      Json rec = s.base(opId + "_reconcile", "system", "system");
-      rec["actions"] = Json{{"toolRecovery",
-                             {{"kind", "maka.tool.reconcile_result"},
-                              {"version", 1},
-                              {"payload",
-                               {{"protocol", "tool_reconcile_v1"},
-                                {"operationId", opId},
-                                {"observation", "diverged"},
-                                {"observationSchema", "state_identity_v1"},
-                                {"observationDigest", sha256Digest("diverged")}}}}}};
-      rec["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      Json dec = s.base(opId + "_decision", "system", "system");
-      dec["actions"] =
-          Json{{"toolRecovery",
-                {{"kind", "maka.tool.recovery_decision"},
-                 {"version", 1},
-                 {"payload",
-                  {{"protocol", "tool_recovery_v1"},
-                   {"operationId", opId},
-                   {"disposition", "parked"},
-                   {"reasonCode", "reconcile_diverged"},
-                   {"evidenceEventIds",
-                    Json::array({opId + "_call", opId + "_dispatch", opId + "_reconcile"})}}}}}};
-      dec["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      RecoveryBundle b;
-      b.operationId = opId;
-      b.reconcile = decodeRuntimeEvent(rec);
-      b.decision = decodeRuntimeEvent(dec);
-      RC_ASSERT(store.commitToolRecoveryBundle(b).created);
-      s.seq += 2;
-    }
+    propgen::writeToolOperation(store, s, append, ++k, static_cast<size_t>(o.tool), o.fate);
   }
   if (c.terminal) {
     Json t = s.base("terminal-1", "system", "system");

@@ -43,6 +43,7 @@
 #include "crashsim/hashing.h"
 #include "crashsim/store.h"
 #include "ledger_gen.h"
+#include "tool_operation_writer.h"
 
 namespace crashsim {
 namespace {
@@ -514,9 +515,7 @@ void append(RuntimeStore& store, Run& r, Json e) {
 void writeBody(RuntimeStore& store, Run& r, const SegSpec& s) {
   int k = 0;
   for (const Step& st : s.body) {
-    const std::string callId = "call-" + std::to_string(++k);
-    const std::string tool = propgen::toolNames()[static_cast<size_t>(st.tool)];
-    const std::string opId = deriveOperationId(r.invocation, callId);
+    ++k;
     if (st.fate == Fate::model_text) {
       Json m = r.base(r.run + "-text-" + std::to_string(k), "model", "agent");
       m["content"] = Json{{"kind", "text"}, {"text", "thinking about step " + std::to_string(k)}};
@@ -524,87 +523,18 @@ void writeBody(RuntimeStore& store, Run& r, const SegSpec& s) {
       append(store, r, m);
       continue;
     }
-    const std::string mode = st.fate == Fate::parked ? "reconcile" : "never_auto_retry";
-    const Json args = Json{{"path", "f" + std::to_string(k) + ".txt"}};
-    Json call = r.base(opId + "_call", "model", "agent");
-    call["content"] =
-        Json{{"kind", "function_call"}, {"id", callId}, {"name", tool}, {"args", args}};
-    auto response = [&](const std::string& id, bool bound, bool isError) {
-      Json x = r.base(id, "tool", "tool");
-      x["content"] = Json{{"kind", "function_response"},
-                          {"id", callId},
-                          {"name", tool},
-                          {"result", Json{{"ok", !isError}}}};
-      if (isError) x["content"]["isError"] = true;
-      if (bound) x["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      return x;
-    };
-    if (st.fate == Fate::refused || st.fate == Fate::not_dispatched) {
-      append(store, r, call);
-      if (st.fate == Fate::refused) append(store, r, response(opId + "_response", false, true));
-      continue;
-    }
-    Json disp = r.base(opId + "_dispatch", "system", "system");
-    disp["actions"] = Json{{"toolDispatch",
-                            {{"protocol", "t1_after_preflight_v1"},
-                             {"operationId", opId},
-                             {"providerToolCallId", callId},
-                             {"toolName", tool},
-                             {"canonicalArgsHash", canonicalArgsHash(tool, args)},
-                             {"recoveryMode", mode}}}};
-    disp["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-    ToolPrepared t1;
-    t1.operationId = opId;
-    t1.journalEventId = opId + "_prepared";
-    t1.call = decodeRuntimeEvent(call);
-    t1.dispatch = decodeRuntimeEvent(disp);
-    t1.providerToolCallId = callId;
-    t1.toolName = tool;
-    t1.canonicalArgsHash = canonicalArgsHash(tool, args);
-    t1.recoveryMode = mode;
-    t1.committedAt = r.ts;
-    RC_ASSERT(store.commitToolPrepared(t1).created);
-    r.seq += 2;
-    if (st.fate == Fate::settled) {
-      if (r.firstDispatchId.empty()) r.firstDispatchId = opId + "_dispatch";
-      ToolOutcome t2;
-      t2.operationId = opId;
-      t2.journalEventId = opId + "_outcome";
-      t2.response = decodeRuntimeEvent(response(opId + "_response", true, false));
-      t2.committedAt = r.ts;
-      RC_ASSERT(store.commitToolOutcome(t2).created);
-      r.seq += 1;
-    } else if (st.fate == Fate::parked) {
-      Json rec = r.base(opId + "_reconcile", "system", "system");
-      rec["actions"] = Json{{"toolRecovery",
-                             {{"kind", "maka.tool.reconcile_result"},
-                              {"version", 1},
-                              {"payload",
-                               {{"protocol", "tool_reconcile_v1"},
-                                {"operationId", opId},
-                                {"observation", "diverged"},
-                                {"observationSchema", "state_identity_v1"},
-                                {"observationDigest", sha256Digest("diverged")}}}}}};
-      rec["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      Json dec = r.base(opId + "_decision", "system", "system");
-      dec["actions"] =
-          Json{{"toolRecovery",
-                {{"kind", "maka.tool.recovery_decision"},
-                 {"version", 1},
-                 {"payload",
-                  {{"protocol", "tool_recovery_v1"},
-                   {"operationId", opId},
-                   {"disposition", "parked"},
-                   {"reasonCode", "reconcile_diverged"},
-                   {"evidenceEventIds",
-                    Json::array({opId + "_call", opId + "_dispatch", opId + "_reconcile"})}}}}}};
-      dec["refs"] = Json{{"operationId", opId}, {"toolCallId", callId}};
-      RecoveryBundle b;
-      b.operationId = opId;
-      b.reconcile = decodeRuntimeEvent(rec);
-      b.decision = decodeRuntimeEvent(dec);
-      RC_ASSERT(store.commitToolRecoveryBundle(b).created);
-      r.seq += 2;
+    const propgen::ToolOpFate fate = st.fate == Fate::settled     ? propgen::ToolOpFate::settled
+                                     : st.fate == Fate::refused   ? propgen::ToolOpFate::refused
+                                     : st.fate == Fate::unsettled ? propgen::ToolOpFate::unsettled
+                                     : st.fate == Fate::parked
+                                         ? propgen::ToolOpFate::parked
+                                         : propgen::ToolOpFate::not_dispatched;
+    propgen::writeToolOperation(
+        store, r, [&](const Json& e) { append(store, r, e); }, k, static_cast<size_t>(st.tool),
+        fate);
+    if (fate == propgen::ToolOpFate::settled && r.firstDispatchId.empty()) {
+      r.firstDispatchId =
+          deriveOperationId(r.invocation, "call-" + std::to_string(k)) + "_dispatch";
     }
   }
 }
