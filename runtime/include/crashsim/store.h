@@ -125,6 +125,9 @@ class LedgerError : public Error {
   std::string ledgerCode_, eventId_;
 };
 
+// Threads: a RuntimeStore (its connection, statement and ledger caches) is used by one thread
+// at a time; it may move between threads but is not internally synchronised. Processes and
+// other RuntimeStore objects coordinate through SQLite's file locks (BEGIN IMMEDIATE).
 class RuntimeStore {
  public:
   // Opens (creating and migrating when writable) <storeDir>/runtime.sqlite. A schema newer

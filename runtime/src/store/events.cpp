@@ -2,7 +2,6 @@
 // invariants shared by every dedicated writer (candidate checks + insert).
 #include <algorithm>
 #include <functional>
-#include <set>
 
 #include "crashsim/codes.h"
 #include "recovery/ledger_scanner.h"
@@ -112,8 +111,11 @@ std::vector<RuntimeEvent>& cachedInvocationEvents(Connection& conn,
         cache.dataVersion == conn.health.dataVersion && cache.totalChanges == tc)) {
     cache.valid = false;
     cache.events.clear();
-    for (auto& s : readInvocationEvents(conn, invocationId))
+    cache.nextSeq = 1;
+    for (auto& s : readInvocationEvents(conn, invocationId)) {
       cache.events.push_back(std::move(s.event));
+      cache.nextSeq = s.eventSeq + 1;  // rows come by event_seq
+    }
     cache.invocationId = invocationId;
     cache.dataVersion = conn.health.dataVersion;
     cache.totalChanges = tc;
@@ -159,7 +161,7 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
     auto st = conn.prepare(
         "SELECT claim_id, source_run_id, boundary_json FROM runtime_continuation_claims "
         "WHERE source_session_id = ?1");
-    st.bind(1, e.sessionId);
+    st.bindRef(1, e.sessionId);
     while (st.step()) {
       bool sealed = st.textView(1) == e.runId;
       if (!sealed) {
@@ -188,7 +190,7 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
       "SELECT claim_id, target_invocation_id, target_run_id, target_turn_id, start_event_id "
       "FROM runtime_continuation_claims WHERE target_session_id = ?1 AND "
       "(target_invocation_id = ?2 OR target_run_id = ?3 OR target_turn_id = ?4)");
-  st.bind(1, e.sessionId).bind(2, e.invocationId).bind(3, e.runId).bind(4, e.turnId);
+  st.bindRef(1, e.sessionId).bindRef(2, e.invocationId).bindRef(3, e.runId).bindRef(4, e.turnId);
   while (st.step()) {
     if (st.textView(1) != e.invocationId || st.textView(2) != e.runId ||
         st.textView(3) != e.turnId) {
@@ -215,7 +217,7 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
         "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 "
         "UNION ALL SELECT session_id, run_id, turn_id FROM runtime_partial_snapshots "
         "WHERE invocation_id = ?1 LIMIT 2");
-    st.bind(1, e.invocationId);
+    st.bindRef(1, e.invocationId);
     while (st.step()) {
       if (st.textView(0) != e.sessionId || st.textView(1) != e.runId ||
           st.textView(2) != e.turnId) {
@@ -228,7 +230,7 @@ void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
     auto st = conn.prepare(
         "SELECT invocation_id, turn_id FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 "
         "LIMIT 1");
-    st.bind(1, e.sessionId).bind(2, e.runId);
+    st.bindRef(1, e.sessionId).bindRef(2, e.runId);
     if (st.step() && (st.textView(0) != e.invocationId || st.textView(1) != e.turnId)) {
       throw Error(code::runtime_identity_conflict,
                   "RuntimeEvent run identity conflict for " + e.sessionId + "/" + e.runId);
@@ -256,7 +258,7 @@ void checkRunNotSealed(Connection& conn, const std::string& sessionId, const std
   auto st = conn.prepare(
       "SELECT event_id FROM runtime_events INDEXED BY runtime_events_terminal WHERE "
       "session_id = ?1 AND run_id = ?2 AND is_terminal = 1 LIMIT 1");
-  st.bind(1, sessionId).bind(2, runId);
+  st.bindRef(1, sessionId).bindRef(2, runId);
   if (st.step()) {
     throw Error(code::run_sealed, "RuntimeEvent run " + sessionId + "/" + runId +
                                       " is sealed by its terminal fact " + st.text(0));
@@ -268,7 +270,11 @@ std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical)
   try {
     payload = encodeRuntimeEvent(event);
     // encodeRuntimeEvent is stableJson of the JSON, so equal JSON re-encodes to equal bytes.
-    RuntimeEvent back = decodeRuntimeEvent(parseJson(payload));
+    // decode(parseJson(payload)), with the parse done by matching the bytes against a copy of
+    // the JSON they came from (the copy becomes exactly the parse; stable_match.cpp).
+    Json parsed = event.json;
+    matchStableJson(payload, parsed);
+    RuntimeEvent back = decodeRuntimeEvent(std::move(parsed));
     if (!(back.json == event.json)) throw Error(code::not_losslessly_serializable, "");
     if (canonical != nullptr) *canonical = std::move(back);
   } catch (const Error& e) {
@@ -358,7 +364,9 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
   Connection& conn = tx.conn();
   std::vector<Candidate> out;
   bool toolBearing = false;
-  std::set<std::string> seen;
+  out.reserve(events.size());
+  std::vector<std::string_view> seen;  // a write has a handful of events
+  seen.reserve(events.size());
   for (const RuntimeEvent* e : events) {
     if (e->partial) {
       throw Error(code::partial_in_prefix,
@@ -368,10 +376,13 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     Candidate c;
     c.event = e;
     c.payload = canonicalPayload(*e, &c.canonical);
-    if (!seen.insert(e->id).second) reject(code::duplicate_event_id, e->id);
+    if (std::find(seen.begin(), seen.end(), e->id) != seen.end()) {
+      reject(code::duplicate_event_id, e->id);
+    }
+    seen.push_back(e->id);
     auto st =
         conn.prepare("SELECT payload_json, event_seq FROM runtime_events WHERE event_id = ?1");
-    st.bind(1, e->id);
+    st.bindRef(1, e->id);
     if (st.step()) {
       if (st.textView(0) == c.payload) {
         c.exists = true;
@@ -403,17 +414,30 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     std::vector<const RuntimeEvent*> shape;
     for (auto* c : remaining) shape.push_back(c->event);
     if (!shapeMatches(writer, shape)) reject(code::transition_shape_conflict, shape[0]->id);
-    std::set<std::string> invocations;
-    for (auto* e : shape) invocations.insert(e->invocationId);
+    // The touched invocations, sorted and unique (the scan order of several).
+    std::vector<const std::string*> invocations;
+    for (auto* e : shape) invocations.push_back(&e->invocationId);
+    std::sort(invocations.begin(), invocations.end(),
+              [](const std::string* a, const std::string* b) { return *a < *b; });
+    invocations.erase(
+        std::unique(invocations.begin(), invocations.end(),
+                    [](const std::string* a, const std::string* b) { return *a == *b; }),
+        invocations.end());
     // The prospective scan input: the stored events of the touched invocation(s), then the
     // candidates. One invocation (every writer's case) is served from the connection's cache.
     std::vector<RuntimeEvent> scratch;
     std::vector<RuntimeEvent>& scanInput =
-        invocations.size() == 1 ? cachedInvocationEvents(conn, *invocations.begin()) : scratch;
+        invocations.size() == 1 ? cachedInvocationEvents(conn, *invocations.front()) : scratch;
+    if (invocations.size() == 1 &&
+        !(conn.txNextSeq && conn.txNextSeq->invocationId == conn.invocation.invocationId)) {
+      // The cache is current inside this write transaction (data_version read under the write
+      // lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
+      conn.txNextSeq = Connection::NextSeq{conn.invocation.invocationId, conn.invocation.nextSeq};
+    }
     const size_t stored = invocations.size() == 1 ? scanInput.size() : 0;
     if (invocations.size() != 1) {
-      for (const auto& inv : invocations) {
-        for (auto& s : readInvocationEvents(conn, inv)) scanInput.push_back(std::move(s.event));
+      for (const std::string* inv : invocations) {
+        for (auto& s : readInvocationEvents(conn, *inv)) scanInput.push_back(std::move(s.event));
       }
     }
     for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
@@ -444,22 +468,24 @@ int64_t insertChecked(ImmediateTx& tx, Candidate& c, double committedAt) {
       "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, "
       "event_seq, event_kind, is_terminal, payload_json, committed_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-  ins.bind(1, e.id)
-      .bind(2, e.sessionId)
-      .bind(3, e.invocationId)
-      .bind(4, e.runId)
-      .bind(5, e.turnId)
+  const std::string kind = eventKindOf(e);
+  // Bound without copies: every string outlives `ins`.
+  ins.bindRef(1, e.id)
+      .bindRef(2, e.sessionId)
+      .bindRef(3, e.invocationId)
+      .bindRef(4, e.runId)
+      .bindRef(5, e.turnId)
       .bind(6, seq)
-      .bind(7, eventKindOf(e))
+      .bindRef(7, kind)
       .bind(8, static_cast<int64_t>(e.isTerminal() ? 1 : 0))
-      .bind(9, c.payload)
+      .bindRef(9, c.payload)
       .bind(10, committedAt);
   ins.exec();
   // A final event with the same stream identity replaces its mutable partial snapshot.
   auto del = conn.prepare("DELETE FROM runtime_partial_snapshots WHERE stream_key = ?1");
-  del.bind(1, e.id);
+  del.bindRef(1, e.id);
   del.exec();
-  conn.pendingInserts.push_back(std::move(c.canonical));
+  conn.pendingInserts.emplace_back(seq, std::move(c.canonical));
   conn.txNextSeq = Connection::NextSeq{e.invocationId, seq + 1};
   return seq;
 }

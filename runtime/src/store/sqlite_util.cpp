@@ -31,6 +31,11 @@ Stmt& Stmt::bind(int idx, std::string_view v) {
   if (rc != SQLITE_OK) throwSqlite(db_, rc, "bind");
   return *this;
 }
+Stmt& Stmt::bindRef(int idx, std::string_view v) {
+  int rc = sqlite3_bind_text(stmt_, idx, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  if (rc != SQLITE_OK) throwSqlite(db_, rc, "bind");
+  return *this;
+}
 Stmt& Stmt::bind(int idx, int64_t v) {
   int rc = sqlite3_bind_int64(stmt_, idx, v);
   if (rc != SQLITE_OK) throwSqlite(db_, rc, "bind");
@@ -128,7 +133,6 @@ ImmediateTx::~ImmediateTx() {
 void ImmediateTx::commit() {
   conn_.prepare("COMMIT").exec();
   done_ = true;
-  conn_.txNextSeq.reset();
   // Every runtime_events insert of an ImmediateTx went through the checked writers, which keep
   // a healthy ledger healthy: a cache that was current when this transaction began (or was
   // refreshed inside it) stays valid across our own commit.
@@ -141,14 +145,18 @@ void ImmediateTx::commit() {
   auto& inv = conn_.invocation;
   if (inv.valid && inv.totalChanges >= conn_.txBeginChanges) {
     for (size_t i = inv.pendingFrom; i < conn_.pendingInserts.size(); ++i) {
-      auto& e = conn_.pendingInserts[i];
-      if (e.invocationId == inv.invocationId) inv.events.push_back(std::move(e));
+      auto& [seq, e] = conn_.pendingInserts[i];
+      if (e.invocationId == inv.invocationId) {
+        inv.events.push_back(std::move(e));
+        inv.nextSeq = seq + 1;
+      }
     }
     inv.totalChanges = now;
   } else {
     inv.valid = false;
   }
   conn_.pendingInserts.clear();
+  conn_.txNextSeq.reset();
 }
 
 double nowMs() {

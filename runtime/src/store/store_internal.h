@@ -41,6 +41,9 @@ class Stmt {
   Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(o.stmt_), owned_(o.owned_) { o.stmt_ = nullptr; }
 
   Stmt& bind(int idx, std::string_view v);
+  // Binds without copying: v must stay valid and unchanged until this Stmt handle is destroyed
+  // (its destructor resets the statement and clears the bindings).
+  Stmt& bindRef(int idx, std::string_view v);
   Stmt& bind(int idx, const std::string& v) { return bind(idx, std::string_view(v)); }
   Stmt& bind(int idx, const char* v) { return bind(idx, std::string_view(v)); }
   Stmt& bind(int idx, int64_t v);
@@ -102,13 +105,16 @@ class Connection {
     int64_t dataVersion = 0;
     int64_t totalChanges = 0;
     size_t pendingFrom = 0;  // pendingInserts before this index are already in `events`
+    int64_t nextSeq = 1;     // MAX(event_seq) + 1 of `events`
   } invocation;
-  // Events inserted by the open transaction, appended to `invocation` if it commits.
-  std::vector<RuntimeEvent> pendingInserts;
+  // Events inserted by the open transaction with their event_seq, appended to `invocation` if
+  // it commits.
+  std::vector<std::pair<int64_t, RuntimeEvent>> pendingInserts;
   // sqlite3_total_changes64 when the open ImmediateTx began.
   int64_t txBeginChanges = 0;
-  // The next event_seq of the invocation the open transaction inserted into last (the write
-  // lock is held, so MAX(event_seq) + 1 stays what this transaction made it).
+  // The next event_seq of one invocation in the open transaction: the one it inserted into
+  // last (the write lock is held, so MAX(event_seq) + 1 stays what this transaction made it),
+  // or, before any insert, the invocation whose cache checkCandidates found current.
   struct NextSeq {
     std::string invocationId;
     int64_t seq = 0;
@@ -157,6 +163,14 @@ struct Candidate {
 // back to the same JSON and decode as a RuntimeEvent. Throws not_losslessly_serializable. The
 // decode of the bytes is stored in *canonical when given.
 std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical = nullptr);
+
+// The parse step of the lossless check (stable_match.cpp): `value` must be a copy of the value
+// `text` is the stable JSON of. Verifies, without building a tree from the text, that
+// parseJson(text) has value's structure, keys and strings, and replaces each number of `value`
+// by the parser's value for its token, so afterwards value is exactly parseJson(text).
+// Throws Error(code::not_losslessly_serializable) otherwise, and also for texts parseJson would
+// accept that stable JSON never is (whitespace, unsorted or duplicate keys).
+void matchStableJson(std::string_view text, Json& value);
 
 // Same (sessionId, invocationId, runId, turnId).
 inline bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {

@@ -43,7 +43,7 @@ std::optional<ToolOperationRow> loadOperation(Connection& c, const std::string& 
       "SELECT operation_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name, "
       "canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id, "
       "result_event_id, version FROM tool_operations WHERE operation_id = ?1");
-  st.bind(1, operationId);
+  st.bindRef(1, operationId);
   if (!st.step()) return std::nullopt;
   ToolOperationRow r;
   r.operationId = st.text(0);
@@ -69,15 +69,16 @@ void insertJournal(Connection& c, const std::string& journalId, const ToolOperat
       "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
       "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
       "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  st.bind(1, journalId)
-      .bind(2, op.operationId)
-      .bind(3, op.invocationId)
-      .bind(4, op.runId)
-      .bind(5, op.turnId)
-      .bind(6, state)
-      .bind(7, runtimeEventId)
-      .bind(8, op.canonicalArgsHash)
-      .bind(9, op.recoveryMode)
+  // Bound without copies: every string outlives `st`.
+  st.bindRef(1, journalId)
+      .bindRef(2, op.operationId)
+      .bindRef(3, op.invocationId)
+      .bindRef(4, op.runId)
+      .bindRef(5, op.turnId)
+      .bindRef(6, state)
+      .bindRef(7, runtimeEventId)
+      .bindRef(8, op.canonicalArgsHash)
+      .bindRef(9, op.recoveryMode)
       .bind(10, metadata)
       .bind(11, committedAt);
   st.exec();
@@ -240,16 +241,16 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
       "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
       "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
       "?6, ?7, ?8, 'prepared', ?9, ?10, NULL, 1)");
-  ins.bind(1, in.operationId)
-      .bind(2, call.invocationId)
-      .bind(3, call.runId)
-      .bind(4, call.turnId)
-      .bind(5, in.providerToolCallId)
-      .bind(6, in.toolName)
-      .bind(7, in.canonicalArgsHash)
-      .bind(8, in.recoveryMode)
-      .bind(9, call.id)
-      .bind(10, dispatch.id);
+  ins.bindRef(1, in.operationId)
+      .bindRef(2, call.invocationId)
+      .bindRef(3, call.runId)
+      .bindRef(4, call.turnId)
+      .bindRef(5, in.providerToolCallId)
+      .bindRef(6, in.toolName)
+      .bindRef(7, in.canonicalArgsHash)
+      .bindRef(8, in.recoveryMode)
+      .bindRef(9, call.id)
+      .bindRef(10, dispatch.id);
   ins.exec();
   tx.commit();
   return {true, seq};
@@ -291,7 +292,7 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
       "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?2, "
       "version = version + 1 WHERE operation_id = ?1 AND current_state = 'prepared' AND "
       "result_event_id IS NULL");
-  cas.bind(1, op.operationId).bind(2, cand.event->id);
+  cas.bindRef(1, op.operationId).bindRef(2, cand.event->id);
   if (planted("t2_skip_operation_update")) return seq;  // planted bug: projection left stale
   cas.exec();
   if (changes(c) != 1) {
