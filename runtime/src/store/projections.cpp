@@ -1,5 +1,6 @@
-// projections.cpp — rebuild of the disposable tool projections from runtime_events alone
-// (spec f.8), through the shared scanner and recovery-tail interpreter.
+// projections.cpp — the tool projection rows (tool_operations, tool_journal_events), written
+// by the online writers and by the rebuild of the disposable projections from runtime_events
+// alone (spec f.8, through the shared scanner and recovery-tail interpreter).
 #include <algorithm>
 #include <mutex>
 
@@ -9,6 +10,55 @@
 #include "store/store_internal.h"
 
 namespace crashsim {
+
+namespace store_detail {
+
+void insertOperationRow(Connection& c, const ToolOperationRow& r) {
+  auto ins = c.prepare(
+      "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "
+      "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
+      "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
+      "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  // Bound without copies: every string outlives `ins`.
+  ins.bindRef(1, r.operationId)
+      .bindRef(2, r.invocationId)
+      .bindRef(3, r.runId)
+      .bindRef(4, r.turnId)
+      .bindRef(5, r.providerToolCallId)
+      .bindRef(6, r.toolName)
+      .bindRef(7, r.canonicalArgsHash)
+      .bindRef(8, r.recoveryMode)
+      .bindRef(9, r.currentState)
+      .bindRef(10, r.callEventId)
+      .bind(11, r.dispatchEventId)
+      .bind(12, r.resultEventId)
+      .bind(13, r.version);
+  ins.exec();
+}
+
+void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
+                   std::string_view state, const std::string& runtimeEventId,
+                   const std::optional<std::string>& metadata, double committedAt) {
+  auto st = c.prepare(
+      "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
+      "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
+      "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  // Bound without copies: every string outlives `st`.
+  st.bindRef(1, journalId)
+      .bindRef(2, op.operationId)
+      .bindRef(3, op.invocationId)
+      .bindRef(4, op.runId)
+      .bindRef(5, op.turnId)
+      .bindRef(6, state)
+      .bindRef(7, runtimeEventId)
+      .bindRef(8, op.canonicalArgsHash)
+      .bindRef(9, op.recoveryMode)
+      .bind(10, metadata)
+      .bind(11, committedAt);
+  st.exec();
+}
+
+}  // namespace store_detail
 
 using store_detail::Connection;
 using store_detail::ImmediateTx;
@@ -110,45 +160,9 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
   std::stable_sort(
       journals.begin(), journals.end(),
       [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
-  for (const auto& r : ops) {
-    auto ins = c.prepare(
-        "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "
-        "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
-        "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
-        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
-    ins.bind(1, r.operationId)
-        .bind(2, r.invocationId)
-        .bind(3, r.runId)
-        .bind(4, r.turnId)
-        .bind(5, r.providerToolCallId)
-        .bind(6, r.toolName)
-        .bind(7, r.canonicalArgsHash)
-        .bind(8, r.recoveryMode)
-        .bind(9, r.currentState)
-        .bind(10, r.callEventId)
-        .bind(11, r.dispatchEventId)
-        .bind(12, r.resultEventId)
-        .bind(13, r.version);
-    ins.exec();
-  }
+  for (const auto& r : ops) store_detail::insertOperationRow(c, r);
   for (const auto& j : journals) {
-    const auto& r = ops[j.op];
-    auto ins = c.prepare(
-        "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
-        "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
-        "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-    ins.bind(1, j.id)
-        .bind(2, r.operationId)
-        .bind(3, r.invocationId)
-        .bind(4, r.runId)
-        .bind(5, r.turnId)
-        .bind(6, j.state)
-        .bind(7, j.eventId)
-        .bind(8, r.canonicalArgsHash)
-        .bind(9, r.recoveryMode)
-        .bind(10, j.metadata)
-        .bind(11, j.committedAt);
-    ins.exec();
+    store_detail::insertJournal(c, j.id, ops[j.op], j.state, j.eventId, j.metadata, j.committedAt);
   }
   tx.commit();
   return {ops.size(), journals.size()};

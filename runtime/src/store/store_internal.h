@@ -226,4 +226,12 @@ double nowMs();
 Connection& connectionOf(RuntimeStore& store);
 std::recursive_mutex& mutexOf(RuntimeStore& store);
 
+// The projection rows (projections.cpp), one definition for the online writers (f.4–f.6) and
+// the rebuild (f.8): a whole tool_operations row, and one tool_journal_events entry of an
+// operation (its identity columns come from op).
+void insertOperationRow(Connection& c, const ToolOperationRow& row);
+void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
+                   std::string_view state, const std::string& runtimeEventId,
+                   const std::optional<std::string>& metadata, double committedAt);
+
 }  // namespace crashsim::store_detail

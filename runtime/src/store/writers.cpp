@@ -62,28 +62,6 @@ std::optional<ToolOperationRow> loadOperation(Connection& c, const std::string& 
   return r;
 }
 
-void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
-                   std::string_view state, const std::string& runtimeEventId,
-                   const std::optional<std::string>& metadata, double committedAt) {
-  auto st = c.prepare(
-      "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id, run_id, "
-      "turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, "
-      "committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  // Bound without copies: every string outlives `st`.
-  st.bindRef(1, journalId)
-      .bindRef(2, op.operationId)
-      .bindRef(3, op.invocationId)
-      .bindRef(4, op.runId)
-      .bindRef(5, op.turnId)
-      .bindRef(6, state)
-      .bindRef(7, runtimeEventId)
-      .bindRef(8, op.canonicalArgsHash)
-      .bindRef(9, op.recoveryMode)
-      .bind(10, metadata)
-      .bind(11, committedAt);
-  st.exec();
-}
-
 int changes(Connection& c) { return sqlite3_changes(c.db()); }
 
 std::string recoveryMetadata(const RuntimeEvent& e) {
@@ -235,23 +213,15 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
   op.turnId = call.turnId;
   op.canonicalArgsHash = in.canonicalArgsHash;
   op.recoveryMode = in.recoveryMode;
-  insertJournal(c, in.journalEventId, op, "prepared", dispatch.id, std::nullopt, in.committedAt);
-  auto ins = c.prepare(
-      "INSERT INTO tool_operations (operation_id, invocation_id, run_id, turn_id, "
-      "provider_tool_call_id, tool_name, canonical_args_hash, recovery_mode, current_state, "
-      "call_event_id, dispatch_event_id, result_event_id, version) VALUES (?1, ?2, ?3, ?4, ?5, "
-      "?6, ?7, ?8, 'prepared', ?9, ?10, NULL, 1)");
-  ins.bindRef(1, in.operationId)
-      .bindRef(2, call.invocationId)
-      .bindRef(3, call.runId)
-      .bindRef(4, call.turnId)
-      .bindRef(5, in.providerToolCallId)
-      .bindRef(6, in.toolName)
-      .bindRef(7, in.canonicalArgsHash)
-      .bindRef(8, in.recoveryMode)
-      .bindRef(9, call.id)
-      .bindRef(10, dispatch.id);
-  ins.exec();
+  store_detail::insertJournal(c, in.journalEventId, op, "prepared", dispatch.id, std::nullopt,
+                              in.committedAt);
+  op.providerToolCallId = in.providerToolCallId;
+  op.toolName = in.toolName;
+  op.currentState = "prepared";
+  op.callEventId = call.id;
+  op.dispatchEventId = dispatch.id;
+  op.version = 1;
+  store_detail::insertOperationRow(c, op);
   tx.commit();
   return {true, seq};
 }
@@ -287,7 +257,8 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
   Connection& c = tx.conn();
   const int64_t seq = store_detail::insertChecked(tx, cand, committedAt);
   if (failpoint) CRASHSIM_FAILPOINT(P5);
-  insertJournal(c, journalId, op, "outcome_committed", cand.event->id, std::nullopt, committedAt);
+  store_detail::insertJournal(c, journalId, op, "outcome_committed", cand.event->id, std::nullopt,
+                              committedAt);
   auto cas = c.prepare(
       "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?2, "
       "version = version + 1 WHERE operation_id = ?1 AND current_state = 'prepared' AND "
@@ -402,8 +373,8 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   }
   // 6. reconcile fact + journal.
   store_detail::insertChecked(tx, rc, in.reconcile.ts);
-  insertJournal(c, in.reconcile.id + "_journal", *op, "reconcile_observed", in.reconcile.id,
-                recoveryMetadata(in.reconcile), in.reconcile.ts);
+  store_detail::insertJournal(c, in.reconcile.id + "_journal", *op, "reconcile_observed",
+                              in.reconcile.id, recoveryMetadata(in.reconcile), in.reconcile.ts);
   {
     auto up = c.prepare(
         "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?1 AND "
@@ -422,9 +393,9 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   }
   // 8. decision fact + journal + CAS to the settled state.
   const int64_t seq = store_detail::insertChecked(tx, dc, in.decision.ts);
-  insertJournal(c, in.decision.id + "_journal", *op,
-                completed ? "recovery_completed" : "recovery_parked", in.decision.id,
-                recoveryMetadata(in.decision), in.decision.ts);
+  store_detail::insertJournal(c, in.decision.id + "_journal", *op,
+                              completed ? "recovery_completed" : "recovery_parked", in.decision.id,
+                              recoveryMetadata(in.decision), in.decision.ts);
   if (completed) {
     auto cas = c.prepare(
         "UPDATE tool_operations SET current_state = 'recovery_completed', version = version + 1 "
