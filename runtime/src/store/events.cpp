@@ -1,7 +1,9 @@
 // events.cpp — runtime_events rows: canonicalisation, checked reads, and the f.3 write-side
 // invariants shared by every dedicated writer (candidate checks + insert).
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <stdexcept>
 
 #include "crashsim/codes.h"
 #include "recovery/ledger_scanner.h"
@@ -111,6 +113,9 @@ std::vector<RuntimeEvent>& cachedInvocationEvents(Connection& conn,
         cache.dataVersion == conn.health.dataVersion && cache.totalChanges == tc)) {
     cache.valid = false;
     cache.events.clear();
+    cache.byCallId.clear();
+    cache.byOperationId.clear();
+    cache.indexed = 0;
     cache.nextSeq = 1;
     for (auto& s : readInvocationEvents(conn, invocationId)) {
       cache.events.push_back(std::move(s.event));
@@ -123,6 +128,89 @@ std::vector<RuntimeEvent>& cachedInvocationEvents(Connection& conn,
     cache.valid = true;
   }
   return cache.events;
+}
+
+// The keys the ledger scanner links an event to an operation with (c.2): the call id of a
+// call, response or dispatch (providerToolCallId), and the operation id of a dispatch or a
+// recovery fact. Events of one invocation only, so the call id alone is the operation key.
+template <class OnCallId, class OnOperationId>
+void visitLinkKeys(const RuntimeEvent& e, OnCallId&& onCallId, OnOperationId&& onOperationId) {
+  switch (e.lane) {
+    case Lane::function_call:
+    case Lane::function_response:
+      onCallId(e.callId);
+      break;
+    case Lane::tool_dispatch:
+      if (e.toolDispatch) {
+        onCallId(e.toolDispatch->providerToolCallId);
+        onOperationId(e.toolDispatch->operationId);
+      }
+      break;
+    case Lane::reconcile_result:
+    case Lane::recovery_decision:
+      if (e.toolRecovery) onOperationId(e.toolRecovery->operationId);
+      break;
+    case Lane::ordinary:
+    case Lane::conflict:
+      break;
+  }
+}
+
+// Debug builds, and any process with CRASHSIM_VERIFY_FOCUSED_SCAN set (every ctest test sets
+// it), also run the whole-invocation scan and fail if its first issue differs.
+bool verifyFocusedScan() {
+#ifndef NDEBUG
+  return true;
+#else
+  static const bool on = std::getenv("CRASHSIM_VERIFY_FOCUSED_SCAN") != nullptr;
+  return on;
+#endif
+}
+
+// The stored events a prospective scan of `candidates` needs, as ascending positions in the
+// cached (healthy) invocation: its first event (the invocation spine) and the closure of every
+// stored event linked to a candidate by call id or operation id, and to those by theirs. The
+// scanner's state for the candidates' operations depends on nothing else: the stored ledger has
+// no issue, candidate ids are new (checked against runtime_events first), and issues of the
+// candidates' steps come from their operations, the operation-id owners and the spine. So the
+// first issue of scanning these events and then the candidates is the first issue of scanning
+// the whole invocation and then the candidates, at O(linked events) instead of O(invocation).
+std::vector<uint32_t> linkedStoredEvents(Connection::InvocationCache& cache,
+                                         const std::vector<Candidate*>& candidates) {
+  for (; cache.indexed < cache.events.size(); ++cache.indexed) {
+    const auto at = static_cast<uint32_t>(cache.indexed);
+    visitLinkKeys(
+        cache.events[cache.indexed], [&](const std::string& k) { cache.byCallId[k].push_back(at); },
+        [&](const std::string& k) { cache.byOperationId[k].push_back(at); });
+  }
+  std::vector<uint32_t> picked;
+  if (cache.events.empty()) return picked;
+  std::vector<bool> taken(cache.events.size(), false);
+  std::vector<const std::string*> callIds, operationIds;
+  auto pushKeys = [&](const RuntimeEvent& e) {
+    visitLinkKeys(
+        e, [&](const std::string& k) { callIds.push_back(&k); },
+        [&](const std::string& k) { operationIds.push_back(&k); });
+  };
+  auto take = [&](uint32_t at) {
+    if (taken[at]) return;
+    taken[at] = true;
+    picked.push_back(at);
+    pushKeys(cache.events[at]);
+  };
+  take(0);
+  for (const Candidate* c : candidates) pushKeys(c->canonical);
+  while (!callIds.empty() || !operationIds.empty()) {
+    const bool isCall = !callIds.empty();
+    const std::string key = isCall ? *callIds.back() : *operationIds.back();
+    (isCall ? callIds : operationIds).pop_back();
+    const auto& index = isCall ? cache.byCallId : cache.byOperationId;
+    if (auto it = index.find(key); it != index.end()) {
+      for (uint32_t at : it->second) take(at);
+    }
+  }
+  std::sort(picked.begin(), picked.end());
+  return picked;
 }
 
 bool shapeMatches(Writer writer, const std::vector<const RuntimeEvent*>& remaining) {
@@ -423,29 +511,58 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
         std::unique(invocations.begin(), invocations.end(),
                     [](const std::string* a, const std::string* b) { return *a == *b; }),
         invocations.end());
-    // The prospective scan input: the stored events of the touched invocation(s), then the
-    // candidates. One invocation (every writer's case) is served from the connection's cache.
-    std::vector<RuntimeEvent> scratch;
-    std::vector<RuntimeEvent>& scanInput =
-        invocations.size() == 1 ? cachedInvocationEvents(conn, *invocations.front()) : scratch;
-    if (invocations.size() == 1 &&
-        !(conn.txNextSeq && conn.txNextSeq->invocationId == conn.invocation.invocationId)) {
-      // The cache is current inside this write transaction (data_version read under the write
-      // lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
-      conn.txNextSeq = Connection::NextSeq{conn.invocation.invocationId, conn.invocation.nextSeq};
+    // The prospective scan: stored events, then the candidates. One invocation (every writer's
+    // case) takes the linked events of the connection's cache; several take all their events.
+    if (invocations.size() == 1) {
+      auto& cache = conn.invocation;
+      cachedInvocationEvents(conn, *invocations.front());
+      if (!(conn.txNextSeq && conn.txNextSeq->invocationId == cache.invocationId)) {
+        // The cache is current inside this write transaction (data_version read under the
+        // write lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
+        conn.txNextSeq = Connection::NextSeq{cache.invocationId, cache.nextSeq};
+      }
     }
-    const size_t stored = invocations.size() == 1 ? scanInput.size() : 0;
-    if (invocations.size() != 1) {
+    std::vector<RuntimeEvent> scanInput;
+    std::vector<uint32_t> picked;
+    if (invocations.size() == 1) {
+      picked = linkedStoredEvents(conn.invocation, remaining);
+    } else {
       for (const std::string* inv : invocations) {
         for (auto& s : readInvocationEvents(conn, *inv)) scanInput.push_back(std::move(s.event));
       }
     }
+    const size_t stored = picked.empty() ? scanInput.size() : picked.size();
+    scanInput.reserve(stored + remaining.size());
+    // Events are moved in and back out (no copies); the guard moves them back on any exit.
+    for (uint32_t at : picked) scanInput.push_back(std::move(conn.invocation.events[at]));
     for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
-    auto scan = detail::scanLedger(scanInput);
-    for (size_t i = 0; i < remaining.size(); ++i) {
-      remaining[i]->canonical = std::move(scanInput[stored + i]);
+    struct MoveBack {
+      std::vector<RuntimeEvent>& input;
+      std::vector<RuntimeEvent>& cached;
+      const std::vector<uint32_t>& picked;
+      const std::vector<Candidate*>& candidates;
+      size_t stored;
+      ~MoveBack() {
+        for (size_t k = 0; k < picked.size(); ++k) cached[picked[k]] = std::move(input[k]);
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          candidates[i]->canonical = std::move(input[stored + i]);
+        }
+      }
+    };
+    auto scan = [&] {
+      MoveBack back{scanInput, conn.invocation.events, picked, remaining, stored};
+      return detail::scanLedger(scanInput);
+    }();
+    if (invocations.size() == 1 && verifyFocusedScan()) {
+      // Tests and debug builds prove the focused scan against the whole invocation's scan.
+      std::vector<RuntimeEvent> whole = conn.invocation.events;
+      for (auto* c : remaining) whole.push_back(c->canonical);
+      const auto full = detail::scanLedger(whole);
+      const bool same = full.issues.empty() == scan.issues.empty() &&
+                        (full.issues.empty() || (full.issues[0].code == scan.issues[0].code &&
+                                                 full.issues[0].eventId == scan.issues[0].eventId));
+      if (!same) throw std::logic_error("focused prospective scan differs from the full scan");
     }
-    scanInput.resize(stored);  // the cache holds stored events only
     if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
   }
   return out;

@@ -106,6 +106,10 @@ class Connection {
     int64_t totalChanges = 0;
     size_t pendingFrom = 0;  // pendingInserts before this index are already in `events`
     int64_t nextSeq = 1;     // MAX(event_seq) + 1 of `events`
+    // Positions in `events` by the keys the ledger scanner links events with (call id,
+    // operation id), indexed lazily up to `indexed` (linkedStoredEvents in events.cpp).
+    std::unordered_map<std::string, std::vector<uint32_t>> byCallId, byOperationId;
+    size_t indexed = 0;
   } invocation;
   // Events inserted by the open transaction with their event_seq, appended to `invocation` if
   // it commits.
