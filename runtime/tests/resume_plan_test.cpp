@@ -345,6 +345,24 @@ TEST(ResumePlanReplay, PairingNeedsLaterNonPartialResponseWithSameIdAndName) {
   EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "model-text", "c2", "r2", "terminal"}));
 }
 
+// d.8: "a non-partial call exists and a later non-partial response with the same call id AND
+// same tool name" -- any earlier call, not only the latest. A reused call id whose second call
+// names another tool is still paired by a response naming the first call's tool, and every
+// visible event of the call id is replayed. (Found by PlanProperties on a corrupted ledger.)
+TEST(ResumePlanReplay, ResponsePairsWithAnyEarlierCallOfItsNameNotOnlyTheLatest) {
+  Ledger l;
+  l.user("user");
+  l.call("c-write", "call-1", "Write", Json::object());
+  l.call("c-read", "call-1", "Read", Json::object());  // reused call id, other tool
+  l.response("r-write", "call-1", "Write");
+  l.call("c3", "call-3", "Read", Json::object());
+  l.call("c3-again", "call-3", "Write", Json::object());
+  l.response("r3", "call-3", "Bash");  // no call of that name: call-3 is not paired
+  ResumePlan plan = buildResumePlan(l.events);
+  EXPECT_TRUE(plan.resolution.hasCorruption);  // duplicate_call
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c-write", "c-read", "r-write"}));
+}
+
 TEST(ResumePlanDisposition, SafeReplayOnlyWithoutReasonsVerificationOrCorruption) {
   Ledger clean = harnessLedger("P7");
   EXPECT_EQ(buildResumePlan(clean.events).disposition, "safe_replay");

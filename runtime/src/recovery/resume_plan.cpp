@@ -2,6 +2,8 @@
 // resolver's decisions, never mutates anything; equal inputs give equal plans.
 #include "crashsim/resume_plan.h"
 
+#include <algorithm>
+
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
 
@@ -70,10 +72,17 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   constexpr uint32_t kNone = FlatIndex::kEmpty;
   struct CallGroup {
     std::string_view callId;
-    std::string_view latestCallName;
+    // Tool names of the non-partial calls seen so far (d.8: a response pairs with ANY earlier
+    // call of its name); more than one only when a call id is reused (duplicate_call).
+    std::string_view callName;
+    std::vector<std::string_view> moreCallNames;
     uint32_t lastOperation = kNone;  // last projected operation with this call id
     bool hasCall = false;
     bool paired = false;
+    bool hasCallNamed(std::string_view name) const {
+      return hasCall && (callName == name || std::find(moreCallNames.begin(), moreCallNames.end(),
+                                                       name) != moreCallNames.end());
+    }
   };
   std::vector<CallGroup> groups;
   groups.reserve(resolution.decisions.size() + 1);
@@ -84,7 +93,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     });
     if (g == kNone) {
       g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, {}, kNone, false, false});
+      groups.push_back(CallGroup{callId, {}, {}, kNone, false, false});
       groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
     }
     return g;
@@ -230,9 +239,13 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     const uint32_t g = groupOf(e.callId, h);
     CallGroup& group = groups[g];
     if (isCall) {
-      group.latestCallName = e.toolName;
-      group.hasCall = true;
-    } else if (group.hasCall && group.latestCallName == e.toolName) {
+      if (!group.hasCall) {
+        group.callName = e.toolName;
+        group.hasCall = true;
+      } else if (!group.hasCallNamed(e.toolName)) {
+        group.moreCallNames.push_back(e.toolName);
+      }
+    } else if (group.hasCallNamed(e.toolName)) {
       group.paired = true;
     }
     if (e.hidden) continue;
