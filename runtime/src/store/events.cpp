@@ -513,6 +513,8 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
         invocations.end());
     // The prospective scan: stored events, then the candidates. One invocation (every writer's
     // case) takes the linked events of the connection's cache; several take all their events.
+    std::vector<RuntimeEvent> scanInput;
+    std::vector<uint32_t> picked;
     if (invocations.size() == 1) {
       auto& cache = conn.invocation;
       cachedInvocationEvents(conn, *invocations.front());
@@ -521,11 +523,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
         // write lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
         conn.txNextSeq = Connection::NextSeq{cache.invocationId, cache.nextSeq};
       }
-    }
-    std::vector<RuntimeEvent> scanInput;
-    std::vector<uint32_t> picked;
-    if (invocations.size() == 1) {
-      picked = linkedStoredEvents(conn.invocation, remaining);
+      picked = linkedStoredEvents(cache, remaining);
     } else {
       for (const std::string* inv : invocations) {
         for (auto& s : readInvocationEvents(conn, *inv)) scanInput.push_back(std::move(s.event));
@@ -534,6 +532,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     const size_t stored = picked.empty() ? scanInput.size() : picked.size();
     scanInput.reserve(stored + remaining.size());
     // Events are moved in and back out (no copies); the guard moves them back on any exit.
+    // Only scan.issues (owned strings) is read afterwards, never the scan's views.
     for (uint32_t at : picked) scanInput.push_back(std::move(conn.invocation.events[at]));
     for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
     struct MoveBack {
