@@ -78,9 +78,6 @@ class Scanner {
     uint64_t operation = 0;  // payload operationId of a dispatch or recovery fact
   };
 
-  static bool isCallOrResponse(Lane lane) {
-    return lane == Lane::function_call || lane == Lane::function_response;
-  }
   static bool isRecoveryFact(Lane lane) {
     return lane == Lane::reconcile_result || lane == Lane::recovery_decision;
   }
@@ -147,18 +144,16 @@ class Scanner {
     Hashes h;
     h.id = hashView(e.id);
     seenIds_.prefetch(h.id);
-    if (isCallOrResponse(e.lane)) {
-      h.toolCall = toolCallHash(e.invocationId, e.callId);
-      byToolCall_.prefetch(h.toolCall);
-    } else if (e.lane == Lane::tool_dispatch && e.toolDispatch) {
-      h.toolCall = toolCallHash(e.invocationId, e.toolDispatch->providerToolCallId);
-      byToolCall_.prefetch(h.toolCall);
-      h.operation = hashView(e.toolDispatch->operationId);
-      byOperation_.prefetch(h.operation);
-    } else if (isRecoveryFact(e.lane) && e.toolRecovery) {
-      h.operation = hashView(e.toolRecovery->operationId);
-      byOperation_.prefetch(h.operation);
-    }
+    visitOperationKeys(
+        e,
+        [&](const std::string& callId) {
+          h.toolCall = toolCallHash(e.invocationId, callId);
+          byToolCall_.prefetch(h.toolCall);
+        },
+        [&](const std::string& operationId) {
+          h.operation = hashView(operationId);
+          byOperation_.prefetch(h.operation);
+        });
     return h;
   }
 

@@ -71,6 +71,35 @@ class ScanObserver {
   ~ScanObserver() = default;
 };
 
+// The keys the scan links an event to an operation with (c.2): the call id of a
+// function_call / function_response (content.id) or of a tool_dispatch (providerToolCallId),
+// paired with the event's invocationId; and the operation id of a tool_dispatch or of a
+// reconcile_result / recovery_decision fact. Other lanes link to nothing. The one definition,
+// used by the scan itself and by the store's focused prospective scan.
+template <class OnCallId, class OnOperationId>
+inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
+                               OnOperationId&& onOperationId) {
+  switch (e.lane) {
+    case Lane::function_call:
+    case Lane::function_response:
+      onCallId(e.callId);
+      break;
+    case Lane::tool_dispatch:
+      if (e.toolDispatch) {
+        onCallId(e.toolDispatch->providerToolCallId);
+        onOperationId(e.toolDispatch->operationId);
+      }
+      break;
+    case Lane::reconcile_result:
+    case Lane::recovery_decision:
+      if (e.toolRecovery) onOperationId(e.toolRecovery->operationId);
+      break;
+    case Lane::ordinary:
+    case Lane::conflict:
+      break;
+  }
+}
+
 // Single pass in physical order (c.2 steps 1–8). The observer, when given, does not change
 // the scan.
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer = nullptr);

@@ -130,32 +130,6 @@ std::vector<RuntimeEvent>& cachedInvocationEvents(Connection& conn,
   return cache.events;
 }
 
-// The keys the ledger scanner links an event to an operation with (c.2): the call id of a
-// call, response or dispatch (providerToolCallId), and the operation id of a dispatch or a
-// recovery fact. Events of one invocation only, so the call id alone is the operation key.
-template <class OnCallId, class OnOperationId>
-void visitLinkKeys(const RuntimeEvent& e, OnCallId&& onCallId, OnOperationId&& onOperationId) {
-  switch (e.lane) {
-    case Lane::function_call:
-    case Lane::function_response:
-      onCallId(e.callId);
-      break;
-    case Lane::tool_dispatch:
-      if (e.toolDispatch) {
-        onCallId(e.toolDispatch->providerToolCallId);
-        onOperationId(e.toolDispatch->operationId);
-      }
-      break;
-    case Lane::reconcile_result:
-    case Lane::recovery_decision:
-      if (e.toolRecovery) onOperationId(e.toolRecovery->operationId);
-      break;
-    case Lane::ordinary:
-    case Lane::conflict:
-      break;
-  }
-}
-
 // Debug builds, and any process with CRASHSIM_VERIFY_FOCUSED_SCAN set (every ctest test sets
 // it), also run the whole-invocation scan and fail if its first issue differs.
 bool verifyFocusedScan() {
@@ -179,22 +153,20 @@ std::vector<uint32_t> linkedStoredEvents(Connection::InvocationCache& cache,
                                          const std::vector<Candidate*>& candidates) {
   for (; cache.indexed < cache.events.size(); ++cache.indexed) {
     const auto at = static_cast<uint32_t>(cache.indexed);
-    visitLinkKeys(
+    detail::visitOperationKeys(
         cache.events[cache.indexed], [&](const std::string& k) { cache.byCallId[k].push_back(at); },
         [&](const std::string& k) { cache.byOperationId[k].push_back(at); });
   }
-  std::vector<uint32_t> picked;
+  std::vector<uint32_t> picked;  // a handful of events: found by search, never by a bitmap
   if (cache.events.empty()) return picked;
-  std::vector<bool> taken(cache.events.size(), false);
   std::vector<const std::string*> callIds, operationIds;
   auto pushKeys = [&](const RuntimeEvent& e) {
-    visitLinkKeys(
+    detail::visitOperationKeys(
         e, [&](const std::string& k) { callIds.push_back(&k); },
         [&](const std::string& k) { operationIds.push_back(&k); });
   };
   auto take = [&](uint32_t at) {
-    if (taken[at]) return;
-    taken[at] = true;
+    if (std::find(picked.begin(), picked.end(), at) != picked.end()) return;
     picked.push_back(at);
     pushKeys(cache.events[at]);
   };
@@ -202,10 +174,11 @@ std::vector<uint32_t> linkedStoredEvents(Connection::InvocationCache& cache,
   for (const Candidate* c : candidates) pushKeys(c->canonical);
   while (!callIds.empty() || !operationIds.empty()) {
     const bool isCall = !callIds.empty();
-    const std::string key = isCall ? *callIds.back() : *operationIds.back();
+    // The key lives in an event (cached or candidate), which take() never moves.
+    const std::string* key = isCall ? callIds.back() : operationIds.back();
     (isCall ? callIds : operationIds).pop_back();
     const auto& index = isCall ? cache.byCallId : cache.byOperationId;
-    if (auto it = index.find(key); it != index.end()) {
+    if (auto it = index.find(*key); it != index.end()) {
       for (uint32_t at : it->second) take(at);
     }
   }
