@@ -17,6 +17,8 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
 #include "crashsim/runtime_event.h"
+#include "crashsim/runtime_ledger.h"
+#include "recovery/ledger_index.h"
 #include "recovery/ledger_scanner.h"
 
 namespace {
@@ -142,59 +144,93 @@ std::vector<RuntimeEvent> makeLedger(size_t n) {
   return true;
 }();
 
-const std::vector<RuntimeEvent>& ledger(size_t n) {
-  static std::map<size_t, std::unique_ptr<std::vector<RuntimeEvent>>> cache;
+// The in-memory ledger of N events: the events and the key index kept with them.
+const crashsim::RuntimeLedger& ledger(size_t n) {
+  static std::map<size_t, std::unique_ptr<crashsim::RuntimeLedger>> cache;
   auto& slot = cache[n];
-  if (!slot) slot = std::make_unique<std::vector<RuntimeEvent>>(makeLedger(n));
+  if (!slot) slot = std::make_unique<crashsim::RuntimeLedger>(makeLedger(n));
   return *slot;
 }
 
+// Untimed warm-up that also checks the result: the open T1 keeps the plan blocked and
+// verification required; the ledger is otherwise clean.
+bool planLooksRight(const crashsim::ResumePlan& plan, size_t events) {
+  return plan.disposition == "blocked" && plan.requiresVerification &&
+         !plan.resolution.hasCorruption && plan.operations.size() >= events / 4;
+}
+
+void setEvents(benchmark::State& state, size_t events) {
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(events));
+}
+
+// The acceptance measure: resolver + Phase 0 plan over a RuntimeLedger (its key index built
+// when the events were appended, as a recovery host that loads a ledger keeps it).
 void BM_ResolverAndResumePlan(benchmark::State& state) {
-  const auto& events = ledger(static_cast<size_t>(state.range(0)));
-  // Untimed warm-up that also checks the result: the open T1 keeps the plan blocked and
-  // verification required; the ledger is otherwise clean.
-  {
-    const crashsim::ResumePlan plan = crashsim::buildResumePlan(events);
-    if (plan.disposition != "blocked" || !plan.requiresVerification ||
-        plan.resolution.hasCorruption || plan.operations.size() < events.size() / 4) {
-      state.SkipWithError("unexpected plan for the benchmark ledger");
-      return;
-    }
+  const auto& l = ledger(static_cast<size_t>(state.range(0)));
+  if (!planLooksRight(crashsim::buildResumePlan(l), l.size())) {
+    state.SkipWithError("unexpected plan for the benchmark ledger");
+    return;
   }
   for (auto _ : state) {
-    crashsim::ResumePlan plan = crashsim::buildResumePlan(events);
+    crashsim::ResumePlan plan = crashsim::buildResumePlan(l);
     benchmark::DoNotOptimize(plan);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(events.size()));
+  setEvents(state, l.size());
+}
+
+// The same over a plain span of events: the key index is built inside every call.
+void BM_ResolverAndResumePlanOverSpan(benchmark::State& state) {
+  const auto& l = ledger(static_cast<size_t>(state.range(0)));
+  if (!planLooksRight(crashsim::buildResumePlan(l.events()), l.size())) {
+    state.SkipWithError("unexpected plan for the benchmark ledger");
+    return;
+  }
+  for (auto _ : state) {
+    crashsim::ResumePlan plan = crashsim::buildResumePlan(l.events());
+    benchmark::DoNotOptimize(plan);
+  }
+  setEvents(state, l.size());
+}
+
+// Building the key index alone (what RuntimeLedger::append adds per event).
+void BM_LedgerIndex(benchmark::State& state) {
+  const auto& l = ledger(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    crashsim::detail::LedgerIndex index = crashsim::detail::LedgerIndex::build(l.events());
+    benchmark::DoNotOptimize(index);
+  }
+  setEvents(state, l.size());
 }
 
 void BM_Resolver(benchmark::State& state) {
-  const auto& events = ledger(static_cast<size_t>(state.range(0)));
-  benchmark::DoNotOptimize(crashsim::resolveRecovery(events));  // warm-up
+  const auto& l = ledger(static_cast<size_t>(state.range(0)));
+  benchmark::DoNotOptimize(crashsim::resolveRecovery(l));  // warm-up
   for (auto _ : state) {
-    crashsim::RecoveryResolution r = crashsim::resolveRecovery(events);
+    crashsim::RecoveryResolution r = crashsim::resolveRecovery(l);
     benchmark::DoNotOptimize(r);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(events.size()));
+  setEvents(state, l.size());
 }
 
 void BM_Scanner(benchmark::State& state) {
-  const auto& events = ledger(static_cast<size_t>(state.range(0)));
-  benchmark::DoNotOptimize(crashsim::detail::scanLedger(events));  // warm-up
+  const auto& l = ledger(static_cast<size_t>(state.range(0)));
+  benchmark::DoNotOptimize(crashsim::detail::scanLedger(l.events(), l.index()));  // warm-up
   for (auto _ : state) {
-    crashsim::detail::LedgerScan scan = crashsim::detail::scanLedger(events);
+    crashsim::detail::LedgerScan scan = crashsim::detail::scanLedger(l.events(), l.index());
     benchmark::DoNotOptimize(scan);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(events.size()));
+  setEvents(state, l.size());
 }
 
 BENCHMARK(BM_ResolverAndResumePlan)
     ->RangeMultiplier(10)
     ->Range(1000, 1000000)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ResolverAndResumePlanOverSpan)
+    ->RangeMultiplier(10)
+    ->Range(1000, 1000000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LedgerIndex)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Resolver)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Scanner)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
 

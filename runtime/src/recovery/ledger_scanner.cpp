@@ -1,9 +1,10 @@
 // ledger_scanner.cpp — the single tool-ledger scanner (spec c.2), the recovery-tail
 // interpreter (c.4) and recovery-bundle validation (f.6 step 2).
 //
-// Performance notes: the scan is one pass; lookups go through small open-addressing tables
-// of (32-bit tag, 32-bit index) slots whose keys are string_views into the scanned events,
-// so a scan allocates per operation, never per event.
+// Performance notes: the scan is one pass over the ledger index's rows (ids interned to
+// symbols, recovery/ledger_index.h); operations are found through per-symbol slots, so a scan
+// compares integers, allocates per operation (never per event) and reads an event's own
+// memory only when it creates an operation or reports an issue.
 #include "recovery/ledger_scanner.h"
 
 #include <algorithm>
@@ -11,244 +12,140 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
+#include "recovery/ledger_index.h"
 
 namespace crashsim::detail {
 
 namespace {
 
-bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
-  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
-         a.turnId == b.turnId;
-}
-
 bool optEquals(const std::optional<std::string>& a, std::string_view b) {
   return a.has_value() && *a == b;
 }
-bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
-  return a.has_value() && *a == b;
-}
 
+// The scan itself reads only the ledger index (rows of interned symbols) and the scanned
+// events' string objects it hands out as views (the keys of a new operation, the id of an
+// issue); every comparison is between symbols.
 class Scanner {
  public:
-  Scanner(std::span<const RuntimeEvent> events, ScanObserver* observer)
-      : events_(events),
-        observer_(observer),
-        seenIds_(events.size()),
-        byToolCall_(events.size() / 4),
-        byOperation_(events.size() / 4) {
+  Scanner(std::span<const RuntimeEvent> events, const LedgerIndex& index, ScanObserver* observer)
+      : events_(events), rows_(index.rows()), observer_(observer), slots_(index.symbolCount()) {
     // Reserved, not touched: a ledger has at most one operation per event.
     scan_.operations.reserve(events.size() / 2 + 1);
+    keys_.reserve(events.size() / 2 + 1);
   }
 
   LedgerScan run() {
-    const size_t n = events_.size();
-    // Software pipeline for large ledgers (otherwise latency-bound on every event): the event
-    // kLines ahead has the struct lines the scan reads prefetched, the one kPayload ahead (lane
-    // now known) its lane payload (dispatch / recovery fact / call args hash), the one kStrings
-    // ahead the characters of every string the scan hashes or compares, and the one kHash ahead
-    // its keys hashed (stage()) and their index slots prefetched. Events are still processed
-    // strictly in order; the staged hashes are exactly the values step() would compute.
-    constexpr size_t kLines = 28, kPayload = 20, kStrings = 12, kHash = 5;
-    constexpr size_t kRing = 8;  // > kHash
-    Hashes ring[kRing];
-    for (size_t i = 0; i < std::min(n, kLines); ++i) prefetchEvent(events_[i]);
-    for (size_t i = 0; i < std::min(n, kPayload); ++i) prefetchPayload(events_[i]);
-    for (size_t i = 0; i < std::min(n, kStrings); ++i) prefetchStrings(events_[i]);
-    for (size_t i = 0; i < std::min(n, kHash); ++i) ring[i % kRing] = stage(events_[i]);
+    const size_t n = rows_.size();
     for (size_t i = 0; i < n; ++i) {
-      if (i + kLines < n) prefetchEvent(events_[i + kLines]);
-      if (i + kPayload < n) prefetchPayload(events_[i + kPayload]);
-      if (i + kStrings < n) prefetchStrings(events_[i + kStrings]);
-      if (i + kHash < n) ring[(i + kHash) % kRing] = stage(events_[i + kHash]);
-      step(i, ring[i % kRing]);
+      // The event objects a step may read (views of a new operation's keys): tool lanes only.
+      if (i + kAhead < n && rows_[i + kAhead].lane != Lane::ordinary) {
+        prefetchRange(&events_[i + kAhead].id, &events_[i + kAhead].toolName + 1);
+      }
+      step(i);
     }
     return std::move(scan_);
   }
 
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
+  static constexpr size_t kAhead = 8;
 
-  // The keys of one event, hashed ahead of its step (0 when the event's lane has no such key).
-  struct Hashes {
-    uint64_t id = 0;
-    uint64_t toolCall = 0;   // (invocationId, call id) of a call, dispatch or response
-    uint64_t operation = 0;  // payload operationId of a dispatch or recovery fact
+  // The operation keys of one scanned operation, as symbols.
+  struct OpKeys {
+    Sym invocation = kNoSym;
+    Sym callId = kNoSym;
+    Sym toolName = kNoSym;
+    Sym operationId = kNoSym;          // bound by the dispatch
+    uint32_t nextSameCallId = kEmpty;  // next operation with this call id (other invocation)
+  };
+  // Per symbol: the operations keyed by it.
+  struct SymSlots {
+    uint32_t opByCallId = kEmpty;     // first of the chain of operations with this call id
+    uint32_t opByOperation = kEmpty;  // the operation that bound this operationId
   };
 
-  static bool isRecoveryFact(Lane lane) {
-    return lane == Lane::reconcile_result || lane == Lane::recovery_decision;
-  }
-  static void prefetchString(const std::string& s) { prefetchView(s); }
-  static void prefetchString(const std::optional<std::string>& s) {
-    if (s) prefetchView(*s);
-  }
-
-  // The struct lines every step reads: lane and flags, envelope ids, call id/name, protocol
-  // marker and the refs (see RuntimeEvent's field order).
-  static void prefetchEvent(const RuntimeEvent& e) { prefetchRange(&e, &e.refParentToolCallId); }
-  // Once the lane is in cache: the payload struct lines of its lane.
-  static void prefetchPayload(const RuntimeEvent& e) {
-    switch (e.lane) {
-      case Lane::function_call:
-        prefetchRange(&e.callArgsHash, &e.callArgsHash + 1);  // read by the dispatch
-        break;
-      case Lane::tool_dispatch: {
-        // The identity strings (operationId .. canonicalArgsHash) and the engaged flag.
-        const char* base = reinterpret_cast<const char*>(&e.toolDispatch);
-        prefetchRange(base, base + 5 * sizeof(std::string));
-        prefetchBytes(reinterpret_cast<const char*>(&e.toolDispatch + 1) - 1);
-        break;
-      }
-      case Lane::reconcile_result:
-      case Lane::recovery_decision: {
-        const char* base = reinterpret_cast<const char*>(&e.toolRecovery);
-        prefetchRange(base, base + 2 * sizeof(std::string));
-        prefetchBytes(reinterpret_cast<const char*>(&e.toolRecovery + 1) - 1);
-        break;
-      }
-      case Lane::function_response:
-      case Lane::ordinary:
-      case Lane::conflict:
-        break;
-    }
-  }
-  // Once the struct lines are in cache: the characters of the strings the step compares.
-  static void prefetchStrings(const RuntimeEvent& e) {
-    prefetchString(e.id);
-    prefetchString(e.invocationId);
-    prefetchString(e.runId);
-    prefetchString(e.sessionId);
-    prefetchString(e.turnId);
-    if (e.lane == Lane::ordinary || e.lane == Lane::conflict) return;
-    prefetchString(e.callId);
-    prefetchString(e.toolName);
-    prefetchString(e.refOperationId);
-    prefetchString(e.refToolCallId);
-    if (e.lane == Lane::function_call) {
-      prefetchString(e.callArgsHash);
-    } else if (e.lane == Lane::tool_dispatch && e.toolDispatch) {
-      const ToolDispatch& d = *e.toolDispatch;
-      prefetchString(d.operationId);
-      prefetchString(d.providerToolCallId);
-      prefetchString(d.toolName);
-      prefetchString(d.canonicalArgsHash);
-    } else if (isRecoveryFact(e.lane) && e.toolRecovery) {
-      prefetchString(e.toolRecovery->operationId);
-    }
-  }
-  // Hashes the keys of an event (strings in cache) and prefetches their index slots.
-  Hashes stage(const RuntimeEvent& e) {
-    Hashes h;
-    h.id = hashView(e.id);
-    seenIds_.prefetch(h.id);
-    visitOperationKeys(
-        e,
-        [&](const std::string& callId) {
-          h.toolCall = toolCallHash(e.invocationId, callId);
-          byToolCall_.prefetch(h.toolCall);
-        },
-        [&](const std::string& operationId) {
-          h.operation = hashView(operationId);
-          byOperation_.prefetch(h.operation);
-        });
-    return h;
-  }
+  static uint64_t symHash(Sym s) { return mix(s, 0x51ed270b27f4b1a9ULL); }
 
   using Role = ScanObserver::Role;
   void notify(size_t op, Role role, size_t i) {
     if (observer_ != nullptr) observer_->bound(op, scan_.operations[op], role, i);
   }
 
-  void topIssue(std::string_view code, const std::string& eventId) {
-    scan_.issues.push_back(ResolverIssue{std::string(code), eventId});
+  void topIssue(std::string_view code, size_t event) {
+    scan_.issues.push_back(ResolverIssue{std::string(code), events_[event].id});
   }
-  void opIssue(size_t op, std::string_view code, const std::string& eventId) {
-    topIssue(code, eventId);
+  void opIssue(size_t op, std::string_view code, size_t event) {
+    topIssue(code, event);
     scan_.operations[op].issueCodes.emplace_back(code);
   }
 
-  uint64_t toolCallHash(std::string_view invocationId, std::string_view toolCallId) {
-    // Events of one run share their invocation: hash it once.
-    if (!lastInvocationValid_ || invocationId != lastInvocation_) {
-      lastInvocation_ = invocationId;
-      lastInvocationValid_ = true;
-      lastInvocationHash_ = hashView(invocationId);
+  uint32_t findOp(Sym invocation, Sym callId) const {
+    for (uint32_t v = slots_[callId].opByCallId; v != kEmpty; v = keys_[v].nextSameCallId) {
+      if (keys_[v].invocation == invocation) return v;
     }
-    return mix(lastInvocationHash_, hashView(toolCallId));
+    return kEmpty;
   }
 
-  uint32_t findOp(uint64_t h, std::string_view invocationId, std::string_view toolCallId) const {
-    return byToolCall_.find(h, [&](uint32_t v) {
-      const ScannedOperation& op = scan_.operations[v];
-      return op.toolCallId == toolCallId && op.invocationId == invocationId;
-    });
-  }
-
-  size_t createOp(uint64_t h, const RuntimeEvent& e, std::string_view toolCallId,
-                  std::string_view toolName) {
+  size_t createOp(size_t i, Sym callId, Sym toolName, std::string_view callIdText,
+                  std::string_view toolNameText) {
     const size_t index = scan_.operations.size();
     ScannedOperation& op = scan_.operations.emplace_back();
-    op.invocationId = e.invocationId;
-    op.toolCallId = toolCallId;
-    op.toolName = toolName;
-    byToolCall_.insert(h, static_cast<uint32_t>(index), [this](uint32_t v) {
-      const ScannedOperation& o = scan_.operations[v];
-      return mix(hashView(o.invocationId), hashView(o.toolCallId));
-    });
+    op.invocationId = events_[i].invocationId;
+    op.toolCallId = callIdText;
+    op.toolName = toolNameText;
+    OpKeys& keys = keys_.emplace_back();
+    keys.invocation = rows_[i].invocation;
+    keys.callId = callId;
+    keys.toolName = toolName;
+    keys.nextSameCallId = slots_[callId].opByCallId;
+    slots_[callId].opByCallId = static_cast<uint32_t>(index);
     return index;
   }
 
-  uint32_t findOperationId(std::string_view operationId, uint64_t h) const {
-    return byOperation_.find(
-        h, [&](uint32_t v) { return optEquals(scan_.operations[v].operationId, operationId); });
+  bool sameExecutionIdentity(const EventRow& a, const EventRow& b) const {
+    return a.session == b.session && a.invocation == b.invocation && a.run == b.run &&
+           a.turn == b.turn;
   }
 
-  void bindOperationId(size_t op, uint64_t h) {
-    byOperation_.insert(h, static_cast<uint32_t>(op),
-                        [this](uint32_t v) { return hashView(*scan_.operations[v].operationId); });
-  }
-
-  void step(size_t i, const Hashes& hashes) {
-    const RuntimeEvent& e = events_[i];
-    if (e.runtimeProtocol) scan_.protocolMarkers.push_back(i);
+  void step(size_t i) {
+    const EventRow& r = rows_[i];
+    if (r.has(EventRow::kProtocolMarker)) scan_.protocolMarkers.push_back(i);
 
     // 1. duplicate id → skipped.
-    const std::string_view id = e.id;
-    if (seenIds_.find(hashes.id, [&](uint32_t v) { return events_[v].id == id; }) != kEmpty) {
-      topIssue(code::duplicate_event_id, e.id);
+    if (r.has(EventRow::kDuplicateId)) {
+      topIssue(code::duplicate_event_id, i);
       return;
     }
-    seenIds_.insert(hashes.id, static_cast<uint32_t>(i),
-                    [this](uint32_t v) { return hashView(events_[v].id); });
 
     // 2. invocation spine: first (session, run, turn) of an invocation; drift is reported
     //    and the event is still processed.
-    checkSpine(i, e);
+    checkSpine(i, r);
 
     // 3. lane validation (mandatory envelopes are checked by the decoder) → skipped.
-    if (e.lane == Lane::conflict) {
-      topIssue(code::semantic_lane_conflict, e.id);
+    if (r.lane == Lane::conflict) {
+      topIssue(code::semantic_lane_conflict, i);
       return;
     }
     // 4. partial events are skipped.
-    if (e.partial) return;
+    if (r.has(EventRow::kPartial)) return;
 
-    switch (e.lane) {
+    switch (r.lane) {
       case Lane::function_call:
-        onCall(i, e, hashes.toolCall);
+        onCall(i, r);
         break;
       case Lane::tool_dispatch:
-        onDispatch(i, e, hashes);
+        onDispatch(i, r);
         break;
       case Lane::function_response:
-        onResponse(i, e, hashes.toolCall);
+        onResponse(i, r);
         break;
       case Lane::reconcile_result:
       case Lane::recovery_decision:
-        onRecoveryFact(i, e, hashes.operation);
+        onRecoveryFact(i, r);
         break;
       case Lane::ordinary:
       case Lane::conflict:
@@ -256,146 +153,146 @@ class Scanner {
     }
   }
 
-  void checkSpine(size_t i, const RuntimeEvent& e) {
+  void checkSpine(size_t i, const EventRow& r) {
     size_t spine;
-    if (spineCacheValid_ && events_[spineCache_].invocationId == e.invocationId) {
+    if (spineCacheValid_ && rows_[spineCache_].invocation == r.invocation) {
       spine = spineCache_;
     } else {
-      const uint64_t h = hashView(e.invocationId);
+      const uint64_t h = symHash(r.invocation);
       const uint32_t found =
-          spines_.find(h, [&](uint32_t v) { return events_[v].invocationId == e.invocationId; });
+          spines_.find(h, [&](uint32_t v) { return rows_[v].invocation == r.invocation; });
+      spineCache_ = found == kEmpty ? i : found;
+      spineCacheValid_ = true;
       if (found == kEmpty) {
         spines_.insert(h, static_cast<uint32_t>(i),
-                       [this](uint32_t v) { return hashView(events_[v].invocationId); });
-        spineCache_ = i;
-        spineCacheValid_ = true;
+                       [this](uint32_t v) { return symHash(rows_[v].invocation); });
         return;
       }
       spine = found;
-      spineCache_ = found;
-      spineCacheValid_ = true;
     }
-    const RuntimeEvent& first = events_[spine];
-    if (first.sessionId != e.sessionId || first.runId != e.runId || first.turnId != e.turnId) {
-      topIssue(code::invocation_identity_conflict, e.id);
+    const EventRow& first = rows_[spine];
+    if (first.session != r.session || first.run != r.run || first.turn != r.turn) {
+      topIssue(code::invocation_identity_conflict, i);
     }
   }
 
   // 5. function_call.
-  void onCall(size_t i, const RuntimeEvent& e, uint64_t h) {
-    const uint32_t found = findOp(h, e.invocationId, e.callId);
+  void onCall(size_t i, const EventRow& r) {
+    const uint32_t found = findOp(r.invocation, r.callId);
     if (found != kEmpty) {
       ScannedOperation& op = scan_.operations[found];
       if (!op.call) {
         op.call = static_cast<uint32_t>(i);
         notify(found, Role::call, i);
-        if (op.toolName != e.toolName) opIssue(found, code::identity_conflict, e.id);
+        if (keys_[found].toolName != r.toolName) opIssue(found, code::identity_conflict, i);
         return;
       }
-      opIssue(found, code::duplicate_call, e.id);
+      opIssue(found, code::duplicate_call, i);
       return;
     }
-    const size_t op = createOp(h, e, e.callId, e.toolName);
+    const RuntimeEvent& e = events_[i];
+    const size_t op = createOp(i, r.callId, r.toolName, e.callId, e.toolName);
     scan_.operations[op].call = static_cast<uint32_t>(i);
     notify(op, Role::call, i);
   }
 
   // 6. tool_dispatch.
-  void onDispatch(size_t i, const RuntimeEvent& e, const Hashes& hashes) {
-    if (!e.toolDispatch) return;  // the decoder guarantees it for this lane
-    const ToolDispatch& d = *e.toolDispatch;
-    const uint64_t h = hashes.toolCall;
-    uint32_t found = findOp(h, e.invocationId, d.providerToolCallId);
+  void onDispatch(size_t i, const EventRow& r) {
+    if (!r.has(EventRow::kToolDispatch)) return;  // the decoder guarantees it for this lane
+    const uint32_t found = findOp(r.invocation, r.providerToolCallId);
     size_t opIndex;
     if (found == kEmpty) {
-      opIndex = createOp(h, e, d.providerToolCallId, d.toolName);
-      ScannedOperation& op = scan_.operations[opIndex];
-      op.operationId = d.operationId;
-      op.dispatch = static_cast<uint32_t>(i);
+      const ToolDispatch& d = *events_[i].toolDispatch;
+      opIndex =
+          createOp(i, r.providerToolCallId, r.dispatchToolName, d.providerToolCallId, d.toolName);
+      scan_.operations[opIndex].operationId = d.operationId;
+      keys_[opIndex].operationId = r.operationId;
+      scan_.operations[opIndex].dispatch = static_cast<uint32_t>(i);
       notify(opIndex, Role::dispatch, i);
-      opIssue(opIndex, code::event_order_conflict, e.id);
+      opIssue(opIndex, code::event_order_conflict, i);
     } else {
       opIndex = found;
       if (scan_.operations[opIndex].dispatch) {
-        opIssue(opIndex, code::duplicate_dispatch, e.id);  // the first dispatch stays
+        opIssue(opIndex, code::duplicate_dispatch, i);  // the first dispatch stays
         return;
       }
     }
 
-    const uint64_t oh = hashes.operation;
-    const uint32_t owner = findOperationId(d.operationId, oh);
+    const uint32_t owner = slots_[r.operationId].opByOperation;
     if (owner != kEmpty && owner != opIndex) {
-      topIssue(code::duplicate_operation, e.id);
+      topIssue(code::duplicate_operation, i);
       scan_.operations[owner].issueCodes.emplace_back(code::duplicate_operation);
       scan_.operations[opIndex].issueCodes.emplace_back(code::duplicate_operation);
       return;
     }
 
     ScannedOperation& op = scan_.operations[opIndex];
-    op.operationId = d.operationId;
-    op.dispatch = static_cast<uint32_t>(i);
-    if (found != kEmpty) notify(opIndex, Role::dispatch, i);  // else bound at creation
-    if (owner == kEmpty) bindOperationId(opIndex, oh);
-
-    const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
-    if (op.toolName != d.toolName || !optEquals(e.refOperationId, d.operationId) ||
-        !optEquals(e.refToolCallId, d.providerToolCallId) ||
-        (call != nullptr && !sameExecutionIdentity(*call, e))) {
-      opIssue(opIndex, code::identity_conflict, e.id);
+    OpKeys& keys = keys_[opIndex];
+    if (found != kEmpty) {
+      op.operationId = events_[i].toolDispatch->operationId;
+      keys.operationId = r.operationId;
+      op.dispatch = static_cast<uint32_t>(i);
+      notify(opIndex, Role::dispatch, i);  // else bound at creation
     }
-    if (call != nullptr) {
-      // A call whose args are not strict JSON has no hash and cannot authenticate T1.
-      if (!call->callArgsHash || *call->callArgsHash != d.canonicalArgsHash) {
-        opIssue(opIndex, code::canonical_args_hash_conflict, e.id);
-      }
+    if (owner == kEmpty) slots_[r.operationId].opByOperation = static_cast<uint32_t>(opIndex);
+
+    const EventRow* call = op.call ? &rows_[*op.call] : nullptr;
+    if (keys.toolName != r.dispatchToolName || r.refOperationId != r.operationId ||
+        r.refToolCallId != r.providerToolCallId ||
+        (call != nullptr && !sameExecutionIdentity(*call, r))) {
+      opIssue(opIndex, code::identity_conflict, i);
+    }
+    // A call whose args are not strict JSON has no hash (kNoSym) and cannot authenticate T1.
+    if (call != nullptr && call->argsHash != r.argsHash) {
+      opIssue(opIndex, code::canonical_args_hash_conflict, i);
     }
     if (op.response) {
-      const RuntimeEvent& response = events_[*op.response];
-      opIssue(opIndex, code::event_order_conflict, e.id);
-      if (!optEquals(response.refOperationId, d.operationId) ||
-          !optEquals(response.refToolCallId, d.providerToolCallId) ||
-          !sameExecutionIdentity(e, response)) {
-        opIssue(opIndex, code::identity_conflict, response.id);
+      const EventRow& response = rows_[*op.response];
+      opIssue(opIndex, code::event_order_conflict, i);
+      if (response.refOperationId != r.operationId ||
+          response.refToolCallId != r.providerToolCallId || !sameExecutionIdentity(r, response)) {
+        opIssue(opIndex, code::identity_conflict, *op.response);
       }
     }
   }
 
   // 7. function_response.
-  void onResponse(size_t i, const RuntimeEvent& e, uint64_t h) {
-    const uint32_t found = findOp(h, e.invocationId, e.callId);
+  void onResponse(size_t i, const EventRow& r) {
+    const uint32_t found = findOp(r.invocation, r.callId);
     if (found == kEmpty) {
-      const size_t op = createOp(h, e, e.callId, e.toolName);
+      const RuntimeEvent& e = events_[i];
+      const size_t op = createOp(i, r.callId, r.toolName, e.callId, e.toolName);
       scan_.operations[op].response = static_cast<uint32_t>(i);
       notify(op, Role::response, i);
-      opIssue(op, code::orphan_response, e.id);
+      opIssue(op, code::orphan_response, i);
       return;
     }
     ScannedOperation& op = scan_.operations[found];
     if (op.response) {
-      opIssue(found, code::duplicate_response, e.id);
+      opIssue(found, code::duplicate_response, i);
       return;
     }
     op.response = static_cast<uint32_t>(i);
     notify(found, Role::response, i);
-    const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
-    if (op.toolName != e.toolName || call == nullptr || !sameExecutionIdentity(*call, e) ||
-        (op.operationId && (!optEquals(e.refOperationId, *op.operationId) ||
-                            !optEquals(e.refToolCallId, op.toolCallId)))) {
-      opIssue(found, code::identity_conflict, e.id);
+    const OpKeys& keys = keys_[found];
+    const EventRow* call = op.call ? &rows_[*op.call] : nullptr;
+    if (keys.toolName != r.toolName || call == nullptr || !sameExecutionIdentity(*call, r) ||
+        (keys.operationId != kNoSym &&
+         (r.refOperationId != keys.operationId || r.refToolCallId != keys.callId))) {
+      opIssue(found, code::identity_conflict, i);
     }
   }
 
   // 8. reconcile / decision facts, by payload.operationId only.
-  void onRecoveryFact(size_t i, const RuntimeEvent& e, uint64_t oh) {
-    if (!e.toolRecovery) return;  // the decoder guarantees it for these lanes
-    const std::string& operationId = e.toolRecovery->operationId;
-    const uint32_t owner = findOperationId(operationId, oh);
+  void onRecoveryFact(size_t i, const EventRow& r) {
+    if (!r.has(EventRow::kToolRecovery)) return;  // the decoder guarantees it for these lanes
+    const uint32_t owner = slots_[r.operationId].opByOperation;
     if (owner == kEmpty) {
-      topIssue(code::event_order_conflict, e.id);
+      topIssue(code::event_order_conflict, i);
       return;
     }
     ScannedOperation& op = scan_.operations[owner];
-    if (e.lane == Lane::reconcile_result) {
+    if (r.lane == Lane::reconcile_result) {
       op.reconciles.push_back(i);
     } else {
       op.decisions.push_back(i);
@@ -403,17 +300,14 @@ class Scanner {
   }
 
   std::span<const RuntimeEvent> events_;
+  std::span<const EventRow> rows_;
   ScanObserver* observer_;
   LedgerScan scan_;
-  FlatIndex seenIds_;
+  std::vector<OpKeys> keys_;  // parallel to scan_.operations
+  std::vector<SymSlots> slots_;
   FlatIndex spines_{4};
-  FlatIndex byToolCall_;
-  FlatIndex byOperation_;
   size_t spineCache_ = 0;
   bool spineCacheValid_ = false;
-  std::string_view lastInvocation_;
-  bool lastInvocationValid_ = false;
-  uint64_t lastInvocationHash_ = 0;
 };
 
 bool hasExecutionIdentity(const RuntimeEvent& e, const RecoveryOperationIdentity& op) {
@@ -440,7 +334,16 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
 }
 
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer) {
-  return Scanner(events, observer).run();
+  const LedgerIndex index = LedgerIndex::build(events);
+  return scanLedger(events, index, observer);
+}
+
+LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& index,
+                      ScanObserver* observer) {
+  if (index.size() != events.size()) {
+    throw std::logic_error("scanLedger: the ledger index does not describe the events");
+  }
+  return Scanner(events, index, observer).run();
 }
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,

@@ -5,11 +5,11 @@
 //
 // Contract summary:
 //  - scanLedger() makes one pass over the events in physical order. Operations are keyed by
-//    (invocationId, providerToolCallId) as a pair of strings (unambiguous, equivalent to the
-//    JSON array encoding of c.2). Every issue is appended to LedgerScan::issues in detection
-//    order; issues that belong to an operation are also recorded (by code) on that operation,
-//    a duplicate_operation on both operations that claim the operationId (listed once in
-//    LedgerScan::issues).
+//    (invocationId, providerToolCallId) as a pair of exact strings (interned symbols;
+//    unambiguous, equivalent to the JSON array encoding of c.2). Every issue is appended to
+//    LedgerScan::issues in detection order; issues that belong to an operation are also recorded
+//    (by code) on that operation, a duplicate_operation on both operations that claim the
+//    operationId (listed once in LedgerScan::issues).
 //  - Indexes and string views in ScannedOperation point into the scanned span; the span must
 //    outlive any use of them. The scanner never throws on ledger content and never allocates per
 //    event.
@@ -100,9 +100,15 @@ inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
   }
 }
 
-// Single pass in physical order (c.2 steps 1–8). The observer, when given, does not change
-// the scan.
+class LedgerIndex;
+
+// Single pass in physical order (c.2 steps 1–8) over the events' ledger index (every id
+// compared as an interned symbol, recovery/ledger_index.h). The observer, when given, does
+// not change the scan. The first form builds the index of the events; the second takes one
+// already built from exactly these events (RuntimeLedger keeps it), else std::logic_error.
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer = nullptr);
+LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& index,
+                      ScanObserver* observer = nullptr);
 
 // Recovery-tail interpretation (c.4). Absent (nullopt) when the operation has no recovery
 // facts. Otherwise either a valid completed/parked tail or a corruption code

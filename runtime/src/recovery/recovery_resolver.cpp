@@ -6,6 +6,8 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
+#include "crashsim/runtime_ledger.h"
+#include "recovery/ledger_index.h"
 #include "recovery/ledger_scanner.h"
 
 namespace crashsim {
@@ -27,70 +29,78 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
   return {};
 }
 
-// The decision fields copied from the operation's bound events, one role at a time (c.3: the
-// event ids, the dispatch's recoveryMode and operationId, the response's isError). Called by
-// DecisionBuilder while the scan is on that event.
-void bindEvent(ToolDecision& d, const detail::ScannedOperation& op, detail::ScanObserver::Role role,
-               const RuntimeEvent& e, size_t index) {
+// The decision fields copied from one bound event, read from its index row (c.3: the event
+// ids, the dispatch's recoveryMode and operationId, the response's isError). The copies come
+// from the index's symbol text, which lies in first-appearance order, never from the events'
+// scattered strings.
+void bindEvent(ToolDecision& d, const detail::LedgerIndex& index,
+               const detail::ScannedOperation& op, detail::ScanObserver::Role role,
+               size_t eventIndex) {
   using Role = detail::ScanObserver::Role;
+  const detail::EventRow& r = index.row(eventIndex);
   switch (role) {
     case Role::call:
-      d.callRuntimeEventId = e.id;
-      d.callIndex = index;
+      d.callRuntimeEventId = index.text(r.id);
+      d.callIndex = eventIndex;
       break;
     case Role::dispatch:
-      d.dispatchRuntimeEventId = e.id;
-      if (e.toolDispatch) d.recoveryMode = e.toolDispatch->recoveryMode;
-      if (op.operationId) d.operationId = std::string(*op.operationId);  // bound with it
+      d.dispatchRuntimeEventId = index.text(r.id);
+      if (r.has(detail::EventRow::kToolDispatch)) d.recoveryMode = index.text(r.recoveryMode);
+      if (op.operationId) d.operationId = index.text(r.operationId);  // bound with it
       break;
     case Role::response:
-      d.responseRuntimeEventId = e.id;
-      d.responseIsError = e.isError;
+      d.responseRuntimeEventId = index.text(r.id);
+      d.responseIsError = r.has(detail::EventRow::kIsError);
       break;
   }
 }
 
-// The operation's key fields, set once when the operation is created.
-void bindKey(ToolDecision& d, const detail::ScannedOperation& op) {
-  d.toolCallId = op.toolCallId;
-  if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
+// The operation's key fields (call id, and tool name when not empty), from the fact that
+// created it.
+void bindKey(ToolDecision& d, std::string_view toolCallId, std::string_view toolName) {
+  d.toolCallId = toolCallId;
+  if (!toolName.empty()) d.toolName = std::string(toolName);
 }
 
 // Builds the event-derived fields of every decision during the scan, in operation order: on
-// large ledgers the scanned events have left the caches (and the TLB) long before a second
-// pass over the operations could copy their ids.
+// large ledgers the rows have left the caches long before a second pass over the operations
+// could read them again.
 class DecisionBuilder final : public detail::ScanObserver {
  public:
-  DecisionBuilder(std::span<const RuntimeEvent> events, std::vector<ToolDecision>& decisions)
-      : events_(events), decisions_(decisions) {}
+  DecisionBuilder(const detail::LedgerIndex& index, std::vector<ToolDecision>& decisions)
+      : index_(index), decisions_(decisions) {}
 
   void bound(size_t opIndex, const detail::ScannedOperation& op, Role role,
              size_t eventIndex) override {
     if (opIndex == decisions_.size()) {
-      bindKey(decisions_.emplace_back(), op);
+      // Created by this event: its call id and tool name are the operation's keys.
+      const detail::EventRow& r = index_.row(eventIndex);
+      const bool dispatch = role == Role::dispatch;
+      bindKey(decisions_.emplace_back(), index_.text(dispatch ? r.providerToolCallId : r.callId),
+              index_.text(dispatch ? r.dispatchToolName : r.toolName));
     } else if (opIndex > decisions_.size()) {
       consistent_ = false;  // not the scanner's contract; resolveRecovery rebuilds
       return;
     }
-    bindEvent(decisions_[opIndex], op, role, events_[eventIndex], eventIndex);
+    bindEvent(decisions_[opIndex], index_, op, role, eventIndex);
   }
 
   bool consistent() const { return consistent_; }
 
  private:
-  std::span<const RuntimeEvent> events_;
+  const detail::LedgerIndex& index_;
   std::vector<ToolDecision>& decisions_;
   bool consistent_ = true;
 };
 
 // The same fields from the scan's final operations (fallback; equal by the observer contract).
-void bindAfterScan(ToolDecision& d, std::span<const RuntimeEvent> events,
+void bindAfterScan(ToolDecision& d, const detail::LedgerIndex& index,
                    const detail::ScannedOperation& op) {
   using Role = detail::ScanObserver::Role;
-  bindKey(d, op);
-  if (op.call) bindEvent(d, op, Role::call, events[*op.call], *op.call);
-  if (op.dispatch) bindEvent(d, op, Role::dispatch, events[*op.dispatch], *op.dispatch);
-  if (op.response) bindEvent(d, op, Role::response, events[*op.response], *op.response);
+  bindKey(d, op.toolCallId, op.toolName);
+  if (op.call) bindEvent(d, index, op, Role::call, *op.call);
+  if (op.dispatch) bindEvent(d, index, op, Role::dispatch, *op.dispatch);
+  if (op.response) bindEvent(d, index, op, Role::response, *op.response);
 }
 
 // Decides status, reason and settlement origin of one scanned operation (its event-derived
@@ -148,12 +158,21 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
 }  // namespace
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
+  return detail::resolveRecovery(events, detail::LedgerIndex::build(events));
+}
+
+RecoveryResolution resolveRecovery(const RuntimeLedger& ledger) {
+  return detail::resolveRecovery(ledger.events(), ledger.index());
+}
+
+RecoveryResolution detail::resolveRecovery(std::span<const RuntimeEvent> events,
+                                           const detail::LedgerIndex& index) {
   RecoveryResolution resolution;
   // One decision per operation, created during the scan (at most one operation per event; the
   // same reservation as the scanner's operations: reserved, not touched).
   resolution.decisions.reserve(events.size() / 2 + 1);
-  DecisionBuilder builder(events, resolution.decisions);
-  detail::LedgerScan scan = detail::scanLedger(events, &builder);
+  DecisionBuilder builder(index, resolution.decisions);
+  detail::LedgerScan scan = detail::scanLedger(events, index, &builder);
 
   // c.1 protocol marker: only event 0 may carry it; a late marker never enables it. Marker
   // issues come first, then the scanner's issues in detection order.
@@ -177,7 +196,7 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   if (!builder.consistent() || decisions.size() != ops.size()) {
     decisions.clear();
     for (const detail::ScannedOperation& op : ops)
-      bindAfterScan(decisions.emplace_back(), events, op);
+      bindAfterScan(decisions.emplace_back(), index, op);
   }
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];

@@ -6,6 +6,7 @@
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
+#include "recovery/ledger_index.h"
 
 namespace crashsim {
 
@@ -25,14 +26,6 @@ const Json& PlanArgs::get() const {
 }
 
 namespace {
-
-// Large ledgers are latency-bound on the call events the operations refer to: their hot
-// fields (flags, call id, tool name) are prefetched ahead, then the call id's characters.
-void prefetchCall(const RuntimeEvent& call) {
-  detail::prefetchBytes(&call.hidden);
-  detail::prefetchBytes(&call.callId);
-  detail::prefetchBytes(&call.toolName);
-}
 
 std::string_view planStatus(const ToolDecision& d) {
   if (d.status == code::completed) {
@@ -59,100 +52,78 @@ void addDiagnostic(std::vector<PlanDiagnostic>& out, std::string_view c,
 
 ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
                            std::optional<uint64_t> expectedRuntimeEventHighWater) {
+  return detail::buildResumePlan(events, detail::LedgerIndex::build(events),
+                                 expectedRuntimeEventHighWater);
+}
+
+ResumePlan buildResumePlan(const RuntimeLedger& ledger,
+                           std::optional<uint64_t> expectedRuntimeEventHighWater) {
+  return detail::buildResumePlan(ledger.events(), ledger.index(), expectedRuntimeEventHighWater);
+}
+
+// The plan reads the resolver's decisions and the ledger index's rows (call ids and tool names
+// as interned symbols); of the events themselves only the call events' args, on access.
+ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
+                                   const detail::LedgerIndex& index,
+                                   std::optional<uint64_t> expectedRuntimeEventHighWater) {
+  using detail::EventRow;
+  using detail::Sym;
   ResumePlan plan;
-  plan.resolution = resolveRecovery(events);
+  plan.resolution = detail::resolveRecovery(events, index);
   const RecoveryResolution& resolution = plan.resolution;
   plan.sourceRuntimeEventHighWater = events.size();
+  const std::span<const EventRow> rows = index.rows();
 
   // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
-  // (both key by the provider call id only). A group's key points at the first event that
-  // carried the call id, so the events pass compares against memory it has just read.
-  using detail::FlatIndex;
-  using detail::hashView;
-  constexpr uint32_t kNone = FlatIndex::kEmpty;
+  // (both key by the provider call id only), found by the call id's symbol.
+  constexpr uint32_t kNone = detail::FlatIndex::kEmpty;
   struct CallGroup {
-    std::string_view callId;
     // Tool names of the non-partial calls seen so far (d.8: a response pairs with ANY earlier
     // call of its name); more than one only when a call id is reused (duplicate_call).
-    std::string_view callName;
-    std::vector<std::string_view> moreCallNames;
+    Sym callName = detail::kNoSym;
+    std::vector<Sym> moreCallNames;
     uint32_t lastOperation = kNone;  // last projected operation with this call id
     bool hasCall = false;
     bool paired = false;
-    bool hasCallNamed(std::string_view name) const {
+    bool hasCallNamed(Sym name) const {
       return hasCall && (callName == name || std::find(moreCallNames.begin(), moreCallNames.end(),
                                                        name) != moreCallNames.end());
     }
   };
   std::vector<CallGroup> groups;
   groups.reserve(resolution.decisions.size() + 1);
-  FlatIndex groupByCallId(resolution.decisions.size() + 1);
-  auto groupOf = [&](std::string_view callId, uint64_t h) -> uint32_t {
-    uint32_t g = groupByCallId.find(h, [&](uint32_t v) {
-      return groups[v].callId.data() == callId.data() || groups[v].callId == callId;
-    });
+  std::vector<uint32_t> groupOfSym(index.symbolCount(), kNone);
+  auto groupOf = [&](Sym callId) -> CallGroup& {
+    uint32_t& g = groupOfSym[callId];
     if (g == kNone) {
       g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, {}, {}, kNone, false, false});
-      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
+      groups.emplace_back();
     }
-    return g;
+    return groups[g];
   };
 
   // d.2 operations: decisions with a call that is not hidden, in decision order.
   plan.operations.reserve(resolution.decisions.size());
+  std::vector<Sym> operationToolNames;  // parallel to plan.operations
+  operationToolNames.reserve(resolution.decisions.size());
   bool hiddenIndeterminate = false;
-  const std::vector<ToolDecision>& decisions = resolution.decisions;
-  // Software pipeline (large ledgers are latency-bound on the call events and the decisions'
-  // strings): the decision and call struct lines kOpFar ahead, their string characters kOpMid
-  // ahead, and the call id hashed (the value groupOf is given) and its group slot prefetched
-  // kOpNear ahead.
-  constexpr size_t kOpFar = 16, kOpMid = 8, kOpNear = 4, kOpRing = 8;
-  uint64_t opRing[kOpRing] = {};
-  auto opStructs = [&](size_t k) {
-    const ToolDecision& d = decisions[k];
-    detail::prefetchRange(&d, &d + 1);
-    if (d.callIndex) prefetchCall(events[*d.callIndex]);
-  };
-  auto opStrings = [&](size_t k) {
-    const ToolDecision& d = decisions[k];
-    detail::prefetchView(d.toolCallId);
-    if (d.callRuntimeEventId) detail::prefetchView(*d.callRuntimeEventId);
-    if (d.responseRuntimeEventId) detail::prefetchView(*d.responseRuntimeEventId);
-    if (d.callIndex) {
-      detail::prefetchView(events[*d.callIndex].callId);
-      detail::prefetchView(events[*d.callIndex].toolName);
-    }
-  };
-  auto opStage = [&](size_t k) {
-    if (!decisions[k].callIndex) return;
-    opRing[k % kOpRing] = hashView(events[*decisions[k].callIndex].callId);
-    groupByCallId.prefetch(opRing[k % kOpRing]);
-  };
-  for (size_t k = 0; k < std::min(decisions.size(), kOpFar); ++k) opStructs(k);
-  for (size_t k = 0; k < std::min(decisions.size(), kOpMid); ++k) opStrings(k);
-  for (size_t k = 0; k < std::min(decisions.size(), kOpNear); ++k) opStage(k);
-  for (size_t k = 0; k < decisions.size(); ++k) {
-    if (k + kOpFar < decisions.size()) opStructs(k + kOpFar);
-    if (k + kOpMid < decisions.size()) opStrings(k + kOpMid);
-    if (k + kOpNear < decisions.size()) opStage(k + kOpNear);
-    const ToolDecision& d = decisions[k];
+  for (const ToolDecision& d : resolution.decisions) {
     if (!d.callIndex) continue;
-    const RuntimeEvent& call = events[*d.callIndex];
-    if (call.hidden) {
+    const EventRow& call = rows[*d.callIndex];
+    if (call.has(EventRow::kHidden)) {
       hiddenIndeterminate = hiddenIndeterminate || d.status == code::indeterminate;
       continue;
     }
     PlanOperation& op = plan.operations.emplace_back();
     op.toolCallId = d.toolCallId;
-    op.toolName = call.toolName;
-    op.args = PlanArgs::ofCall(call);
+    op.toolName = index.text(call.toolName);
+    op.args = PlanArgs::ofCall(events[*d.callIndex]);
     op.status = planStatus(d);
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
     op.responseIsError = d.responseIsError;
-    groups[groupOf(call.callId, opRing[k % kOpRing])].lastOperation =
-        static_cast<uint32_t>(plan.operations.size() - 1);
+    operationToolNames.push_back(call.toolName);
+    groupOf(call.callId).lastOperation = static_cast<uint32_t>(plan.operations.size() - 1);
   }
 
   // d.4 diagnostics, in the contract's order.
@@ -191,7 +162,8 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   }
   if (hiddenIndeterminate) {
     for (const ToolDecision& d : resolution.decisions) {
-      if (d.status == code::indeterminate && d.callIndex && events[*d.callIndex].hidden) {
+      if (d.status == code::indeterminate && d.callIndex &&
+          rows[*d.callIndex].has(EventRow::kHidden)) {
         addDiagnostic(diagnostics, code::pending_tool_result);
       }
     }
@@ -203,41 +175,16 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   // Replay candidates: (event index, call group or kNone for non-tool content).
   std::vector<std::pair<uint32_t, uint32_t>> candidates;
   candidates.reserve(events.size());
-  const size_t n = events.size();
-  constexpr size_t kFar = 16, kMid = 8, kNear = 4;
-  uint64_t ring[kNear] = {};
-  auto isTool = [](const RuntimeEvent& e) {
-    return e.contentKind == ContentKind::function_call ||
-           e.contentKind == ContentKind::function_response;
-  };
-  auto stage = [&](size_t j) {  // hash the call id of event j and prefetch its group slot
-    if (isTool(events[j])) {
-      ring[j % kNear] = hashView(events[j].callId);
-      groupByCallId.prefetch(ring[j % kNear]);
-    }
-  };
-  for (size_t j = 0; j < std::min(n, kNear); ++j) stage(j);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t h = ring[i % kNear];
-    if (i + kFar < n) {
-      detail::prefetchBytes(&events[i + kFar].partial);
-      detail::prefetchRange(&events[i + kFar].callId, &events[i + kFar].toolName + 1);
-    }
-    if (i + kMid < n && isTool(events[i + kMid])) {
-      detail::prefetchView(events[i + kMid].callId);
-      detail::prefetchView(events[i + kMid].toolName);
-    }
-    if (i + kNear < n) stage(i + kNear);
-    const RuntimeEvent& e = events[i];
-    if (e.partial) continue;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const EventRow& e = rows[i];
+    if (e.has(EventRow::kPartial)) continue;
     const bool isCall = e.contentKind == ContentKind::function_call;
     const bool isResponse = e.contentKind == ContentKind::function_response;
     if (!isCall && !isResponse) {
-      if (!e.hidden) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
+      if (!e.has(EventRow::kHidden)) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
       continue;
     }
-    const uint32_t g = groupOf(e.callId, h);
-    CallGroup& group = groups[g];
+    CallGroup& group = groupOf(e.callId);
     if (isCall) {
       if (!group.hasCall) {
         group.callName = e.toolName;
@@ -248,15 +195,15 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     } else if (group.hasCallNamed(e.toolName)) {
       group.paired = true;
     }
-    if (e.hidden) continue;
-    candidates.emplace_back(static_cast<uint32_t>(i), g);
+    if (e.has(EventRow::kHidden)) continue;
+    candidates.emplace_back(static_cast<uint32_t>(i), groupOfSym[e.callId]);
     if (!isResponse) continue;
     if (group.lastOperation == kNone) {
       addDiagnostic(diagnostics, code::unmatched_tool_result);
-    } else if (const PlanOperation& op = plan.operations[group.lastOperation];
-               op.toolName != e.toolName) {
+    } else if (operationToolNames[group.lastOperation] != e.toolName) {
       addDiagnostic(diagnostics, code::tool_name_mismatch,
-                    Json{{"callToolName", op.toolName}, {"responseToolName", e.toolName}});
+                    Json{{"callToolName", plan.operations[group.lastOperation].toolName},
+                         {"responseToolName", index.text(e.toolName)}});
     }
   }
 
