@@ -40,7 +40,9 @@ inline constexpr Sym kNoSym = 0;
 class SymbolTable {
  public:
   SymbolTable();
-  Sym intern(std::string_view s);
+  // The symbol of s, whose hashView() is h (added when s is new).
+  Sym intern(std::string_view s, uint64_t h);
+  void prefetch(uint64_t h) const { index_.prefetch(h); }
   // Valid until the next intern().
   std::string_view text(Sym s) const {
     return {chars_.data() + offsets_[s], static_cast<size_t>(offsets_[s + 1] - offsets_[s])};
@@ -85,6 +87,32 @@ struct alignas(64) EventRow {
   bool has(Flag f) const { return (flags & f) != 0; }
 };
 
+// The strings of one event the index interns besides its envelope (which build() interns
+// through a last-value cache), with their hashes: the one definition of which id of an event
+// fills which row field.
+struct EventKeys {
+  enum Field {
+    kId,
+    kCallId,
+    kToolName,
+    kRefOperationId,
+    kRefToolCallId,
+    kArgsHash,
+    kOperationId,
+    kProviderToolCallId,
+    kDispatchToolName,
+    kRecoveryMode,
+    kFieldCount
+  };
+  std::string_view text[kFieldCount];
+  uint64_t hash[kFieldCount];
+  uint16_t present = 0;  // bit f: field f is set
+
+  void collect(const RuntimeEvent& e);
+  void hashAll();
+  bool has(Field f) const { return (present >> f) & 1u; }
+};
+
 class LedgerIndex {
  public:
   // The index of the given events (appended one by one, in order).
@@ -102,10 +130,8 @@ class LedgerIndex {
   size_t symbolCount() const { return symbols_.size(); }
 
  private:
+  void add(const RuntimeEvent& e, const EventKeys& keys);
   Sym internCached(Sym& last, std::string_view s);
-  Sym internOptional(const std::optional<std::string>& s) {
-    return s ? symbols_.intern(*s) : kNoSym;
-  }
 
   std::vector<EventRow> rows_;
   SymbolTable symbols_;
