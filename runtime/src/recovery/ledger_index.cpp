@@ -88,8 +88,8 @@ void prefetchPayload(const RuntimeEvent& e) {
     prefetchRange(&e.toolDispatch, reinterpret_cast<const char*>(&e.toolDispatch) +
                                        5 * sizeof(std::string) + sizeof(std::string));
   } else if (e.lane == Lane::reconcile_result || e.lane == Lane::recovery_decision) {
-    prefetchRange(&e.toolRecovery, reinterpret_cast<const char*>(&e.toolRecovery) +
-                                       2 * sizeof(std::string));
+    prefetchRange(&e.toolRecovery,
+                  reinterpret_cast<const char*>(&e.toolRecovery) + 2 * sizeof(std::string));
   }
 }
 

@@ -26,33 +26,24 @@ bool optEquals(const std::optional<std::string>& a, std::string_view b) {
   return a.has_value() && *a == b;
 }
 
-// The scan itself reads only the ledger index (rows of interned symbols) and the scanned
-// events' string objects it hands out as views (the keys of a new operation, the id of an
-// issue); every comparison is between symbols.
+// The scan reads only the ledger index: rows of interned symbols, compared as integers, and
+// the symbols' text for the views it hands out (a new operation's keys, an issue's event id).
 class Scanner {
  public:
-  Scanner(std::span<const RuntimeEvent> events, const LedgerIndex& index, ScanObserver* observer)
-      : events_(events), rows_(index.rows()), observer_(observer), slots_(index.symbolCount()) {
+  Scanner(const LedgerIndex& index, ScanObserver* observer)
+      : index_(index), rows_(index.rows()), observer_(observer), slots_(index.symbolCount()) {
     // Reserved, not touched: a ledger has at most one operation per event.
-    scan_.operations.reserve(events.size() / 2 + 1);
-    keys_.reserve(events.size() / 2 + 1);
+    scan_.operations.reserve(rows_.size() / 2 + 1);
+    keys_.reserve(rows_.size() / 2 + 1);
   }
 
   LedgerScan run() {
-    const size_t n = rows_.size();
-    for (size_t i = 0; i < n; ++i) {
-      // The event objects a step may read (views of a new operation's keys): tool lanes only.
-      if (i + kAhead < n && rows_[i + kAhead].lane != Lane::ordinary) {
-        prefetchRange(&events_[i + kAhead].id, &events_[i + kAhead].toolName + 1);
-      }
-      step(i);
-    }
+    for (size_t i = 0; i < rows_.size(); ++i) step(i);
     return std::move(scan_);
   }
 
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
-  static constexpr size_t kAhead = 8;
 
   // The operation keys of one scanned operation, as symbols.
   struct OpKeys {
@@ -76,7 +67,7 @@ class Scanner {
   }
 
   void topIssue(std::string_view code, size_t event) {
-    scan_.issues.push_back(ResolverIssue{std::string(code), events_[event].id});
+    scan_.issues.push_back(ResolverIssue{std::string(code), std::string(text(rows_[event].id))});
   }
   void opIssue(size_t op, std::string_view code, size_t event) {
     topIssue(code, event);
@@ -90,13 +81,14 @@ class Scanner {
     return kEmpty;
   }
 
-  size_t createOp(size_t i, Sym callId, Sym toolName, std::string_view callIdText,
-                  std::string_view toolNameText) {
+  std::string_view text(Sym s) const { return index_.text(s); }
+
+  size_t createOp(size_t i, Sym callId, Sym toolName) {
     const size_t index = scan_.operations.size();
     ScannedOperation& op = scan_.operations.emplace_back();
-    op.invocationId = events_[i].invocationId;
-    op.toolCallId = callIdText;
-    op.toolName = toolNameText;
+    op.invocationId = text(rows_[i].invocation);
+    op.toolCallId = text(callId);
+    op.toolName = text(toolName);
     OpKeys& keys = keys_.emplace_back();
     keys.invocation = rows_[i].invocation;
     keys.callId = callId;
@@ -190,8 +182,7 @@ class Scanner {
       opIssue(found, code::duplicate_call, i);
       return;
     }
-    const RuntimeEvent& e = events_[i];
-    const size_t op = createOp(i, r.callId, r.toolName, e.callId, e.toolName);
+    const size_t op = createOp(i, r.callId, r.toolName);
     scan_.operations[op].call = static_cast<uint32_t>(i);
     notify(op, Role::call, i);
   }
@@ -202,10 +193,8 @@ class Scanner {
     const uint32_t found = findOp(r.invocation, r.providerToolCallId);
     size_t opIndex;
     if (found == kEmpty) {
-      const ToolDispatch& d = *events_[i].toolDispatch;
-      opIndex =
-          createOp(i, r.providerToolCallId, r.dispatchToolName, d.providerToolCallId, d.toolName);
-      scan_.operations[opIndex].operationId = d.operationId;
+      opIndex = createOp(i, r.providerToolCallId, r.dispatchToolName);
+      scan_.operations[opIndex].operationId = text(r.operationId);
       keys_[opIndex].operationId = r.operationId;
       scan_.operations[opIndex].dispatch = static_cast<uint32_t>(i);
       notify(opIndex, Role::dispatch, i);
@@ -229,7 +218,7 @@ class Scanner {
     ScannedOperation& op = scan_.operations[opIndex];
     OpKeys& keys = keys_[opIndex];
     if (found != kEmpty) {
-      op.operationId = events_[i].toolDispatch->operationId;
+      op.operationId = text(r.operationId);
       keys.operationId = r.operationId;
       op.dispatch = static_cast<uint32_t>(i);
       notify(opIndex, Role::dispatch, i);  // else bound at creation
@@ -260,8 +249,7 @@ class Scanner {
   void onResponse(size_t i, const EventRow& r) {
     const uint32_t found = findOp(r.invocation, r.callId);
     if (found == kEmpty) {
-      const RuntimeEvent& e = events_[i];
-      const size_t op = createOp(i, r.callId, r.toolName, e.callId, e.toolName);
+      const size_t op = createOp(i, r.callId, r.toolName);
       scan_.operations[op].response = static_cast<uint32_t>(i);
       notify(op, Role::response, i);
       opIssue(op, code::orphan_response, i);
@@ -299,7 +287,7 @@ class Scanner {
     }
   }
 
-  std::span<const RuntimeEvent> events_;
+  const LedgerIndex& index_;
   std::span<const EventRow> rows_;
   ScanObserver* observer_;
   LedgerScan scan_;
@@ -334,8 +322,10 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
 }
 
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer) {
-  const LedgerIndex index = LedgerIndex::build(events);
-  return scanLedger(events, index, observer);
+  auto index = std::make_shared<const LedgerIndex>(LedgerIndex::build(events));
+  LedgerScan scan = scanLedger(events, *index, observer);
+  scan.ownedIndex = std::move(index);  // the operations' views point into it
+  return scan;
 }
 
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& index,
@@ -343,7 +333,7 @@ LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& i
   if (index.size() != events.size()) {
     throw std::logic_error("scanLedger: the ledger index does not describe the events");
   }
-  return Scanner(events, index, observer).run();
+  return Scanner(index, observer).run();
 }
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,

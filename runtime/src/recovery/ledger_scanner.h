@@ -10,15 +10,17 @@
 //    LedgerScan::issues in detection order; issues that belong to an operation are also recorded
 //    (by code) on that operation, a duplicate_operation on both operations that claim the
 //    operationId (listed once in LedgerScan::issues).
-//  - Indexes and string views in ScannedOperation point into the scanned span; the span must
-//    outlive any use of them. The scanner never throws on ledger content and never allocates per
-//    event.
+//  - Indexes in ScannedOperation are positions in the scanned span; its string views point
+//    into the symbol text of the ledger index scanned (kept by the RuntimeLedger, or by the
+//    LedgerScan itself when scanLedger built the index). The scanner never throws on ledger content
+//    and never allocates per event.
 //  - interpretRecoveryTail() and validateRecoveryBundle() are the one definition of a valid
 //    recovery bundle (c.4, f.6 step 2); the resolver, projection rebuild and the store's
 //    bundle writer all call them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,8 +32,11 @@
 
 namespace crashsim::detail {
 
-// One operation keyed by (invocationId, providerToolCallId). Indexes and string views point
-// into the scanned span (its events' strings), which must outlive the scan.
+class LedgerIndex;
+
+// One operation keyed by (invocationId, providerToolCallId). Indexes are positions in the
+// scanned span; string views point into the scanned ledger index's symbol text, which must
+// outlive any use of them (see LedgerScan::ownedIndex).
 struct ScannedOperation {
   std::string_view invocationId;
   std::string_view toolCallId;
@@ -53,6 +58,9 @@ struct LedgerScan {
   // Indexes of every event carrying actions.runtimeProtocol (any lane, duplicates included),
   // recorded in the same pass for the resolver's marker rule (c.1).
   std::vector<size_t> protocolMarkers;
+  // The index scanned, when scanLedger(events) built it (the operations' views point into it);
+  // null when the caller passed its own index.
+  std::shared_ptr<const LedgerIndex> ownedIndex;
 
   bool hasCorruption() const { return !issues.empty(); }
 };
@@ -99,8 +107,6 @@ inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
       break;
   }
 }
-
-class LedgerIndex;
 
 // Single pass in physical order (c.2 steps 1–8) over the events' ledger index (every id
 // compared as an interned symbol, recovery/ledger_index.h). The observer, when given, does

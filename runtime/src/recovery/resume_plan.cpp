@@ -102,16 +102,34 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     return groups[g];
   };
 
+  // d.4 diagnostics, in the contract's order: the offset mismatch, then one per visible
+  // operation (built with the operations), the resolver's issues, corruption decisions without
+  // a call, and hidden indeterminate operations. The last two carry no detail and depend only
+  // on decisions, so the operations pass counts them: the decisions are read once.
+  std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
+  if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
+    addDiagnostic(diagnostics, code::runtime_offset_mismatch,
+                  Json{{"expectedRuntimeEventHighWater", *expectedRuntimeEventHighWater},
+                       {"actualRuntimeEventHighWater", static_cast<uint64_t>(events.size())}});
+  }
+
   // d.2 operations: decisions with a call that is not hidden, in decision order.
   plan.operations.reserve(resolution.decisions.size());
   std::vector<Sym> operationToolNames;  // parallel to plan.operations
   operationToolNames.reserve(resolution.decisions.size());
-  bool hiddenIndeterminate = false;
+  bool visibleIndeterminate = false;
+  size_t corruptionWithoutCall = 0;
+  size_t hiddenIndeterminate = 0;
   for (const ToolDecision& d : resolution.decisions) {
-    if (!d.callIndex) continue;
+    if (!d.callIndex) {
+      if (d.status == code::corruption && d.reason != code::orphan_response) {
+        ++corruptionWithoutCall;
+      }
+      continue;
+    }
     const EventRow& call = rows[*d.callIndex];
     if (call.has(EventRow::kHidden)) {
-      hiddenIndeterminate = hiddenIndeterminate || d.status == code::indeterminate;
+      if (d.status == code::indeterminate) ++hiddenIndeterminate;
       continue;
     }
     PlanOperation& op = plan.operations.emplace_back();
@@ -124,17 +142,6 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     op.responseIsError = d.responseIsError;
     operationToolNames.push_back(call.toolName);
     groupOf(call.callId).lastOperation = static_cast<uint32_t>(plan.operations.size() - 1);
-  }
-
-  // d.4 diagnostics, in the contract's order.
-  std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
-  if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
-    addDiagnostic(diagnostics, code::runtime_offset_mismatch,
-                  Json{{"expectedRuntimeEventHighWater", *expectedRuntimeEventHighWater},
-                       {"actualRuntimeEventHighWater", static_cast<uint64_t>(events.size())}});
-  }
-  bool visibleIndeterminate = false;
-  for (const PlanOperation& op : plan.operations) {
     if (op.status == code::indeterminate) {
       visibleIndeterminate = true;
       addDiagnostic(diagnostics, code::pending_tool_result);
@@ -154,19 +161,11 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
       addDiagnostic(diagnostics, code::tool_ledger_corruption, Json{{"issueCode", issue.code}});
     }
   }
-  for (const ToolDecision& d : resolution.decisions) {
-    if (d.status == code::corruption && !d.callRuntimeEventId &&
-        d.reason != code::orphan_response) {
-      addDiagnostic(diagnostics, code::tool_recovery_corruption);
-    }
+  for (size_t k = 0; k < corruptionWithoutCall; ++k) {
+    addDiagnostic(diagnostics, code::tool_recovery_corruption);
   }
-  if (hiddenIndeterminate) {
-    for (const ToolDecision& d : resolution.decisions) {
-      if (d.status == code::indeterminate && d.callIndex &&
-          rows[*d.callIndex].has(EventRow::kHidden)) {
-        addDiagnostic(diagnostics, code::pending_tool_result);
-      }
-    }
+  for (size_t k = 0; k < hiddenIndeterminate; ++k) {
+    addDiagnostic(diagnostics, code::pending_tool_result);
   }
 
   // One pass over the events: responses without a projected operation (d.4, last two
@@ -223,7 +222,7 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   }
 
   // d.6, d.7.
-  plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate;
+  plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate > 0;
   if (plan.requiresVerification) plan.directive = std::string(kResumeDirective);
   plan.disposition =
       plan.rejectionReasons.empty() && !plan.requiresVerification && !resolution.hasCorruption
