@@ -14,6 +14,7 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
 #include "crashsim/runtime_event.h"
+#include "crashsim/runtime_ledger.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
 
@@ -58,9 +59,10 @@ int ledgerResolve(const std::string& input, std::optional<uint64_t> expectedHigh
     printError(e.code(), e.what(), nullptr);
     return 2;
   }
-  auto resolution = resolveRecovery(events);
-  auto plan = buildResumePlan(events, expectedHighWater);
-  Json out = {{"resolution", toJson(resolution)}, {"plan", toJson(plan, events)}};
+  // One key index for both: the plan carries the resolver's resolution.
+  const RuntimeLedger ledger(std::move(events));
+  const ResumePlan plan = buildResumePlan(ledger, expectedHighWater);
+  Json out = {{"resolution", toJson(plan.resolution)}, {"plan", toJson(plan, ledger.events())}};
   std::cout << stableJson(out) << "\n";
   return 0;
 }
@@ -136,15 +138,14 @@ int inspectStore(const std::string& storeDir, bool json) {
   bool blocked = false;
   for (const auto& h : store->listRuns()) {
     auto events = runEvents(*store, h);
-    auto res = resolveRecovery(events);
-    auto plan = buildResumePlan(events);
+    const ResumePlan plan = buildResumePlan(events);  // carries the resolution
     blocked = blocked || plan.disposition != code::safe_replay;
     Json lineage = Json::object();
     if (h.parentRunId) lineage["parentRunId"] = *h.parentRunId;
     if (h.continuationSource) lineage["continuationSource"] = *h.continuationSource;
     runs.push_back({{"header", h.toJson()},
                     {"events", events.size()},
-                    {"resolution", toJson(res)},
+                    {"resolution", toJson(plan.resolution)},
                     {"plan", toJson(plan, events)},
                     {"lineage", lineage}});
   }
