@@ -141,15 +141,30 @@ std::vector<RuntimeEvent> makeLedger(size_t n) {
   // 10^6 events) would still be mmapped and faulted in afresh every iteration; a host keeps
   // them in its heap. Set CRASHSIM_BENCH_MMAP=1 to measure with glibc's default instead.
   if (!std::getenv("CRASHSIM_BENCH_MMAP")) mallopt(M_MMAP_MAX, 0);
+  // Each iteration frees the previous plan's ~10 small strings per operation (the public
+  // ToolDecision / PlanOperation fields). With glibc's fastbins those millions of chunks wait
+  // unmerged until the next iteration's first large allocation, whose malloc_consolidate then
+  // walks all of them in the timed region: at 10^6 events that costs 60–110 ms per iteration,
+  // varies run to run by ±25%, and is an artefact of the loop (a host plans once per ledger
+  // load). Fastbins off: small chunks are merged when freed. Set CRASHSIM_BENCH_FASTBINS=1 to
+  // measure with glibc's default instead.
+  if (!std::getenv("CRASHSIM_BENCH_FASTBINS")) mallopt(M_MXFAST, 0);
   return true;
 }();
 
 // The in-memory ledger of N events: the events and the key index kept with them.
+// Every size is built before the first one is measured, so each measurement starts from
+// the same heap: otherwise the 10^6 ledger's construction lands in whatever the smaller
+// sizes' iterations left behind, and its time then depends on which benchmarks ran first.
 const crashsim::RuntimeLedger& ledger(size_t n) {
-  static std::map<size_t, std::unique_ptr<crashsim::RuntimeLedger>> cache;
-  auto& slot = cache[n];
-  if (!slot) slot = std::make_unique<crashsim::RuntimeLedger>(makeLedger(n));
-  return *slot;
+  static const std::map<size_t, std::unique_ptr<crashsim::RuntimeLedger>> cache = [] {
+    std::map<size_t, std::unique_ptr<crashsim::RuntimeLedger>> all;
+    for (size_t size = 1000; size <= 1000000; size *= 10) {
+      all[size] = std::make_unique<crashsim::RuntimeLedger>(makeLedger(size));
+    }
+    return all;
+  }();
+  return *cache.at(n);
 }
 
 // Untimed warm-up that also checks the result: the open T1 keeps the plan blocked and
