@@ -26,6 +26,7 @@
 namespace crashsim {
 struct RecoveryResolution;
 struct ResumePlan;
+struct ToolDecision;
 }  // namespace crashsim
 
 namespace crashsim::detail {
@@ -140,9 +141,21 @@ class LedgerIndex {
   Sym lastInvocation_ = kNoSym, lastSession_ = kNoSym, lastRun_ = kNoSym, lastTurn_ = kNoSym;
 };
 
+// Told each final decision of a resolution, in decision order, right after it is decided
+// (while it is still in cache): the resume plan projects its operations this way instead of
+// reading every decision again.
+class DecisionSink {
+ public:
+  virtual void decided(const ToolDecision& decision) = 0;
+
+ protected:
+  ~DecisionSink() = default;
+};
+
 // The RecoveryResolver and the Phase 0 ResumePlan over events and their index (the public
 // overloads build the index of a span per call, or take the one a RuntimeLedger keeps).
-RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events, const LedgerIndex& index);
+RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events, const LedgerIndex& index,
+                                   DecisionSink* sink = nullptr);
 ResumePlan buildResumePlan(std::span<const RuntimeEvent> events, const LedgerIndex& index,
                            std::optional<uint64_t> expectedRuntimeEventHighWater);
 

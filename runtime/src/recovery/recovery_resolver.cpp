@@ -166,7 +166,8 @@ RecoveryResolution resolveRecovery(const RuntimeLedger& ledger) {
 }
 
 RecoveryResolution detail::resolveRecovery(std::span<const RuntimeEvent> events,
-                                           const detail::LedgerIndex& index) {
+                                           const detail::LedgerIndex& index,
+                                           detail::DecisionSink* sink) {
   RecoveryResolution resolution;
   // One decision per operation, created during the scan (at most one operation per event; the
   // same reservation as the scanner's operations: reserved, not touched).
@@ -198,20 +199,19 @@ RecoveryResolution detail::resolveRecovery(std::span<const RuntimeEvent> events,
     for (const detail::ScannedOperation& op : ops)
       bindAfterScan(decisions.emplace_back(), index, op);
   }
+  const bool plantCompletedDispatch = planted("resolver_completed_dispatch");
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];
     decide(d, events, ops[k], newProtocol);
+    if (plantCompletedDispatch && d.reason == code::dispatch_without_response) {
+      d.status = std::string(code::completed);  // planted bug: dispatch alone = completed
+      d.reason = std::string(code::matching_response);
+    }
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
+    if (sink != nullptr) sink->decided(d);
   }
-  if (planted("resolver_completed_dispatch")) {  // planted bug: dispatch alone = completed
-    for (ToolDecision& d : resolution.decisions)
-      if (d.reason == code::dispatch_without_response) {
-        d.status = std::string(code::completed);
-        d.reason = std::string(code::matching_response);
-      }
-    anyIndeterminate = false;
-  }
+  if (plantCompletedDispatch) anyIndeterminate = false;
   resolution.hasCorruption = !resolution.issues.empty() || anyCorruption;
   resolution.requiresReconciliation = !resolution.hasCorruption && anyIndeterminate;
   return resolution;

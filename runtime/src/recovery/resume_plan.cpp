@@ -3,6 +3,7 @@
 #include "crashsim/resume_plan.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
@@ -69,10 +70,11 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   using detail::EventRow;
   using detail::Sym;
   ResumePlan plan;
-  plan.resolution = detail::resolveRecovery(events, index);
-  const RecoveryResolution& resolution = plan.resolution;
   plan.sourceRuntimeEventHighWater = events.size();
   const std::span<const EventRow> rows = index.rows();
+  // At most one operation (so one decision, call group and plan operation) per event:
+  // reserved, not touched.
+  const size_t maxOperations = rows.size() / 2 + 1;
 
   // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
   // (both key by the provider call id only), found by the call id's symbol.
@@ -91,7 +93,7 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     }
   };
   std::vector<CallGroup> groups;
-  groups.reserve(resolution.decisions.size() + 1);
+  groups.reserve(maxOperations);
   std::vector<uint32_t> groupOfSym(index.symbolCount(), kNone);
   auto groupOf = [&](Sym callId) -> CallGroup& {
     uint32_t& g = groupOfSym[callId];
@@ -105,7 +107,7 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   // d.4 diagnostics, in the contract's order: the offset mismatch, then one per visible
   // operation (built with the operations), the resolver's issues, corruption decisions without
   // a call, and hidden indeterminate operations. The last two carry no detail and depend only
-  // on decisions, so the operations pass counts them: the decisions are read once.
+  // on decisions, so they are counted as the decisions are made.
   std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
   if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
     addDiagnostic(diagnostics, code::runtime_offset_mismatch,
@@ -113,24 +115,29 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
                        {"actualRuntimeEventHighWater", static_cast<uint64_t>(events.size())}});
   }
 
-  // d.2 operations: decisions with a call that is not hidden, in decision order.
-  plan.operations.reserve(resolution.decisions.size());
+  // d.2 operations: decisions with a call that is not hidden, in decision order, projected
+  // as the resolver makes each decision.
+  plan.operations.reserve(maxOperations);
   std::vector<Sym> operationToolNames;  // parallel to plan.operations
-  operationToolNames.reserve(resolution.decisions.size());
+  operationToolNames.reserve(maxOperations);
   bool visibleIndeterminate = false;
   size_t corruptionWithoutCall = 0;
   size_t hiddenIndeterminate = 0;
-  for (const ToolDecision& d : resolution.decisions) {
+  struct Projector final : detail::DecisionSink {
+    std::function<void(const ToolDecision&)> project;
+    void decided(const ToolDecision& d) override { project(d); }
+  } projector;
+  projector.project = [&](const ToolDecision& d) {
     if (!d.callIndex) {
       if (d.status == code::corruption && d.reason != code::orphan_response) {
         ++corruptionWithoutCall;
       }
-      continue;
+      return;
     }
     const EventRow& call = rows[*d.callIndex];
     if (call.has(EventRow::kHidden)) {
       if (d.status == code::indeterminate) ++hiddenIndeterminate;
-      continue;
+      return;
     }
     PlanOperation& op = plan.operations.emplace_back();
     op.toolCallId = d.toolCallId;
@@ -152,7 +159,9 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     } else if (op.status == code::parked) {
       addDiagnostic(diagnostics, code::tool_recovery_parked);
     }
-  }
+  };
+  plan.resolution = detail::resolveRecovery(events, index, &projector);
+  const RecoveryResolution& resolution = plan.resolution;
   for (const ResolverIssue& issue : resolution.issues) {
     if (issue.code == code::protocol_marker_invalid || issue.code == code::duplicate_event_id ||
         issue.code == code::semantic_lane_conflict) {
