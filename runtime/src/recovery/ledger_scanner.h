@@ -67,9 +67,9 @@ struct LedgerScan {
 
 // Optional observer of a scan (the resolver's): told each time an operation's call, dispatch
 // or response is bound, while the bound event is the one being scanned (so an observer that
-// copies from it reads memory the scan has just read). Each role of an operation is bound at
-// most once and never rebound; op is the operation right after the binding (a dispatch binds
-// operationId with it). Operations are created in index order, each by its first binding.
+// copies from its index row reads memory the scan has just read). Each role of an operation is
+// bound at most once and never rebound; op is the operation right after the binding (a dispatch
+// binds operationId with it). Operations are created in index order, each by its first binding.
 class ScanObserver {
  public:
   enum class Role { call, dispatch, response };
@@ -82,8 +82,11 @@ class ScanObserver {
 // The keys the scan links an event to an operation with (c.2): the call id of a
 // function_call / function_response (content.id) or of a tool_dispatch (providerToolCallId),
 // paired with the event's invocationId; and the operation id of a tool_dispatch or of a
-// reconcile_result / recovery_decision fact. Other lanes link to nothing. The one definition,
-// used by the scan itself and by the store's focused prospective scan.
+// reconcile_result / recovery_decision fact. Other lanes link to nothing. Used by the store's
+// focused prospective scan to pick the stored events a write's candidates link to; the scan
+// reads the same keys as symbols from an event's index row (EventRow::callId,
+// providerToolCallId, operationId by lane), and every test run cross-checks the two
+// (CRASHSIM_VERIFY_FOCUSED_SCAN compares the focused scan with the whole invocation's).
 template <class OnCallId, class OnOperationId>
 inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
                                OnOperationId&& onOperationId) {

@@ -55,8 +55,7 @@ void bindEvent(ToolDecision& d, const detail::LedgerIndex& index,
   }
 }
 
-// The operation's key fields (call id, and tool name when not empty), from the fact that
-// created it.
+// The operation's key fields: its call id, and its tool name when not empty.
 void bindKey(ToolDecision& d, std::string_view toolCallId, std::string_view toolName) {
   d.toolCallId = toolCallId;
   if (!toolName.empty()) d.toolName = std::string(toolName);
@@ -73,11 +72,7 @@ class DecisionBuilder final : public detail::ScanObserver {
   void bound(size_t opIndex, const detail::ScannedOperation& op, Role role,
              size_t eventIndex) override {
     if (opIndex == decisions_.size()) {
-      // Created by this event: its call id and tool name are the operation's keys.
-      const detail::EventRow& r = index_.row(eventIndex);
-      const bool dispatch = role == Role::dispatch;
-      bindKey(decisions_.emplace_back(), index_.text(dispatch ? r.providerToolCallId : r.callId),
-              index_.text(dispatch ? r.dispatchToolName : r.toolName));
+      bindKey(decisions_.emplace_back(), op.toolCallId, op.toolName);  // views of symbol text
     } else if (opIndex > decisions_.size()) {
       consistent_ = false;  // not the scanner's contract; resolveRecovery rebuilds
       return;

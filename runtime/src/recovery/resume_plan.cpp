@@ -72,8 +72,8 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   ResumePlan plan;
   plan.sourceRuntimeEventHighWater = events.size();
   const std::span<const EventRow> rows = index.rows();
-  // At most one operation (so one decision, call group and plan operation) per event:
-  // reserved, not touched.
+  // Reserved, not touched: room for one operation (decision, call group, plan operation) per
+  // call + response pair; vectors grow past it on ledgers of unanswered calls.
   const size_t maxOperations = rows.size() / 2 + 1;
 
   // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
