@@ -56,10 +56,7 @@ TEST(SymbolTable, ManySymbolsSurviveGrowth) {
 }
 
 Ledger settledWrite() {
-  Ledger l;
-  l.user("user-1", true);
-  l.call("op-1_call", "call-1", "Write", kWriteArgs);
-  l.dispatch("op-1_dispatch", "op-1", "call-1", "Write", kWriteArgs);
+  Ledger l = testing::newProtocolT1();  // user-1 (marker), op-1_call, op-1_dispatch
   l.response("op-1_response", "call-1", "Write", "op-1");
   return l;
 }
@@ -121,10 +118,7 @@ TEST(LedgerIndex, ScanRefusesAnIndexOfOtherEvents) {
 // A corrupted ledger with every kind of link the scan follows (reused call id, duplicate
 // operation id, identity drift, orphan response, a recovery bundle).
 Ledger mixedLedger() {
-  Ledger l;
-  l.user("user-1", true);
-  l.call("op-1_call", "call-1", "Write", kWriteArgs);
-  l.dispatch("op-1_dispatch", "op-1", "call-1", "Write", kWriteArgs);
+  Ledger l = testing::newProtocolT1();
   l.reconcile("op-1_reconcile", "op-1", "call-1", "matches_prior_state");
   l.decision("op-1_decision", "op-1", "call-1", "parked", "reconcile_matches_prior_state",
              {"op-1_call", "op-1_dispatch", "op-1_reconcile"});

@@ -9,7 +9,9 @@
 // caches. Interning is exact: equal symbols mean byte-equal strings.
 //
 // Append-only and immutable: an appended event cannot be changed, so the index can never
-// disagree with the events. resolveRecovery(ledger) / buildResumePlan(ledger) give exactly
+// disagree with the events. Like std::vector, append() may invalidate spans and references
+// from events() or operator[] (and so a ResumePlan's PlanArgs of this ledger's calls): plan
+// again after appending. resolveRecovery(ledger) / buildResumePlan(ledger) give exactly
 // what the span overloads give for ledger.events() (those build the same index per call).
 #pragma once
 
