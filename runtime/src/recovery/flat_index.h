@@ -1,6 +1,7 @@
-// flat_index.h — internal open-addressing index used by the ledger scanner and the resume
-// plan: (32-bit hash tag, 32-bit value) slots; the keys live in the caller's data (events,
-// operations), so lookups never allocate and a table of N entries is 8*2N bytes.
+// flat_index.h — internal open-addressing index used by the ledger index's symbol table and
+// the scanner's invocation spines: (32-bit hash tag, 32-bit value) slots; the keys live in the
+// caller's data (symbol text, rows), so lookups never allocate and a table of N entries is
+// 8*2N bytes. Also the string hash and the prefetch helpers of the recovery passes.
 #pragma once
 
 #include <algorithm>
@@ -106,20 +107,6 @@ class FlatIndex {
     ++size_;
   }
 
-  // Replaces the value stored for an existing key (same hash, eq matches).
-  template <class Eq>
-  void assign(uint64_t hash, uint32_t value, Eq&& eq) {
-    const uint32_t tag = static_cast<uint32_t>(hash >> 32);
-    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.value == kEmpty) return;
-      if (s.tag == tag && eq(s.value)) {
-        s.value = value;
-        return;
-      }
-    }
-  }
-
   void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
 
  private:
@@ -159,9 +146,6 @@ class FlatIndex {
   size_t mask_ = 0;
   size_t size_ = 0;
 };
-
-// Prefetches the memory of a RuntimeEvent-sized object and of a string's characters.
-inline void prefetchBytes(const void* p) { __builtin_prefetch(p); }
 
 // Prefetches every cache line of the bytes [begin, end).
 inline void prefetchRange(const void* begin, const void* end) {
