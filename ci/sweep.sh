@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# The main job: install missing packages, build the CLI and the instrumented agent, run the
-# exhaustive crash sweep (kill mode, double faults) over every built-in scenario and write
-# report.json, junit.xml, report.md and report.html to ${1:-out/sweep}. Exit code: 0 every
-# contract holds, 1 a contract violation, 2 usage or environment error.
+# The main job: install missing packages, build the CLI and the instrumented agent (release
+# preset), run the exhaustive crash sweep (kill mode, double faults) over every built-in
+# scenario and write report.json, junit.xml, report.md and report.html.
+#
+#   ./ci/sweep.sh [OUT_DIR] [crashsim sweep options…]
+#
+# OUT_DIR defaults to out/sweep; every further argument goes to `crashsim sweep` as it is
+# (`./ci/sweep.sh out/mine --jobs 4 --scenario write-config-port`). Exit code: 0 every contract
+# holds, 1 a contract violation, 2 usage or environment error (the build failing included).
+# CRASHSIM_WERROR=ON makes warnings errors in this build (CI does; a user's build never fails on
+# a warning).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=out/sweep
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  out=$1
+  shift
+fi
 ./ci/install-deps.sh
-cmake --preset release
-cmake --build --preset release -j "$(nproc)" --target crashsim crashsim-agent
-out="${1:-out/sweep}"
-./build/release/harness/crashsim sweep --double-faults --out "$out"
+if ! { cmake --preset release -DCRASHSIM_WERROR="${CRASHSIM_WERROR:-OFF}" >/dev/null &&
+  cmake --build --preset release -j "$(nproc)" --target crashsim crashsim-agent; }; then
+  echo "ci/sweep.sh: the release build failed" >&2
+  exit 2
+fi
+exec ./build/release/harness/crashsim sweep --double-faults --out "$out" "$@"

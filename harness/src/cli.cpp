@@ -14,6 +14,7 @@
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/harness/durability.h"
+#include "crashsim/harness/oracle.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/harness/sweep.h"
@@ -80,6 +81,33 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   auto it =
       std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id.scenario; });
   if (it == all.end()) throw UsageError("unknown scenario " + id.scenario);
+  // The case must be one the sweep would plan (the oracle's prediction); otherwise say which are.
+  {
+    auto reachList = [](const std::array<int, 12>& h) {
+      std::string list;
+      for (int fp = 0; fp < 12; ++fp)
+        if (h[static_cast<size_t>(fp)] > 0)
+          list += fmt::format(
+              "{}P{}#1{}", list.empty() ? "" : ", ", fp,
+              h[static_cast<size_t>(fp)] > 1 ? fmt::format("-{}", h[static_cast<size_t>(fp)]) : "");
+      return list;
+    };
+    const auto hits = predictedHits(*it);
+    const auto fp = static_cast<size_t>(id.failpoint);
+    if (id.failpoint > 9 || id.hit > hits[fp])
+      throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,
+                                   reachList(hits)));
+    if (id.isDoubleFault()) {
+      const auto rhits = predictedRecoveryHits(*it, id.failpoint, id.hit);
+      const int rfp = *id.recoveryFailpoint;
+      if (rfp < 8 || id.recoveryHit.value_or(1) > rhits[static_cast<size_t>(rfp)])
+        throw UsageError(fmt::format("case {} is never reached: the recovery of {} reaches {}",
+                                     id.str(), id.str().substr(0, id.str().find('+')),
+                                     rhits[8] + rhits[9] + rhits[10] + rhits[11] > 0
+                                         ? reachList(rhits)
+                                         : "no recovery failpoint"));
+    }
+  }
   RunOptions ro;
   ro.agent = locateAgent();
   if (ro.agent.empty() || !fs::exists(ro.agent))
@@ -117,6 +145,31 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
             << (oc.keptAt / "store").string() << "\n";
   if (oc.record.verdict != "pass") std::cout << "reproduce: " << oc.record.reproduce << "\n";
   return oc.record.verdict == "pass" ? 0 : 1;
+}
+
+// crashsim --version: this build, and the agent it would drive (its own --version line).
+int printVersion() {
+  std::cout << "crashsim " << reports::crashsimVersion() << " (" << CRASHSIM_BUILD_TYPE << ")\n";
+  fs::path agent = locateAgent();
+  if (agent.empty() || !fs::exists(agent)) {
+    std::cout << "agent: not found (build crashsim-agent, or set CRASHSIM_AGENT)\n";
+    return 0;
+  }
+  SpawnSpec spec;
+  spec.exe = agent;
+  spec.args = {"--version"};
+  auto tmp = fs::temp_directory_path() / fmt::format("crashsim-version-{}", ::getpid());
+  spec.stdoutFile = tmp;
+  spec.timeout = std::chrono::milliseconds(5000);
+  auto r = runToEnd(spec);
+  std::ifstream in(tmp);
+  std::string line;
+  std::getline(in, line);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  std::cout << "agent: " << (r.exited && r.exitCode == 0 && !line.empty() ? line : r.describe())
+            << " (" << agent.string() << ")\n";
+  return 0;
 }
 
 int cmdDurability(DurabilityOptions opts, const std::string& out) {
@@ -178,7 +231,9 @@ int runCli(int argc, char** argv) {
                         "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"})
     ::unsetenv(v);
   CLI::App app{"crashsim — crash-consistency harness for the durable agent runtime"};
-  app.require_subcommand(1);
+  bool version = false;
+  app.add_flag("--version", version, "print crashsim's version and the agent it drives");
+  app.require_subcommand(0, 1);
   // Global options (--scenarios) are accepted after the subcommand too, as reproduce lines
   // print them: `crashsim run CASE --keep DIR --scenarios DIR`.
   app.fallthrough();
@@ -214,6 +269,19 @@ int runCli(int argc, char** argv) {
                   "also kill the recovery process at P8/P9/P10/P11 hits");
   sweep->add_flag("--verify-determinism", so.verifyDeterminism,
                   "V9 for every case (default: a sample)");
+  sweep->add_option("--case", so.caseGlobs,
+                    "case id glob, e.g. 'write-config-port/P4#*' (repeatable; fnmatch)");
+  bool listOnly = false;
+  sweep->add_flag("--list", listOnly, "print the planned case ids (this shard) and run nothing");
+  int expectCases = -1;
+  sweep
+      ->add_option("--expect-cases", expectCases,
+                   "fail (exit 2) unless the selection plans exactly N cases")
+      ->check(CLI::NonNegativeNumber);
+  std::string expectManifest;
+  sweep->add_option("--expect-manifest", expectManifest,
+                    "fail (exit 2) unless the selection plans exactly the case ids in FILE "
+                    "(one per line, as --list prints them)");
 
   auto* run = app.add_subcommand("run", "run one case verbosely and keep its directory");
   std::string caseText, keep;
@@ -289,6 +357,11 @@ int runCli(int argc, char** argv) {
     return 2;
   }
 
+  if (version) return printVersion();
+  if (app.get_subcommands().empty()) {
+    std::cerr << "crashsim: a command is required (see crashsim --help)\n";
+    return 2;
+  }
   fs::path scenarioDir = scenarioDirOpt.empty() ? defaultScenarioDir() : fs::path(scenarioDirOpt);
   std::string extra = scenarioDirOpt.empty() ? "" : " --scenarios " + scenarioDirOpt;
   // `crashsim run` takes --scenarios before the subcommand; put it first in reproduce lines.
@@ -305,6 +378,19 @@ int runCli(int argc, char** argv) {
       so.scenarioDir = scenarioDir;
       so.reproduceExtra = extra;
       so.progressTty = ::isatty(2);
+      const char* noColor = std::getenv("NO_COLOR");
+      so.color = so.progressTty && (noColor == nullptr || *noColor == '\0');
+      if (expectCases >= 0) so.expectCases = expectCases;
+      if (!expectManifest.empty()) so.expectManifest = fs::path(expectManifest);
+      if (listOnly) {
+        auto plan = planCases(so, selectScenarios(so));
+        for (const auto& pc : plan.cases) std::cout << pc.id.str() << "\n";
+        std::cerr << fmt::format(
+            "crashsim sweep --list: {} case(s) in this shard, {} in the "
+            "selection, manifest {}\n",
+            plan.cases.size(), plan.sweepCases, plan.sweepManifestDigest);
+        return 0;
+      }
       auto rep = runSweep(so);
       return rep.summary.failed == 0 ? 0 : 1;
     }
@@ -326,6 +412,9 @@ int runCli(int argc, char** argv) {
     if (*scs) return cmdScenarios(scenarioDir, json);
   } catch (const UsageError& e) {
     std::cerr << "crashsim: " << e.what() << "\n";
+    return 2;
+  } catch (const SweepError& e) {
+    std::cerr << "crashsim sweep: " << e.what() << "\n";
     return 2;
   } catch (const reports::ReportError& e) {
     std::cerr << "crashsim: " << e.what() << "\n";

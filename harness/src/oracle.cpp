@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "crashsim/codes.h"
+#include "crashsim/harness/case_id.h"
 
 namespace crashsim::harness {
 namespace {
@@ -176,6 +177,30 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
   }
   x.ok = true;
   return x;
+}
+
+std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
+  std::array<int, 12> h{};
+  const CaseExpectation x = expectCase(s, fp, hit);
+  if (!x.ok || fp == 9) return h;
+  h[8] = h[9] = 1;  // repair: recovered terminal fact, then the header
+  const bool indeterminateReconcile =
+      x.armedCall && fp >= 2 && fp <= 5 &&
+      recoveryModeOfTool(s.calls[*x.armedCall].name) == c::reconcile;
+  if (indeterminateReconcile) h[10] = 1;
+  const bool parked =
+      afterCrashApplies(s.spec, failpointName(fp)) || x.outcome == Outcome::parked_by_reconcile ||
+      x.outcome == Outcome::parked_unsettled || x.outcome == Outcome::parked_replay_gap;
+  const bool continues = !parked && (x.outcome == Outcome::call_made_once ||
+                                     x.outcome == Outcome::reissued_runs_once ||
+                                     x.outcome == Outcome::completed_bundle ||
+                                     x.outcome == Outcome::completed_ran_once || fp == 8);
+  if (continues) {
+    h[11] = 1;
+    h[8] += 1;
+    h[9] += 1;
+  }
+  return h;
 }
 
 }  // namespace crashsim::harness

@@ -14,7 +14,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -58,6 +60,25 @@ std::string fsTypeName(long type) {
 
 bool selected(const std::vector<std::string>& filter, const std::string& value) {
   return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
+}
+
+// The coverage table: the plan's predicted reach with the outcome of the cases that ran.
+std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
+                                             const std::vector<reports::CaseRecord>& cases) {
+  std::vector<reports::CoverageRow> rows;
+  for (const auto& r : plan.reach) {
+    reports::CoverageRow row{r.scenario, r.failpoint, r.process, r.predicted, r.planned};
+    for (const auto& c : cases) {
+      const bool recovery = c.recoveryFailpoint.has_value();
+      if (c.scenario != r.scenario || recovery != (r.process == "recovery") ||
+          (recovery ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
+        continue;
+      ++row.run;
+      ++(c.verdict == "pass" ? row.passed : row.failed);
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 // A harness-side exception (I/O on the temp dir, ...) becomes a failed case, never a crash.
@@ -155,12 +176,93 @@ reports::Platform describePlatform(const fs::path& storeDir, const std::vector<R
   return p;
 }
 
+std::vector<Scenario> selectScenarios(const SweepOptions& opts) {
+  auto all = loadScenarioDir(opts.scenarioDir);
+  if (all.empty())
+    throw SweepError("scenario folder " + opts.scenarioDir.string() +
+                     " holds no scenario (*.json)");
+  for (const auto& want : opts.scenarios) {
+    if (std::none_of(all.begin(), all.end(), [&](const Scenario& s) { return s.id == want; }))
+      throw SweepError("unknown scenario " + want);
+  }
+  std::vector<Scenario> chosen;
+  for (const auto& s : all)
+    if (selected(opts.scenarios, s.id)) chosen.push_back(s);
+  return chosen;
+}
+
+SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios) {
+  PlanSelection sel;
+  sel.failpoints = opts.failpoints;
+  sel.caseGlobs = opts.caseGlobs;
+  sel.mode = opts.mode;
+  sel.states = opts.states;
+  sel.seed = opts.seed;
+  sel.doubleFaults = opts.doubleFaults;
+  sel.shardIndex = opts.shardIndex;
+  sel.shardTotal = opts.shardTotal;
+  SweepPlan plan;
+  try {
+    plan = planSweep(scenarios, sel);
+  } catch (const std::runtime_error& e) {
+    throw SweepError(e.what());
+  }
+  if (plan.sweepCases == 0)
+    throw SweepError("the selection plans no case (check --scenario, --failpoint, --case)");
+  if (plan.cases.empty())
+    throw SweepError(
+        fmt::format("shard {}/{} holds no case (the selection has {} case(s) in "
+                    "fewer groups than shards)",
+                    opts.shardIndex, opts.shardTotal, plan.sweepCases));
+  if (opts.expectCases && static_cast<size_t>(*opts.expectCases) != plan.sweepCases)
+    throw SweepError(fmt::format("--expect-cases {}: the selection plans {} case(s)",
+                                 *opts.expectCases, plan.sweepCases));
+  if (opts.expectManifest) {
+    std::ifstream in(*opts.expectManifest);
+    if (!in) throw SweepError("cannot read --expect-manifest " + opts.expectManifest->string());
+    std::vector<std::string> want;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) want.push_back(line);
+    if (reports::manifestDigest(want) != plan.sweepManifestDigest)
+      throw SweepError(fmt::format(
+          "--expect-manifest {}: the selection plans {} case(s) ({}), the manifest lists {} ({})",
+          opts.expectManifest->string(), plan.sweepCases, plan.sweepManifestDigest, want.size(),
+          reports::manifestDigest(want)));
+  }
+  return plan;
+}
+
+namespace {
+
+// Failures grouped by failing check, each with its reproduce line (the end of a sweep).
+void printRecap(const std::vector<reports::CaseRecord>& cases, bool color) {
+  std::map<std::string, std::vector<const reports::CaseRecord*>> byCheck;
+  for (const auto& c : cases)
+    for (const auto& [k, v] : c.checks)
+      if (v.status == "fail") byCheck[k].push_back(&c);
+  if (byCheck.empty()) return;
+  const char* red = color ? "\033[31m" : "";
+  const char* off = color ? "\033[0m" : "";
+  std::fprintf(stderr, "%sfailures by verdict%s:\n", red, off);
+  for (const auto& [check, list] : byCheck) {
+    std::fprintf(stderr, "  %s%s%s — %zu case(s)\n", red, check.c_str(), off, list.size());
+    for (const auto* c : list)
+      std::fprintf(stderr, "    %s: %s\n      reproduce: %s\n", c->id.c_str(),
+                   c->checks.at(check).reason.c_str(), c->reproduce.c_str());
+  }
+}
+
+}  // namespace
+
 reports::Report runSweep(const SweepOptions& opts) {
   auto wallStart = std::chrono::steady_clock::now();
+  const std::vector<Scenario> chosen = selectScenarios(opts);
+  const SweepPlan plan = planCases(opts, chosen);
+
   RunOptions ro;
   ro.agent = locateAgent();
   if (ro.agent.empty() || !fs::exists(ro.agent))
-    throw std::runtime_error("crashsim-agent not found (build it, or set CRASHSIM_AGENT)");
+    throw SweepError("crashsim-agent not found (build it, or set CRASHSIM_AGENT)");
   fs::path root = defaultWorkRoot(opts.mode) / fmt::format("crashsim-sweep-{}", ::getpid());
   fs::create_directories(root);
   ro.workRoot = root;
@@ -172,98 +274,93 @@ reports::Report runSweep(const SweepOptions& opts) {
                                                               : std::string()) +
       opts.reproduceExtra;
   ro.keepCrashStates = opts.doubleFaults;
+  const int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
 
-  auto all = loadScenarioDir(opts.scenarioDir);
-  for (const auto& want : opts.scenarios) {
-    if (std::none_of(all.begin(), all.end(), [&](const Scenario& s) { return s.id == want; }))
-      throw std::runtime_error("unknown scenario " + want);
-  }
-  for (const auto& fp : opts.failpoints)
-    if (fp.size() < 2 || fp[0] != 'P' ||
-        fp.find_first_not_of("0123456789", 1) != std::string::npos || std::stoi(fp.substr(1)) > 11)
-      throw std::runtime_error("unknown failpoint " + fp);
-
-  // Reference runs (parallel across scenarios).
-  std::vector<Scenario> chosen;
-  for (const auto& s : all)
-    if (selected(opts.scenarios, s.id)) chosen.push_back(s);
+  // Reference runs (parallel) of the scenarios the plan uses; each must reach exactly the
+  // predicted hits, or the plan (made from the prediction) is not the sweep the runtime needs.
+  std::vector<bool> used(chosen.size(), false);
+  for (const auto& pc : plan.cases) used[pc.scenario] = true;
   std::vector<Reference> refs(chosen.size());
   {
     std::atomic<size_t> next{0};
     std::vector<std::thread> ts;
-    int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
     for (int t = 0; t < jobs; ++t)
       ts.emplace_back([&] {
         for (size_t i; (i = next++) < chosen.size();) {
+          refs[i].scenario = chosen[i];
+          if (!used[i]) continue;
           try {
             refs[i] = buildReference(chosen[i], ro);
           } catch (const std::exception& e) {
-            refs[i].scenario = chosen[i];
             refs[i].problem = std::string("reference run: ") + e.what();
           }
         }
       });
     for (auto& t : ts) t.join();
   }
-  for (const auto& r : refs)
-    if (!r.problem.empty())
-      throw std::runtime_error(fmt::format("scenario {}: {}", r.scenario.id, r.problem));
-
-  // Plan primary cases.
-  std::vector<std::pair<CaseId, const Reference*>> primary;
-  for (const auto& r : refs)
-    for (int fp = 0; fp < 12; ++fp) {
-      if (!selected(opts.failpoints, failpointName(fp))) continue;
-      for (int h = 1; h <= r.hits[fp]; ++h) {
-        CaseId id;
-        id.scenario = r.scenario.id;
-        id.failpoint = fp;
-        id.hit = h;
-        id.mode = opts.mode;
-        if (opts.mode != "powerloss") {
-          primary.push_back({id, &r});
-          continue;
-        }
-        for (uint64_t seed : powerlossSeeds(id, opts.seed, opts.states)) {
-          id.seed = seed;
-          primary.push_back({id, &r});
-        }
-      }
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (!used[i]) continue;
+    if (!refs[i].problem.empty()) {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+      throw SweepError(fmt::format("scenario {}: {}", refs[i].scenario.id, refs[i].problem));
     }
-  std::sort(primary.begin(), primary.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  std::vector<std::pair<CaseId, const Reference*>> mine;
-  for (size_t i = 0; i < primary.size(); ++i)
-    if (static_cast<int>(i % static_cast<size_t>(opts.shardTotal)) == opts.shardIndex)
-      mine.push_back(primary[i]);
+  }
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {
     return opts.verifyDeterminism || (!id.isDoubleFault() && id.hit == 1);
   };
 
+  // Double faults wait for their primary (they start from its crash state); a double fault
+  // whose primary is not selected kills the agent run itself.
+  std::deque<PlannedCase> queue;
+  std::map<CaseId, std::vector<PlannedCase>> waiting;
+  {
+    std::set<CaseId> primaries;
+    for (const auto& pc : plan.cases)
+      if (!pc.id.isDoubleFault()) primaries.insert(pc.id);
+    for (const auto& pc : plan.cases) {
+      CaseId primary = pc.id;
+      primary.recoveryFailpoint.reset();
+      primary.recoveryHit.reset();
+      if (pc.id.isDoubleFault() && primaries.count(primary))
+        waiting[primary].push_back(pc);
+      else
+        queue.push_back(pc);
+    }
+  }
+
   std::mutex mu;
-  std::deque<std::pair<CaseId, const Reference*>> queue(mine.begin(), mine.end());
   std::vector<reports::CaseRecord> done;
-  size_t total = queue.size(), failures = 0, inFlight = 0;
+  const size_t total = plan.cases.size();
+  size_t failures = 0, inFlight = 0;
   std::condition_variable cv;
-  auto lastPrint = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto lastPrint = std::chrono::steady_clock::now();
+  const char* red = opts.color ? "\033[31m" : "";
+  const char* off = opts.color ? "\033[0m" : "";
 
   auto progress = [&](bool force) {
-    if (!opts.progressTty) return;
     auto now = std::chrono::steady_clock::now();
-    if (!force && now - lastPrint < std::chrono::milliseconds(200)) return;
+    const auto every = opts.progressTty ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    if (!force && now - lastPrint < every) return;
     lastPrint = now;
     double secs = std::chrono::duration<double>(now - wallStart).count();
     double rate = secs > 0 ? done.size() / secs : 0;
-    double eta = rate > 0 ? (total - done.size()) / rate : 0;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done.size(),
-                 total, failures, rate, eta);
+    if (opts.progressTty) {
+      double eta = rate > 0 ? (total - done.size()) / rate : 0;
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done.size(),
+                   total, failures, rate, eta);
+    } else {
+      std::fprintf(stderr, "crashsim sweep: %zu/%zu cases, %zu failed, %.1f s\n", done.size(),
+                   total, failures, secs);
+    }
     std::fflush(stderr);
   };
 
   auto worker = [&] {
     for (;;) {
-      std::pair<CaseId, const Reference*> item;
+      PlannedCase item;
       {
         std::unique_lock lk(mu);
         cv.wait(lk, [&] { return !queue.empty() || inFlight == 0; });
@@ -272,12 +369,13 @@ reports::Report runSweep(const SweepOptions& opts) {
         queue.pop_front();
         ++inFlight;
       }
-      CaseOutcome oc = guardedRunCase(item.first, *item.second, ro);
-      if (sampled(item.first)) {
+      const Reference& ref = refs[item.scenario];
+      CaseOutcome oc = guardedRunCase(item.id, ref, ro);
+      if (sampled(item.id)) {
         RunOptions again = ro;
         again.keepFailures = false;
         again.keepCrashStates = false;
-        CaseOutcome second = guardedRunCase(item.first, *item.second, again);
+        CaseOutcome second = guardedRunCase(item.id, ref, again);
         auto strip = [](std::map<std::string, reports::Check> m) {
           m.erase("V9");
           return m;
@@ -295,15 +393,9 @@ reports::Report runSweep(const SweepOptions& opts) {
       }
       std::lock_guard lk(mu);
       --inFlight;
-      if (opts.doubleFaults && !item.first.isDoubleFault() && oc.haveRecoveryHits) {
-        for (int rfp : {8, 9, 10, 11})
-          for (int h = 1; h <= oc.recoveryHits[rfp]; ++h) {
-            CaseId d = item.first;
-            d.recoveryFailpoint = rfp;
-            d.recoveryHit = h;
-            queue.push_back({d, item.second});
-            ++total;
-          }
+      if (auto it = waiting.find(item.id); it != waiting.end()) {
+        for (auto& d : it->second) queue.push_back(d);
+        waiting.erase(it);
       }
       if (oc.record.verdict == "fail") {
         ++failures;
@@ -311,8 +403,8 @@ reports::Report runSweep(const SweepOptions& opts) {
         for (auto& [k, v] : oc.record.checks)
           if (v.status == "fail") why += fmt::format(" {}: {};", k, v.reason);
         if (opts.progressTty) std::fprintf(stderr, "\r\033[K");
-        std::fprintf(stderr, "FAIL %s —%s\n  reproduce: %s%s\n", oc.record.id.c_str(), why.c_str(),
-                     oc.record.reproduce.c_str(),
+        std::fprintf(stderr, "%sFAIL%s %s —%s\n  reproduce: %s%s\n", red, off, oc.record.id.c_str(),
+                     why.c_str(), oc.record.reproduce.c_str(),
                      oc.keptAt.empty() ? "" : ("\n  kept: " + oc.keptAt.string()).c_str());
       }
       done.push_back(std::move(oc.record));
@@ -320,7 +412,6 @@ reports::Report runSweep(const SweepOptions& opts) {
       cv.notify_all();
     }
   };
-  int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> ts;
   for (int t = 0; t < jobs; ++t) ts.emplace_back(worker);
   for (auto& t : ts) t.join();
@@ -333,27 +424,36 @@ reports::Report runSweep(const SweepOptions& opts) {
   if (opts.mode == "powerloss") rep.platform.synchronous = opts.synchronous;
   rep.selection.scenarios = opts.scenarios;
   rep.selection.failpoints = opts.failpoints;
+  rep.selection.caseGlobs = opts.caseGlobs;
   rep.selection.mode = opts.mode;
   rep.selection.doubleFaults = opts.doubleFaults;
   rep.selection.seed = opts.seed;
   rep.shards = {{opts.shardIndex, opts.shardTotal}};
   rep.cases = std::move(done);
+  rep.coverage = coverageOf(plan, rep.cases);
+  rep.manifest = reports::Manifest{static_cast<int>(plan.cases.size()), plan.manifestDigest,
+                                   static_cast<int>(plan.sweepCases), plan.sweepManifestDigest};
   reports::sortCases(rep);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
   reports::finalizeSummary(rep, wall);
   std::error_code ec;
   if (!opts.keepFailures || rep.summary.failed == 0) fs::remove_all(root, ec);
+  printRecap(rep.cases, opts.color);
   std::fprintf(stderr,
-               "crashsim sweep: %d cases, %d passed, %d failed; %.1f cases/s, median %.1f ms, p95 "
-               "%.1f ms, wall %.1f s\n",
-               rep.summary.total, rep.summary.passed, rep.summary.failed,
-               rep.summary.casesPerSecond, rep.summary.medianCaseMs, rep.summary.p95CaseMs,
-               rep.summary.wallSeconds);
+               "crashsim sweep: %d cases, %d passed, %s%d failed%s; %.1f cases/s, median %.1f ms, "
+               "p95 %.1f ms, wall %.1f s\n",
+               rep.summary.total, rep.summary.passed, rep.summary.failed ? red : "",
+               rep.summary.failed, rep.summary.failed ? off : "", rep.summary.casesPerSecond,
+               rep.summary.medianCaseMs, rep.summary.p95CaseMs, rep.summary.wallSeconds);
   if (opts.out) {
     reports::writeAll(rep, *opts.out);
     std::fprintf(stderr, "reports: %s/{report.json,junit.xml,report.md,report.html}\n",
                  opts.out->c_str());
   }
+  for (const auto& row : rep.coverage)
+    if (row.skipped() != 0)
+      throw SweepError(fmt::format("{} {} {}: {} planned case(s) did not run", row.scenario,
+                                   row.process, row.failpoint, row.skipped()));
   return rep;
 }
 

@@ -2,6 +2,7 @@
 #include "crashsim/reports/report.h"
 
 #include <fmt/format.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,17 @@
 namespace crashsim::reports {
 
 std::string_view crashsimVersion() { return CRASHSIM_VERSION; }
+
+std::string manifestDigest(std::vector<std::string> caseIds) {
+  std::sort(caseIds.begin(), caseIds.end());
+  std::string text;
+  for (const auto& id : caseIds) text.append(id).append("\n");
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), md);
+  std::string out = "sha256:";
+  for (unsigned char b : md) out += fmt::format("{:02x}", b);
+  return out;
+}
 
 namespace {
 
@@ -149,6 +161,26 @@ Json toJson(const Report& r) {
     for (const auto& p : r.platforms) ps.push_back(platformJson(p));
     j["platforms"] = ps;
   }
+  if (!r.selection.caseGlobs.empty()) j["selection"]["caseGlobs"] = r.selection.caseGlobs;
+  if (!r.coverage.empty()) {
+    Json rows = Json::array();
+    for (const auto& c : r.coverage)
+      rows.push_back({{"scenario", c.scenario},
+                      {"failpoint", c.failpoint},
+                      {"process", c.process},
+                      {"predicted", c.predicted},
+                      {"planned", c.planned},
+                      {"run", c.run},
+                      {"passed", c.passed},
+                      {"failed", c.failed},
+                      {"skipped", c.skipped()}});
+    j["coverage"] = rows;
+  }
+  if (r.manifest)
+    j["manifest"] = {{"cases", r.manifest->cases},
+                     {"digest", r.manifest->digest},
+                     {"sweepCases", r.manifest->sweepCases},
+                     {"sweepDigest", r.manifest->sweepDigest}};
   return j;
 }
 
@@ -170,6 +202,17 @@ Report reportFromJson(const Json& j) {
     r.selection.mode = sel.at("mode").get<std::string>();
     r.selection.doubleFaults = sel.at("doubleFaults").get<bool>();
     r.selection.seed = sel.at("seed").get<uint64_t>();
+    if (sel.contains("caseGlobs"))
+      r.selection.caseGlobs = sel.at("caseGlobs").get<std::vector<std::string>>();
+    if (j.contains("coverage"))
+      for (const auto& c : j.at("coverage"))
+        r.coverage.push_back({c.at("scenario"), c.at("failpoint"), c.at("process"),
+                              c.at("predicted"), c.at("planned"), c.at("run"), c.at("passed"),
+                              c.at("failed")});
+    if (j.contains("manifest")) {
+      const auto& m = j.at("manifest");
+      r.manifest = Manifest{m.at("cases"), m.at("digest"), m.at("sweepCases"), m.at("sweepDigest")};
+    }
     for (const auto& s : j.at("shards")) r.shards.push_back({s.at("index"), s.at("total")});
     const auto& s = j.at("summary");
     r.summary = {s.at("total"),          s.at("passed"),       s.at("failed"),
@@ -279,6 +322,50 @@ Report mergeReports(const std::vector<Report>& reports) {
   }
   std::sort(out.shards.begin(), out.shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
+  // Every shard of the split must be there: a missing shard is a missing part of the gate.
+  if (!out.shards.empty()) {
+    const int total = out.shards.front().total;
+    std::string missing;
+    for (int i = 0; i < total; ++i)
+      if (!shardIndexes.count(i))
+        missing += fmt::format("{}{}/{}", missing.empty() ? "" : ", ", i, total);
+    if (!missing.empty())
+      throw ReportError("refusing to merge: shard(s) " + missing + " missing (every shard 0.." +
+                        std::to_string(total - 1) + " must be merged)");
+  }
+  // Coverage rows add up over shards (the prediction is the same in each).
+  for (const auto& r : reports)
+    for (const auto& row : r.coverage) {
+      auto it = std::find_if(out.coverage.begin(), out.coverage.end(), [&](const CoverageRow& o) {
+        return o.scenario == row.scenario && o.failpoint == row.failpoint &&
+               o.process == row.process;
+      });
+      if (it == out.coverage.end()) {
+        out.coverage.push_back(row);
+        continue;
+      }
+      it->planned += row.planned;
+      it->run += row.run;
+      it->passed += row.passed;
+      it->failed += row.failed;
+    }
+  // The merged case list must be exactly the sweep's manifest.
+  if (first.manifest) {
+    Manifest m = *first.manifest;
+    std::vector<std::string> all(ids.begin(), ids.end());
+    for (size_t i = 0; i < reports.size(); ++i)
+      if (!reports[i].manifest || reports[i].manifest->sweepDigest != m.sweepDigest)
+        throw ReportError(fmt::format(
+            "refusing to merge: report {} was planned from a different case list than report 0",
+            i));
+    m.cases = static_cast<int>(all.size());
+    m.digest = manifestDigest(all);
+    if (m.cases != m.sweepCases || m.digest != m.sweepDigest)
+      throw ReportError(fmt::format(
+          "refusing to merge: the shards hold {} case(s), the sweep planned {} (digest {} != {})",
+          m.cases, m.sweepCases, m.digest, m.sweepDigest));
+    out.manifest = m;
+  }
   sortCases(out);
   finalizeSummary(out, wall);
   return out;

@@ -112,6 +112,13 @@ int main(int argc, char** argv) {
 
   CLI::App app{"crashsim-agent: the durable agent runtime child process"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("crashsim-agent ") + CRASHSIM_VERSION +
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+                                        " (failpoints P0-P11 compiled in)"
+#else
+                                        " (no failpoints)"
+#endif
+  );
   std::string store, workspace, scenarioFile, effects;
 
   auto* seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
@@ -130,6 +137,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

@@ -51,13 +51,12 @@ struct RunOptions {
 
 struct CaseOutcome {
   reports::CaseRecord record;
-  std::array<int, 12> recoveryHits{};  // hits of the first (unarmed) recovery run
-  bool haveRecoveryHits = false;
   std::filesystem::path keptAt;  // empty when the case dir was removed
   std::vector<std::string> log;  // verbose narrative (crashsim run)
 };
 
-// Builds the reference for one scenario under opts.workRoot/ref-<id>.
+// Builds the reference for one scenario under opts.workRoot/ref-<id>. Sets `problem` when the
+// run fails, writes no readable hit counts, or reaches other hits than predictedHits().
 Reference buildReference(const Scenario& scenario, const RunOptions& opts);
 
 // Runs and verifies one case. Never throws for a contract violation: failures are checks.

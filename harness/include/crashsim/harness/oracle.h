@@ -100,4 +100,19 @@ std::array<int, 12> predictedHits(const Scenario& scenario);
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, int failpoint, int hit);
 
+// Hits of the recovery-side failpoints P8–P11 the first, unarmed recovery process of the
+// primary case (failpoint, hit) must reach, from the contract's recovery order alone (spec g,
+// c, i, e; DESIGN.md "Failpoints"): the double faults the sweep plans for that case.
+//   - the crashed run has no terminal fact (every kill but P9): startup repair seals it — one
+//     terminal commit (P8) and then its header (P9); at P9 the fact exists and repair only
+//     fixes the header, which commits no fact (no hit);
+//   - the armed call is a reconcile tool (Write/Edit) left indeterminate (P2–P5): one
+//     recovery bundle (P10);
+//   - recovery continues (the outcome re-issues or goes on: P0, P1, completed bundle, P6, P7,
+//     and P8, whose sealed run ended without its final answer) and nothing parks it (afterCrash,
+//     replay gap): one continuation claim (P11), and the continuation run commits its own
+//     terminal fact (P8) and header (P9).
+// Indices 0–7 are zero: the continuation run's own tool boundaries are not planned as kills.
+std::array<int, 12> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
+
 }  // namespace crashsim::harness

@@ -1,11 +1,13 @@
 // crashsim/harness/sweep.h — case planning and the parallel sweep.
 //
-// Planning: one reference run per selected scenario; every (failpoint, hit) the reference
-// reached becomes a case (exhaustive) — under --mode powerloss, `states` cases with the seeds
-// powerlossSeeds() gives (powerloss_checks.h) — sorted by CaseId. --shard I/N keeps primary cases
-// whose position in that order is ≡ I (mod N); a primary case's double faults (derived from the hit
-// counts of its own unarmed recovery run: P8, P9, P10, P11 — the recovery-side failpoints)
-// always run in the same shard, so shards are disjoint and their union is the full sweep.
+// Planning comes from the oracle's prediction (plan.h), never from a run of the code under test:
+// every (failpoint, hit) the oracle predicts the agent run reaches is a case — under --mode
+// powerloss, `states` cases with the seeds powerlossSeeds() gives (powerloss_checks.h) — and with
+// --double-faults every recovery kill it predicts for each primary. Then the sweep checks the
+// reference runs reached exactly the predicted hits, and each primary's unarmed recovery the
+// predicted recovery hits (V3 of that case). Errors (exit 2, a SweepError): a selection that
+// plans no case, a reference run that disagrees with the prediction, --expect-cases /
+// --expect-manifest that differ from the plan, a planned case that did not run.
 //
 // V9 (determinism) re-runs a case and compares the verdict record (checks and reasons,
 // timings excluded). It runs for every case with verifyDeterminism, otherwise for a
@@ -19,13 +21,18 @@
 
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/case_runner.h"
+#include "crashsim/harness/plan.h"
 #include "crashsim/reports/report.h"
 
 namespace crashsim::harness {
 
 struct SweepOptions {
   std::vector<std::string> scenarios;   // empty = all
-  std::vector<std::string> failpoints;  // empty = all ("P4")
+  std::vector<std::string> failpoints;  // empty = all ("P4"); a double fault is selected by
+                                        // its agent or its recovery failpoint
+  std::vector<std::string> caseGlobs;   // --case GLOB: fnmatch on the case id; empty = all
+  std::optional<int> expectCases;       // --expect-cases N: the plan must have N cases
+  std::optional<std::filesystem::path> expectManifest;  // --expect-manifest FILE (--list output)
   std::string mode = "kill";
   int states = 2;                    // powerloss: seeded crash states per (scenario, fp, hit)
   std::string synchronous = "FULL";  // powerloss: the agent's PRAGMA synchronous (FULL|NORMAL)
@@ -38,11 +45,26 @@ struct SweepOptions {
   std::optional<std::filesystem::path> out;
   std::filesystem::path scenarioDir;
   std::string reproduceExtra;
-  bool progressTty = false;  // live progress line on stderr
+  bool progressTty = false;  // live progress line on stderr; otherwise a plain line every 5 s
+  bool color = false;        // ANSI colour in FAIL lines and the recap (a TTY without NO_COLOR)
 };
 
-// Runs the sweep, prints progress/failures to stderr, writes reports when opts.out is set.
-// Throws std::runtime_error for environment problems (missing agent, bad scenario, ...).
+// An error that makes the sweep's result meaningless (exit 2): the message is one line.
+class SweepError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The scenarios the options select (all when --scenario is absent). Throws SweepError for an
+// empty scenario folder or an unknown scenario id.
+std::vector<Scenario> selectScenarios(const SweepOptions& opts);
+
+// The plan for these options (plan.h), checked: throws SweepError when it holds no case or
+// differs from --expect-cases / --expect-manifest. Runs nothing (crashsim sweep --list).
+SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios);
+
+// Runs the sweep, prints progress/failures and a recap to stderr, writes reports when opts.out
+// is set. Throws SweepError (or std::runtime_error for I/O) for environment problems.
 reports::Report runSweep(const SweepOptions& opts);
 
 // Platform facts for the report (OS, kernel, fs type of storeDir, SQLite, compiler, build).

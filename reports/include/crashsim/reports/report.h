@@ -80,6 +80,7 @@ struct Summary {
 struct Selection {
   std::vector<std::string> scenarios;   // empty = all
   std::vector<std::string> failpoints;  // empty = all
+  std::vector<std::string> caseGlobs;   // --case GLOB (fnmatch on the case id); empty = all
   std::string mode = "kill";
   bool doubleFaults = false;
   uint64_t seed = 0;
@@ -91,6 +92,34 @@ struct Shard {
   bool operator==(const Shard&) const = default;
 };
 
+// Coverage (the sweep's reach, checked before and while cases run): one row per (scenario,
+// failpoint, process) the oracle predicts is reached — process "agent" for P0–P9 in the agent
+// run, "recovery" for P8–P11 in the primaries' recovery processes (double faults).
+//   predicted  hits the oracle predicts from the scenario alone (recovery: summed over the
+//              scenario's primary cases), whatever the selection
+//   planned    selected cases of this report that kill there
+//   run, passed, failed  of those; skipped = planned - run (a skip is a finding, never a pass)
+struct CoverageRow {
+  std::string scenario, failpoint, process;
+  int predicted = 0, planned = 0, run = 0, passed = 0, failed = 0;
+  int skipped() const { return planned - run; }
+  bool operator==(const CoverageRow&) const = default;
+};
+
+// The planned case list, so a CI can lock it (crashsim sweep --expect-cases N /
+// --expect-manifest FILE). Digests are manifestDigest() of the case ids.
+struct Manifest {
+  int cases = 0;            // cases planned for this report (its shards)
+  std::string digest;       // of those case ids
+  int sweepCases = 0;       // cases of the whole selection, every shard
+  std::string sweepDigest;  // of those case ids
+  bool operator==(const Manifest&) const = default;
+};
+
+// "sha256:<hex>" of the case ids sorted bytewise, each followed by "\n" (order-independent, so
+// a shard's, a merged report's and `crashsim sweep --list`'s digests compare directly).
+std::string manifestDigest(std::vector<std::string> caseIds);
+
 struct Report {
   int formatVersion = kReportFormatVersion;
   std::string crashsimVersion;
@@ -99,7 +128,9 @@ struct Report {
   Selection selection;
   std::vector<Shard> shards;  // shards this report covers (one for a sweep; several merged)
   Summary summary;
-  std::vector<CaseRecord> cases;  // sortCases() order
+  std::vector<CaseRecord> cases;      // sortCases() order
+  std::vector<CoverageRow> coverage;  // empty only in reports of builds before coverage
+  std::optional<Manifest> manifest;
   bool operator==(const Report&) const = default;
 };
 
@@ -131,7 +162,8 @@ Report readReportFile(const std::filesystem::path& file);  // throws ReportError
 
 // Joins shard (or platform) reports into one. Refuses, with the reason, reports of different
 // crashsimVersion or formatVersion, different selections, a shard index that appears twice,
-// different shard totals, or case sets that overlap.
+// different shard totals, shard indices that are not exactly 0..N-1 (naming the missing
+// ones), case sets that overlap, or a merged case list that is not the sweep's manifest.
 Report mergeReports(const std::vector<Report>& reports);
 
 // The timing fields removed (for determinism comparisons).

@@ -1,0 +1,59 @@
+// crashsim/harness/plan.h — the sweep's case plan, made from the oracle's prediction alone.
+//
+// Planning never runs the code under test: the primary cases are every (failpoint, hit) the
+// oracle predicts a complete agent run reaches (predictedHits), and with double faults each
+// primary's recovery kills are the hits the oracle predicts its recovery process reaches
+// (predictedRecoveryHits). The reference runs and the recovery runs are then *checked* against
+// this prediction (a disagreement is an error or a failed check, never a silently smaller
+// sweep). Selections narrow the plan: --scenario, --failpoint (a case is selected when its
+// agent failpoint or its recovery failpoint is listed), --case GLOB (fnmatch on the case id),
+// then --shard I/N (primary cases by position ≡ I mod N; a double fault goes with its primary,
+// so shards are disjoint and their union is the whole selection).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/scenario.h"
+
+namespace crashsim::harness {
+
+struct PlanSelection {
+  std::vector<std::string> failpoints;  // empty = all ("P4", "P10")
+  std::vector<std::string> caseGlobs;   // empty = all
+  std::string mode = "kill";
+  int states = 2;     // powerloss: seeded crash states per (scenario, failpoint, hit)
+  uint64_t seed = 0;  // powerloss: mixed into the state seeds
+  bool doubleFaults = false;
+  int shardIndex = 0, shardTotal = 1;
+};
+
+// One selected case, in plan order (CaseId order).
+struct PlannedCase {
+  CaseId id;
+  size_t scenario = 0;  // index into the scenarios planSweep was given
+};
+
+// Predicted reach of one (scenario, failpoint) — "agent" rows for P0–P9 in the agent run,
+// "recovery" rows for P8–P11 in the recovery processes of the primary cases (double faults).
+struct PlannedReach {
+  std::string scenario, failpoint, process;  // process: "agent" | "recovery"
+  int predicted = 0;                         // predicted hits (recovery: summed over primaries)
+  int planned = 0;                           // selected cases that kill there (this shard)
+};
+
+struct SweepPlan {
+  std::vector<PlannedCase> cases;   // this shard's selected cases
+  std::vector<PlannedReach> reach;  // every (scenario, failpoint, process) the oracle predicts
+  size_t sweepCases = 0;            // selected cases over all shards
+  std::string manifestDigest;       // reports::manifestDigest of this shard's case ids
+  std::string sweepManifestDigest;  // the same over all shards
+};
+
+// Plans the sweep over `scenarios` (already filtered by --scenario). Throws std::runtime_error
+// for a malformed selection (unknown failpoint, P10/P11 without double faults, …).
+SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel);
+
+}  // namespace crashsim::harness

@@ -1,0 +1,134 @@
+// The sweep's case plan from the oracle's prediction (plan.h).
+#include "crashsim/harness/plan.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/reports/report.h"
+
+namespace crashsim::harness {
+namespace {
+
+int parseFailpoint(const std::string& fp) {
+  if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
+      fp.find_first_not_of("0123456789", 1) != std::string::npos)
+    throw std::runtime_error("unknown failpoint " + fp + " (P0..P11)");
+  int n = std::stoi(fp.substr(1));
+  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P11)");
+  return n;
+}
+
+bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
+  if (globs.empty()) return true;
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
+    return ::fnmatch(g.c_str(), id.c_str(), 0) == 0;
+  });
+}
+
+}  // namespace
+
+SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel) {
+  std::vector<bool> fpWanted(12, sel.failpoints.empty());
+  for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
+  if (!sel.failpoints.empty() && !sel.doubleFaults &&
+      std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }))
+    throw std::runtime_error(
+        "--failpoint P10/P11 are reached only by a recovery process: add --double-faults");
+
+  SweepPlan plan;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow;
+  auto reach = [&](const std::string& sc, int fp, const char* process) -> PlannedReach& {
+    auto key = std::make_tuple(sc, failpointName(fp), std::string(process));
+    auto [it, fresh] = reachRow.try_emplace(key, plan.reach.size());
+    if (fresh) plan.reach.push_back({sc, failpointName(fp), process, 0, 0});
+    return plan.reach[it->second];
+  };
+
+  // Every primary (in CaseId order) with its double faults; selection is applied per case.
+  struct Group {
+    PlannedCase primary;
+    bool primarySelected = false;
+    std::vector<PlannedCase> doubles;  // selected double faults
+  };
+  std::vector<Group> groups;
+  for (size_t si = 0; si < scenarios.size(); ++si) {
+    const Scenario& sc = scenarios[si];
+    const auto hits = predictedHits(sc);
+    for (int fp = 0; fp < 10; ++fp) {
+      if (hits[static_cast<size_t>(fp)] > 0) reach(sc.id, fp, "agent").predicted += hits[fp];
+      for (int h = 1; h <= hits[static_cast<size_t>(fp)]; ++h) {
+        CaseId id;
+        id.scenario = sc.id;
+        id.failpoint = fp;
+        id.hit = h;
+        id.mode = sel.mode;
+        std::vector<CaseId> ids;
+        if (sel.mode == "powerloss") {
+          for (uint64_t seed : powerlossSeeds(id, sel.seed, sel.states)) {
+            id.seed = seed;
+            ids.push_back(id);
+          }
+        } else {
+          ids.push_back(id);
+        }
+        const auto recovery =
+            sel.doubleFaults ? predictedRecoveryHits(sc, fp, h) : std::array<int, 12>{};
+        for (const auto& pid : ids) {
+          Group g;
+          g.primary = {pid, si};
+          g.primarySelected =
+              fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          for (int rfp = 8; rfp <= 11; ++rfp) {
+            if (recovery[static_cast<size_t>(rfp)] > 0 && pid == ids.front())
+              reach(sc.id, rfp, "recovery").predicted += recovery[static_cast<size_t>(rfp)];
+            for (int rh = 1; rh <= recovery[static_cast<size_t>(rfp)]; ++rh) {
+              CaseId d = pid;
+              d.recoveryFailpoint = rfp;
+              d.recoveryHit = rh;
+              const bool want =
+                  (fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
+                  globMatch(sel.caseGlobs, d.str());
+              if (want) g.doubles.push_back({d, si});
+            }
+          }
+          groups.push_back(std::move(g));
+        }
+      }
+    }
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return a.primary.id < b.primary.id; });
+
+  std::vector<std::string> allIds, shardIds;
+  size_t position = 0;
+  for (const auto& g : groups) {
+    if (!g.primarySelected && g.doubles.empty()) continue;
+    const bool mine =
+        static_cast<int>(position++ % static_cast<size_t>(sel.shardTotal)) == sel.shardIndex;
+    auto take = [&](const PlannedCase& pc, int fp, const char* process) {
+      allIds.push_back(pc.id.str());
+      if (!mine) return;
+      shardIds.push_back(pc.id.str());
+      plan.cases.push_back(pc);
+      reach(pc.id.scenario, fp, process).planned += 1;
+    };
+    if (g.primarySelected) take(g.primary, g.primary.id.failpoint, "agent");
+    for (const auto& d : g.doubles) take(d, *d.id.recoveryFailpoint, "recovery");
+  }
+  plan.sweepCases = allIds.size();
+  plan.manifestDigest = reports::manifestDigest(shardIds);
+  plan.sweepManifestDigest = reports::manifestDigest(allIds);
+  auto key = [](const PlannedReach& r) {
+    return std::make_tuple(r.scenario, r.process, std::stoi(r.failpoint.substr(1)));
+  };
+  std::sort(plan.reach.begin(), plan.reach.end(),
+            [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });
+  return plan;
+}
+
+}  // namespace crashsim::harness
