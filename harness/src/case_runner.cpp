@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,52 @@ std::string reachDifference(const std::array<int, 12>& predicted,
     if (predicted[static_cast<size_t>(fp)] != reached[static_cast<size_t>(fp)])
       return fmt::format("{} reached P{} {} time(s), the oracle predicts {}", what, fp,
                          reached[static_cast<size_t>(fp)], predicted[static_cast<size_t>(fp)]);
+  return "";
+}
+
+// A tool's temp file (`.<name>.<operationId>.tmp`, scenarios/README.md "What each call does").
+bool isToolTempFile(const std::string& relPath) {
+  static const std::regex re(R"((^|/)\.[^/]+\.toolop_[0-9a-f]+\.tmp$)");
+  return std::regex_search(relPath, re);
+}
+
+// "" when `after` equals `before` but for tool temp files that disappeared; else the first change.
+std::string workspaceChange(const WorkspaceSnapshot& before, const WorkspaceSnapshot& after) {
+  for (const auto& [p, content] : before) {
+    auto it = after.find(p);
+    if (it == after.end()) {
+      if (!isToolTempFile(p)) return p + " was removed";
+    } else if (it->second != content) {
+      return p + " was rewritten";
+    }
+  }
+  for (const auto& [p, content] : after)
+    if (!before.count(p)) return p + " was created";
+  return "";
+}
+
+// The recover process's summary must park with the contract's reason (spec e.2 step 4).
+std::string parkProblem(const std::string& recoverStdout, bool replayGap) {
+  Json summary;
+  try {
+    auto nl = recoverStdout.find('\n');
+    summary = Json::parse(recoverStdout.substr(0, nl));
+  } catch (...) {
+    return "recover printed no JSON summary";
+  }
+  const Json plan = summary.value("plan", Json());
+  if (!plan.is_object() || plan.value("decision", "") != "park")
+    return "recovery did not park the continuation: plan " + plan.dump().substr(0, 200);
+  if (!summary.value("continuation", Json()).is_null())
+    return "recovery parked but still ran a continuation";
+  const std::string want = replayGap ? std::string(code::provider_replay_non_suffix_gap)
+                                     : std::string(code::runtime_ledger_unreadable);
+  const Json reasons = plan.value("rejectionReasons", Json::array());
+  if (std::find(reasons.begin(), reasons.end(), want) == reasons.end())
+    return fmt::format("recovery parked with {}, the contract expects {}", reasons.dump(), want);
+  if (!replayGap && plan.dump().find(code::tool_recovery_unsettled) == std::string::npos)
+    return fmt::format("recovery parked without naming {}: {}", code::tool_recovery_unsettled,
+                       plan.dump().substr(0, 200));
   return "";
 }
 
@@ -601,6 +648,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     applyAfterCrash(sc.spec, ws);
     say("applied the scenario's afterCrash mutations");
   }
+  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
 
   SpawnSpec recover;
   recover.exe = opts.agent;
@@ -673,8 +721,19 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   try {
     auto effects = readEffects(store / "effects.jsonl");
+    // Executions per call come from the scenario and the contract (oracle), never from a run.
+    const auto wantRuns = expectedExecutions(sc, x, id.failpoint);
+    std::set<std::string> scenarioCalls;
+    for (size_t i = 0; i < sc.calls.size(); ++i) {
+      scenarioCalls.insert(sc.calls[i].id);
+      const int got = effects.count(sc.calls[i].id) ? effects.at(sc.calls[i].id) : 0;
+      if (got != wantRuns[i])
+        c.fail("V8", fmt::format("{} ({}) executed {} time(s), the contract expects {}",
+                                 sc.calls[i].id, sc.calls[i].name, got, wantRuns[i]));
+    }
     for (const auto& [callId, n] : effects)
-      if (n > 1) c.fail("V8", fmt::format("{} executed {} times (effects log)", callId, n));
+      if (!scenarioCalls.count(callId))
+        c.fail("V8", fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
     auto st = RuntimeStore::open(store);
     // Decision of the armed call after recovery: a completed decision in any run wins.
     auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
@@ -689,9 +748,13 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
       return first;
     };
-    const bool parked = afterCrash || x.outcome == Outcome::parked_by_reconcile ||
-                        x.outcome == Outcome::parked_unsettled ||
-                        x.outcome == Outcome::parked_replay_gap;
+    for (const auto& h : st->listRuns())
+      if (!isTerminalStatus(h.status))
+        c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
+    if (r.exitCode != 0)
+      c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
+                               lastLine(recover.stderrFile)));
+    const bool parked = expectParked(sc, x, id.failpoint);
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
     } else if (parked && !x.armedCall) {
@@ -710,21 +773,17 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       if (afterCrash)
         for (const auto& line : checkAfterCrashWorkspace(sc.spec, ws))
           c.fail("V8", "workspace after recovery: " + line);
-      if (x.outcome == Outcome::parked_replay_gap) {
-        const std::string plan = readFile(recover.stdoutFile);
-        if (plan.find(code::provider_replay_non_suffix_gap) == std::string::npos)
-          c.fail("V8",
-                 fmt::format("recovery did not park {}: {}", code::provider_replay_non_suffix_gap,
-                             plan.substr(0, std::min<size_t>(plan.size(), 300))));
-      }
-      for (size_t i = *x.armedCall + 1; i < sc.calls.size(); ++i)
-        if (effects.count(sc.calls[i].id))
-          c.fail("V8",
-                 fmt::format("{} ran although the run is parked at {}", sc.calls[i].id, armed.id));
+      // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
+      // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
+      if (auto bad = parkProblem(readFile(recover.stdoutFile),
+                                 x.outcome == Outcome::parked_replay_gap);
+          !bad.empty())
+        c.fail("V8", bad);
+      // A park changes nothing in the workspace: every file is as the crash (and the external
+      // change) left it; only the tool's own temp file of the interrupted call may be gone.
+      if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+        c.fail("V8", "recovery parked but changed the workspace: " + bad);
     } else {
-      if (r.exitCode != 0)
-        c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
-                                 lastLine(recover.stderrFile)));
       auto snap = snapshotWorkspace(ws);
       if (snap != ref.finalWorkspace) {
         std::string diff;
@@ -744,10 +803,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
             }
         c.fail("V8", "final workspace differs from the reference run: " + diff);
       }
-      for (const auto& [callId, n] : ref.executionsPerCall)
-        if (effects[callId] != n)
-          c.fail("V8", fmt::format("{} executed {} time(s), the reference run executed it {}",
-                                   callId, effects[callId], n));
+      for (const auto& line : checkExpectedWorkspace(sc.spec, ws))
+        c.fail("V8", "final workspace: " + line);
       if (x.armedCall && !x.finalStatus.empty()) {
         const auto& armed = sc.calls[*x.armedCall];
         auto d = finalDecision(armed.id);
@@ -756,9 +813,6 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
                                    d ? d->status : "absent", d ? d->reason : "-", x.finalStatus,
                                    x.finalReason));
       }
-      for (const auto& h : st->listRuns())
-        if (!isTerminalStatus(h.status))
-          c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
     }
     if (!c.failed("V8")) c.pass("V8");
   } catch (const std::exception& e) {

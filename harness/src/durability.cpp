@@ -440,7 +440,7 @@ std::string renderDurabilityMarkdown(const Json& doc) {
     o += "\n";
   }
   o += "## Matrix: failpoint × fault mode × synchronous\n\n| failpoint | mode | synchronous |";
-  for (const auto& p : doc["platforms"]) o += " " + p["name"].get<std::string>() + " |";
+  for (const auto& p : doc["platforms"]) o += fmt::format(" {} |", p["name"].get<std::string>());
   o += "\n|---|---|---|";
   for (size_t i = 0; i < doc["platforms"].size(); ++i) o += "---|";
   o += "\n";
@@ -450,7 +450,7 @@ std::string renderDurabilityMarkdown(const Json& doc) {
       if (!c.is_null()) first = c;
     o += fmt::format("| {} | {} | {} |", first["failpoint"].get<std::string>(),
                      first["mode"].get<std::string>(), first["synchronous"].get<std::string>());
-    for (const auto& c : cells) o += " " + cellText(c) + " |";
+    for (const auto& c : cells) o += fmt::format(" {} |", cellText(c));
     o += "\n";
   }
   return o;

@@ -186,7 +186,7 @@ int inspectStore(const std::string& storeDir, bool json) {
     std::cout << "\n";
     for (const auto& d : p["diagnostics"])
       std::cout << "    diagnostic " << d.value("code", "?")
-                << (d.contains("detail") ? " " + d["detail"].dump() : "") << "\n";
+                << (d.contains("detail") ? fmt::format(" {}", d["detail"].dump()) : "") << "\n";
     if (p.contains("directive") && p["directive"].is_string())
       std::cout << "    directive: " << p["directive"].get<std::string>() << "\n";
   }

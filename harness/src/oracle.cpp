@@ -179,6 +179,25 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
   return x;
 }
 
+bool expectParked(const Scenario& s, const CaseExpectation& x, int fp) {
+  return afterCrashApplies(s.spec, failpointName(fp)) ||
+         x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled ||
+         x.outcome == Outcome::parked_replay_gap;
+}
+
+std::vector<int> expectedExecutions(const Scenario& s, const CaseExpectation& x, int fp) {
+  std::vector<int> n(s.calls.size(), 0);
+  const bool parked = expectParked(s, x, fp) && x.armedCall;
+  for (size_t i = 0; i < s.calls.size(); ++i) {
+    if (!s.calls[i].dispatched()) continue;
+    if (!parked || i < *x.armedCall)
+      n[i] = 1;
+    else if (i == *x.armedCall)
+      n[i] = fp >= 3 ? 1 : 0;
+  }
+  return n;
+}
+
 std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
   std::array<int, 12> h{};
   const CaseExpectation x = expectCase(s, fp, hit);

@@ -64,7 +64,8 @@ class Validator {
       } else {
         for (const auto& x : *t) {
           ok = ok || hasType(v, x.get<std::string>());
-          names += (names.empty() ? "" : "|") + x.get<std::string>();
+          if (!names.empty()) names += '|';
+          names += x.get<std::string>();
         }
       }
       if (!ok) {

@@ -100,6 +100,19 @@ std::array<int, 12> predictedHits(const Scenario& scenario);
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, int failpoint, int hit);
 
+// Whether recovery of this case must park instead of finishing the task: the outcome parks
+// (reconcile observed the prior state, no reconciler, replay gap) or the scenario's afterCrash
+// change applies at this failpoint (the external change decides the park).
+bool expectParked(const Scenario& scenario, const CaseExpectation& x, int failpoint);
+
+// Executions of each scenario call (scenario order; effects-log lines) after recovery ran to the
+// end, from the scenario and the contract alone — never from a run: a refused call never runs;
+// when recovery finishes the task every dispatched call runs exactly once; when it parks, the
+// calls before the armed one ran once, the armed one ran once if its implementation had started
+// (P3 and later; at P1/P2 it never did) and nothing after it ran.
+std::vector<int> expectedExecutions(const Scenario& scenario, const CaseExpectation& x,
+                                    int failpoint);
+
 // Hits of the recovery-side failpoints P8–P11 the first, unarmed recovery process of the
 // primary case (failpoint, hit) must reach, from the contract's recovery order alone (spec g,
 // c, i, e; DESIGN.md "Failpoints"): the double faults the sweep plans for that case.
