@@ -15,7 +15,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
 #include "ledger_gen.h"
-#include "resolver_model.h"
+#include "verdicts/resolver_model.h"
 
 namespace crashsim {
 namespace {

@@ -3,7 +3,7 @@
 // with runtime/src/recovery. Both must agree on every generated ledger, every prefix of it and
 // every corruption of those: toolBoundaryProtocol, decisions (status, reason, settlement
 // origin, ids, responseIsError), issues (code@eventId multiset) and both flags.
-#include "resolver_model.h"
+#include "verdicts/resolver_model.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>

@@ -19,6 +19,8 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
+#include "verdicts/observed_store.h"
+#include "verdicts/resolver_model.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -74,6 +76,26 @@ std::string reachDifference(const std::array<int, 12>& predicted,
       return fmt::format("{} reached P{} {} time(s), the oracle predicts {}", what, fp,
                          reached[static_cast<size_t>(fp)], predicted[static_cast<size_t>(fp)]);
   return "";
+}
+
+// The independent resolver model (verdicts/resolver_model.h: written from the contract, sharing
+// no code with runtime/src/recovery) must agree with the runtime's resolution of a ledger, and a
+// crash or a recovery never leaves a ledger the model calls corrupt. "" when both hold.
+std::string modelDisagreement(const std::vector<RuntimeEvent>& events,
+                              const RecoveryResolution& res, const std::string& which) {
+  const model::Resolution m = model::resolve(events);
+  if (m.hasCorruption) {
+    std::string issues;
+    for (const auto& i : m.issues) issues += " " + i.code + "@" + i.eventId;
+    for (const auto& d : m.decisions)
+      if (d.reason == "recovery_fact_corruption" || d.status == "corruption")
+        issues += " " + d.toolCallId + ":" + d.reason;
+    return "the independent resolver model finds corruption in " + which + ":" + issues;
+  }
+  std::string diff = model::compare(m, res);
+  if (diff.empty()) return "";
+  if (auto nl = diff.find('\n'); nl != std::string::npos) diff.resize(nl);
+  return "the resolver disagrees with the independent model on " + which + ": " + diff;
 }
 
 // A tool's temp file (`.<name>.<operationId>.tmp`, scenarios/README.md "What each call does").
@@ -292,6 +314,69 @@ void checkV7(const fs::path& copy, Checks& c) {
     return;
   }
   c.pass("V7");
+}
+
+// V3/V4 on the state a killed recovery process left (double faults): expectRecoveryKill.
+void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
+                            const RuntimeStore& st, const fs::path& store, Checks& c) {
+  const auto want = expectRecoveryKill(*id.recoveryFailpoint, id.recoveryHit.value_or(1));
+  const std::string at =
+      fmt::format("after the recovery kill at {}#{}", failpointName(*id.recoveryFailpoint),
+                  id.recoveryHit.value_or(1));
+  auto runs = st.listRuns();
+  std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
+    return a.createdAt < b.createdAt;
+  });
+  if (runs.size() < static_cast<size_t>(want.run) ||
+      (want.exactlyThatManyRuns && runs.size() != static_cast<size_t>(want.run))) {
+    c.fail("V3", fmt::format("{}: {} run(s) in the store, the contract expects {}{}", at,
+                             runs.size(), want.exactlyThatManyRuns ? "" : "at least ", want.run));
+    return;
+  }
+  const RunHeader& h = runs[static_cast<size_t>(want.run - 1)];
+  const auto events = eventsOf(st, h);
+  int facts = 0;
+  for (const auto& e : events) facts += !e.partial && e.isTerminal();
+  if (facts != (want.terminalFact ? 1 : 0))
+    c.fail("V3", fmt::format("{}: run {} has {} terminal RuntimeEvent(s), the contract expects {}",
+                             at, h.runId, facts, want.terminalFact ? 1 : 0));
+  if (isTerminalStatus(h.status) != want.terminalHeader)
+    c.fail("V3", fmt::format("{}: run {} header is {}, the contract expects it {}", at, h.runId,
+                             h.status, want.terminalHeader ? "terminal" : "not terminal"));
+  if (want.armedIndeterminate && x.armedCall) {
+    const auto& armed = sc.calls[*x.armedCall];
+    bool response = false;
+    for (const auto& e : events)
+      response = response || (!e.partial && e.contentKind == ContentKind::function_response &&
+                              e.callId == armed.id);
+    if (response)
+      c.fail("V3", fmt::format("{}: {} has a durable response (the bundle was not rolled back)", at,
+                               armed.id));
+    const auto res = resolveRecovery(events);
+    auto d = std::find_if(res.decisions.begin(), res.decisions.end(),
+                          [&](const ToolDecision& t) { return t.toolCallId == armed.id; });
+    if (d == res.decisions.end() || d->status != code::indeterminate ||
+        d->reason != code::dispatch_without_response)
+      c.fail("V4", fmt::format("{}: {} is {}, the contract expects {}/{}", at, armed.id,
+                               d == res.decisions.end() ? "undecided" : d->status + "/" + d->reason,
+                               code::indeterminate, code::dispatch_without_response));
+    if (auto bad = modelDisagreement(events, res, "the ledger " + at); !bad.empty())
+      c.fail("V4", bad);
+  }
+  if (want.claimWithoutStart) {
+    const auto rows = observed::claims(store);
+    const auto open = std::count_if(rows.begin(), rows.end(),
+                                    [](const observed::ClaimRow& r) { return !r.startEventId; });
+    if (rows.size() != 1 || open != 1)
+      c.fail("V3", fmt::format("{}: {} claim row(s), {} without a start; the contract expects one "
+                               "claim without a start",
+                               at, rows.size(), open));
+    else if (int n = observed::eventsOfRun(store, rows[0].targetRunId); n != 0)
+      c.fail("V3", fmt::format("{}: the claimed target run {} has {} event(s), expected none", at,
+                               rows[0].targetRunId, n));
+  }
+  if (!c.failed("V3")) c.pass("V3");
+  if (!c.failed("V4") && want.armedIndeterminate) c.pass("V4");
 }
 
 }  // namespace
@@ -592,6 +677,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         // --- V4: resolver decisions vs the oracle ---------------------------------------------
         auto res = resolveRecovery(runEvents);
         if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+        if (auto bad = modelDisagreement(runEvents, res, "the crashed ledger"); !bad.empty())
+          c.fail("V4", bad);
         bool expectIndeterminate = false;
         for (const auto& op : x.ops) {
           expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
@@ -683,6 +770,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       if (integrity != "ok")
         c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
       if (integrity == "ok" && !c.failed("V2")) c.pass("V2");
+      checkRecoveryKillState(id, sc, x, *st, store, c);
       if (auto bad = terminalInvariant(*st); !bad.empty())
         c.fail("V7", "after the recovery kill: " + bad);
       else if (!c.failed("V7"))
@@ -733,7 +821,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     }
     for (const auto& [callId, n] : effects)
       if (!scenarioCalls.count(callId))
-        c.fail("V8", fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
+        c.fail("V8",
+               fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
     auto st = RuntimeStore::open(store);
     // Decision of the armed call after recovery: a completed decision in any run wins.
     auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
@@ -748,9 +837,14 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
       return first;
     };
-    for (const auto& h : st->listRuns())
+    for (const auto& h : st->listRuns()) {
       if (!isTerminalStatus(h.status))
         c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
+      auto ev = eventsOf(*st, h);
+      if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
+          !bad.empty())
+        c.fail("V4", bad);
+    }
     if (r.exitCode != 0)
       c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
                                lastLine(recover.stderrFile)));
@@ -775,8 +869,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
           c.fail("V8", "workspace after recovery: " + line);
       // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
       // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
-      if (auto bad = parkProblem(readFile(recover.stdoutFile),
-                                 x.outcome == Outcome::parked_replay_gap);
+      if (auto bad =
+              parkProblem(readFile(recover.stdoutFile), x.outcome == Outcome::parked_replay_gap);
           !bad.empty())
         c.fail("V8", bad);
       // A park changes nothing in the workspace: every file is as the crash (and the external

@@ -198,6 +198,31 @@ std::vector<int> expectedExecutions(const Scenario& s, const CaseExpectation& x,
   return n;
 }
 
+RecoveryKillExpectation expectRecoveryKill(int rfp, int rhit) {
+  RecoveryKillExpectation e;
+  e.run = rhit;
+  switch (rfp) {
+    case 8:
+      e.exactlyThatManyRuns = rhit == 1;
+      break;
+    case 9:
+      e.terminalFact = true;
+      break;
+    case 10:
+      e.run = 1;
+      e.exactlyThatManyRuns = true;
+      e.armedIndeterminate = true;
+      break;
+    default:  // 11
+      e.run = 1;
+      e.exactlyThatManyRuns = true;
+      e.terminalFact = e.terminalHeader = true;
+      e.claimWithoutStart = true;
+      break;
+  }
+  return e;
+}
+
 std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
   std::array<int, 12> h{};
   const CaseExpectation x = expectCase(s, fp, hit);

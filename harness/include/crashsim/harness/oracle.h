@@ -113,6 +113,27 @@ bool expectParked(const Scenario& scenario, const CaseExpectation& x, int failpo
 std::vector<int> expectedExecutions(const Scenario& scenario, const CaseExpectation& x,
                                     int failpoint);
 
+// What the store must hold right after a recovery process was killed at (rfp, rhit), from the
+// catalogue's boundary text alone (DESIGN.md "Failpoints"); it holds whatever order the host
+// runs repair, reconcile and continuation in. Runs are counted in creation order, 1-based.
+//   P8#k   inside a terminal commit: run k has no terminal RuntimeEvent (rolled back), its
+//          header is not terminal; k = 1 (the crashed run) means no other run exists yet.
+//   P9#k   terminal fact committed, header not yet: run k has exactly one terminal fact and a
+//          non-terminal header.
+//   P10#1  inside the recovery-bundle commit (rolled back): no bundle, the armed operation is
+//          still indeterminate / dispatch_without_response, no continuation exists.
+//   P11#1  claim committed, continuation-start not: the crashed run is sealed (fact and
+//          header), one claim row has no start and its target run has no events.
+struct RecoveryKillExpectation {
+  int run = 1;  // the run the kill concerns
+  bool exactlyThatManyRuns = false;
+  bool terminalFact = false;        // P9 (and P11: the crashed run is sealed)
+  bool terminalHeader = false;      // P11
+  bool armedIndeterminate = false;  // P10
+  bool claimWithoutStart = false;   // P11
+};
+RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHit);
+
 // Hits of the recovery-side failpoints P8–P11 the first, unarmed recovery process of the
 // primary case (failpoint, hit) must reach, from the contract's recovery order alone (spec g,
 // c, i, e; DESIGN.md "Failpoints"): the double faults the sweep plans for that case.

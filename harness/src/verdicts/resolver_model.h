@@ -7,7 +7,9 @@
 // decision, which is always recovery_fact_corruption) and the resolution flags. The only
 // shared helper is canonicalArgsHash (the codec's frozen hash, a.7).
 //
-// Deliberately simple: maps and linear scans, no performance concerns.
+// Deliberately simple: maps and linear scans, no performance concerns. The harness judges every
+// crashed and every recovered ledger with it (V4, case_runner.cpp); the property tests compare it
+// with the resolver on generated ledgers (property_tests/resolver_model_test.cpp).
 //
 // Readings where the spec text leaves room (each chosen as the fail-closed one):
 //  * c.2 step 6: a dispatch that creates its operation (no call yet) is still checked for

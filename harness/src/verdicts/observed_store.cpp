@@ -1,0 +1,126 @@
+// Read-only raw SQLite readers of a store directory (observed_store.h).
+#include "verdicts/observed_store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "crashsim/reports/report.h"
+
+namespace crashsim::harness::observed {
+namespace fs = std::filesystem;
+namespace {
+
+using Db = std::unique_ptr<sqlite3, decltype(&sqlite3_close)>;
+using Stmt = std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)>;
+
+Db openReadOnly(const fs::path& storeDir) {
+  sqlite3* raw = nullptr;
+  const auto file = storeDir / "runtime.sqlite";
+  if (!fs::exists(file)) throw std::runtime_error("no runtime.sqlite in " + storeDir.string());
+  int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  Db db(raw, &sqlite3_close);
+  if (rc != SQLITE_OK)
+    throw std::runtime_error(fmt::format("open {} read-only: {}", file.string(),
+                                         raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  return db;
+}
+
+Stmt prepare(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &raw, nullptr) != SQLITE_OK)
+    throw std::runtime_error(fmt::format("{}: {}", sql, sqlite3_errmsg(db)));
+  return Stmt(raw, &sqlite3_finalize);
+}
+
+std::string column(sqlite3_stmt* s, int i) {
+  switch (sqlite3_column_type(s, i)) {
+    case SQLITE_NULL:
+      return "N";
+    case SQLITE_INTEGER:
+      return fmt::format("I{}", sqlite3_column_int64(s, i));
+    case SQLITE_FLOAT:
+      return fmt::format("F{:a}", sqlite3_column_double(s, i));
+    default: {
+      const auto* p = static_cast<const char*>(sqlite3_column_blob(s, i));
+      int n = sqlite3_column_bytes(s, i);
+      return fmt::format("B{}:", n) + std::string(p ? p : "", static_cast<size_t>(n));
+    }
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> tableDigests(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  std::vector<std::pair<std::string, bool>> tables;  // name, WITHOUT ROWID
+  {
+    Stmt s =
+        prepare(db.get(), "SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+    while (sqlite3_step(s.get()) == SQLITE_ROW) {
+      std::string name = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
+      const auto* sqlText = sqlite3_column_text(s.get(), 1);
+      std::string sql = sqlText ? reinterpret_cast<const char*>(sqlText) : "";
+      tables.push_back({name, sql.find("WITHOUT ROWID") != std::string::npos});
+    }
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [name, withoutRowid] : tables) {
+    // Every row, every column; rowid order (primary-key order for WITHOUT ROWID tables).
+    Stmt s = prepare(db.get(), fmt::format("SELECT * FROM \"{}\"{}", name,
+                                           withoutRowid ? "" : " ORDER BY rowid"));
+    std::vector<std::string> rows;
+    const int n = sqlite3_column_count(s.get());
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      std::string row;
+      for (int i = 0; i < n; ++i) row += column(s.get(), i) + "|";
+      rows.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE)
+      throw std::runtime_error(fmt::format("read table {}: {}", name, sqlite3_errmsg(db.get())));
+    out[name] = reports::manifestDigest(rows) + fmt::format("/{}", rows.size());
+  }
+  return out;
+}
+
+std::string firstChangedTable(const std::map<std::string, std::string>& before,
+                              const std::map<std::string, std::string>& after) {
+  for (const auto& [name, digest] : before) {
+    auto it = after.find(name);
+    if (it == after.end()) return name + " (dropped)";
+    if (it->second != digest) return name;
+  }
+  for (const auto& [name, digest] : after)
+    if (!before.count(name)) return name + " (created)";
+  return "";
+}
+
+std::vector<ClaimRow> claims(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT claim_id, source_run_id, target_run_id, start_event_id FROM "
+                   "runtime_continuation_claims ORDER BY claimed_at, claim_id");
+  std::vector<ClaimRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    ClaimRow r;
+    r.claimId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
+    r.sourceRunId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 1));
+    r.targetRunId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 2));
+    if (sqlite3_column_type(s.get(), 3) != SQLITE_NULL)
+      r.startEventId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 3));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int eventsOfRun(const fs::path& storeDir, const std::string& runId) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(), "SELECT count(*) FROM runtime_events WHERE run_id = ?1");
+  sqlite3_bind_text(s.get(), 1, runId.c_str(), -1, SQLITE_TRANSIENT);
+  return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int(s.get(), 0) : -1;
+}
+
+}  // namespace crashsim::harness::observed
