@@ -228,6 +228,7 @@ RC_GTEST_PROP(CrashProperty, RandomScriptKilledAtRandomFailpointMeetsTheOracle, 
 
   h::RunOptions opts;
   opts.agent = agentPath();
+  opts.crashsim = fs::path(CRASHSIM_BINARY_DIR) / "harness" / "crashsim";
   opts.workRoot = work;
   RC_ASSERT(fs::exists(opts.agent));
   const h::Reference ref = h::buildReference(scenario, opts);

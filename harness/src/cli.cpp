@@ -110,6 +110,7 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   }
   RunOptions ro;
   ro.agent = locateAgent();
+  ro.crashsim = locateCrashsim();
   if (ro.agent.empty() || !fs::exists(ro.agent))
     throw UsageError("crashsim-agent not found (set CRASHSIM_AGENT)");
   ro.workRoot = defaultWorkRoot(id.mode) / fmt::format("crashsim-run-{}", ::getpid());

@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace crashsim::harness {
 namespace bp = boost::process;
@@ -65,6 +66,10 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
   try {
     auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
     auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
+    // Boost.Process opens the redirect targets without O_TRUNC: a reused file would keep the
+    // tail of its previous, longer contents after the child's output.
+    for (const auto& f : {spec.stdoutFile, spec.stderrFile})
+      if (!f.empty()) std::ofstream(f, std::ios::trunc);
     auto launch = [&](auto&&... executor) {
       return bp::child(
           executor..., bp::exe = spec.exe.string(), bp::args = spec.args, env,
@@ -243,6 +248,16 @@ std::filesystem::path locateAgent() {
     }
   }
   return {};
+}
+
+std::filesystem::path locateCrashsim() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && (self.filename() == "crashsim" || self.filename() == "crashsim-planted")) return self;
+  auto agent = locateAgent();
+  if (agent.empty()) return {};
+  auto candidate = agent.parent_path().parent_path() / "harness" / "crashsim";
+  return std::filesystem::exists(candidate) ? candidate : std::filesystem::path();
 }
 
 }  // namespace crashsim::harness

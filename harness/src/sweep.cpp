@@ -261,6 +261,7 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   RunOptions ro;
   ro.agent = locateAgent();
+  ro.crashsim = locateCrashsim();
   if (ro.agent.empty() || !fs::exists(ro.agent))
     throw SweepError("crashsim-agent not found (build it, or set CRASHSIM_AGENT)");
   fs::path root = defaultWorkRoot(opts.mode) / fmt::format("crashsim-sweep-{}", ::getpid());

@@ -37,6 +37,9 @@ struct Reference {
 
 struct RunOptions {
   std::filesystem::path agent;
+  // The crashsim binary V5 runs `crashsim ledger resolve` with (a second process; empty = V5
+  // compares no second process). locateCrashsim() finds it.
+  std::filesystem::path crashsim;
   std::filesystem::path workRoot;                // per-case directories are created under it
   std::optional<std::filesystem::path> keepDir;  // run CASE --keep DIR: use and keep this dir
   bool keepFailures = false;

@@ -52,4 +52,8 @@ ChildResult runToEnd(SpawnSpec spec);
 // this executable (<build>/harness/crashsim → ../runtime/crashsim-agent), else next to it.
 std::filesystem::path locateAgent();
 
+// The crashsim binary for helper processes: this executable when it is crashsim (or
+// crashsim-planted), else <build>/harness/crashsim next to the agent; empty when neither exists.
+std::filesystem::path locateCrashsim();
+
 }  // namespace crashsim::harness
