@@ -454,7 +454,15 @@ std::map<std::string, int> readEffects(const fs::path& file) {
 
 std::string reproduceLine(const CaseId& id, const RunOptions& opts) {
   auto keep = fs::temp_directory_path() / ("crashsim-" + sanitize(id.str()));
-  return fmt::format("crashsim run {} --keep {}{}", id.str(), keep.string(), opts.reproduceExtra);
+  // What reproduces it as printed: the environment that changes the agent or plants a fault,
+  // and this crashsim binary (crashsim-planted for planted faults) by its path.
+  std::string env;
+  for (const char* v : {"CRASHSIM_PLANT", "CRASHSIM_AGENT"})
+    if (const char* val = std::getenv(v); val && *val) env += fmt::format("{}={} ", v, val);
+  const fs::path self = locateCrashsim();
+  const std::string exe = self.empty() ? std::string("crashsim") : self.string();
+  return fmt::format("{}{} run '{}' --keep {}{}", env, exe, id.str(), keep.string(),
+                     opts.reproduceExtra);
 }
 
 fs::path defaultWorkRoot(const std::string& mode) {
@@ -650,6 +658,11 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"})
         c.na(v, "no crash state (V1 failed)");
       return finish();
+    }
+    if (opts.keepDir) {
+      // crashsim run --keep: the state recovery started from, beside the recovered one.
+      copyDir(store, dir / "crashed" / "store");
+      copyDir(ws, dir / "crashed" / "ws");
     }
     if (opts.keepCrashStates && !id.isDoubleFault()) {
       // The double-fault cases of this primary start from exactly this crashed state.

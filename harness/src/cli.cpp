@@ -144,6 +144,9 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   std::cout << "case directory: " << oc.keptAt.string() << "\n";
   std::cout << "inspect the store after recovery: crashsim inspect "
             << (oc.keptAt / "store").string() << "\n";
+  if (fs::exists(oc.keptAt / "crashed" / "store"))
+    std::cout << "inspect the crashed store (what recovery started from): crashsim inspect "
+              << (oc.keptAt / "crashed" / "store").string() << "\n";
   if (oc.record.verdict != "pass") std::cout << "reproduce: " << oc.record.reproduce << "\n";
   return oc.record.verdict == "pass" ? 0 : 1;
 }

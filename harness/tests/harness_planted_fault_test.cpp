@@ -43,6 +43,16 @@ std::set<std::string> failedChecks(const std::string& plant, const std::string& 
   return failed;
 }
 
+// The plant is caught by exactly these checks (and the sweep exits 1).
+void expectCaughtExactly(const std::string& plant, const std::string& args,
+                         const std::set<std::string>& checks) {
+  ASSERT_TRUE(plantWired(plant)) << "plant " << plant << " is not consulted by the runtime";
+  int rc = -1;
+  auto failed = failedChecks(plant, args, &rc);
+  EXPECT_EQ(rc, 1) << "a planted fault must make the sweep exit 1";
+  EXPECT_EQ(failed, checks) << plant;
+}
+
 void expectCaught(const std::string& plant, const std::string& args, const std::string& check) {
   ASSERT_TRUE(plantWired(plant)) << "plant " << plant << " is not consulted by the runtime";
   int rc = -1;
@@ -89,4 +99,46 @@ TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
       failedChecks("none", "--scenario write-config-port --failpoint P4 --failpoint P6", &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(failed.empty());
+}
+
+// V1: a killed agent must leave no normal-exit marker; an agent that writes it before the run
+// makes every crash look like a clean exit.
+TEST(PlantedFault, ExitMarkerWrittenBeforeTheRunFailsV1Only) {
+  expectCaughtExactly("exit_marker_first", "--scenario bash-touch-marker --failpoint P4", {"V1"});
+}
+
+// V5: the Phase 1 planner is read-only (spec e.2); one that refreshes a stale header writes.
+TEST(PlantedFault, PlannerThatWritesAHeaderFailsV5Only) {
+  expectCaughtExactly("planner_touches_header", "--scenario bash-touch-marker --failpoint P2",
+                      {"V5"});
+}
+
+// V8 executions come from the scenario: a Read that runs without an effects line was invisible
+// while the expected executions were taken from the (equally broken) reference run.
+TEST(PlantedFault, ExecutionNotRecordedFailsV8Only) {
+  expectCaughtExactly("read_not_recorded", "--scenario write-config-port --failpoint P6", {"V8"});
+}
+
+// V8 parked branch: a park must leave the workspace as the crash left it.
+TEST(PlantedFault, ParkThatRewritesTheTargetFailsV8Only) {
+  expectCaughtExactly("park_rewrites_target", "--scenario write-config-port --failpoint P2",
+                      {"V8"});
+}
+
+// Double-fault state: a bundle committed before its P10 window is durable after the recovery
+// kill — only the check of the state the recovery kill left sees it (recovery ends the same).
+TEST(PlantedFault, BundleDurableBeforeItsBoundaryFailsTheDoubleFaultStateCheck) {
+  expectCaughtExactly("bundle_commits_early",
+                      "--scenario write-config-port --failpoint P10 --double-faults",
+                      {"V3", "V4"});
+}
+
+// Coverage: a runtime that crosses a boundary once more than the scenario implies would leave a
+// crash window unplanned; the sweep refuses to run (exit 2) instead of passing a smaller sweep.
+TEST(PlantedFault, BoundaryCrossedTwiceIsACoverageErrorExitTwo) {
+  ASSERT_TRUE(plantWired("boundary_crossed_twice"));
+  auto r = sh("CRASHSIM_PLANT=boundary_crossed_twice " + plantedBinary().string() +
+              " sweep --scenario write-config-port 2>&1 >/dev/null");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("reached P6 4 time(s), the oracle predicts 2"), std::string::npos) << r.out;
 }

@@ -31,6 +31,7 @@
 #include "crashsim/durable_fs.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
 
@@ -165,6 +166,8 @@ int main(int argc, char** argv) {
     if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
       paths.synchronous = sync;
     fs::create_directories(paths.storeDir);
+    // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
+    if (crashsim::planted("exit_marker_first")) writeExitMarker(paths.storeDir, "run", Json::object());
     crashsim::CancellationToken cancel;
     int rc = 0;
     Json summary;

@@ -6,6 +6,7 @@
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -182,6 +183,7 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   outcome.committedAt = clock_.now();
   store_.commitToolOutcome(outcome);
   CRASHSIM_FAILPOINT(P6);
+  if (planted("boundary_crossed_twice")) CRASHSIM_FAILPOINT(P6);  // planted: coverage (exit 2)
   // Only now does the result reach the next provider step.
   history.push_back(outcome.response);
 }

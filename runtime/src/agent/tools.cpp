@@ -318,8 +318,11 @@ PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
 ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDecision& decision,
                                 const ToolExecution& execution, const CancellationToken& cancel) {
   try {
-    effects_.recordExecution(execution.operationId, execution.callId, execution.invocationId,
-                             call.toolName);
+    // Planted bug: Read runs without recording its execution (V8: executions come from the
+    // scenario, so a call that is dispatched but never recorded fails).
+    if (!(planted("read_not_recorded") && call.toolName == "Read"))
+      effects_.recordExecution(execution.operationId, execution.callId, execution.invocationId,
+                               call.toolName);
     if (cancel.cancelled()) {
       return {
           toolErrorResult(code::run_cancelled, "cancelled before execution: " + cancel.reason()),

@@ -9,6 +9,7 @@
 #include "continuation/internal.h"
 #include "continuation/replay_internal.h"
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "crashsim/error.h"
 
 namespace crashsim {
@@ -391,6 +392,13 @@ ContinuationPlan planContinuation(RuntimeStore& store, const std::string& sessio
 ContinuationPlan planLatestContinuation(RuntimeStore& store,
                                         const std::optional<std::string>& sessionId,
                                         const ContinuationHost& host) {
+  if (planted("planner_touches_header")) {  // planted bug: the read-only planner writes (V5)
+    for (RunHeader h : store.listRuns(sessionId))
+      if (h.status == "running") {
+        h.updatedAt += 1;
+        store.updateRunHeader(h);
+      }
+  }
   auto storeLock = continuation_detail::lockStore(store);
   const std::string sid = sessionId.value_or("");
   if (!safeBoundaryResumeEnabled(host)) return park(sid, "", code::resume_feature_disabled);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
 #include "crashsim/recovery_resolver.h"
@@ -389,6 +391,15 @@ void reconcileOne(RuntimeStore& store, const WorkspaceIdentity& workspace,
     report["action"] = w.created ? "bundle_committed" : "bundle_exact_retry";
     report["disposition"] = bundle.decision.toolRecovery->disposition;
     report["reasonCode"] = bundle.decision.toolRecovery->reasonCode;
+    // Planted bug: a park "restores" the target by rewriting it (V8: a park changes nothing).
+    if (planted("park_rewrites_target") && obs.observation == code::matches_prior_state &&
+        dispatch->toolDispatch->fileEvidence) {
+      const auto target = workspace.root / dispatch->toolDispatch->fileEvidence->targetPath;
+      std::ifstream in(target, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      in.close();
+      std::ofstream(target, std::ios::binary | std::ios::trunc) << bytes << "\n";
+    }
   } catch (const Error& e) {
     report["action"] = "bundle_refused";
     report["error"] = Json{{"code", e.code()}, {"message", e.what()}};

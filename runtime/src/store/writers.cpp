@@ -413,6 +413,11 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
     throw Error(code::compare_and_set_failed,
                 "Tool operation " + op->operationId + " recovery decision compare-and-set failed");
   }
+  if (planted("bundle_commits_early")) {  // planted: the bundle is durable before P10's window
+    tx.commit();
+    CRASHSIM_FAILPOINT(P10);
+    return {true, seq};
+  }
   CRASHSIM_FAILPOINT(P10);
   // 9. commit.
   tx.commit();
