@@ -418,6 +418,55 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
   if (!c.failed("V4") && want.armedIndeterminate) c.pass("V4");
 }
 
+// The session's history after recovery (spec e.9, d.8): every run but the first begins with its
+// continuation-start, whose source is an earlier run of the session at that run's full ledger
+// (high-water = its last event); the user message appears once (no duplicate on resume); no call
+// is answered twice, and a call id is issued again only after its first call was never
+// dispatched (trimmed and re-issued). "" when all hold.
+std::string continuationHistoryProblem(const RuntimeStore& st) {
+  auto runs = st.listRuns();
+  std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
+    return a.createdAt < b.createdAt;
+  });
+  std::map<std::string, size_t> eventsPerRun;
+  int userMessages = 0;
+  std::map<std::string, int> calls, responses;
+  std::set<std::string> dispatched;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto events = eventsOf(st, runs[i]);
+    eventsPerRun[runs[i].runId] = events.size();
+    if (i > 0) {
+      if (events.empty() || !events.front().continuationStart)
+        return fmt::format("continuation run {} does not begin with its continuation-start",
+                           runs[i].runId);
+      const ContinuationStart& cs = *events.front().continuationStart;
+      auto src = eventsPerRun.find(cs.sourceRunId);
+      if (src == eventsPerRun.end())
+        return fmt::format("continuation run {} names source {}, no earlier run of the session",
+                           runs[i].runId, cs.sourceRunId);
+      if (cs.sourceHighWater != static_cast<int64_t>(src->second))
+        return fmt::format("continuation run {} starts at high-water {} of {}, which has {} events",
+                           runs[i].runId, cs.sourceHighWater, cs.sourceRunId, src->second);
+    }
+    for (const auto& e : events) {
+      if (e.partial) continue;
+      if (e.role == Role::user && e.contentKind == ContentKind::text) ++userMessages;
+      if (e.contentKind == ContentKind::function_call) {
+        if (calls[e.callId]++ > 0 && dispatched.count(e.callId))
+          return fmt::format("call {} was issued again after it had been dispatched", e.callId);
+      }
+      if (e.toolDispatch) dispatched.insert(e.toolDispatch->providerToolCallId);
+      if (e.contentKind == ContentKind::function_response && ++responses[e.callId] > 1)
+        return fmt::format("call {} has {} responses in the session", e.callId,
+                           responses[e.callId]);
+    }
+  }
+  if (userMessages != 1)
+    return fmt::format("the session holds {} user messages, the contract allows exactly one",
+                       userMessages);
+  return "";
+}
+
 }  // namespace
 
 fs::path crashStateDir(const RunOptions& opts, const CaseId& primary) {
@@ -897,6 +946,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
           !bad.empty())
         c.fail("V4", bad);
     }
+    if (auto bad = continuationHistoryProblem(*st); !bad.empty())
+      c.fail("V8", "history after recovery: " + bad);
     if (r.exitCode != 0)
       c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
                                lastLine(recover.stderrFile)));

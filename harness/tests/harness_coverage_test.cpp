@@ -45,9 +45,9 @@ TEST(Coverage, AProgramThatIsNoInstrumentedAgentExitsTwo) {
   auto d = freshDir("crashsim-cov-nohits");
   auto agent = script(d, "agent.sh",
                       "unset CRASHSIM_HITS_OUT\nexec " + agentBinary().string() + " \"$@\"\n");
-  expectExitTwo("CRASHSIM_AGENT=" + agent.string() + " " + cs() +
-                    " sweep --scenario write-config-port",
-                "no readable failpoint hit counts");
+  expectExitTwo(
+      "CRASHSIM_AGENT=" + agent.string() + " " + cs() + " sweep --scenario write-config-port",
+      "no readable failpoint hit counts");
   fs::remove_all(d);
 }
 
@@ -55,15 +55,16 @@ TEST(Coverage, AReferenceRunThatReachesOtherHitsThanPredictedExitsTwo) {
   // The agent crosses P4 once more than the oracle predicts from the scenario (a runtime that
   // grew a boundary crossing, or an oracle that is wrong): the plan would miss a window.
   auto d = freshDir("crashsim-cov-mismatch");
-  auto agent = script(d, "agent.sh",
-                      agentBinary().string() +
-                          " \"$@\"; rc=$?\n"
-                          "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
-                          "  sed -i 's/\"P4\":\\([0-9]*\\)/\"P4\":9\\1/' \"$CRASHSIM_HITS_OUT\"\n"
-                          "fi\nexit $rc\n");
-  expectExitTwo("CRASHSIM_AGENT=" + agent.string() + " " + cs() +
-                    " sweep --scenario write-config-port",
-                "reached P4");
+  auto agent =
+      script(d, "agent.sh",
+             agentBinary().string() +
+                 " \"$@\"; rc=$?\n"
+                 "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
+                 "  sed -i 's/\"P4\":\\([0-9]*\\)/\"P4\":9\\1/' \"$CRASHSIM_HITS_OUT\"\n"
+                 "fi\nexit $rc\n");
+  expectExitTwo(
+      "CRASHSIM_AGENT=" + agent.string() + " " + cs() + " sweep --scenario write-config-port",
+      "reached P4");
   fs::remove_all(d);
 }
 
@@ -80,8 +81,9 @@ TEST(Coverage, SelectionsThatPlanNoCaseExitTwo) {
 
 TEST(Coverage, ListPlansWithoutRunningAndTheManifestLocksTheCaseSet) {
   auto d = freshDir("crashsim-cov-list");
-  const std::string sel = " sweep --scenario write-config-port --double-faults --case "
-                          "'write-config-port/P4#*'";
+  const std::string sel =
+      " sweep --scenario write-config-port --double-faults --case "
+      "'write-config-port/P4#*'";
   // --list runs nothing: a program that is no agent is not even consulted.
   auto list = sh("CRASHSIM_AGENT=/bin/false " + cs() + sel + " --list 2>/dev/null");
   ASSERT_EQ(list.exitCode, 0);

@@ -129,8 +129,7 @@ TEST(PlantedFault, ParkThatRewritesTheTargetFailsV8Only) {
 // kill — only the check of the state the recovery kill left sees it (recovery ends the same).
 TEST(PlantedFault, BundleDurableBeforeItsBoundaryFailsTheDoubleFaultStateCheck) {
   expectCaughtExactly("bundle_commits_early",
-                      "--scenario write-config-port --failpoint P10 --double-faults",
-                      {"V3", "V4"});
+                      "--scenario write-config-port --failpoint P10 --double-faults", {"V3", "V4"});
 }
 
 // Coverage: a runtime that crosses a boundary once more than the scenario implies would leave a
@@ -141,4 +140,11 @@ TEST(PlantedFault, BoundaryCrossedTwiceIsACoverageErrorExitTwo) {
               " sweep --scenario write-config-port 2>&1 >/dev/null");
   EXPECT_EQ(r.exitCode, 2) << r.out;
   EXPECT_NE(r.out.find("reached P6 4 time(s), the oracle predicts 2"), std::string::npos) << r.out;
+}
+
+// V8 history: a resume that sends the user's prompt again hands the model a history it never
+// had (spec e.9: replay without a duplicate user message); the workspace still ends right.
+TEST(PlantedFault, ResumeRepeatingTheUserMessageFailsV8Only) {
+  expectCaughtExactly("resume_repeats_user_message", "--scenario write-config-port --failpoint P6",
+                      {"V8"});
 }

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
       paths.synchronous = sync;
     fs::create_directories(paths.storeDir);
     // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
-    if (crashsim::planted("exit_marker_first")) writeExitMarker(paths.storeDir, "run", Json::object());
+    if (crashsim::planted("exit_marker_first"))
+      writeExitMarker(paths.storeDir, "run", Json::object());
     crashsim::CancellationToken cancel;
     int rc = 0;
     Json summary;

@@ -68,6 +68,11 @@ RunSummary AgentRunner::runContinuation(const RunHeader& targetHeader,
     header.updatedAt = clock_.now();
     store_.updateRunHeader(header);
   }
+  if (planted("resume_repeats_user_message")) {  // planted bug: the resume re-sends the prompt
+    RuntimeEvent user =
+        agent_events::userEvent(identityOf(header), clock_.now(), scenario_.user, false);
+    store_.append(user);
+  }
   return loop(header, replayHistory, true);
 }
 

@@ -9,8 +9,8 @@
 #include "continuation/internal.h"
 #include "continuation/replay_internal.h"
 #include "crashsim/codes.h"
-#include "crashsim/plant.h"
 #include "crashsim/error.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 

@@ -6,19 +6,19 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <vector>
 
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
-#include "crashsim/plant.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
+#include "crashsim/plant.h"
 #include "crashsim/recovery_resolver.h"
 
 namespace crashsim {
