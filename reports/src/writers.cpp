@@ -169,6 +169,20 @@ std::string renderMarkdown(const Report& r) {
     out += "\n";
   }
   out += "\n";
+  if (r.manifest)
+    out += fmt::format("- manifest: {} case(s), `{}` (whole selection: {}, `{}`)\n\n",
+                       r.manifest->cases, r.manifest->digest, r.manifest->sweepCases,
+                       r.manifest->sweepDigest);
+  if (!r.coverage.empty()) {
+    // Agent-run kills by their failpoint, recovery kills (double faults) by theirs.
+    out += "## Coverage\n\n| scenario | process | failpoint | predicted | planned | run | passed | "
+           "failed | skipped |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& c : r.coverage)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", mdEscape(c.scenario),
+                         c.process, c.failpoint, c.predicted, c.planned, c.run, c.passed, c.failed,
+                         c.skipped());
+    out += "\n";
+  }
   if (r.summary.failed > 0) {
     out += "## Failures\n\n";
     for (const auto& c : r.cases) {

@@ -194,7 +194,8 @@ TEST(Merge, RefusesDifferentCrashsimVersion) {
 
 TEST(Merge, RefusesOverlappingCaseSets) {
   auto a = makeReport(), b = makeReport();
-  b.shards = {{1, 1}};
+  a.shards = {{0, 2}};
+  b.shards = {{1, 2}};
   try {
     mergeReports({a, b});
     FAIL() << "merged overlapping cases";
@@ -253,4 +254,72 @@ TEST(ReportJson, PowerlossCaseCarriesOptionalD1D2AndValidates) {
   for (const auto& v : validateSchema(schema, j)) all += v.path + ": " + v.message + "\n";
   EXPECT_NE(all.find("$.cases[1].checks.D2"), std::string::npos) << all;
   EXPECT_NE(all.find("$.cases[2].id"), std::string::npos) << all;
+}
+
+namespace {
+// Shard i of n of makeReport()'s cases (by position), with coverage rows and the manifest.
+Report shardOf(const Report& full, int i, int n) {
+  Report r = full;
+  r.cases.clear();
+  std::vector<std::string> all, mine;
+  for (size_t k = 0; k < full.cases.size(); ++k) {
+    all.push_back(full.cases[k].id);
+    if (static_cast<int>(k) % n == i) {
+      r.cases.push_back(full.cases[k]);
+      mine.push_back(full.cases[k].id);
+    }
+  }
+  r.shards = {{i, n}};
+  r.coverage = {{"write-config-port", "P4", "agent", 1, static_cast<int>(mine.size()),
+                 static_cast<int>(mine.size()), static_cast<int>(mine.size()), 0}};
+  r.manifest = Manifest{static_cast<int>(mine.size()), manifestDigest(mine),
+                        static_cast<int>(all.size()), manifestDigest(all)};
+  finalizeSummary(r, 1.0);
+  return r;
+}
+}  // namespace
+
+TEST(Coverage, RoundTripsAndValidatesAgainstTheSchema) {
+  Report r = shardOf(makeReport(), 0, 1);
+  r.selection.caseGlobs = {"write-config-port/P4#*"};
+  auto j = toJson(r);
+  EXPECT_TRUE(validateSchema(loadSchema(), j).empty());
+  EXPECT_EQ(j["coverage"][0]["skipped"], 0);
+  EXPECT_EQ(reportFromJson(j), r);
+  // The digest is order-independent and changes with the case set.
+  EXPECT_EQ(manifestDigest({"a", "b"}), manifestDigest({"b", "a"}));
+  EXPECT_NE(manifestDigest({"a", "b"}), manifestDigest({"a"}));
+  EXPECT_EQ(manifestDigest({}).rfind("sha256:", 0), 0u);
+}
+
+TEST(Merge, RefusesAMissingShardAndNamesIt) {
+  const Report full = makeReport();
+  try {
+    mergeReports({shardOf(full, 0, 3), shardOf(full, 2, 3)});
+    FAIL() << "merged shards 0 and 2 of 3";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("shard(s) 1/3 missing"), std::string::npos) << e.what();
+  }
+  auto m = mergeReports({shardOf(full, 0, 3), shardOf(full, 1, 3), shardOf(full, 2, 3)});
+  EXPECT_EQ(m.cases.size(), full.cases.size());
+  ASSERT_TRUE(m.manifest);
+  EXPECT_EQ(m.manifest->digest, m.manifest->sweepDigest);
+  ASSERT_EQ(m.coverage.size(), 1u);
+  EXPECT_EQ(m.coverage[0].run, static_cast<int>(full.cases.size()));
+  EXPECT_TRUE(validateSchema(loadSchema(), toJson(m)).empty());
+}
+
+TEST(Merge, RefusesShardsWhoseCasesAreNotTheSweepManifest) {
+  const Report full = makeReport();
+  Report a = shardOf(full, 0, 2), b = shardOf(full, 1, 2);
+  b.cases.pop_back();  // a shard that lost a case it planned
+  try {
+    mergeReports({a, b});
+    FAIL() << "merged a case set smaller than the manifest";
+  } catch (const ReportError& e) {
+    EXPECT_NE(std::string(e.what()).find("the sweep planned 3"), std::string::npos) << e.what();
+  }
+  Report c = shardOf(full, 1, 2);
+  c.manifest->sweepDigest = manifestDigest({"other"});
+  EXPECT_THROW(mergeReports({a, c}), ReportError);
 }
