@@ -40,6 +40,12 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     throw std::runtime_error(
         "--failpoint P10/P11 are reached only by a recovery process: add --double-faults");
 
+  // The recovery kill is a process kill: under --mode powerloss it would be a plain kill wearing
+  // a power-loss label (D1/D2 would judge nothing). Refused until the recovery runs over the
+  // power-loss VFS as well.
+  if (sel.doubleFaults && sel.mode == "powerloss")
+    throw std::runtime_error(
+        "--double-faults is kill mode only: the recovery kill is a process kill, not a power cut");
   SweepPlan plan;
   std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow;
   auto reach = [&](const std::string& sc, int fp, const char* process) -> PlannedReach& {

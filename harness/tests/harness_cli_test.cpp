@@ -150,3 +150,35 @@ TEST(CrashsimRun, ReproduceLineWithAScenarioDirectoryRunsAsPrinted) {
   EXPECT_NE(r.out.find("verdict: pass"), std::string::npos) << r.out;
   fs::remove_all(d);
 }
+
+TEST(CrashsimCli, VersionNamesThisBuildAndTheAgentItDrives) {
+  auto r = sh(cs() + " --version");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("crashsim 0.", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("agent: crashsim-agent 0."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failpoints P0-P11 compiled in"), std::string::npos) << r.out;
+  // Without a command and without --version: a usage error.
+  EXPECT_EQ(sh(cs() + " 2>/dev/null").exitCode, 2);
+}
+
+TEST(CrashsimCli, PipedSweepPrintsPlainProgressAndARecapWithoutColour) {
+  // Not a TTY: plain lines (no carriage returns, no ANSI escapes), a closing summary; a failing
+  // planted case is recapped under its verdict with its reproduce line.
+  auto r = sh("CRASHSIM_PLANT=read_not_recorded " + plantedBinary().string() +
+              " sweep --scenario write-config-port --failpoint P6 2>&1");
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\033["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("crashsim sweep: 2/2 cases, 2 failed"), std::string::npos) << r.out;
+  const auto recap = r.out.find("failures by verdict:");
+  ASSERT_NE(recap, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  V8 — 2 case(s)", recap), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reproduce: CRASHSIM_PLANT=read_not_recorded ", recap), std::string::npos)
+      << r.out;
+}
+
+TEST(CrashsimCli, PowerLossDoubleFaultsAreRefusedNotMislabelled) {
+  auto r = sh(cs() + " sweep --mode powerloss --double-faults --scenario write-config-port 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("--double-faults"), std::string::npos) << r.out;
+}

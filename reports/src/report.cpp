@@ -300,8 +300,8 @@ Report mergeReports(const std::vector<Report>& reports) {
             "refusing to merge: report {} is shard {}/{}, report 0 splits into {} shards", i,
             s.index, s.total, first.shards.front().total));
       if (s.index < 0 || s.index >= s.total)
-        throw ReportError(fmt::format("refusing to merge: report {} names shard {}/{}", i,
-                                      s.index, s.total));
+        throw ReportError(
+            fmt::format("refusing to merge: report {} names shard {}/{}", i, s.index, s.total));
       if (!shardIndexes.insert(s.index).second)
         throw ReportError(
             fmt::format("refusing to merge: shard {}/{} appears twice", s.index, s.total));

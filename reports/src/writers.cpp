@@ -175,8 +175,9 @@ std::string renderMarkdown(const Report& r) {
                        r.manifest->sweepDigest);
   if (!r.coverage.empty()) {
     // Agent-run kills by their failpoint, recovery kills (double faults) by theirs.
-    out += "## Coverage\n\n| scenario | process | failpoint | predicted | planned | run | passed | "
-           "failed | skipped |\n|---|---|---|---|---|---|---|---|---|\n";
+    out +=
+        "## Coverage\n\n| scenario | process | failpoint | predicted | planned | run | passed | "
+        "failed | skipped |\n|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& c : r.coverage)
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", mdEscape(c.scenario),
                          c.process, c.failpoint, c.predicted, c.planned, c.run, c.passed, c.failed,
