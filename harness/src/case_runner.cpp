@@ -22,6 +22,7 @@
 #include "crashsim/store.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/resolver_model.h"
+#include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -99,18 +100,12 @@ std::string modelDisagreement(const std::vector<RuntimeEvent>& events,
   return "the resolver disagrees with the independent model on " + which + ": " + diff;
 }
 
-// A tool's temp file (`.<name>.<operationId>.tmp`, scenarios/README.md "What each call does").
-bool isToolTempFile(const std::string& relPath) {
-  static const std::regex re(R"((^|/)\.[^/]+\.toolop_[0-9a-f]+\.tmp$)");
-  return std::regex_search(relPath, re);
-}
-
 // "" when `after` equals `before` but for tool temp files that disappeared; else the first change.
 std::string workspaceChange(const WorkspaceSnapshot& before, const WorkspaceSnapshot& after) {
   for (const auto& [p, content] : before) {
     auto it = after.find(p);
     if (it == after.end()) {
-      if (!isToolTempFile(p)) return p + " was removed";
+      if (!workspace::isToolTempFile(p)) return p + " was removed";
     } else if (it->second != content) {
       return p + " was rewritten";
     }
@@ -334,6 +329,26 @@ void checkV7(const fs::path& copy, Checks& c) {
     if (!isTerminalStatus(h.status)) {
       c.fail("V7", fmt::format("after repair run {} is still {}", h.runId, h.status));
       return;
+    }
+    if (!factsBefore.count(h.runId)) {
+      // Repair classified an interrupted run (spec g, run recovery step 8–9): status failed,
+      // failureClass app_restarted, a recovered terminal fact; the header mirrors it.
+      const RuntimeEvent* fact = nullptr;
+      const auto events = eventsOf(*store, h);
+      for (const auto& e : events)
+        if (!e.partial && e.isTerminal()) fact = &e;
+      const Json delta =
+          fact ? fact->json.value("actions", Json::object()).value("stateDelta", Json::object())
+               : Json::object();
+      if (!fact || fact->status != EventStatus::failed || delta.value("recovered", false) != true ||
+          delta.value("failureClass", "") != "app_restarted" || h.status != "failed" ||
+          h.failureClass.value_or("") != "app_restarted") {
+        c.fail("V7", fmt::format("repair sealed the interrupted run {} as {} (header failureClass "
+                                 "{}, fact stateDelta {}); the contract classifies it failed / "
+                                 "app_restarted with a recovered terminal fact",
+                                 h.runId, h.status, h.failureClass.value_or("-"), delta.dump()));
+        return;
+      }
     }
     if (auto it = factsBefore.find(h.runId); it != factsBefore.end()) {
       std::string now;
@@ -591,7 +606,7 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
     return ref;
   }
   // Sanity: the reference must meet the scenario's own expectations.
-  if (auto bad = checkExpectedWorkspace(scenario.spec, dir / "ws"); !bad.empty())
+  if (auto bad = workspace::expectedProblems(scenario.spec, dir / "ws"); !bad.empty())
     ref.problem = "reference run: " + bad.front();
   for (const auto& [call, n] : ref.executionsPerCall)
     if (n != 1) ref.problem = fmt::format("reference run executed {} {} times", call, n);
@@ -831,9 +846,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
 
   // Another process changes the workspace while the agent is down (scenario afterCrash).
-  const bool afterCrash = afterCrashApplies(sc.spec, id.failpointName());
+  const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
   if (afterCrash) {
-    applyAfterCrash(sc.spec, ws);
+    workspace::applyAfterCrash(sc.spec, ws);
     say("applied the scenario's afterCrash mutations");
   }
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
@@ -968,7 +983,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
                fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
                            d ? d->status : "absent", d ? d->reason : "-", wantStatus, wantReason));
       if (afterCrash)
-        for (const auto& line : checkAfterCrashWorkspace(sc.spec, ws))
+        for (const auto& line : workspace::afterCrashProblems(sc.spec, ws))
           c.fail("V8", "workspace after recovery: " + line);
       // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
       // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
@@ -1000,7 +1015,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
             }
         c.fail("V8", "final workspace differs from the reference run: " + diff);
       }
-      for (const auto& line : checkExpectedWorkspace(sc.spec, ws))
+      for (const auto& line : workspace::expectedProblems(sc.spec, ws))
         c.fail("V8", "final workspace: " + line);
       if (x.armedCall && !x.finalStatus.empty()) {
         const auto& armed = sc.calls[*x.armedCall];

@@ -5,6 +5,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/case_id.h"
+#include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 namespace {
@@ -180,7 +181,7 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
 }
 
 bool expectParked(const Scenario& s, const CaseExpectation& x, int fp) {
-  return afterCrashApplies(s.spec, failpointName(fp)) ||
+  return workspace::afterCrashApplies(s.spec, failpointName(fp)) ||
          x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled ||
          x.outcome == Outcome::parked_replay_gap;
 }
@@ -232,9 +233,10 @@ std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
       x.armedCall && fp >= 2 && fp <= 5 &&
       recoveryModeOfTool(s.calls[*x.armedCall].name) == c::reconcile;
   if (indeterminateReconcile) h[10] = 1;
-  const bool parked =
-      afterCrashApplies(s.spec, failpointName(fp)) || x.outcome == Outcome::parked_by_reconcile ||
-      x.outcome == Outcome::parked_unsettled || x.outcome == Outcome::parked_replay_gap;
+  const bool parked = workspace::afterCrashApplies(s.spec, failpointName(fp)) ||
+                      x.outcome == Outcome::parked_by_reconcile ||
+                      x.outcome == Outcome::parked_unsettled ||
+                      x.outcome == Outcome::parked_replay_gap;
   const bool continues = !parked && (x.outcome == Outcome::call_made_once ||
                                      x.outcome == Outcome::reissued_runs_once ||
                                      x.outcome == Outcome::completed_bundle ||

@@ -148,3 +148,12 @@ TEST(PlantedFault, ResumeRepeatingTheUserMessageFailsV8Only) {
   expectCaughtExactly("resume_repeats_user_message", "--scenario write-config-port --failpoint P6",
                       {"V8"});
 }
+
+// V7 classification: an interrupted run whose model had finished (P8) must still be sealed
+// failed / app_restarted (spec g step 8); sealing it `completed` passed the old header/fact
+// agreement check, and the workspace ends right. The continuation that the contract then runs
+// never comes, which the recovery reach (V3) sees.
+TEST(PlantedFault, RepairSealingAnInterruptedRunCompletedFailsV7AndTheRecoveryReach) {
+  expectCaughtExactly("repair_seals_finished_run_completed",
+                      "--scenario write-config-port --failpoint P8", {"V3", "V7"});
+}

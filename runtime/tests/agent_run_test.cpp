@@ -16,6 +16,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
@@ -60,7 +61,7 @@ TEST_P(ScenarioRun, CompletesWithExpectedWorkspaceOneExecutionPerOperationAndSaf
   EXPECT_EQ(summary.toolCalls, scenario.callCount());
 
   // Final workspace.
-  const auto problems = checkExpectedWorkspace(scenario, box.base / "ws");
+  const auto problems = crashsim::harness::workspace::expectedProblems(scenario, box.base / "ws");
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
 
   // Ledger.

@@ -28,6 +28,7 @@
 #include "crashsim/store.h"
 #include "crashsim/tools.h"
 #include "crashsim/workspace.h"
+#include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
@@ -250,8 +251,9 @@ TEST_P(CrashRecoveryTest, RecoverParksPriorStateOrCompletesExpectedState) {
     EXPECT_EQ(d->settlementOrigin, std::string(code::recovery_bundle));
     EXPECT_EQ(row.currentState, "recovery_completed");
     EXPECT_EQ(row.version, 4);
-    EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty())
-        << ::testing::PrintToString(checkExpectedWorkspace(scenario, box.ws()));
+    EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty())
+        << ::testing::PrintToString(
+               crashsim::harness::workspace::expectedProblems(scenario, box.ws()));
   } else {
     EXPECT_EQ(d->status, code::parked);
     EXPECT_EQ(d->reason, code::reconcile_matches_prior_state);
@@ -309,10 +311,10 @@ TEST_P(AfterCrashRecoveryTest, ExternalChangeIsPreservedAndParked) {
   Box box;
   const Scenario scenario = loadScenario(kScenarioDir / (c.scenario + ".json"));
   ASSERT_TRUE(scenario.afterCrash);
-  ASSERT_TRUE(afterCrashApplies(scenario, stageName(c.stage)));
+  ASSERT_TRUE(crashsim::harness::workspace::afterCrashApplies(scenario, stageName(c.stage)));
   seedWorkspace(scenario, box.ws());
   const Crashed crashed = crashAt(scenario, box, "call-1", c.stage);
-  applyAfterCrash(scenario, box.ws());
+  crashsim::harness::workspace::applyAfterCrash(scenario, box.ws());
   CancellationToken cancel;
   const RecoverReport report = recoverScenario(scenario, box.paths(), cancel);
   SCOPED_TRACE(report.toJson().dump());
@@ -322,7 +324,7 @@ TEST_P(AfterCrashRecoveryTest, ExternalChangeIsPreservedAndParked) {
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->status, code::parked);
   EXPECT_EQ(d->reason, scenario.afterCrash->parkedReason);
-  const auto problems = checkAfterCrashWorkspace(scenario, box.ws());
+  const auto problems = crashsim::harness::workspace::afterCrashProblems(scenario, box.ws());
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
   expectRebuildReproduces(*store);
 }
@@ -854,29 +856,29 @@ TEST(AfterCrashScenarioTest, ParsesAppliesAndChecksTheMutations) {
   const Scenario s = loadScenario(kScenarioDir / "symlink-swap.json");
   ASSERT_TRUE(s.afterCrash);
   EXPECT_EQ(s.afterCrash->parkedReason, "reconcile_unreadable");
-  EXPECT_TRUE(afterCrashApplies(s, "P4"));
-  EXPECT_FALSE(afterCrashApplies(s, "P6"));
+  EXPECT_TRUE(crashsim::harness::workspace::afterCrashApplies(s, "P4"));
+  EXPECT_FALSE(crashsim::harness::workspace::afterCrashApplies(s, "P6"));
   Box box;
   seedWorkspace(s, box.ws());
-  EXPECT_FALSE(checkAfterCrashWorkspace(s, box.ws()).empty());
-  applyAfterCrash(s, box.ws());
+  EXPECT_FALSE(crashsim::harness::workspace::afterCrashProblems(s, box.ws()).empty());
+  crashsim::harness::workspace::applyAfterCrash(s, box.ws());
   EXPECT_TRUE(fs::is_symlink(fs::symlink_status(box.ws() / "config.json")));
-  EXPECT_TRUE(checkAfterCrashWorkspace(s, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::afterCrashProblems(s, box.ws()).empty());
   writeFile(box.ws() / ".config.json.toolop_0123abcd.tmp", "x");
-  EXPECT_EQ(checkAfterCrashWorkspace(s, box.ws()).size(), 1u);
+  EXPECT_EQ(crashsim::harness::workspace::afterCrashProblems(s, box.ws()).size(), 1u);
 }
 
 TEST(AfterCrashScenarioTest, WriteAndDeleteMutations) {
   Box box;
   const Scenario w = loadScenario(kScenarioDir / "external-edit-diverged.json");
   seedWorkspace(w, box.ws());
-  applyAfterCrash(w, box.ws());
+  crashsim::harness::workspace::applyAfterCrash(w, box.ws());
   EXPECT_EQ(readFile(box.ws() / "config.json"), w.afterCrash->mutations[0].content);
   const Scenario d = loadScenario(kScenarioDir / "target-deleted.json");
   seedWorkspace(d, box.ws());
-  applyAfterCrash(d, box.ws());
+  crashsim::harness::workspace::applyAfterCrash(d, box.ws());
   EXPECT_FALSE(fs::exists(box.ws() / "notes.txt"));
-  EXPECT_TRUE(checkAfterCrashWorkspace(d, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::afterCrashProblems(d, box.ws()).empty());
 }
 
 TEST(AfterCrashScenarioTest, StrictParserRejectsMalformedBlocks) {

@@ -92,23 +92,7 @@ std::vector<Scenario> loadScenarioDirectory(const std::filesystem::path& dir);
 // escape the workspace. Existing files are overwritten.
 void seedWorkspace(const Scenario& scenario, const std::filesystem::path& workspace);
 
-// Compares the workspace with expect.files / expect.absent; returns one line per mismatch
-// (empty = matches).
-std::vector<std::string> checkExpectedWorkspace(const Scenario& scenario,
-                                                const std::filesystem::path& workspace);
-
-// Applies scenario.afterCrash.mutations to `workspace`, in order (no-op without afterCrash).
-// Called by the harness (an external process) after the kill and before `recover`. Paths are
-// relative, without "..", never the workspace marker; a write never follows a symlink.
-// Failure → Error(workspace_io_failed) / Error(scenario_invalid).
-void applyAfterCrash(const Scenario& scenario, const std::filesystem::path& workspace);
-
-// True when a case killed at `failpoint` ("P3") gets the afterCrash mutations.
-bool afterCrashApplies(const Scenario& scenario, std::string_view failpoint);
-
-// Compares the workspace with afterCrash.files / absent / symlinks and reports any leftover
-// tool temp file (".<name>.toolop_<hex>.tmp"); one line per mismatch (empty = matches).
-std::vector<std::string> checkAfterCrashWorkspace(const Scenario& scenario,
-                                                  const std::filesystem::path& workspace);
+// The workspace expectations (expect.files / absent, afterCrash) are judged, and afterCrash is
+// applied, by the harness itself: harness/src/verdicts/workspace_expect.h (no runtime code).
 
 }  // namespace crashsim

@@ -219,29 +219,4 @@ void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
   }
 }
 
-std::vector<std::string> checkExpectedWorkspace(const Scenario& scenario,
-                                                const fs::path& workspace) {
-  std::vector<std::string> problems;
-  for (const auto& [rel, content] : scenario.expect.files) {
-    std::ifstream in(workspace / rel, std::ios::binary);
-    if (!in) {
-      problems.push_back(rel + ": missing");
-      continue;
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    if (buffer.str() != content) {
-      problems.push_back(rel + ": content differs (got " + Json(buffer.str()).dump() +
-                         ", expected " + Json(content).dump() + ")");
-    }
-  }
-  for (const auto& rel : scenario.expect.absent) {
-    std::error_code ec;
-    if (fs::symlink_status(workspace / rel, ec).type() != fs::file_type::not_found) {
-      problems.push_back(rel + ": exists but is expected absent");
-    }
-  }
-  return problems;
-}
-
 }  // namespace crashsim

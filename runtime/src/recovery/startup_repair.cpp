@@ -272,6 +272,18 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
   nh.completedAt = ts;
   nh.failureClass = std::string(code::app_restarted);
   nh.failureMessage = message;
+  // Planted bug: a run whose model had finished is sealed `completed` instead of failed /
+  // app_restarted (V7 checks the classification; V3 sees the continuation that never comes).
+  if (planted("repair_seals_finished_run_completed") &&
+      reason == code::model_stream_completed_without_runtime_terminal) {
+    j["status"] = "completed";
+    j.erase("content");
+    j["actions"] = {{"endInvocation", true},
+                    {"stateDelta", {{"recovered", true}, {"recoveryReason", reason}}}};
+    nh.status = "completed";
+    nh.failureClass.reset();
+    nh.failureMessage.reset();
+  }
   if (planted("repair_header_first")) {  // planted bug: header before fact (V7 must catch it)
     store.markRunTerminal(nh);
     CRASHSIM_FAILPOINT(P9);

@@ -24,6 +24,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
@@ -308,7 +309,7 @@ TEST_P(FailpointSweep, EveryReachableFailpointLeavesTheCatalogueDurableState) {
     ASSERT_TRUE(r.exited);
     ASSERT_EQ(r.exitCode, 0);
     ASSERT_TRUE(fs::exists(box.store() / "agent-exit.json")) << "normal-exit marker";
-    EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
+    EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty());
     std::ifstream in(box.base / "hits.json");
     hits = Json::parse(in);
     for (const char* fp : {"P0", "P1", "P2", "P4", "P6", "P7", "P8", "P9"}) {
@@ -454,7 +455,7 @@ TEST(AgentRecover, UndispatchedCallIsReissuedByTheContinuationAndRunsOnce) {
   ASSERT_TRUE(report["continuation"].is_object()) << report.dump();
   EXPECT_EQ(report["continuation"]["status"], "completed");
   EXPECT_EQ(report["continuation"]["toolCalls"], 1) << "only the trimmed call is re-issued";
-  EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty());
   for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl"))
     EXPECT_EQ(n, 1) << op;
   EXPECT_EQ(executionsPerOperation(box.store() / "effects.jsonl").size(), 2u);
@@ -469,7 +470,7 @@ TEST(AgentRecover, DeliveredResultsContinueFromTheCommittedHistory) {
   ASSERT_TRUE(report.is_object());
   ASSERT_TRUE(report["continuation"].is_object()) << report.dump();
   EXPECT_EQ(report["continuation"]["status"], "completed");
-  EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty());
   for (const auto& [op, n] : executionsPerOperation(box.store() / "effects.jsonl"))
     EXPECT_EQ(n, 1) << op;
 }

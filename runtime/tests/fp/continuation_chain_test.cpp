@@ -35,6 +35,7 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
@@ -298,7 +299,7 @@ TEST(ContinuationChain, KilledInsideEveryContinuationConvergesWithEveryCallOnce)
   EXPECT_EQ(lin.headers[3].failureClass, "continuation_abandoned_before_provider_dispatch");
   EXPECT_EQ(lin.headers[4].status, "completed");
   expectAllSettled(*store, lin);
-  const auto problems = checkExpectedWorkspace(scenario, box.ws());
+  const auto problems = crashsim::harness::workspace::expectedProblems(scenario, box.ws());
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
   EXPECT_EQ(
       executionsPerCall(box.store() / "effects.jsonl"),
@@ -356,7 +357,7 @@ TEST(ContinuationChain, RecoveryKilledAtP11ThenRecoveredAgainConverges) {
   EXPECT_EQ(provenanceOf(lin, 1), "runtime_admission");
   EXPECT_EQ(lin.headers[1].failureClass, "continuation_abandoned_before_provider_dispatch");
   EXPECT_EQ(lin.headers[2].status, "completed");
-  EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty());
   EXPECT_EQ(
       executionsPerCall(box.store() / "effects.jsonl"),
       (std::map<std::string, int>{{"call-1", 1}, {"call-2", 1}, {"call-3", 1}, {"call-4", 1}}));

@@ -36,6 +36,7 @@
 #include "crashsim/store.h"
 #include "crashsim/workspace.h"
 #include "recovery/file_reconcile.h"
+#include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
@@ -325,7 +326,7 @@ TEST_P(FileRecoveryAgentTest, RecoverParksPriorStateOrCompletesWithTheReferenceW
   if (c.completes) {
     EXPECT_EQ(d->status, code::completed);
     EXPECT_EQ(d->reason, code::recovery_bundle_completed);
-    const auto problems = checkExpectedWorkspace(scenario, box.ws());
+    const auto problems = crashsim::harness::workspace::expectedProblems(scenario, box.ws());
     EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
   } else {
     EXPECT_EQ(d->status, code::parked);
@@ -383,7 +384,7 @@ TEST(FileRecoveryAgentDoubleFault, RecoverKilledAtP10ThenRecoveredAgainCommitsOn
   std::optional<ToolDecision> d = decisionFor(resolveRecovery(events), "call-2");
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->reason, code::recovery_bundle_completed);
-  EXPECT_TRUE(checkExpectedWorkspace(scenario, box.ws()).empty());
+  EXPECT_TRUE(crashsim::harness::workspace::expectedProblems(scenario, box.ws()).empty());
   for (const auto& [op, n] : executions(box.store() / "effects.jsonl")) EXPECT_EQ(n, 1) << op;
   expectRebuildReproduces(*store);
 }
@@ -401,7 +402,7 @@ TEST_P(FileRecoveryAfterCrashAgentTest, ParkedWithTheScenarioReasonExternalChang
   const Scenario scenario = loadScenario(file);
   ASSERT_TRUE(scenario.afterCrash);
   runAndKill(box, file, GetParam().arm);
-  applyAfterCrash(scenario, box.ws());
+  crashsim::harness::workspace::applyAfterCrash(scenario, box.ws());
   const ChildResult rec = runAgent(agentArgs("recover", box, file), "", box.base / "recover.log");
   ASSERT_TRUE(rec.exited) << readFile(box.base / "recover.log");
   auto store = RuntimeStore::open(box.store());
@@ -410,7 +411,7 @@ TEST_P(FileRecoveryAfterCrashAgentTest, ParkedWithTheScenarioReasonExternalChang
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->status, code::parked);
   EXPECT_EQ(d->reason, scenario.afterCrash->parkedReason);
-  const auto problems = checkAfterCrashWorkspace(scenario, box.ws());
+  const auto problems = crashsim::harness::workspace::afterCrashProblems(scenario, box.ws());
   EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
 }
 
