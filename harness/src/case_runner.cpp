@@ -90,7 +90,8 @@ std::string modelDisagreement(const std::vector<RuntimeEvent>& events,
     std::string issues;
     for (const auto& i : m.issues) issues += " " + i.code + "@" + i.eventId;
     for (const auto& d : m.decisions)
-      if (d.reason == "recovery_fact_corruption" || d.status == "corruption")
+      if (d.reason == std::string(code::recovery_fact_corruption) ||
+          d.status == std::string(code::corruption))
         issues += " " + d.toolCallId + ":" + d.reason;
     return "the independent resolver model finds corruption in " + which + ":" + issues;
   }
@@ -341,8 +342,8 @@ void checkV7(const fs::path& copy, Checks& c) {
           fact ? fact->json.value("actions", Json::object()).value("stateDelta", Json::object())
                : Json::object();
       if (!fact || fact->status != EventStatus::failed || delta.value("recovered", false) != true ||
-          delta.value("failureClass", "") != "app_restarted" || h.status != "failed" ||
-          h.failureClass.value_or("") != "app_restarted") {
+          delta.value("failureClass", "") != std::string(code::app_restarted) ||
+          h.status != "failed" || h.failureClass.value_or("") != std::string(code::app_restarted)) {
         c.fail("V7", fmt::format("repair sealed the interrupted run {} as {} (header failureClass "
                                  "{}, fact stateDelta {}); the contract classifies it failed / "
                                  "app_restarted with a recovered terminal fact",
@@ -940,24 +941,34 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         c.fail("V8",
                fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
     auto st = RuntimeStore::open(store);
+    // Every run resolved once: the armed call's final decision, the model check, the headers.
+    struct Resolved {
+      RunHeader header;
+      std::vector<RuntimeEvent> events;
+      RecoveryResolution resolution;
+    };
+    std::vector<Resolved> resolved;
+    for (auto& h : st->listRuns()) {
+      auto ev = eventsOf(*st, h);
+      auto res = resolveRecovery(ev);
+      resolved.push_back({std::move(h), std::move(ev), std::move(res)});
+    }
     // Decision of the armed call after recovery: a completed decision in any run wins.
     auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
       std::optional<ToolDecision> first;
-      for (const auto& h : st->listRuns()) {
-        auto ev = eventsOf(*st, h);
-        for (const auto& d : resolveRecovery(ev).decisions) {
+      for (const auto& r : resolved)
+        for (const auto& d : r.resolution.decisions) {
           if (d.toolCallId != callId) continue;
           if (d.status == code::completed) return d;
           if (!first) first = d;
         }
-      }
       return first;
     };
-    for (const auto& h : st->listRuns()) {
-      if (!isTerminalStatus(h.status))
-        c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
-      auto ev = eventsOf(*st, h);
-      if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
+    for (const auto& r : resolved) {
+      if (!isTerminalStatus(r.header.status))
+        c.fail("V8",
+               fmt::format("run {} is still {} after recovery", r.header.runId, r.header.status));
+      if (auto bad = modelDisagreement(r.events, r.resolution, "recovered run " + r.header.runId);
           !bad.empty())
         c.fail("V4", bad);
     }

@@ -5,7 +5,8 @@
 // (c.2), the per-operation decision order (c.3), the recovery-tail rules (c.4) with the
 // bundle validation rules of f.6 (validity only: which code fails first does not change the
 // decision, which is always recovery_fact_corruption) and the resolution flags. The only
-// shared helper is canonicalArgsHash (the codec's frozen hash, a.7).
+// shared helper is canonicalArgsHash (the codec's frozen hash, a.7); the stable codes it decides
+// are the contract's vocabulary, spelled once in crashsim/codes.h (data, no logic).
 //
 // Deliberately simple: maps and linear scans, no performance concerns. The harness judges every
 // crashed and every recovered ledger with it (V4, case_runner.cpp); the property tests compare it
@@ -31,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "crashsim/codes.h"
 #include "crashsim/hashing.h"
 #include "crashsim/json.h"
 #include "crashsim/recovery_resolver.h"
@@ -185,7 +187,7 @@ inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, 
   if (str(td, "operationId") != opId || str(disp["refs"], "operationId") != opId ||
       str(disp["refs"], "toolCallId") != callId)
     return false;
-  if (str(td, "recoveryMode") != "reconcile") return false;
+  if (str(td, "recoveryMode") != std::string(code::reconcile)) return false;
   const Json& rec = E[recI];
   const Json& dec = E[decI];
   const Json& rtr = rec["actions"]["toolRecovery"];
@@ -204,7 +206,7 @@ inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, 
   const std::string observation = str(rp, "observation");
   const std::string disposition = str(dp, "disposition");
   std::vector<std::string> expectedEvidence = {str(call, "id"), str(disp, "id"), str(rec, "id")};
-  if (disposition == "completed") {
+  if (disposition == std::string(code::completed)) {
     if (!outI) return false;
     const Json& out = E[*outI];
     if (laneOf(out) != L::response) return false;
@@ -216,12 +218,12 @@ inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, 
     const Json* isErr = field(out["content"], "isError");
     if (isErr && *isErr == true) return false;
     if (str(dp, "outcomeEventId") != str(out, "id")) return false;
-    if (observation != "matches_expected_state") return false;
-    if (str(dp, "reasonCode") != "reconcile_matches_expected_state") return false;
+    if (observation != std::string(code::matches_expected_state)) return false;
+    if (str(dp, "reasonCode") != std::string(code::reconcile_matches_expected_state)) return false;
     expectedEvidence.push_back(str(out, "id"));
-  } else if (disposition == "parked") {
+  } else if (disposition == std::string(code::parked)) {
     if (outI) return false;
-    if (observation == "matches_expected_state") return false;
+    if (observation == std::string(code::matches_expected_state)) return false;
     if (str(dp, "reasonCode") != "reconcile_" + observation) return false;
   } else {
     return false;
@@ -247,11 +249,11 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
     const Json* actions = field(E[i], "actions");
     const Json* rp = actions ? field(*actions, "runtimeProtocol") : nullptr;
     if (!rp) continue;
-    const bool valid = str(*rp, "toolBoundary") == "t1_after_preflight_v1";
+    const bool valid = str(*rp, "toolBoundary") == std::string(code::t1_after_preflight_v1);
     if (i == 0 && valid)
       res.newProtocol = true;
     else
-      res.issues.push_back({"protocol_marker_invalid", str(E[i], "id")});
+      res.issues.push_back({std::string(code::protocol_marker_invalid), str(E[i], "id")});
   }
 
   // c.2 scanner
@@ -268,17 +270,17 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
     const Json& e = E[i];
     const std::string id = str(e, "id");
     if (seenIds.count(id)) {
-      res.issues.push_back({"duplicate_event_id", id});
+      res.issues.push_back({std::string(code::duplicate_event_id), id});
       continue;
     }
     seenIds.insert(id);
     const auto triple = std::make_tuple(str(e, "sessionId"), str(e, "runId"), str(e, "turnId"));
     auto [sit, inserted] = spine.emplace(str(e, "invocationId"), triple);
     if (!inserted && sit->second != triple)
-      res.issues.push_back({"invocation_identity_conflict", id});
+      res.issues.push_back({std::string(code::invocation_identity_conflict), id});
     const L lane = laneOf(e);
     if (lane == L::conflict) {
-      res.issues.push_back({"semantic_lane_conflict", id});
+      res.issues.push_back({std::string(code::semantic_lane_conflict), id});
       continue;
     }
     if (field(e, "partial") && e["partial"] == true) continue;
@@ -291,9 +293,10 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         Op& op = ops[it->second];
         if (!op.call) {
           op.call = i;
-          if (op.toolName && *op.toolName != name) addOpIssue(op, "identity_conflict", id);
+          if (op.toolName && *op.toolName != name)
+            addOpIssue(op, std::string(code::identity_conflict), id);
         } else {
-          addOpIssue(op, "duplicate_call", id);
+          addOpIssue(op, std::string(code::duplicate_call), id);
         }
       } else {
         Op op;
@@ -323,20 +326,20 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         oi = ops.size();
         byKey[{inv, cid}] = oi;
         ops.push_back(op);
-        addOpIssue(ops.back(), "event_order_conflict", id);
+        addOpIssue(ops.back(), std::string(code::event_order_conflict), id);
       } else {
         oi = it->second;
         if (ops[oi].dispatch) {
-          addOpIssue(ops[oi], "duplicate_dispatch", id);
+          addOpIssue(ops[oi], std::string(code::duplicate_dispatch), id);
           continue;
         }
       }
       auto owner = owners.find(opId);
       if (owner != owners.end() && owner->second != oi) {
         // one issue, recorded on both operations
-        res.issues.push_back({"duplicate_operation", id});
-        ops[owner->second].issues.push_back("duplicate_operation");
-        ops[oi].issues.push_back("duplicate_operation");
+        res.issues.push_back({std::string(code::duplicate_operation), id});
+        ops[owner->second].issues.push_back(std::string(code::duplicate_operation));
+        ops[oi].issues.push_back(std::string(code::duplicate_operation));
         continue;
       }
       Op& op = ops[oi];
@@ -347,7 +350,7 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
           str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
       if (op.toolName != str(td, "toolName")) identityOk = false;
       if (op.call && !(execOf(E[*op.call]) == execOf(e))) identityOk = false;
-      if (!identityOk) addOpIssue(op, "identity_conflict", id);
+      if (!identityOk) addOpIssue(op, std::string(code::identity_conflict), id);
       if (op.call) {
         const Json& call = E[*op.call];
         bool hashOk = false;
@@ -357,15 +360,15 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         } catch (...) {
           hashOk = false;
         }
-        if (!hashOk) addOpIssue(op, "canonical_args_hash_conflict", id);
+        if (!hashOk) addOpIssue(op, std::string(code::canonical_args_hash_conflict), id);
       }
       if (op.response) {
-        addOpIssue(op, "event_order_conflict", id);
+        addOpIssue(op, std::string(code::event_order_conflict), id);
         const Json& r = E[*op.response];
         const Json* rr = field(r, "refs");
         const bool binds = rr && str(*rr, "operationId") == opId && str(*rr, "toolCallId") == cid &&
                            execOf(r) == execOf(e);
-        if (!binds) addOpIssue(op, "identity_conflict", str(r, "id"));
+        if (!binds) addOpIssue(op, std::string(code::identity_conflict), str(r, "id"));
       }
     } else if (lane == L::response) {
       const std::string cid = str(e["content"], "id");
@@ -379,12 +382,12 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         op.response = i;
         byKey[{inv, cid}] = ops.size();
         ops.push_back(op);
-        addOpIssue(ops.back(), "orphan_response", id);
+        addOpIssue(ops.back(), std::string(code::orphan_response), id);
         continue;
       }
       Op& op = ops[it->second];
       if (op.response) {
-        addOpIssue(op, "duplicate_response", id);
+        addOpIssue(op, std::string(code::duplicate_response), id);
         continue;
       }
       op.response = i;
@@ -395,12 +398,12 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         const Json* rr = field(e, "refs");
         if (!rr || str(*rr, "operationId") != *op.opId || str(*rr, "toolCallId") != cid) ok = false;
       }
-      if (!ok) addOpIssue(op, "identity_conflict", id);
+      if (!ok) addOpIssue(op, std::string(code::identity_conflict), id);
     } else if (lane == L::reconcile || lane == L::decision) {
       const std::string opId = str(e["actions"]["toolRecovery"]["payload"], "operationId");
       auto owner = owners.find(opId);
       if (owner == owners.end()) {
-        res.issues.push_back({"event_order_conflict", id});
+        res.issues.push_back({std::string(code::event_order_conflict), id});
         continue;
       }
       Op* found = &ops[owner->second];
@@ -410,9 +413,10 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
 
   // c.3 decisions
   static const std::vector<std::string> priority = {
-      "duplicate_call",     "duplicate_operation", "duplicate_dispatch",
-      "duplicate_response", "orphan_response",     "canonical_args_hash_conflict",
-      "identity_conflict",  "event_order_conflict"};
+      std::string(code::duplicate_call),     std::string(code::duplicate_operation),
+      std::string(code::duplicate_dispatch), std::string(code::duplicate_response),
+      std::string(code::orphan_response),    std::string(code::canonical_args_hash_conflict),
+      std::string(code::identity_conflict),  std::string(code::event_order_conflict)};
   for (const Op& op : ops) {
     Decision d;
     d.toolCallId = op.callId;
@@ -425,27 +429,32 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
       const Json* ie = field(E[*op.response]["content"], "isError");
       d.responseIsError = ie && *ie == true;
     }
-    d.status = res.newProtocol ? "definitely_not_dispatched" : "indeterminate";
-    d.reason = res.newProtocol ? "new_protocol_before_dispatch" : "legacy_dispatch_unknown";
+    d.status = res.newProtocol ? std::string(code::definitely_not_dispatched)
+                               : std::string(code::indeterminate);
+    d.reason = res.newProtocol ? std::string(code::new_protocol_before_dispatch)
+                               : std::string(code::legacy_dispatch_unknown);
     if (!op.call && op.dispatch) {
-      d.status = "corruption", d.reason = "orphan_dispatch";
+      d.status = std::string(code::corruption), d.reason = std::string(code::orphan_dispatch);
     } else if (!op.call && op.response) {
-      d.status = "corruption", d.reason = "orphan_response";
+      d.status = std::string(code::corruption), d.reason = std::string(code::orphan_response);
     } else if (!op.issues.empty()) {
-      d.status = "corruption";
+      d.status = std::string(code::corruption);
       for (const auto& p : priority)
         if (std::find(op.issues.begin(), op.issues.end(), p) != op.issues.end()) {
           d.reason = p;
           break;
         }
     } else if (op.response) {
-      d.status = "completed", d.reason = "matching_response";
-      d.settlementOrigin = op.dispatch ? "normal_t2" : "pre_t1_synthetic";
+      d.status = std::string(code::completed), d.reason = std::string(code::matching_response);
+      d.settlementOrigin =
+          op.dispatch ? std::string(code::normal_t2) : std::string(code::pre_t1_synthetic);
     } else if (op.dispatch) {
-      d.status = "indeterminate", d.reason = "dispatch_without_response";
+      d.status = std::string(code::indeterminate),
+      d.reason = std::string(code::dispatch_without_response);
     }
     // 7. recovery tail (c.4) — never over a corruption found by steps 1-3 (fail-closed rule)
-    if (d.status != "corruption" && (!op.reconciles.empty() || !op.decisions.empty())) {
+    if (d.status != std::string(code::corruption) &&
+        (!op.reconciles.empty() || !op.decisions.empty())) {
       bool valid = op.reconciles.size() == 1 && op.decisions.size() == 1 && op.call &&
                    op.dispatch && op.opId;
       if (valid)
@@ -459,15 +468,17 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
           if (order[k - 1] >= order[k]) valid = false;
       }
       if (!valid) {
-        d.status = "corruption", d.reason = "recovery_fact_corruption";
+        d.status = std::string(code::corruption),
+        d.reason = std::string(code::recovery_fact_corruption);
         d.settlementOrigin.reset();
       } else {
         const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
-        d.settlementOrigin = "recovery_bundle";
-        if (str(dp, "disposition") == "completed") {
-          d.status = "completed", d.reason = "recovery_bundle_completed";
+        d.settlementOrigin = std::string(code::recovery_bundle);
+        if (str(dp, "disposition") == std::string(code::completed)) {
+          d.status = std::string(code::completed),
+          d.reason = std::string(code::recovery_bundle_completed);
         } else {
-          d.status = "parked", d.reason = str(dp, "reasonCode");
+          d.status = std::string(code::parked), d.reason = str(dp, "reasonCode");
         }
       }
     }
@@ -475,8 +486,8 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
   }
   bool anyCorrupt = false, anyIndeterminate = false;
   for (const auto& d : res.decisions) {
-    anyCorrupt |= d.status == "corruption";
-    anyIndeterminate |= d.status == "indeterminate";
+    anyCorrupt |= d.status == std::string(code::corruption);
+    anyIndeterminate |= d.status == std::string(code::indeterminate);
   }
   res.hasCorruption = !res.issues.empty() || anyCorrupt;
   res.requiresReconciliation = !res.hasCorruption && anyIndeterminate;
@@ -489,7 +500,8 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
 inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
   std::ostringstream os;
   auto opt = [](const std::optional<std::string>& s) { return s ? *s : std::string("<absent>"); };
-  const bool rNew = r.toolBoundaryProtocol && *r.toolBoundaryProtocol == "t1_after_preflight_v1";
+  const bool rNew =
+      r.toolBoundaryProtocol && *r.toolBoundaryProtocol == std::string(code::t1_after_preflight_v1);
   if (m.newProtocol != rNew)
     os << "toolBoundaryProtocol: model " << m.newProtocol << " resolver "
        << opt(r.toolBoundaryProtocol) << "\n";

@@ -235,15 +235,16 @@ constexpr std::array<std::string_view, 2> kVisibilities{"visible", "hidden"};
 constexpr std::array<std::string_view, 5> kContentKinds{"text", "thinking", "function_call",
                                                         "function_response", "error"};
 constexpr std::array<std::string_view, 6> kRecoveryModes{
-    "replay_safe", "idempotent", "reconcile", "reattach", "outcome_unknown", "never_auto_retry"};
+    code::replay_safe, code::idempotent,      code::reconcile,
+    code::reattach,    code::outcome_unknown, code::never_auto_retry};
 constexpr std::array<std::string_view, 2> kRecoveryKinds{"maka.tool.reconcile_result",
                                                          "maka.tool.recovery_decision"};
 constexpr std::array<std::string_view, 4> kObservations{
-    "matches_expected_state", "matches_prior_state", "diverged", "unreadable"};
-constexpr std::array<std::string_view, 2> kDispositions{"completed", "parked"};
+    code::matches_expected_state, code::matches_prior_state, code::diverged, code::unreadable};
+constexpr std::array<std::string_view, 2> kDispositions{code::completed, code::parked};
 constexpr std::array<std::string_view, 3> kParkedReasons{
-    "reconcile_matches_prior_state", "reconcile_diverged", "reconcile_unreadable"};
-constexpr std::array<std::string_view, 2> kProvenances{"runtime_admission", "claim_repair"};
+    code::reconcile_matches_prior_state, code::reconcile_diverged, code::reconcile_unreadable};
+constexpr std::array<std::string_view, 2> kProvenances{code::runtime_admission, code::claim_repair};
 
 // ---- content (a.2) --------------------------------------------------------------------------
 
