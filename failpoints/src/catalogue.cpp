@@ -76,7 +76,17 @@ std::optional<Id> parseId(std::string_view text) {
   return static_cast<Id>(value);
 }
 
-std::string_view name(Id id) { return kCatalogue.at(static_cast<size_t>(id)).name; }
+std::optional<Id> parsePoint(std::string_view text) {
+  if (text == "S") return Id::S;
+  if (text == "F") return Id::F;
+  return parseId(text);
+}
+
+std::string_view name(Id id) {
+  if (id == Id::S) return "S";
+  if (id == Id::F) return "F";
+  return kCatalogue.at(static_cast<size_t>(id)).name;
+}
 
 const CatalogueEntry& entry(Id id) { return kCatalogue.at(static_cast<size_t>(id)); }
 
@@ -115,10 +125,10 @@ Arming parseArming(std::string_view text) {
   }
   const auto idText = text.substr(0, colon);
   const auto hitText = text.substr(colon + 1);
-  const auto id = parseId(idText);
+  const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P11)");
+                                std::string(idText) + "' (expected P0..P11, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

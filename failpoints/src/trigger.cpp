@@ -47,8 +47,8 @@ TriggerState& state() {
   return s;
 }
 
-std::array<std::atomic<uint64_t>, kCount>& counters() {
-  static std::array<std::atomic<uint64_t>, kCount> c{};
+std::array<std::atomic<uint64_t>, kPointCount>& counters() {
+  static std::array<std::atomic<uint64_t>, kPointCount> c{};
   return c;
 }
 
@@ -173,16 +173,17 @@ void hit(Id id) {
   if (s.arming && s.arming->id == id && s.arming->hit == n) die(s, id, n);
 }
 
-std::array<uint64_t, kCount> hitCounts() {
-  std::array<uint64_t, kCount> out{};
-  for (size_t i = 0; i < kCount; ++i) out[i] = counters()[i].load();
+std::array<uint64_t, kPointCount> hitCounts() {
+  std::array<uint64_t, kPointCount> out{};
+  for (size_t i = 0; i < kPointCount; ++i) out[i] = counters()[i].load();
   return out;
 }
 
 std::string hitCountsJson() {
   nlohmann::json out = nlohmann::json::object();
   const auto counts = hitCounts();
-  for (size_t i = 0; i < kCount; ++i) out[std::string(name(static_cast<Id>(i)))] = counts[i];
+  for (size_t i = 0; i < kPointCount; ++i)
+    out[std::string(name(static_cast<Id>(i)))] = counts[i];
   return out.dump();
 }
 

@@ -11,9 +11,17 @@ namespace {
 // "P4#2" → (4, 2).
 std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   auto hash = text.find('#');
+  if (hash == 1 && (text[0] == 'S' || text[0] == 'F')) {
+    int hit = 0;
+    auto b = std::from_chars(text.data() + 2, text.data() + text.size(), hit);
+    if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
+      throw std::invalid_argument(
+          fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
+    return {text[0] == 'S' ? kBarrierS : kBarrierF, hit};
+  }
   if (text.size() < 4 || text[0] != 'P' || hash == std::string_view::npos)
     throw std::invalid_argument(
-        fmt::format("case id {}: expected P<n>#<hit>, got '{}'", whole, text));
+        fmt::format("case id {}: expected P<n>#<hit>, S#<hit> or F#<hit>, got '{}'", whole, text));
   int fp = -1, hit = 0;
   auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
   auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
@@ -28,12 +36,16 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
 
 }  // namespace
 
-std::string failpointName(int fp) { return fmt::format("P{}", fp); }
+std::string failpointName(int fp) {
+  if (fp == kBarrierS) return "S";
+  if (fp == kBarrierF) return "F";
+  return fmt::format("P{}", fp);
+}
 
 std::string CaseId::failpointName() const { return harness::failpointName(failpoint); }
 
 std::string CaseId::str() const {
-  std::string s = fmt::format("{}/P{}#{}/{}", scenario, failpoint, hit, mode);
+  std::string s = fmt::format("{}/{}#{}/{}", scenario, failpointName(), hit, mode);
   if (seed) s += fmt::format("@{}", *seed);
   if (recoveryFailpoint) s += fmt::format("+R:P{}#{}", *recoveryFailpoint, recoveryHit.value_or(1));
   return s;
@@ -45,7 +57,7 @@ CaseId parseCaseId(std::string_view text) {
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
   if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
     throw std::invalid_argument(fmt::format(
-        "case id '{}' is not scenario/P<n>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>]", text));
+        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>]", text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
   std::string_view rest = text.substr(s2 + 1);
@@ -69,11 +81,16 @@ CaseId parseCaseId(std::string_view text) {
   if (mode == "kill" && id.seed)
     throw std::invalid_argument(fmt::format("case id {}: kill takes no @seed", text));
   id.mode = std::string(mode);
+  if (id.isBarrier() && mode != "kill")
+    throw std::invalid_argument(fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
   if (plus != std::string_view::npos) {
     std::string_view r = rest.substr(plus + 1);
     if (r.substr(0, 2) != "R:")
       throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit>", text));
     auto [fp, hit] = parsePoint(r.substr(2), text);
+    if (fp >= 12 || id.isBarrier())
+      throw std::invalid_argument(
+          fmt::format("case id {}: barrier cases (S, F) are primary kills only", text));
     id.recoveryFailpoint = fp;
     id.recoveryHit = hit;
   }

@@ -20,6 +20,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
+#include "verdicts/barrier.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/resolver_model.h"
 #include "verdicts/workspace_expect.h"
@@ -56,13 +57,14 @@ std::string lastLine(const fs::path& p) {
   return line;
 }
 
-// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT); nullopt when the file is missing or
-// unreadable (an agent without failpoints, a failed write): never a silent zero.
-std::optional<std::array<int, 12>> readHits(const fs::path& p) {
+// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), barriers S and F included; nullopt
+// when the file is missing or unreadable (an agent without failpoints, a failed write): never a
+// silent zero.
+std::optional<std::array<int, 14>> readHits(const fs::path& p) {
   try {
     Json j = Json::parse(readFile(p));
-    std::array<int, 12> h{};
-    for (int i = 0; i < 12; ++i) h[static_cast<size_t>(i)] = j.at(failpointName(i)).get<int>();
+    std::array<int, 14> h{};
+    for (int i = 0; i < 14; ++i) h[static_cast<size_t>(i)] = j.at(failpointName(i)).get<int>();
     return h;
   } catch (...) {
     return std::nullopt;
@@ -71,7 +73,7 @@ std::optional<std::array<int, 12>> readHits(const fs::path& p) {
 
 // "" when `reached` equals `predicted` over [from, to]; otherwise which failpoint differs.
 std::string reachDifference(const std::array<int, 12>& predicted,
-                            const std::array<int, 12>& reached, int from, int to,
+                            const std::array<int, 14>& reached, int from, int to,
                             const char* what) {
   for (int fp = from; fp <= to; ++fp)
     if (predicted[static_cast<size_t>(fp)] != reached[static_cast<size_t>(fp)])
@@ -116,8 +118,10 @@ std::string workspaceChange(const WorkspaceSnapshot& before, const WorkspaceSnap
   return "";
 }
 
-// The recover process's summary must park with the contract's reason (spec e.2 step 4).
-std::string parkProblem(const std::string& recoverStdout, bool replayGap) {
+// The recover process's summary must park with the contract's reason (spec e.2 step 4): a
+// replay gap parks provider_replay_non_suffix_gap, an unsettled segment runtime_ledger_unreadable
+// naming tool_recovery_unsettled. `replayGap` nullopt (a barrier case): either is the contract's.
+std::string parkProblem(const std::string& recoverStdout, std::optional<bool> replayGapOpt) {
   Json summary;
   try {
     auto nl = recoverStdout.find('\n');
@@ -130,9 +134,12 @@ std::string parkProblem(const std::string& recoverStdout, bool replayGap) {
     return "recovery did not park the continuation: plan " + plan.dump().substr(0, 200);
   if (!summary.value("continuation", Json()).is_null())
     return "recovery parked but still ran a continuation";
+  const Json reasons = plan.value("rejectionReasons", Json::array());
+  const bool replayGap = replayGapOpt.value_or(
+      std::find(reasons.begin(), reasons.end(), code::provider_replay_non_suffix_gap) !=
+      reasons.end());
   const std::string want = replayGap ? std::string(code::provider_replay_non_suffix_gap)
                                      : std::string(code::runtime_ledger_unreadable);
-  const Json reasons = plan.value("rejectionReasons", Json::array());
   if (std::find(reasons.begin(), reasons.end(), want) == reasons.end())
     return fmt::format("recovery parked with {}, the contract expects {}", reasons.dump(), want);
   if (!replayGap && plan.dump().find(code::tool_recovery_unsettled) == std::string::npos)
@@ -434,12 +441,37 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
   if (!c.failed("V4") && want.armedIndeterminate) c.pass("V4");
 }
 
+// V2–V4 on the crash state of an unnamed barrier (verdicts/barrier.h): integrity, what must
+// hold at any instant, and the resolver against the independent model (no oracle row here).
+void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& store,
+                       barrier::CrashFacts& facts, Checks& c) {
+  const auto integrity = st.integrityCheck();
+  if (integrity != "ok")
+    c.fail("V2", "PRAGMA integrity_check: " + integrity);
+  else
+    c.pass("V2");
+  std::vector<std::vector<RuntimeEvent>> runs;
+  for (const auto& h : st.listRuns()) runs.push_back(eventsOf(st, h));
+  for (const auto& bad :
+       barrier::crashStateProblems(sc, runs, readEffects(store / "effects.jsonl"), facts))
+    c.fail("V3", bad);
+  if (!c.failed("V3")) c.pass("V3");
+  for (const auto& events : runs) {
+    const auto res = resolveRecovery(events);
+    if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+    if (auto bad = modelDisagreement(events, res, "the crashed ledger"); !bad.empty())
+      c.fail("V4", bad);
+  }
+  if (!c.failed("V4")) c.pass("V4");
+}
+
 // The session's history after recovery (spec e.9, d.8): every run but the first begins with its
 // continuation-start, whose source is an earlier run of the session at that run's full ledger
-// (high-water = its last event); the user message appears once (no duplicate on resume); no call
+// (high-water = its last event); the user message appears once (no duplicate on resume; none when
+// the crash came before the task was accepted: `wantUserMessages` 0); no call
 // is answered twice, and a call id is issued again only after its first call was never
 // dispatched (trimmed and re-issued). "" when all hold.
-std::string continuationHistoryProblem(const RuntimeStore& st) {
+std::string continuationHistoryProblem(const RuntimeStore& st, int wantUserMessages) {
   auto runs = st.listRuns();
   std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
     return a.createdAt < b.createdAt;
@@ -477,10 +509,98 @@ std::string continuationHistoryProblem(const RuntimeStore& st) {
                            responses[e.callId]);
     }
   }
-  if (userMessages != 1)
-    return fmt::format("the session holds {} user messages, the contract allows exactly one",
-                       userMessages);
+  if (userMessages != wantUserMessages)
+    return fmt::format("the session holds {} user message(s), the contract expects {}",
+                       userMessages, wantUserMessages);
   return "";
+}
+
+// V8: executions per scenario call (the effects log) equal what the contract expects.
+void checkExecutions(const Scenario& sc, const std::vector<int>& want,
+                     const std::map<std::string, int>& effects, Checks& c) {
+  std::set<std::string> scenarioCalls;
+  for (size_t i = 0; i < sc.calls.size(); ++i) {
+    scenarioCalls.insert(sc.calls[i].id);
+    const int got = effects.count(sc.calls[i].id) ? effects.at(sc.calls[i].id) : 0;
+    if (got != want[i])
+      c.fail("V8", fmt::format("{} ({}) executed {} time(s), the contract expects {}",
+                               sc.calls[i].id, sc.calls[i].name, got, want[i]));
+  }
+  for (const auto& [callId, n] : effects)
+    if (!scenarioCalls.count(callId))
+      c.fail("V8", fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
+}
+
+// V8 when recovery finished the task: the workspace meets the scenario's expectations and
+// equals the reference run's.
+void checkFinishedWorkspace(const Scenario& sc, const Reference& ref, const fs::path& ws,
+                            Checks& c) {
+  auto snap = snapshotWorkspace(ws);
+  if (snap != ref.finalWorkspace) {
+    std::string diff;
+    for (const auto& [p, content] : ref.finalWorkspace) {
+      auto it = snap.find(p);
+      if (it == snap.end())
+        diff = p + " missing";
+      else if (it->second != content)
+        diff = p + " differs";
+      if (!diff.empty()) break;
+    }
+    if (diff.empty())
+      for (const auto& [p, content] : snap)
+        if (!ref.finalWorkspace.count(p)) {
+          diff = p + " is extra";
+          break;
+        }
+    c.fail("V8", "final workspace differs from the reference run: " + diff);
+  }
+  for (const auto& line : workspace::expectedProblems(sc.spec, ws))
+    c.fail("V8", "final workspace: " + line);
+}
+
+// V8 after recovering from an unnamed barrier (verdicts/barrier.h): the park decision the crash
+// facts demand, the executions that follow from it, and an untouched workspace after a park or
+// the scenario's end state after a continuation.
+void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
+                          const Reference& ref, const std::map<std::string, int>& effects,
+                          const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
+                          const fs::path& ws, Checks& c) {
+  Json summary;
+  try {
+    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
+  } catch (...) {
+    c.fail("V8", "recover printed no JSON summary");
+    return;
+  }
+  const Json plan = summary.value("plan", Json());
+  const bool parked = plan.is_object() && plan.value("decision", "") == "park";
+  const bool continued = !summary.value("continuation", Json()).is_null();
+  const auto want = barrier::expectRecovery(sc, facts);
+  if (!facts.accepted || facts.finished) {
+    // No task to continue: it was never accepted, or the run's terminal fact is durable.
+    if (continued)
+      c.fail("V8", std::string("recovery continued a task that ") +
+                       (facts.finished ? "had already ended" : "was never accepted"));
+    checkExecutions(sc, barrier::expectedExecutions(sc, facts, true), effects, c);
+    if (facts.finished)
+      checkFinishedWorkspace(sc, ref, ws, c);
+    else if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery had no task but changed the workspace: " + bad);
+    return;
+  }
+  if (want.mustPark && (!parked || continued))
+    c.fail("V8", "recovery did not park although " + want.why);
+  else if (!want.mustPark && !want.mayPark && (parked || !continued))
+    c.fail("V8", "recovery did not continue although every dispatched call has its response: " +
+                     plan.dump().substr(0, 200));
+  checkExecutions(sc, barrier::expectedExecutions(sc, facts, parked), effects, c);
+  if (parked) {
+    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
+    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+  } else {
+    checkFinishedWorkspace(sc, ref, ws, c);
+  }
 }
 
 }  // namespace
@@ -606,6 +726,20 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
     ref.problem = bad;
     return ref;
   }
+  // The barriers have no prediction (the contract does not fix a run's number of transactions
+  // or file steps), only a lower bound: every T1 (P2), T2 (P5) and terminal fact (P8) is a store
+  // COMMIT, and every atomic replace of a file (P3) takes at least fsync, rename and fsync-dir.
+  {
+    const auto p = predictedHits(scenario);
+    const int minS = p[2] + p[5] + p[8], minF = 3 * p[3];
+    if (ref.hits[kBarrierS] < minS || ref.hits[kBarrierF] < minF) {
+      ref.problem = fmt::format(
+          "the reference run reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; "
+          "its named commits and file replaces alone need at least {} and {}",
+          ref.hits[kBarrierS], ref.hits[kBarrierF], minS, minF);
+      return ref;
+    }
+  }
   // Sanity: the reference must meet the scenario's own expectations.
   if (auto bad = workspace::expectedProblems(scenario.spec, dir / "ws"); !bad.empty())
     ref.problem = "reference run: " + bad.front();
@@ -671,7 +805,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   const bool powerloss = id.mode == "powerloss";
   PowerlossFindings plFindings;  // D1 and D2 (powerloss_checks.h)
   if (powerloss) c.m["D1"] = c.m["D2"] = Check{"n/a", "no power-loss crash state was checked"};
-  CaseExpectation x = expectCase(sc, id.failpoint, id.hit);
+  // A barrier has no oracle row: its expectation follows from the crash state (barrierFacts).
+  const CaseExpectation x = id.isBarrier() ? CaseExpectation{} : expectCase(sc, id.failpoint, id.hit);
+  barrier::CrashFacts barrierFacts;
   CaseId primary = id;
   primary.recoveryFailpoint.reset();
   primary.recoveryHit.reset();
@@ -737,7 +873,23 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       std::ofstream(snap / "complete") << id.str() << "\n";
     }
 
-    try {
+    if (id.isBarrier()) {
+      // An unnamed barrier: what must hold at any instant (verdicts/barrier.h), then V5–V7.
+      try {
+        auto st = RuntimeStore::open(store);
+        checkBarrierCrash(sc, *st, store, barrierFacts, c);
+        checkV5(*st, store, dir, opts.crashsim, c);
+        st.reset();
+        copyDir(store, dir / "copy");
+        checkV6(dir / "copy", c);
+        checkV7(dir / "copy", c);
+        fs::remove_all(dir / "copy");
+      } catch (const std::exception& e) {
+        for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+          if (c.m[v].status != "pass" && c.m[v].status != "fail")
+            c.fail(v, std::string("error: ") + e.what());
+      }
+    } else try {
       // --- V2: reopen + integrity ----------------------------------------------------------
       auto st = RuntimeStore::open(store);
       auto integrity = st->integrityCheck();
@@ -911,7 +1063,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   auto r = runToEnd(recover);
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (powerloss) checkPowerlossRecovery(plFindings, store, r, recover.stdoutFile, c.m);
-  if (!id.isDoubleFault() && !powerloss && !c.failed("V1")) {
+  if (!id.isDoubleFault() && !id.isBarrier() && !powerloss && !c.failed("V1")) {
     // The recovery reaches exactly the recovery kills the oracle planned for this case.
     auto hits = readHits(dir / "recover-hits.json");
     const auto want = predictedRecoveryHits(sc, id.failpoint, id.hit);
@@ -927,19 +1079,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   try {
     auto effects = readEffects(store / "effects.jsonl");
     // Executions per call come from the scenario and the contract (oracle), never from a run.
-    const auto wantRuns = expectedExecutions(sc, x, id.failpoint);
-    std::set<std::string> scenarioCalls;
-    for (size_t i = 0; i < sc.calls.size(); ++i) {
-      scenarioCalls.insert(sc.calls[i].id);
-      const int got = effects.count(sc.calls[i].id) ? effects.at(sc.calls[i].id) : 0;
-      if (got != wantRuns[i])
-        c.fail("V8", fmt::format("{} ({}) executed {} time(s), the contract expects {}",
-                                 sc.calls[i].id, sc.calls[i].name, got, wantRuns[i]));
-    }
-    for (const auto& [callId, n] : effects)
-      if (!scenarioCalls.count(callId))
-        c.fail("V8",
-               fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
+    if (!id.isBarrier())
+      checkExecutions(sc, expectedExecutions(sc, x, id.failpoint), effects, c);
     auto st = RuntimeStore::open(store);
     // Every run resolved once: the armed call's final decision, the model check, the headers.
     struct Resolved {
@@ -972,11 +1113,18 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
           !bad.empty())
         c.fail("V4", bad);
     }
-    if (auto bad = continuationHistoryProblem(*st); !bad.empty())
+    const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
+    if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
       c.fail("V8", "history after recovery: " + bad);
     if (r.exitCode != 0)
       c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", r.exitCode,
                                lastLine(recover.stderrFile)));
+    if (id.isBarrier()) {
+      checkBarrierRecovery(sc, barrierFacts, ref, effects, readFile(recover.stdoutFile), atCrash,
+                           ws, c);
+      if (!c.failed("V8")) c.pass("V8");
+      return finish();
+    }
     const bool parked = expectParked(sc, x, id.failpoint);
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
@@ -1007,27 +1155,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
         c.fail("V8", "recovery parked but changed the workspace: " + bad);
     } else {
-      auto snap = snapshotWorkspace(ws);
-      if (snap != ref.finalWorkspace) {
-        std::string diff;
-        for (const auto& [p, content] : ref.finalWorkspace) {
-          auto it = snap.find(p);
-          if (it == snap.end())
-            diff = p + " missing";
-          else if (it->second != content)
-            diff = p + " differs";
-          if (!diff.empty()) break;
-        }
-        if (diff.empty())
-          for (const auto& [p, content] : snap)
-            if (!ref.finalWorkspace.count(p)) {
-              diff = p + " is extra";
-              break;
-            }
-        c.fail("V8", "final workspace differs from the reference run: " + diff);
-      }
-      for (const auto& line : workspace::expectedProblems(sc.spec, ws))
-        c.fail("V8", "final workspace: " + line);
+      checkFinishedWorkspace(sc, ref, ws, c);
       if (x.armedCall && !x.finalStatus.empty()) {
         const auto& armed = sc.calls[*x.armedCall];
         auto d = finalDecision(armed.id);

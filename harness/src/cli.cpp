@@ -94,7 +94,7 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
     };
     const auto hits = predictedHits(*it);
     const auto fp = static_cast<size_t>(id.failpoint);
-    if (id.failpoint > 9 || id.hit > hits[fp])
+    if (!id.isBarrier() && (id.failpoint > 9 || id.hit > hits[fp]))
       throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,
                                    reachList(hits)));
     if (id.isDoubleFault()) {
@@ -132,6 +132,12 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
     fs::remove_all(ro.workRoot);
     std::cerr << "crashsim run: scenario " << it->id << ": " << ref.problem << "\n";
     return 2;
+  }
+  if (id.isBarrier() && id.hit > ref.hits[static_cast<size_t>(id.failpoint)]) {
+    fs::remove_all(ro.workRoot);
+    throw UsageError(fmt::format("case {} is never reached: the reference run of {} reaches {}#1-{}",
+                                 id.str(), id.scenario, id.failpointName(),
+                                 ref.hits[static_cast<size_t>(id.failpoint)]));
   }
   CaseOutcome oc = runCase(id, ref, ro);
   fs::remove_all(ro.workRoot);
@@ -251,7 +257,8 @@ int runCli(int argc, char** argv) {
   SweepOptions so;
   std::string shard, out;
   sweep->add_option("--scenario", so.scenarios, "scenario id (repeatable)");
-  sweep->add_option("--failpoint", so.failpoints, "failpoint P0..P11 (repeatable)");
+  sweep->add_option("--failpoint", so.failpoints,
+                    "failpoint P0..P11, or the barriers S / F (repeatable)");
   sweep->add_option("--mode", so.mode, "fault mode")->check(CLI::IsMember({"kill", "powerloss"}));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores)")
       ->check(CLI::PositiveNumber);
@@ -271,6 +278,8 @@ int runCli(int argc, char** argv) {
   sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
   sweep->add_flag("--double-faults", so.doubleFaults,
                   "also kill the recovery process at P8/P9/P10/P11 hits");
+  sweep->add_flag("!--no-barriers", so.barriers,
+                  "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");
   sweep->add_flag("--verify-determinism", so.verifyDeterminism,
                   "V9 for every case (default: a sample)");
   sweep->add_option("--case", so.caseGlobs,
@@ -387,7 +396,11 @@ int runCli(int argc, char** argv) {
       if (expectCases >= 0) so.expectCases = expectCases;
       if (!expectManifest.empty()) so.expectManifest = fs::path(expectManifest);
       if (listOnly) {
-        auto plan = planCases(so, selectScenarios(so));
+        // Barrier cases are planned from the reference runs' counts: --list runs those (only).
+        auto prepared = prepareSweep(so, true);
+        std::error_code ec;
+        if (!prepared.ro.workRoot.empty()) fs::remove_all(prepared.ro.workRoot, ec);
+        const SweepPlan& plan = prepared.plan;
         for (const auto& pc : plan.cases) std::cout << pc.id.str() << "\n";
         std::cerr << fmt::format(
             "crashsim sweep --list: {} case(s) in this shard, {} in the "

@@ -15,11 +15,13 @@ namespace crashsim::harness {
 namespace {
 
 int parseFailpoint(const std::string& fp) {
+  if (fp == "S") return kBarrierS;
+  if (fp == "F") return kBarrierF;
   if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
       fp.find_first_not_of("0123456789", 1) != std::string::npos)
-    throw std::runtime_error("unknown failpoint " + fp + " (P0..P11)");
+    throw std::runtime_error("unknown failpoint " + fp + " (P0..P11, S, F)");
   int n = std::stoi(fp.substr(1));
-  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P11)");
+  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P11, S, F)");
   return n;
 }
 
@@ -30,13 +32,34 @@ bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
   });
 }
 
+std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
+  std::vector<bool> fpWanted(14, sel.failpoints.empty());
+  for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
+  return fpWanted;
+}
+
+// Whether a --case glob can select a barrier case: unless its failpoint part (after the first
+// '/') starts with 'P', it may ("*", "s/S#*/kill", "s/*"), and the barriers must be planned.
+bool globMayMatchBarrier(const std::string& glob) {
+  const auto slash = glob.find('/');
+  return slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P';
+}
+
 }  // namespace
 
-SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel) {
-  std::vector<bool> fpWanted(12, sel.failpoints.empty());
-  for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
+bool plansBarriers(const PlanSelection& sel) {
+  const auto fpWanted = wantedFailpoints(sel);
+  return sel.barriers && sel.mode == "kill" && (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+         (sel.caseGlobs.empty() ||
+          std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
+}
+
+SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
+                    const std::vector<BarrierHits>& barrierHits) {
+  const std::vector<bool> fpWanted = wantedFailpoints(sel);
   if (!sel.failpoints.empty() && !sel.doubleFaults &&
-      std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }))
+      std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }) &&
+      !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11 are reached only by a recovery process: add --double-faults");
 
@@ -106,6 +129,23 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         }
       }
     }
+    if (!plansBarriers(sel) || barrierHits.empty()) continue;
+    if (barrierHits.size() != scenarios.size())
+      throw std::logic_error("planSweep: one BarrierHits per scenario");
+    for (int fp : {kBarrierS, kBarrierF}) {
+      const int n = fp == kBarrierS ? barrierHits[si].s : barrierHits[si].f;
+      if (n > 0) reach(sc.id, fp, "agent").predicted += n;
+      for (int h = 1; h <= n; ++h) {
+        Group g;
+        g.primary.id.scenario = sc.id;
+        g.primary.id.failpoint = fp;
+        g.primary.id.hit = h;
+        g.primary.scenario = si;
+        g.primarySelected =
+            fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, g.primary.id.str());
+        groups.push_back(std::move(g));
+      }
+    }
   }
   std::sort(groups.begin(), groups.end(),
             [](const Group& a, const Group& b) { return a.primary.id < b.primary.id; });
@@ -130,7 +170,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   plan.manifestDigest = reports::manifestDigest(shardIds);
   plan.sweepManifestDigest = reports::manifestDigest(allIds);
   auto key = [](const PlannedReach& r) {
-    return std::make_tuple(r.scenario, r.process, std::stoi(r.failpoint.substr(1)));
+    return std::make_tuple(r.scenario, r.process, parseFailpoint(r.failpoint));
   };
   std::sort(plan.reach.begin(), plan.reach.end(),
             [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });

@@ -191,7 +191,8 @@ std::vector<Scenario> selectScenarios(const SweepOptions& opts) {
   return chosen;
 }
 
-SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios) {
+namespace {
+PlanSelection selectionOf(const SweepOptions& opts) {
   PlanSelection sel;
   sel.failpoints = opts.failpoints;
   sel.caseGlobs = opts.caseGlobs;
@@ -201,9 +202,18 @@ SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scena
   sel.doubleFaults = opts.doubleFaults;
   sel.shardIndex = opts.shardIndex;
   sel.shardTotal = opts.shardTotal;
+  sel.barriers = opts.barriers;
+  return sel;
+}
+}  // namespace
+
+bool plansBarriers(const SweepOptions& opts) { return plansBarriers(selectionOf(opts)); }
+
+SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios,
+                    const std::vector<BarrierHits>& barrierHits) {
   SweepPlan plan;
   try {
-    plan = planSweep(scenarios, sel);
+    plan = planSweep(scenarios, selectionOf(opts), barrierHits);
   } catch (const std::runtime_error& e) {
     throw SweepError(e.what());
   }
@@ -254,12 +264,16 @@ void printRecap(const std::vector<reports::CaseRecord>& cases, bool color) {
 
 }  // namespace
 
-reports::Report runSweep(const SweepOptions& opts) {
-  auto wallStart = std::chrono::steady_clock::now();
+PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
+  PreparedSweep p;
   const std::vector<Scenario> chosen = selectScenarios(opts);
-  const SweepPlan plan = planCases(opts, chosen);
-
-  RunOptions ro;
+  const bool barriers = plansBarriers(opts);
+  // Without barrier cases the plan needs no run, and a malformed selection fails before any.
+  if (!barriers) {
+    p.plan = planCases(opts, chosen);
+    if (listOnly) return p;
+  }
+  RunOptions& ro = p.ro;
   ro.agent = locateAgent();
   ro.crashsim = locateCrashsim();
   if (ro.agent.empty() || !fs::exists(ro.agent))
@@ -275,13 +289,16 @@ reports::Report runSweep(const SweepOptions& opts) {
                                                               : std::string()) +
       opts.reproduceExtra;
   ro.keepCrashStates = opts.doubleFaults;
-  const int jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  p.jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const int jobs = p.jobs;
 
-  // Reference runs (parallel) of the scenarios the plan uses; each must reach exactly the
-  // predicted hits, or the plan (made from the prediction) is not the sweep the runtime needs.
-  std::vector<bool> used(chosen.size(), false);
-  for (const auto& pc : plan.cases) used[pc.scenario] = true;
-  std::vector<Reference> refs(chosen.size());
+  // Reference runs (parallel) of the scenarios the plan uses (all of them when barrier cases
+  // are planned from their counts); each must reach exactly the predicted hits, or the plan
+  // (made from the prediction) is not the sweep the runtime needs.
+  std::vector<bool> used(chosen.size(), barriers);
+  for (const auto& pc : p.plan.cases) used[pc.scenario] = true;
+  std::vector<Reference>& refs = p.refs;
+  refs.resize(chosen.size());
   {
     std::atomic<size_t> next{0};
     std::vector<std::thread> ts;
@@ -307,6 +324,28 @@ reports::Report runSweep(const SweepOptions& opts) {
       throw SweepError(fmt::format("scenario {}: {}", refs[i].scenario.id, refs[i].problem));
     }
   }
+  if (barriers) {
+    std::vector<BarrierHits> counts;
+    for (const auto& r : refs) counts.push_back({r.hits[kBarrierS], r.hits[kBarrierF]});
+    try {
+      p.plan = planCases(opts, chosen, counts);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+      throw;
+    }
+  }
+  return p;
+}
+
+reports::Report runSweep(const SweepOptions& opts) {
+  auto wallStart = std::chrono::steady_clock::now();
+  PreparedSweep prepared = prepareSweep(opts, false);
+  const SweepPlan& plan = prepared.plan;
+  const RunOptions& ro = prepared.ro;
+  const std::vector<Reference>& refs = prepared.refs;
+  const fs::path root = ro.workRoot;
+  const int jobs = prepared.jobs;
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {

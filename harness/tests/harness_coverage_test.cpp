@@ -158,3 +158,29 @@ TEST(Coverage, RunOfAHitThatIsNeverReachedIsAUsageErrorListingTheReachableHits) 
   EXPECT_EQ(d.exitCode, 2) << d.out;
   EXPECT_NE(d.out.find("P8#1, P9#1"), std::string::npos) << d.out;
 }
+
+// Barrier cases are planned from the reference run's counts: a hit past them is a usage error
+// naming the reachable range, --failpoint S lists only store COMMIT barriers, and a runtime whose
+// store writes bypass the barrier (fewer than the contract's named commits) is refused.
+TEST(Coverage, BarrierCasesComeFromTheReferenceRunAndAreBoundedBelowByTheContract) {
+  auto r = sh(cs() + " run 'bash-touch-marker/S#999/kill' 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("reaches S#1-"), std::string::npos) << r.out;
+  auto list = sh(cs() + " sweep --scenario bash-touch-marker --failpoint S --list 2>/dev/null");
+  ASSERT_EQ(list.exitCode, 0);
+  EXPECT_EQ(list.out.rfind("bash-touch-marker/S#1/kill\n", 0), 0u) << list.out;
+  EXPECT_EQ(list.out.find("/P"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("/F#"), std::string::npos) << list.out;
+  auto d = freshDir("crashsim-cov-barrier");
+  auto agent =
+      script(d, "agent.sh",
+             agentBinary().string() +
+                 " \"$@\"; rc=$?\n"
+                 "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
+                 "  sed -i 's/\"S\":[0-9]*/\"S\":1/' \"$CRASHSIM_HITS_OUT\"\n"
+                 "fi\nexit $rc\n");
+  expectExitTwo("CRASHSIM_AGENT=" + agent.string() + " " + cs() +
+                    " sweep --scenario write-config-port --failpoint S",
+                "store COMMIT barrier");
+  fs::remove_all(d);
+}

@@ -233,8 +233,15 @@ TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {
   EXPECT_EQ(*d.recoveryFailpoint, 10);
   EXPECT_EQ(d.str(), "s/P4#1/kill+R:P10#1");
   EXPECT_LT(parseCaseId("s/P2#1/kill"), parseCaseId("s/P10#1/kill"));
+  auto b = parseCaseId("s/S#7/kill");
+  EXPECT_TRUE(b.isBarrier());
+  EXPECT_EQ(b.failpointName(), "S");
+  EXPECT_EQ(b.str(), "s/S#7/kill");
+  EXPECT_EQ(parseCaseId("s/F#3/kill").str(), "s/F#3/kill");
+  EXPECT_LT(parseCaseId("s/P11#1/kill+R:P10#1"), b);  // barriers sort after the named points
   for (auto bad : {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash",
-                   "s/P04#1/kill", "s/P4#1/kill+P10#1"})
+                   "s/P04#1/kill", "s/P4#1/kill+P10#1", "s/S#0/kill", "s/S7/kill",
+                   "s/S#1/kill+R:P10#1", "s/P4#1/kill+R:S#1", "s/F#1/powerloss@3", "s/X#1/kill"})
     EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
 }
 

@@ -157,3 +157,14 @@ TEST(PlantedFault, RepairSealingAnInterruptedRunCompletedFailsV7AndTheRecoveryRe
   expectCaughtExactly("repair_seals_finished_run_completed",
                       "--scenario write-config-port --failpoint P8", {"V3", "V7"});
 }
+
+// Unnamed crash points: T2 split into two transactions (the response, then journal + CAS) opens
+// a window no named failpoint sees (P5 is inside the first, P6 after the second). The store
+// COMMIT barrier between them does: the online projection lags the ledger (V6).
+TEST(PlantedFault, T2SplitInTwoTransactionsFailsV6AtABarrierOnly) {
+  expectCaughtExactly("t2_split_commit", "--scenario write-config-port --failpoint S", {"V6"});
+  int rc = -1;
+  auto failed = failedChecks("t2_split_commit", "--scenario write-config-port --no-barriers", &rc);
+  EXPECT_EQ(rc, 0) << "no named failpoint falls between the two commits";
+  EXPECT_TRUE(failed.empty());
+}

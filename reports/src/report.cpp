@@ -74,8 +74,13 @@ double nearestRank(std::vector<double> v, double q) {
 }  // namespace
 
 void sortCases(Report& report) {
-  // Natural order: scenario, failpoint number (P2 before P10), hit, mode, recovery point.
-  auto num = [](const std::string& fp) { return fp.size() > 1 ? std::atoi(fp.c_str() + 1) : -1; };
+  // Natural order: scenario, failpoint number (P2 before P10, the barriers S and F after P11),
+  // hit, mode, recovery point.
+  auto num = [](const std::string& fp) {
+    if (fp == "S") return 12;
+    if (fp == "F") return 13;
+    return fp.size() > 1 ? std::atoi(fp.c_str() + 1) : -1;
+  };
   auto key = [&](const CaseRecord& c) {
     return std::make_tuple(c.scenario, num(c.failpoint), c.hit, c.mode,
                            c.recoveryFailpoint ? num(*c.recoveryFailpoint) : -1,

@@ -12,6 +12,20 @@
 namespace crashsim::reports {
 namespace {
 
+// Matrix columns: the agent-run kills P0–P9, the recovery kills of double faults under the
+// failpoint that killed the recovery (R:P8–R:P11, not under the primary's), then the unnamed
+// barriers S and F.
+const std::vector<std::string>& matrixColumns() {
+  static const std::vector<std::string> cols = {"P0",    "P1",    "P2",    "P3",     "P4",
+                                                "P5",    "P6",    "P7",    "P8",     "P9",
+                                                "R:P8",  "R:P9",  "R:P10", "R:P11", "S",
+                                                "F"};
+  return cols;
+}
+std::string matrixColumnOf(const CaseRecord& c) {
+  return c.recoveryFailpoint ? "R:" + *c.recoveryFailpoint : c.failpoint;
+}
+
 std::string xmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -146,16 +160,16 @@ std::string renderMarkdown(const Report& r) {
   std::set<std::string> scenarios;
   for (const auto& c : r.cases) scenarios.insert(c.scenario);
   out += "| scenario |";
-  for (int p = 0; p < 12; ++p) out += fmt::format(" P{} |", p);
+  for (const auto& col : matrixColumns()) out += fmt::format(" {} |", col);
   out += "\n|---|";
-  for (int p = 0; p < 12; ++p) out += "---|";
+  for (size_t p = 0; p < matrixColumns().size(); ++p) out += "---|";
   out += "\n";
   for (const auto& s : scenarios) {
     out += "| " + mdEscape(s) + " |";
-    for (int p = 0; p < 12; ++p) {
+    for (const auto& col : matrixColumns()) {
       int total = 0, failed = 0;
       for (const auto& c : r.cases)
-        if (c.scenario == s && c.failpoint == fmt::format("P{}", p)) {
+        if (c.scenario == s && matrixColumnOf(c) == col) {
           ++total;
           failed += c.verdict == "fail";
         }
@@ -206,26 +220,27 @@ std::string renderHtml(const Report& r) {
     scenarios.assign(s.begin(), s.end());
   }
   const int cell = 44, labelW = 240, top = 28;
-  const int width = labelW + 12 * cell + 10;
+  const auto& cols = matrixColumns();
+  const int width = labelW + static_cast<int>(cols.size()) * cell + 10;
   const int height = top + static_cast<int>(scenarios.size()) * cell + 60;
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
       "aria-label=\"scenario by failpoint verdict matrix\">\n",
       width, height);
-  for (int p = 0; p < 12; ++p)
-    svg += fmt::format("<text x=\"{}\" y=\"18\" text-anchor=\"middle\" class=\"h\">P{}</text>\n",
-                       labelW + p * cell + cell / 2, p);
+  for (size_t p = 0; p < cols.size(); ++p)
+    svg += fmt::format("<text x=\"{}\" y=\"18\" text-anchor=\"middle\" class=\"h\">{}</text>\n",
+                       labelW + static_cast<int>(p) * cell + cell / 2, cols[p]);
   for (size_t row = 0; row < scenarios.size(); ++row) {
     const auto& s = scenarios[row];
     int y = top + static_cast<int>(row) * cell;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"h\">{}</text>\n",
                        labelW - 8, y + cell / 2 + 4, xmlEscape(s));
-    for (int p = 0; p < 12; ++p) {
-      std::string fp = fmt::format("P{}", p);
+    for (size_t p = 0; p < cols.size(); ++p) {
+      const std::string& fp = cols[p];
       int total = 0, failed = 0;
       const CaseRecord* target = nullptr;
       for (const auto& c : r.cases) {
-        if (c.scenario != s || c.failpoint != fp) continue;
+        if (c.scenario != s || matrixColumnOf(c) != fp) continue;
         ++total;
         if (c.verdict == "fail") {
           ++failed;
@@ -234,7 +249,7 @@ std::string renderHtml(const Report& r) {
           target = &c;
         }
       }
-      int x = labelW + p * cell;
+      int x = labelW + static_cast<int>(p) * cell;
       std::string colour = total == 0 ? "#d0d0d0" : failed ? "#d9534f" : "#5cb85c";
       std::string title = total == 0
                               ? fmt::format("{} {}: not reached", s, fp)

@@ -13,7 +13,14 @@
 //   CRASHSIM_POWERLOSS=1           after the control line (then with "powerloss":true) call the
 //                                  registered power-loss crash hook, which materialises the
 //                                  crash state and raises SIGKILL itself (the parent waits)
-//   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts {"P0":n,...,"P11":n}
+//   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts {"P0":n,...,"P11":n,"S":n,"F":n}
+//
+// Barriers (CRASHSIM_BARRIER(S) / (F)) are crash points nobody named: the instrumented build
+// counts every durability barrier of the store (S: just before each COMMIT of a store
+// transaction, so a kill there loses that transaction) and of the file tools (F: just before each
+// create / fsync / rename / directory-fsync step of an atomic file replace). They are armed and
+// reported exactly like failpoints ("S:7", {"failpoint":"S","hit":7,...}); they are not rows of
+// the catalogue, which describes the named boundaries only.
 #pragma once
 
 #include <array>
@@ -25,8 +32,10 @@
 
 namespace crashsim::failpoints {
 
-enum class Id : uint8_t { P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11 };
-inline constexpr size_t kCount = 12;
+// P0–P11 are the named failpoints (the catalogue); S and F are the unnamed barriers.
+enum class Id : uint8_t { P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F };
+inline constexpr size_t kCount = 12;       // named failpoints (catalogue rows)
+inline constexpr size_t kPointCount = 14;  // named failpoints and barriers (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -42,9 +51,12 @@ struct CatalogueEntry {
 
 // The twelve rows, in id order. Stable data: ids, boundaries and prefix classes never change.
 const std::array<CatalogueEntry, kCount>& catalogue();
-// "P0".."P11" → Id; anything else (including "p4", "P12", " P4") → nullopt.
+// "P0".."P11" → Id; anything else (including "p4", "P12", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
-std::string_view name(Id id);
+// parseId, or "S" / "F" (a barrier) → Id.
+std::optional<Id> parsePoint(std::string_view name);
+std::string_view name(Id id);  // "P4", "S", "F"
+// The catalogue row of a named failpoint (throws std::out_of_range for a barrier).
 const CatalogueEntry& entry(Id id);
 
 // The catalogue as a JSON array (one object per row, keys: id, boundary, specBoundary,
@@ -53,7 +65,7 @@ std::string catalogueJson(int indent = -1);
 // The catalogue as a human-readable text table (one block per failpoint).
 std::string catalogueText();
 
-// Arming parsed from "<id>:<hit>" ("P4:1"). Throws std::invalid_argument with a one-line
+// Arming parsed from "<id>:<hit>" ("P4:1", "S:7"). Throws std::invalid_argument with a one-line
 // reason on an unknown id, a missing/zero/non-numeric hit or trailing garbage.
 struct Arming {
   Id id;
@@ -82,9 +94,9 @@ void hit(Id id);
 // handler that writes the hit counts when CRASHSIM_HITS_OUT is set.
 void initFromEnvironment();
 
-// Current hit counts (per id, this process).
-std::array<uint64_t, kCount> hitCounts();
-// {"P0":n,...,"P11":n} as compact JSON.
+// Current hit counts (per id, barriers included, this process).
+std::array<uint64_t, kPointCount> hitCounts();
+// {"P0":n,...,"P11":n,"S":n,"F":n} as compact JSON.
 std::string hitCountsJson();
 // Writes hitCountsJson() to CRASHSIM_HITS_OUT if set (also done at normal exit). Idempotent.
 void writeHitCountsIfRequested();
@@ -93,11 +105,13 @@ void resetForTesting();
 
 inline constexpr bool kEnabled = true;
 #define CRASHSIM_FAILPOINT(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
+#define CRASHSIM_BARRIER(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
 #else
 inline void initFromEnvironment() {}
 inline void writeHitCountsIfRequested() {}
 inline constexpr bool kEnabled = false;
 #define CRASHSIM_FAILPOINT(ID) ((void)0)
+#define CRASHSIM_BARRIER(ID) ((void)0)
 #endif
 
 }  // namespace crashsim::failpoints

@@ -189,7 +189,9 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
   std::string tempName = ".";
   tempName.append(target.filename().native()).append(".").append(operationId).append(".tmp");
   const fs::path temp = dir / tempName;
+  // Barrier F (instrumented build) before each durability step: crash points nobody named.
   try {
+    CRASHSIM_BARRIER(F);
     if (!dfs.createFile(temp, content, 0644)) {
       // A temp file of this operation left by a crash of an earlier attempt.
       dfs.removeFile(temp);
@@ -197,6 +199,7 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
         throw Error(code::tool_execution_failed, "temp file " + temp.string() + " reappeared");
     }
     try {
+      CRASHSIM_BARRIER(F);
       dfs.fsyncFile(temp);
     } catch (...) {
       ::unlink(temp.c_str());
@@ -204,6 +207,7 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
     }
     CRASHSIM_FAILPOINT(P3);
     try {
+      CRASHSIM_BARRIER(F);
       dfs.rename(temp, target);
     } catch (...) {
       ::unlink(temp.c_str());
@@ -211,6 +215,7 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
     }
     // Planted bug: the rename is never made durable. A process kill cannot tell (the page cache
     // survives); a power cut reverts the target (caught by --mode powerloss, V8).
+    CRASHSIM_BARRIER(F);
     if (!planted("tool_skips_dir_fsync")) dfs.fsyncDir(dir);
   } catch (const Error& e) {
     if (e.code() == code::tool_execution_failed) throw;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
 #include "store/store_internal.h"
 
 namespace crashsim::store_detail {
@@ -131,6 +132,9 @@ ImmediateTx::~ImmediateTx() {
 }
 
 void ImmediateTx::commit() {
+  // Barrier S (instrumented build): a crash point nobody named, just before every store COMMIT;
+  // a kill here loses this transaction and keeps every earlier one.
+  CRASHSIM_BARRIER(S);
   conn_.prepare("COMMIT").exec();
   done_ = true;
   // Every runtime_events insert of an ImmediateTx went through the checked writers, which keep

@@ -257,6 +257,12 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
   Connection& c = tx.conn();
   const int64_t seq = store_detail::insertChecked(tx, cand, committedAt);
   if (failpoint) CRASHSIM_FAILPOINT(P5);
+  if (planted("t2_split_commit")) {
+    // Planted bug: T2 in two transactions (the response, then journal + CAS). No named
+    // failpoint falls between them; the unnamed barrier S does (V6 must catch it).
+    tx.commit();
+    c.prepare("BEGIN IMMEDIATE").exec();
+  }
   store_detail::insertJournal(c, journalId, op, "outcome_committed", cand.event->id, std::nullopt,
                               committedAt);
   auto cas = c.prepare(

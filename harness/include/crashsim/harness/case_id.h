@@ -1,5 +1,6 @@
-// crashsim/harness/case_id.h — case names: "scenario/P4#2/kill", "scenario/P4#1/kill+R:P10#1"
-// and "scenario/P6#1/powerloss@17".
+// crashsim/harness/case_id.h — case names: "scenario/P4#2/kill", "scenario/P4#1/kill+R:P10#1",
+// "scenario/P6#1/powerloss@17" and the unnamed barriers "scenario/S#7/kill", "scenario/F#3/kill"
+// (the k-th store COMMIT / file-tool durability step the agent run reaches, crashsim/failpoints.h).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h): the same
@@ -19,7 +20,7 @@ namespace crashsim::harness {
 
 struct CaseId {
   std::string scenario;
-  int failpoint = 0;  // 0..11 (P0..P11)
+  int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F)
   int hit = 1;        // 1-based
   std::string mode = "kill";
   std::optional<uint64_t> seed;  // powerloss: the crash-state seed (required); kill: none
@@ -29,12 +30,15 @@ struct CaseId {
   std::string str() const;
   std::string failpointName() const;  // "P4"
   bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
+  bool isBarrier() const { return failpoint >= 12; }
   auto operator<=>(const CaseId&) const = default;
 };
 
 // Parses a case id. Throws std::invalid_argument with a one-line reason.
 CaseId parseCaseId(std::string_view text);
 
-std::string failpointName(int fp);  // "P4"
+inline constexpr int kBarrierS = 12, kBarrierF = 13;  // the unnamed barriers S and F
+
+std::string failpointName(int fp);  // "P4", "S", "F"
 
 }  // namespace crashsim::harness

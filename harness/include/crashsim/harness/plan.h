@@ -9,6 +9,11 @@
 // agent failpoint or its recovery failpoint is listed), --case GLOB (fnmatch on the case id),
 // then --shard I/N (primary cases by position ≡ I mod N; a double fault goes with its primary,
 // so shards are disjoint and their union is the whole selection).
+//
+// Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
+// the contract does not fix how many transactions or file steps a run takes. They are planned
+// from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
+// checked against the contract's lower bound, and they are primary kill cases only.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +26,13 @@
 namespace crashsim::harness {
 
 struct PlanSelection {
-  std::vector<std::string> failpoints;  // empty = all ("P4", "P10")
+  std::vector<std::string> failpoints;  // empty = all ("P4", "P10", "S", "F")
   std::vector<std::string> caseGlobs;   // empty = all
   std::string mode = "kill";
   int states = 2;     // powerloss: seeded crash states per (scenario, failpoint, hit)
   uint64_t seed = 0;  // powerloss: mixed into the state seeds
   bool doubleFaults = false;
+  bool barriers = true;  // kill mode: plan the S/F barrier cases too
   int shardIndex = 0, shardTotal = 1;
 };
 
@@ -40,7 +46,7 @@ struct PlannedCase {
 // "recovery" rows for P8–P11 in the recovery processes of the primary cases (double faults).
 struct PlannedReach {
   std::string scenario, failpoint, process;  // process: "agent" | "recovery"
-  int predicted = 0;                         // predicted hits (recovery: summed over primaries)
+  int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
   int planned = 0;                           // selected cases that kill there (this shard)
 };
 
@@ -52,8 +58,21 @@ struct SweepPlan {
   std::string sweepManifestDigest;  // the same over all shards
 };
 
-// Plans the sweep over `scenarios` (already filtered by --scenario). Throws std::runtime_error
-// for a malformed selection (unknown failpoint, P10/P11 without double faults, …).
-SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel);
+// Reached counts of the barriers S and F in one scenario's reference run.
+struct BarrierHits {
+  int s = 0, f = 0;
+};
+
+// Plans the sweep over `scenarios` (already filtered by --scenario). `barrierHits` holds one
+// entry per scenario (the reference runs' counts), or is empty when no barrier case is planned.
+// Throws std::runtime_error for a malformed selection (unknown failpoint, P10/P11 without
+// double faults, …).
+SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
+                    const std::vector<BarrierHits>& barrierHits = {});
+
+// Whether the selection plans barrier cases (kill mode, barriers on, S or F selected by
+// --failpoint when it is given, and some --case glob whose failpoint part does not start with
+// 'P'): the sweep then needs the reference runs before planning, `--list` included.
+bool plansBarriers(const PlanSelection& sel);
 
 }  // namespace crashsim::harness

@@ -40,6 +40,7 @@ struct SweepOptions {
   int shardIndex = 0, shardTotal = 1;
   uint64_t seed = 0;
   bool doubleFaults = false;
+  bool barriers = true;  // kill mode: also the unnamed barriers S#k / F#k (--no-barriers)
   bool verifyDeterminism = false;
   bool keepFailures = false;
   std::optional<std::filesystem::path> out;
@@ -60,8 +61,26 @@ class SweepError : public std::runtime_error {
 std::vector<Scenario> selectScenarios(const SweepOptions& opts);
 
 // The plan for these options (plan.h), checked: throws SweepError when it holds no case or
-// differs from --expect-cases / --expect-manifest. Runs nothing (crashsim sweep --list).
-SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios);
+// differs from --expect-cases / --expect-manifest. `barrierHits`: the reference runs' barrier
+// counts, one per scenario (empty: no barrier case). Runs nothing.
+SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scenarios,
+                    const std::vector<BarrierHits>& barrierHits = {});
+
+// Whether these options plan barrier cases (which need the reference runs first).
+bool plansBarriers(const SweepOptions& opts);
+
+// The checked plan with the reference runs it needs, under a fresh work root (ro.workRoot; the
+// caller removes it). Barrier cases are planned from the references' counts, so with barriers
+// every selected scenario's reference runs before planning (crashsim sweep --list too);
+// otherwise the plan comes first and only the scenarios it uses run (none with `listOnly`: the
+// work root is then not created). Throws SweepError.
+struct PreparedSweep {
+  SweepPlan plan;
+  std::vector<Reference> refs;  // one per selected scenario (empty problem = built)
+  RunOptions ro;
+  int jobs = 1;
+};
+PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly);
 
 // Runs the sweep, prints progress/failures and a recap to stderr, writes reports when opts.out
 // is set. Throws SweepError (or std::runtime_error for I/O) for environment problems.

@@ -1,0 +1,143 @@
+// The oracle for crash states at unnamed barriers (verdicts/barrier.h).
+#include "verdicts/barrier.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "crashsim/codes.h"
+#include "crashsim/harness/oracle.h"
+
+namespace crashsim::harness::barrier {
+
+std::vector<std::string> crashStateProblems(const Scenario& sc,
+                                            const std::vector<std::vector<RuntimeEvent>>& runs,
+                                            const std::map<std::string, int>& effects,
+                                            CrashFacts& facts) {
+  std::vector<std::string> bad;
+  facts = CrashFacts{};
+  facts.calls.assign(sc.calls.size(), CallAtCrash{});
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < sc.calls.size(); ++i) index[sc.calls[i].id] = i;
+
+  if (runs.size() > 1)
+    bad.push_back(fmt::format("{} runs in the crashed store; the agent run creates one", runs.size()));
+  for (const auto& events : runs) {
+    std::vector<const RuntimeEvent*> durable;
+    for (const auto& e : events)
+      if (!e.partial) durable.push_back(&e);
+    if (!durable.empty()) {
+      const RuntimeEvent& first = *durable.front();
+      if (first.role != Role::user || first.contentKind != ContentKind::text ||
+          first.runtimeProtocol != std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+        bad.push_back(fmt::format(
+            "the run's first event {} is not its user message carrying the {} marker", first.id,
+            code::t1_after_preflight_v1));
+      else
+        facts.accepted = true;
+    }
+    int terminals = 0;
+    std::vector<size_t> callAt(sc.calls.size(), SIZE_MAX), lastResponseOfOthers(sc.calls.size(), 0);
+    for (size_t k = 0; k < durable.size(); ++k) {
+      const RuntimeEvent& e = *durable[k];
+      if (e.isTerminal()) {
+        ++terminals;
+        facts.finished = true;
+        if (k + 1 != durable.size())
+          bad.push_back(fmt::format("terminal fact {} is not the ledger tail", e.id));
+      }
+      const bool call = e.contentKind == ContentKind::function_call;
+      const bool response = e.contentKind == ContentKind::function_response;
+      if (!call && !response && !e.toolDispatch) continue;
+      const std::string& id = e.toolDispatch ? e.toolDispatch->providerToolCallId : e.callId;
+      auto it = index.find(id);
+      if (it == index.end()) {
+        bad.push_back(fmt::format("{} in the ledger is no call of the scenario", id));
+        continue;
+      }
+      CallAtCrash& f = facts.calls[it->second];
+      const bool refused = !sc.calls[it->second].dispatched();
+      if (call) {
+        if (f.call) bad.push_back(fmt::format("{} has two durable function_call events", id));
+        f.call = true;
+        callAt[it->second] = k;
+      }
+      if (e.toolDispatch) {
+        if (!f.call) bad.push_back(fmt::format("{} was dispatched before its call is durable", id));
+        if (f.dispatch) bad.push_back(fmt::format("{} has two durable dispatches", id));
+        if (refused)
+          bad.push_back(fmt::format("{} was dispatched although preflight refuses it", id));
+        f.dispatch = true;
+      }
+      if (response) {
+        if (!f.call) bad.push_back(fmt::format("{} has a response before its call is durable", id));
+        if (!refused && !f.dispatch)
+          bad.push_back(fmt::format("{} has a response without its dispatch (T1)", id));
+        if (f.response) bad.push_back(fmt::format("{} has two durable responses", id));
+        f.response = true;
+        for (size_t j = 0; j < sc.calls.size(); ++j)
+          if (j != it->second) lastResponseOfOthers[j] = k;
+      }
+    }
+    for (size_t j = 0; j < sc.calls.size(); ++j)
+      if (facts.calls[j].call && !facts.calls[j].response && callAt[j] != SIZE_MAX &&
+          lastResponseOfOthers[j] > callAt[j])
+        facts.calls[j].gapAfter = true;
+    if (terminals > 1) bad.push_back(fmt::format("{} terminal facts in one run", terminals));
+  }
+  for (const auto& [id, n] : effects) {
+    auto it = index.find(id);
+    if (it == index.end()) {
+      bad.push_back(fmt::format("{} executed but is no call of the scenario", id));
+      continue;
+    }
+    CallAtCrash& f = facts.calls[it->second];
+    f.executed = n;
+    if (n > 1) bad.push_back(fmt::format("{} executed {} times before the kill", id, n));
+    if (!f.dispatch)
+      bad.push_back(fmt::format(
+          "{} ({}) executed although its T1 dispatch is not durable (implementation before T1)",
+          id, sc.calls[it->second].name));
+  }
+  return bad;
+}
+
+RecoveryExpectation expectRecovery(const Scenario& sc, const CrashFacts& facts) {
+  RecoveryExpectation x;
+  if (!facts.accepted || facts.finished) return x;
+  for (size_t i = 0; i < sc.calls.size(); ++i) {
+    const CallAtCrash& f = facts.calls[i];
+    if (f.response || (!f.dispatch && !f.gapAfter)) continue;
+    const std::string_view mode = recoveryModeOfTool(sc.calls[i].name);
+    if (!f.dispatch) {  // never dispatched, a sibling answered after it: the replay has a gap
+      x.mustPark = true;
+      x.why = fmt::format("{} ({}) is unanswered before another call's result (a replay gap)",
+                          sc.calls[i].id, sc.calls[i].name);
+      return x;
+    }
+    if (mode != "reconcile" || f.executed == 0) {
+      x.mustPark = true;
+      x.why = fmt::format("{} ({}, {}) is dispatched without a response and {}", sc.calls[i].id,
+                          sc.calls[i].name, mode,
+                          f.executed == 0 ? "its implementation never started"
+                                          : "the contract never re-runs it");
+      return x;
+    }
+    x.mayPark = true;
+    x.why = fmt::format("{} ({}) is dispatched without a response; the file decides",
+                        sc.calls[i].id, sc.calls[i].name);
+  }
+  return x;
+}
+
+std::vector<int> expectedExecutions(const Scenario& sc, const CrashFacts& facts, bool parked) {
+  std::vector<int> n(sc.calls.size(), 0);
+  for (size_t i = 0; i < sc.calls.size(); ++i) {
+    if (!sc.calls[i].dispatched()) continue;
+    n[i] = parked ? facts.calls[i].executed : 1;
+  }
+  return n;
+}
+
+}  // namespace crashsim::harness::barrier
