@@ -182,8 +182,7 @@ std::array<uint64_t, kPointCount> hitCounts() {
 std::string hitCountsJson() {
   nlohmann::json out = nlohmann::json::object();
   const auto counts = hitCounts();
-  for (size_t i = 0; i < kPointCount; ++i)
-    out[std::string(name(static_cast<Id>(i)))] = counts[i];
+  for (size_t i = 0; i < kPointCount; ++i) out[std::string(name(static_cast<Id>(i)))] = counts[i];
   return out.dump();
 }
 

@@ -82,7 +82,8 @@ CaseId parseCaseId(std::string_view text) {
     throw std::invalid_argument(fmt::format("case id {}: kill takes no @seed", text));
   id.mode = std::string(mode);
   if (id.isBarrier() && mode != "kill")
-    throw std::invalid_argument(fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
+    throw std::invalid_argument(
+        fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
   if (plus != std::string_view::npos) {
     std::string_view r = rest.substr(plus + 1);
     if (r.substr(0, 2) != "R:")

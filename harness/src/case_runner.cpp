@@ -135,9 +135,9 @@ std::string parkProblem(const std::string& recoverStdout, std::optional<bool> re
   if (!summary.value("continuation", Json()).is_null())
     return "recovery parked but still ran a continuation";
   const Json reasons = plan.value("rejectionReasons", Json::array());
-  const bool replayGap = replayGapOpt.value_or(
-      std::find(reasons.begin(), reasons.end(), code::provider_replay_non_suffix_gap) !=
-      reasons.end());
+  const bool replayGap =
+      replayGapOpt.value_or(std::find(reasons.begin(), reasons.end(),
+                                      code::provider_replay_non_suffix_gap) != reasons.end());
   const std::string want = replayGap ? std::string(code::provider_replay_non_suffix_gap)
                                      : std::string(code::runtime_ledger_unreadable);
   if (std::find(reasons.begin(), reasons.end(), want) == reasons.end())
@@ -515,6 +515,135 @@ std::string continuationHistoryProblem(const RuntimeStore& st, int wantUserMessa
   return "";
 }
 
+// V2–V7 on the crash state of an unnamed barrier: what must hold at any instant
+// (verdicts/barrier.h), then V5–V7 as for a named failpoint. Fills `facts` for V8.
+void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs::path& dir,
+                            const RunOptions& opts, barrier::CrashFacts& facts, Checks& c) {
+  // An unnamed barrier: what must hold at any instant (verdicts/barrier.h), then V5–V7.
+  try {
+    auto st = RuntimeStore::open(store);
+    checkBarrierCrash(sc, *st, store, facts, c);
+    checkV5(*st, store, dir, opts.crashsim, c);
+    st.reset();
+    copyDir(store, dir / "copy");
+    checkV6(dir / "copy", c);
+    checkV7(dir / "copy", c);
+    fs::remove_all(dir / "copy");
+  } catch (const std::exception& e) {
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+      if (c.m[v].status != "pass" && c.m[v].status != "fail")
+        c.fail(v, std::string("error: ") + e.what());
+  }
+}
+
+// V2–V7 on the crash state of a named failpoint, against the oracle's expectation `x`.
+void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path& store,
+                     const fs::path& dir, const RunOptions& opts, Checks& c) {
+  try {
+    // --- V2: reopen + integrity ----------------------------------------------------------
+    auto st = RuntimeStore::open(store);
+    auto integrity = st->integrityCheck();
+    if (integrity != "ok")
+      c.fail("V2", "PRAGMA integrity_check: " + integrity);
+    else
+      c.pass("V2");
+    auto runs = st->listRuns();
+
+    // --- V3: durable event kinds vs the oracle ------------------------------------------
+    if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
+    std::vector<RuntimeEvent> runEvents;
+    if (runs.size() != 1) {
+      c.fail("V3",
+             fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
+    } else {
+      runEvents = eventsOf(*st, runs[0]);
+    }
+    if (x.ok && runs.size() == 1) {
+      std::map<std::string, CallFacts> facts;
+      bool terminal = false;
+      for (const auto& e : runEvents) {
+        if (e.partial) continue;
+        if (e.contentKind == ContentKind::function_call) facts[e.callId].call = true;
+        if (e.toolDispatch) facts[e.toolDispatch->providerToolCallId].dispatch = true;
+        if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
+        if (e.isTerminal()) terminal = true;
+      }
+      if (runEvents.empty() || runEvents[0].role != Role::user ||
+          runEvents[0].runtimeProtocol !=
+              std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+        c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
+      std::set<std::string> known;
+      for (const auto& op : x.ops) {
+        known.insert(op.callId);
+        CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
+        if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
+          c.fail("V3",
+                 fmt::format(
+                     "{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
+                     op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response, op.call,
+                     op.dispatch, op.response));
+      }
+      for (const auto& [callId, f] : facts)
+        if (!known.count(callId)) c.fail("V3", "unexpected tool call " + callId + " in the ledger");
+      if (terminal != x.terminalEvent)
+        c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
+                                 terminal ? "committed" : "absent",
+                                 x.terminalEvent ? "committed" : "absent"));
+      if (!c.failed("V3")) c.pass("V3");
+
+      // --- V4: resolver decisions vs the oracle ---------------------------------------------
+      auto res = resolveRecovery(runEvents);
+      if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+      if (auto bad = modelDisagreement(runEvents, res, "the crashed ledger"); !bad.empty())
+        c.fail("V4", bad);
+      bool expectIndeterminate = false;
+      for (const auto& op : x.ops) {
+        expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
+        auto it = std::find_if(res.decisions.begin(), res.decisions.end(),
+                               [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
+        if (op.status.empty()) {
+          if (it != res.decisions.end())
+            c.fail("V4",
+                   fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
+                               op.callId, it->status, it->reason));
+          continue;
+        }
+        if (it == res.decisions.end()) {
+          c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId,
+                                   op.status, op.reason));
+          continue;
+        }
+        std::string origin = it->settlementOrigin.value_or("");
+        if (it->status != op.status || it->reason != op.reason ||
+            (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
+          c.fail("V4",
+                 fmt::format("{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
+                             op.armed ? " (armed)" : "", it->status, it->reason,
+                             origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
+                             op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
+      }
+      if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
+        c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}",
+                                 res.requiresReconciliation, expectIndeterminate));
+      if (!c.failed("V4")) c.pass("V4");
+    } else {
+      c.na("V4", "no oracle placement or run for this case");
+    }
+
+    if (!id.isDoubleFault()) checkV5(*st, store, dir, opts.crashsim, c);
+    st.reset();
+    // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
+    copyDir(store, dir / "copy");
+    if (!id.isDoubleFault()) checkV6(dir / "copy", c);
+    checkV7(dir / "copy", c);
+    fs::remove_all(dir / "copy");
+  } catch (const std::exception& e) {
+    // A store or runtime error on a crashed store is a contract violation, not a harness crash.
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+      if (c.m[v].status != "pass" && c.m[v].status != "fail")
+        c.fail(v, std::string("error: ") + e.what());
+  }
+}
 // V8: executions per scenario call (the effects log) equal what the contract expects.
 void checkExecutions(const Scenario& sc, const std::vector<int>& want,
                      const std::map<std::string, int>& effects, Checks& c) {
@@ -806,7 +935,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   PowerlossFindings plFindings;  // D1 and D2 (powerloss_checks.h)
   if (powerloss) c.m["D1"] = c.m["D2"] = Check{"n/a", "no power-loss crash state was checked"};
   // A barrier has no oracle row: its expectation follows from the crash state (barrierFacts).
-  const CaseExpectation x = id.isBarrier() ? CaseExpectation{} : expectCase(sc, id.failpoint, id.hit);
+  const CaseExpectation x =
+      id.isBarrier() ? CaseExpectation{} : expectCase(sc, id.failpoint, id.hit);
   barrier::CrashFacts barrierFacts;
   CaseId primary = id;
   primary.recoveryFailpoint.reset();
@@ -873,128 +1003,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       std::ofstream(snap / "complete") << id.str() << "\n";
     }
 
-    if (id.isBarrier()) {
-      // An unnamed barrier: what must hold at any instant (verdicts/barrier.h), then V5–V7.
-      try {
-        auto st = RuntimeStore::open(store);
-        checkBarrierCrash(sc, *st, store, barrierFacts, c);
-        checkV5(*st, store, dir, opts.crashsim, c);
-        st.reset();
-        copyDir(store, dir / "copy");
-        checkV6(dir / "copy", c);
-        checkV7(dir / "copy", c);
-        fs::remove_all(dir / "copy");
-      } catch (const std::exception& e) {
-        for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-          if (c.m[v].status != "pass" && c.m[v].status != "fail")
-            c.fail(v, std::string("error: ") + e.what());
-      }
-    } else try {
-      // --- V2: reopen + integrity ----------------------------------------------------------
-      auto st = RuntimeStore::open(store);
-      auto integrity = st->integrityCheck();
-      if (integrity != "ok")
-        c.fail("V2", "PRAGMA integrity_check: " + integrity);
-      else
-        c.pass("V2");
-      auto runs = st->listRuns();
-
-      // --- V3: durable event kinds vs the oracle ------------------------------------------
-      if (!x.ok) c.fail("V3", "oracle: " + x.whyNot);
-      std::vector<RuntimeEvent> runEvents;
-      if (runs.size() != 1) {
-        c.fail("V3",
-               fmt::format("expected exactly one run in the crashed store, found {}", runs.size()));
-      } else {
-        runEvents = eventsOf(*st, runs[0]);
-      }
-      if (x.ok && runs.size() == 1) {
-        std::map<std::string, CallFacts> facts;
-        bool terminal = false;
-        for (const auto& e : runEvents) {
-          if (e.partial) continue;
-          if (e.contentKind == ContentKind::function_call) facts[e.callId].call = true;
-          if (e.toolDispatch) facts[e.toolDispatch->providerToolCallId].dispatch = true;
-          if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
-          if (e.isTerminal()) terminal = true;
-        }
-        if (runEvents.empty() || runEvents[0].role != Role::user ||
-            runEvents[0].runtimeProtocol !=
-                std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
-          c.fail("V3",
-                 "first event is not the user event carrying the t1_after_preflight_v1 marker");
-        std::set<std::string> known;
-        for (const auto& op : x.ops) {
-          known.insert(op.callId);
-          CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
-          if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
-            c.fail("V3",
-                   fmt::format(
-                       "{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
-                       op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
-                       op.call, op.dispatch, op.response));
-        }
-        for (const auto& [callId, f] : facts)
-          if (!known.count(callId))
-            c.fail("V3", "unexpected tool call " + callId + " in the ledger");
-        if (terminal != x.terminalEvent)
-          c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
-                                   terminal ? "committed" : "absent",
-                                   x.terminalEvent ? "committed" : "absent"));
-        if (!c.failed("V3")) c.pass("V3");
-
-        // --- V4: resolver decisions vs the oracle ---------------------------------------------
-        auto res = resolveRecovery(runEvents);
-        if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
-        if (auto bad = modelDisagreement(runEvents, res, "the crashed ledger"); !bad.empty())
-          c.fail("V4", bad);
-        bool expectIndeterminate = false;
-        for (const auto& op : x.ops) {
-          expectIndeterminate = expectIndeterminate || op.status == code::indeterminate;
-          auto it = std::find_if(res.decisions.begin(), res.decisions.end(),
-                                 [&](const ToolDecision& d) { return d.toolCallId == op.callId; });
-          if (op.status.empty()) {
-            if (it != res.decisions.end())
-              c.fail("V4",
-                     fmt::format("{}: resolver decided {}/{} but the oracle expects no operation",
-                                 op.callId, it->status, it->reason));
-            continue;
-          }
-          if (it == res.decisions.end()) {
-            c.fail("V4", fmt::format("{}: no resolver decision, oracle expects {}/{}", op.callId,
-                                     op.status, op.reason));
-            continue;
-          }
-          std::string origin = it->settlementOrigin.value_or("");
-          if (it->status != op.status || it->reason != op.reason ||
-              (!op.settlementOrigin.empty() && origin != op.settlementOrigin))
-            c.fail("V4", fmt::format(
-                             "{}{}: resolver {}/{}{}, oracle expects {}/{}{}", op.callId,
-                             op.armed ? " (armed)" : "", it->status, it->reason,
-                             origin.empty() ? "" : " (" + origin + ")", op.status, op.reason,
-                             op.settlementOrigin.empty() ? "" : " (" + op.settlementOrigin + ")"));
-        }
-        if (!res.hasCorruption && res.requiresReconciliation != expectIndeterminate)
-          c.fail("V4", fmt::format("requiresReconciliation is {}, oracle expects {}",
-                                   res.requiresReconciliation, expectIndeterminate));
-        if (!c.failed("V4")) c.pass("V4");
-      } else {
-        c.na("V4", "no oracle placement or run for this case");
-      }
-
-      if (!id.isDoubleFault()) checkV5(*st, store, dir, opts.crashsim, c);
-      st.reset();
-      // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
-      copyDir(store, dir / "copy");
-      if (!id.isDoubleFault()) checkV6(dir / "copy", c);
-      checkV7(dir / "copy", c);
-      fs::remove_all(dir / "copy");
-    } catch (const std::exception& e) {
-      // A store or runtime error on a crashed store is a contract violation, not a harness crash.
-      for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-        if (c.m[v].status != "pass" && c.m[v].status != "fail")
-          c.fail(v, std::string("error: ") + e.what());
-    }
+    if (id.isBarrier())
+      checkBarrierCrashState(sc, store, dir, opts, barrierFacts, c);
+    else
+      checkNamedCrash(id, x, store, dir, opts, c);
     if (powerloss) plFindings = checkPowerlossCrash(dir, store, opts.synchronous, c.m);
   }
 
@@ -1079,8 +1091,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   try {
     auto effects = readEffects(store / "effects.jsonl");
     // Executions per call come from the scenario and the contract (oracle), never from a run.
-    if (!id.isBarrier())
-      checkExecutions(sc, expectedExecutions(sc, x, id.failpoint), effects, c);
+    if (!id.isBarrier()) checkExecutions(sc, expectedExecutions(sc, x, id.failpoint), effects, c);
     auto st = RuntimeStore::open(store);
     // Every run resolved once: the armed call's final decision, the model check, the headers.
     struct Resolved {

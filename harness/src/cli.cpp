@@ -135,9 +135,9 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   }
   if (id.isBarrier() && id.hit > ref.hits[static_cast<size_t>(id.failpoint)]) {
     fs::remove_all(ro.workRoot);
-    throw UsageError(fmt::format("case {} is never reached: the reference run of {} reaches {}#1-{}",
-                                 id.str(), id.scenario, id.failpointName(),
-                                 ref.hits[static_cast<size_t>(id.failpoint)]));
+    throw UsageError(
+        fmt::format("case {} is never reached: the reference run of {} reaches {}#1-{}", id.str(),
+                    id.scenario, id.failpointName(), ref.hits[static_cast<size_t>(id.failpoint)]));
   }
   CaseOutcome oc = runCase(id, ref, ro);
   fs::remove_all(ro.workRoot);

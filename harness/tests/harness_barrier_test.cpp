@@ -29,10 +29,10 @@ Ran runToEnd(const std::string& id) {
   for (auto& s : loadScenarioDir(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios"))
     if (s.id == id) r.scenario = s;
   const std::string agent = agentBinary().string();
-  EXPECT_EQ(sh(agent + " seed --workspace " + (dir / "ws").string() + " --scenario " +
-               file.string())
-                .exitCode,
-            0);
+  EXPECT_EQ(
+      sh(agent + " seed --workspace " + (dir / "ws").string() + " --scenario " + file.string())
+          .exitCode,
+      0);
   EXPECT_EQ(sh(agent + " run --store " + (dir / "store").string() + " --workspace " +
                (dir / "ws").string() + " --scenario " + file.string() + " >/dev/null")
                 .exitCode,
@@ -58,9 +58,7 @@ std::vector<RuntimeEvent> upTo(const std::vector<RuntimeEvent>& events, Pred pre
 }
 
 bool isDispatch(const RuntimeEvent& e) { return e.toolDispatch.has_value(); }
-bool isResponse(const RuntimeEvent& e) {
-  return e.contentKind == ContentKind::function_response;
-}
+bool isResponse(const RuntimeEvent& e) { return e.contentKind == ContentKind::function_response; }
 
 std::vector<std::string> problems(const Ran& r, const std::vector<RuntimeEvent>& events,
                                   const std::map<std::string, int>& effects,
@@ -95,9 +93,8 @@ TEST(BarrierOracle, EveryPrefixOfACompleteRunAtATransactionBoundaryIsLegal) {
 // tool that ran, and recovery runs it again).
 TEST(BarrierOracle, AnImplementationWithoutADurableDispatchIsAViolation) {
   const Ran r = runToEnd("bash-touch-marker");
-  auto prefix = upTo(r.events, [](const RuntimeEvent& e) {
-    return e.contentKind == ContentKind::function_call;
-  });
+  auto prefix = upTo(
+      r.events, [](const RuntimeEvent& e) { return e.contentKind == ContentKind::function_call; });
   prefix.erase(std::remove_if(prefix.begin(), prefix.end(), isDispatch), prefix.end());
   EXPECT_TRUE(mentions(problems(r, prefix, {{"call-1", 1}}), "its T1 dispatch is not durable"));
   EXPECT_TRUE(mentions(problems(r, r.events, {{"call-1", 2}}), "executed 2 times"));
@@ -139,10 +136,11 @@ TEST(BarrierOracle, AnUnsettledBashMustParkAndRunsNoMore) {
   const auto prefix = upTo(r.events, isDispatch);
   for (int ran : {0, 1}) {
     barrier::CrashFacts facts;
-    ASSERT_TRUE(problems(r, prefix, ran ? std::map<std::string, int>{{"call-1", 1}}
-                                        : std::map<std::string, int>{},
-                         &facts)
-                    .empty());
+    ASSERT_TRUE(
+        problems(r, prefix,
+                 ran ? std::map<std::string, int>{{"call-1", 1}} : std::map<std::string, int>{},
+                 &facts)
+            .empty());
     const auto x = barrier::expectRecovery(r.scenario, facts);
     EXPECT_TRUE(x.mustPark) << ran;
     EXPECT_EQ(barrier::expectedExecutions(r.scenario, facts, true), std::vector<int>{ran});
@@ -168,9 +166,8 @@ TEST(BarrierOracle, AnUnsettledWriteThatRanMayParkOneThatNeverStartedMustPark) {
   EXPECT_FALSE(x.mustPark);
   EXPECT_TRUE(x.mayPark);
   // Settled ledger: recovery must continue, and every dispatched call runs once in the end.
-  const auto settled = upTo(r.events, [&](const RuntimeEvent& e) {
-    return isResponse(e) && e.callId == writeId;
-  });
+  const auto settled =
+      upTo(r.events, [&](const RuntimeEvent& e) { return isResponse(e) && e.callId == writeId; });
   ASSERT_TRUE(problems(r, settled, effects, &facts).empty());
   const auto y = barrier::expectRecovery(r.scenario, facts);
   EXPECT_FALSE(y.mustPark || y.mayPark);
@@ -184,9 +181,9 @@ TEST(BarrierOracle, ACallLeftUnansweredBeforeASiblingsResultMustPark) {
   std::string first;
   for (const auto& e : r.events) {
     if (e.contentKind == ContentKind::function_call && first.empty()) first = e.callId;
-    const bool ofFirst = !first.empty() && (e.callId == first || (e.toolDispatch &&
-                                                                  e.toolDispatch->providerToolCallId ==
-                                                                      first));
+    const bool ofFirst =
+        !first.empty() &&
+        (e.callId == first || (e.toolDispatch && e.toolDispatch->providerToolCallId == first));
     if (ofFirst && e.contentKind != ContentKind::function_call) continue;
     events.push_back(e);
     if (isResponse(e) && e.callId != first) break;

@@ -168,3 +168,23 @@ TEST(PlantedFault, T2SplitInTwoTransactionsFailsV6AtABarrierOnly) {
   EXPECT_EQ(rc, 0) << "no named failpoint falls between the two commits";
   EXPECT_TRUE(failed.empty());
 }
+
+// Double-fault state at P11: the claim must be durable alone (no target run yet). A target run
+// created before the claim's window passes every end-state check; only the check of the state
+// the recovery kill left (V3) sees the extra run.
+TEST(PlantedFault, TargetRunBeforeTheClaimWindowFailsTheP11StateCheckOnly) {
+  expectCaughtExactly("target_run_before_claim_window",
+                      "--scenario write-config-port --failpoint P11 --double-faults", {"V3"});
+}
+
+// D1: a store that acknowledges commits without syncing them (synchronous OFF under a FULL
+// label) loses acknowledged facts in a power cut. A process kill cannot see it.
+TEST(PlantedFault, CommitsAcknowledgedWithoutASyncFailD1UnderPowerLoss) {
+  expectCaught("store_acknowledges_unsynced",
+               "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "D1");
+  int rc = -1;
+  auto failed = failedChecks("store_acknowledges_unsynced",
+                             "--scenario write-config-port --failpoint P6 --no-barriers", &rc);
+  EXPECT_EQ(rc, 0) << "a process kill keeps the page cache";
+  EXPECT_TRUE(failed.empty());
+}

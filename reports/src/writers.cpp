@@ -16,10 +16,9 @@ namespace {
 // failpoint that killed the recovery (R:P8–R:P11, not under the primary's), then the unnamed
 // barriers S and F.
 const std::vector<std::string>& matrixColumns() {
-  static const std::vector<std::string> cols = {"P0",    "P1",    "P2",    "P3",     "P4",
-                                                "P5",    "P6",    "P7",    "P8",     "P9",
-                                                "R:P8",  "R:P9",  "R:P10", "R:P11", "S",
-                                                "F"};
+  static const std::vector<std::string> cols = {"P0",    "P1",    "P2", "P3", "P4",   "P5",
+                                                "P6",    "P7",    "P8", "P9", "R:P8", "R:P9",
+                                                "R:P10", "R:P11", "S",  "F"};
   return cols;
 }
 std::string matrixColumnOf(const CaseRecord& c) {

@@ -13,7 +13,8 @@
 //   CRASHSIM_POWERLOSS=1           after the control line (then with "powerloss":true) call the
 //                                  registered power-loss crash hook, which materialises the
 //                                  crash state and raises SIGKILL itself (the parent waits)
-//   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts {"P0":n,...,"P11":n,"S":n,"F":n}
+//   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts
+//   {"P0":n,...,"P11":n,"S":n,"F":n}
 //
 // Barriers (CRASHSIM_BARRIER(S) / (F)) are crash points nobody named: the instrumented build
 // counts every durability barrier of the store (S: just before each COMMIT of a store

@@ -10,6 +10,15 @@
 //   tool_reruns                  a tool runs again after recovery                       → V8
 //   tool_skips_dir_fsync         Write/Edit never fsyncs the directory after the rename → V8
 //                                under --mode powerloss only (a process kill keeps the rename)
+//   t2_split_commit              T2 in two transactions (response, then journal + CAS)  → V6
+//                                at a store COMMIT barrier (S#k) only: no named failpoint
+//                                falls between the two commits
+//   target_run_before_claim_window  the continuation's target run exists at P11         → V3
+//                                (the double-fault state check) only
+//   store_acknowledges_unsynced  the store runs synchronous OFF under a FULL label      → D1
+//                                under --mode powerloss only
+// The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
+// the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once
 
 #include <string_view>

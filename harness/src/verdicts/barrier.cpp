@@ -22,7 +22,8 @@ std::vector<std::string> crashStateProblems(const Scenario& sc,
   for (size_t i = 0; i < sc.calls.size(); ++i) index[sc.calls[i].id] = i;
 
   if (runs.size() > 1)
-    bad.push_back(fmt::format("{} runs in the crashed store; the agent run creates one", runs.size()));
+    bad.push_back(
+        fmt::format("{} runs in the crashed store; the agent run creates one", runs.size()));
   for (const auto& events : runs) {
     std::vector<const RuntimeEvent*> durable;
     for (const auto& e : events)
@@ -30,10 +31,11 @@ std::vector<std::string> crashStateProblems(const Scenario& sc,
     if (!durable.empty()) {
       const RuntimeEvent& first = *durable.front();
       if (first.role != Role::user || first.contentKind != ContentKind::text ||
-          first.runtimeProtocol != std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
-        bad.push_back(fmt::format(
-            "the run's first event {} is not its user message carrying the {} marker", first.id,
-            code::t1_after_preflight_v1));
+          first.runtimeProtocol !=
+              std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+        bad.push_back(
+            fmt::format("the run's first event {} is not its user message carrying the {} marker",
+                        first.id, code::t1_after_preflight_v1));
       else
         facts.accepted = true;
     }
@@ -97,8 +99,8 @@ std::vector<std::string> crashStateProblems(const Scenario& sc,
     if (n > 1) bad.push_back(fmt::format("{} executed {} times before the kill", id, n));
     if (!f.dispatch)
       bad.push_back(fmt::format(
-          "{} ({}) executed although its T1 dispatch is not durable (implementation before T1)",
-          id, sc.calls[it->second].name));
+          "{} ({}) executed although its T1 dispatch is not durable (implementation before T1)", id,
+          sc.calls[it->second].name));
   }
   return bad;
 }
@@ -118,10 +120,10 @@ RecoveryExpectation expectRecovery(const Scenario& sc, const CrashFacts& facts) 
     }
     if (mode != "reconcile" || f.executed == 0) {
       x.mustPark = true;
-      x.why = fmt::format("{} ({}, {}) is dispatched without a response and {}", sc.calls[i].id,
-                          sc.calls[i].name, mode,
-                          f.executed == 0 ? "its implementation never started"
-                                          : "the contract never re-runs it");
+      x.why = fmt::format(
+          "{} ({}, {}) is dispatched without a response and {}", sc.calls[i].id, sc.calls[i].name,
+          mode,
+          f.executed == 0 ? "its implementation never started" : "the contract never re-runs it");
       return x;
     }
     x.mayPark = true;

@@ -73,7 +73,6 @@ RecoveryExpectation expectRecovery(const Scenario& scenario, const CrashFacts& f
 // continue), the
 // counts at the crash (nothing re-runs, nothing new starts); when it continued, exactly one per
 // dispatched call and none per refused call.
-std::vector<int> expectedExecutions(const Scenario& scenario, const CrashFacts& facts,
-                                    bool parked);
+std::vector<int> expectedExecutions(const Scenario& scenario, const CrashFacts& facts, bool parked);
 
 }  // namespace crashsim::harness::barrier

@@ -8,6 +8,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -230,9 +231,13 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
       reval(code::continuation_claim_conflict, "a legacy continuation records the same boundary");
     }
   }
+  // Planted bug: the target run is created before the claim's crash window (P11 must find the
+  // claim alone: the double-fault state check).
+  const bool targetEarly = planted("target_run_before_claim_window");
+  if (targetEarly) store.createRun(th);
   CRASHSIM_FAILPOINT(P11);
   // 8. target run, safety again, durable continuation-start.
-  store.createRun(th);
+  if (!targetEarly) store.createRun(th);
   reinspect(plan, host);
   const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
   RuntimeEvent start =

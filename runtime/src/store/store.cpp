@@ -426,7 +426,9 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   c.execScript("PRAGMA page_size = 1024");
   ensureWal(c);
   c.execScript("PRAGMA wal_autocheckpoint = 16384");
-  c.execScript("PRAGMA synchronous = " + options.synchronous);
+  // Planted bug (D1): commits acknowledged without a sync, under a FULL label.
+  c.execScript("PRAGMA synchronous = " +
+               (planted("store_acknowledges_unsynced") ? std::string("OFF") : options.synchronous));
   c.execScript("PRAGMA foreign_keys = ON");
   // The writers' checks seek in six B-trees per event; keep their pages across transactions
   // (16 MiB instead of SQLite's 2 MiB default) rather than rereading them from the WAL.

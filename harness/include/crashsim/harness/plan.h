@@ -47,7 +47,7 @@ struct PlannedCase {
 struct PlannedReach {
   std::string scenario, failpoint, process;  // process: "agent" | "recovery"
   int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
-  int planned = 0;                           // selected cases that kill there (this shard)
+  int planned = 0;    // selected cases that kill there (this shard)
 };
 
 struct SweepPlan {
