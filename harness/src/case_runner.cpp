@@ -441,6 +441,27 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
   if (!c.failed("V4") && want.armedIndeterminate) c.pass("V4");
 }
 
+// V5 on the open crashed store, then V6 and V7 on one copy of it (V6 rebuilds projections and
+// leaves the ledger untouched, then V7 repairs). `fresh`: this case made the crash state (a
+// double fault that starts from its primary's verified state runs V7 only).
+void checkPlanRebuildRepair(std::unique_ptr<RuntimeStore> st, const fs::path& store,
+                            const fs::path& dir, const RunOptions& opts, bool fresh, Checks& c) {
+  if (fresh) checkV5(*st, store, dir, opts.crashsim, c);
+  st.reset();
+  copyDir(store, dir / "copy");
+  if (fresh) checkV6(dir / "copy", c);
+  checkV7(dir / "copy", c);
+  fs::remove_all(dir / "copy");
+}
+
+// A store or runtime error on a crashed store is a contract violation, not a harness crash: it
+// fails every check of V2–V7 not decided yet.
+void failUndecided(Checks& c, const std::exception& e) {
+  for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+    if (c.m[v].status != "pass" && c.m[v].status != "fail")
+      c.fail(v, std::string("error: ") + e.what());
+}
+
 // V2–V4 on the crash state of an unnamed barrier (verdicts/barrier.h): integrity, what must
 // hold at any instant, and the resolver against the independent model (no oracle row here).
 void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& store,
@@ -523,16 +544,9 @@ void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs:
   try {
     auto st = RuntimeStore::open(store);
     checkBarrierCrash(sc, *st, store, facts, c);
-    checkV5(*st, store, dir, opts.crashsim, c);
-    st.reset();
-    copyDir(store, dir / "copy");
-    checkV6(dir / "copy", c);
-    checkV7(dir / "copy", c);
-    fs::remove_all(dir / "copy");
+    checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
   } catch (const std::exception& e) {
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-      if (c.m[v].status != "pass" && c.m[v].status != "fail")
-        c.fail(v, std::string("error: ") + e.what());
+    failUndecided(c, e);
   }
 }
 
@@ -630,18 +644,9 @@ void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path&
       c.na("V4", "no oracle placement or run for this case");
     }
 
-    if (!id.isDoubleFault()) checkV5(*st, store, dir, opts.crashsim, c);
-    st.reset();
-    // One copy serves both: V6 rebuilds projections (ledger untouched), then V7 repairs.
-    copyDir(store, dir / "copy");
-    if (!id.isDoubleFault()) checkV6(dir / "copy", c);
-    checkV7(dir / "copy", c);
-    fs::remove_all(dir / "copy");
+    checkPlanRebuildRepair(std::move(st), store, dir, opts, !id.isDoubleFault(), c);
   } catch (const std::exception& e) {
-    // A store or runtime error on a crashed store is a contract violation, not a harness crash.
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
-      if (c.m[v].status != "pass" && c.m[v].status != "fail")
-        c.fail(v, std::string("error: ") + e.what());
+    failUndecided(c, e);
   }
 }
 // V8: executions per scenario call (the effects log) equal what the contract expects.

@@ -35,6 +35,19 @@ fs::path script(const fs::path& dir, const std::string& name, const std::string&
   return p;
 }
 
+// The real agent, whose hit counts file is then edited by `sedExpr` (a runtime that reaches
+// other hits than it reports to the harness).
+fs::path agentRewritingHits(const fs::path& dir, const std::string& sedExpr) {
+  return script(dir, "agent.sh",
+                agentBinary().string() +
+                    " \"$@\"; rc=$?\n"
+                    "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
+                    "  sed -i '" +
+                    sedExpr +
+                    "' \"$CRASHSIM_HITS_OUT\"\n"
+                    "fi\nexit $rc\n");
+}
+
 }  // namespace
 
 TEST(Coverage, AProgramThatIsNoInstrumentedAgentExitsTwo) {
@@ -55,13 +68,7 @@ TEST(Coverage, AReferenceRunThatReachesOtherHitsThanPredictedExitsTwo) {
   // The agent crosses P4 once more than the oracle predicts from the scenario (a runtime that
   // grew a boundary crossing, or an oracle that is wrong): the plan would miss a window.
   auto d = freshDir("crashsim-cov-mismatch");
-  auto agent =
-      script(d, "agent.sh",
-             agentBinary().string() +
-                 " \"$@\"; rc=$?\n"
-                 "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
-                 "  sed -i 's/\"P4\":\\([0-9]*\\)/\"P4\":9\\1/' \"$CRASHSIM_HITS_OUT\"\n"
-                 "fi\nexit $rc\n");
+  auto agent = agentRewritingHits(d, "s/\"P4\":\\([0-9]*\\)/\"P4\":9\\1/");
   expectExitTwo(
       "CRASHSIM_AGENT=" + agent.string() + " " + cs() + " sweep --scenario write-config-port",
       "reached P4");
@@ -172,13 +179,7 @@ TEST(Coverage, BarrierCasesComeFromTheReferenceRunAndAreBoundedBelowByTheContrac
   EXPECT_EQ(list.out.find("/P"), std::string::npos) << list.out;
   EXPECT_EQ(list.out.find("/F#"), std::string::npos) << list.out;
   auto d = freshDir("crashsim-cov-barrier");
-  auto agent =
-      script(d, "agent.sh",
-             agentBinary().string() +
-                 " \"$@\"; rc=$?\n"
-                 "if [ -n \"$CRASHSIM_HITS_OUT\" ] && [ -f \"$CRASHSIM_HITS_OUT\" ]; then\n"
-                 "  sed -i 's/\"S\":[0-9]*/\"S\":1/' \"$CRASHSIM_HITS_OUT\"\n"
-                 "fi\nexit $rc\n");
+  auto agent = agentRewritingHits(d, "s/\"S\":[0-9]*/\"S\":1/");
   expectExitTwo("CRASHSIM_AGENT=" + agent.string() + " " + cs() +
                     " sweep --scenario write-config-port --failpoint S",
                 "store COMMIT barrier");
