@@ -23,6 +23,7 @@
 
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/supervisor.h"
+#include "verdicts/v9_determinism.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -416,20 +417,8 @@ reports::Report runSweep(const SweepOptions& opts) {
         again.keepFailures = false;
         again.keepCrashStates = false;
         CaseOutcome second = guardedRunCase(item.id, ref, again);
-        auto strip = [](std::map<std::string, reports::Check> m) {
-          m.erase("V9");
-          return m;
-        };
-        if (strip(second.record.checks) == strip(oc.record.checks)) {
-          oc.record.checks["V9"] = reports::Check{"pass", ""};
-        } else {
-          std::string which;
-          for (auto& [k, v] : strip(oc.record.checks))
-            if (!(second.record.checks[k] == v)) which += (which.empty() ? "" : ", ") + k;
-          oc.record.checks["V9"] =
-              reports::Check{"fail", "a second run gave a different verdict for " + which};
-          oc.record.verdict = "fail";
-        }
+        oc.record.checks["V9"] = determinismCheck(oc.record.checks, second.record.checks);
+        if (oc.record.checks["V9"].status == "fail") oc.record.verdict = "fail";
       }
       std::lock_guard lk(mu);
       --inFlight;

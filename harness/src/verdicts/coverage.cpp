@@ -1,0 +1,50 @@
+// Coverage: reached hits against the prediction and the barriers' lower bound
+// (verdicts/coverage.h).
+#include "verdicts/coverage.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "crashsim/harness/case_id.h"
+#include "verdicts/verdict.h"
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), barriers S and F included; nullopt
+// when the file is missing or unreadable (an agent without failpoints, a failed write): never a
+// silent zero.
+std::optional<std::array<int, 14>> readHits(const fs::path& p) {
+  try {
+    Json j = Json::parse(readFile(p));
+    std::array<int, 14> h{};
+    for (int i = 0; i < 14; ++i) h[static_cast<size_t>(i)] = j.at(failpointName(i)).get<int>();
+    return h;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// "" when `reached` equals `predicted` over [from, to]; otherwise which failpoint differs.
+std::string reachDifference(const std::array<int, 12>& predicted,
+                            const std::array<int, 14>& reached, int from, int to,
+                            const char* what) {
+  for (int fp = from; fp <= to; ++fp)
+    if (predicted[static_cast<size_t>(fp)] != reached[static_cast<size_t>(fp)])
+      return fmt::format("{} reached P{} {} time(s), the oracle predicts {}", what, fp,
+                         reached[static_cast<size_t>(fp)], predicted[static_cast<size_t>(fp)]);
+  return "";
+}
+
+std::string barrierBoundProblem(const std::array<int, 12>& p, const std::array<int, 14>& reached) {
+  const int minS = p[2] + p[5] + p[8], minF = 3 * p[3];
+  if (reached[kBarrierS] >= minS && reached[kBarrierF] >= minF) return "";
+  return fmt::format(
+      "the reference run reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; its "
+      "named commits and file replaces alone need at least {} and {}",
+      reached[kBarrierS], reached[kBarrierF], minS, minF);
+}
+
+}  // namespace crashsim::harness

@@ -1,0 +1,34 @@
+// verdicts/coverage.h — coverage is a verdict: the runtime reaches exactly the crash windows the
+// scenario implies (the oracle's predictedHits / predictedRecoveryHits), and the unnamed barriers
+// reach at least what the contract fixes.
+//
+// Proves: no crash window the contract names is left unplanned (a runtime that grew or lost a
+// boundary crossing, a broken failpoint macro, an agent without failpoints: exit 2 before any
+// case runs), and no store write bypasses the COMMIT barrier. Cannot see: a window that neither a
+// named failpoint nor a barrier separates (inside one transaction, in memory).
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace crashsim::harness {
+
+// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT): P0–P11, then the barriers S and F;
+// nullopt when the file is missing or unreadable (an agent without failpoints, a failed write):
+// never a silent zero.
+std::optional<std::array<int, 14>> readHits(const std::filesystem::path& p);
+
+// "" when `reached` equals `predicted` over failpoints [from, to]; otherwise which differs, with
+// `what` naming the process ("the reference run").
+std::string reachDifference(const std::array<int, 12>& predicted,
+                            const std::array<int, 14>& reached, int from, int to, const char* what);
+
+// "" when the barriers reached at least the contract's lower bound for a run with `predicted`
+// named hits: every T1 (P2), T2 (P5) and terminal fact (P8) is a store COMMIT (S), and every
+// atomic file replace (P3) takes at least fsync, rename and fsync-dir (F).
+std::string barrierBoundProblem(const std::array<int, 12>& predicted,
+                                const std::array<int, 14>& reached);
+
+}  // namespace crashsim::harness

@@ -1,0 +1,25 @@
+// verdicts/v7_repair.h — V7: startup repair and the terminal-fact invariant.
+//
+// Proves: every terminal header has exactly one terminal RuntimeEvent, at the ledger tail, whose
+// status maps to the header's (fact before header), on the crashed store and after repair;
+// repair classifies every interrupted run as spec g says (failed / app_restarted, a recovered
+// terminal fact, the header mirroring it), never rewrites an existing terminal fact, a dry run
+// changes no table, and a second repair changes nothing. Cannot see: a repair that is wrong in a
+// way the terminal fact and header agree on (V8 sees what recovery makes of it).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "crashsim/store.h"
+#include "verdicts/verdict.h"
+
+namespace crashsim::harness {
+
+// "" when the terminal-fact invariant holds for every run of `store`; else the first violation.
+std::string terminalInvariant(const RuntimeStore& store);
+
+// V7 on a copy of a crashed store directory (repair writes).
+void checkV7(const std::filesystem::path& copy, Checks& c);
+
+}  // namespace crashsim::harness

@@ -1,0 +1,300 @@
+// V8: recovery to the end (verdicts/v8_recovery.h).
+#include "verdicts/v8_recovery.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "crashsim/codes.h"
+#include "crashsim/recovery_resolver.h"
+#include "verdicts/v4_decisions.h"
+#include "verdicts/workspace_expect.h"
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+// "" when `after` equals `before` but for tool temp files that disappeared; else the first change.
+std::string workspaceChange(const WorkspaceSnapshot& before, const WorkspaceSnapshot& after) {
+  for (const auto& [p, content] : before) {
+    auto it = after.find(p);
+    if (it == after.end()) {
+      if (!workspace::isToolTempFile(p)) return p + " was removed";
+    } else if (it->second != content) {
+      return p + " was rewritten";
+    }
+  }
+  for (const auto& [p, content] : after)
+    if (!before.count(p)) return p + " was created";
+  return "";
+}
+
+// The recover process's summary must park with the contract's reason (spec e.2 step 4): a
+// replay gap parks provider_replay_non_suffix_gap, an unsettled segment runtime_ledger_unreadable
+// naming tool_recovery_unsettled. `replayGap` nullopt (a barrier case): either is the contract's.
+std::string parkProblem(const std::string& recoverStdout, std::optional<bool> replayGapOpt) {
+  Json summary;
+  try {
+    auto nl = recoverStdout.find('\n');
+    summary = Json::parse(recoverStdout.substr(0, nl));
+  } catch (...) {
+    return "recover printed no JSON summary";
+  }
+  const Json plan = summary.value("plan", Json());
+  if (!plan.is_object() || plan.value("decision", "") != "park")
+    return "recovery did not park the continuation: plan " + plan.dump().substr(0, 200);
+  if (!summary.value("continuation", Json()).is_null())
+    return "recovery parked but still ran a continuation";
+  const Json reasons = plan.value("rejectionReasons", Json::array());
+  const bool replayGap =
+      replayGapOpt.value_or(std::find(reasons.begin(), reasons.end(),
+                                      code::provider_replay_non_suffix_gap) != reasons.end());
+  const std::string want = replayGap ? std::string(code::provider_replay_non_suffix_gap)
+                                     : std::string(code::runtime_ledger_unreadable);
+  if (std::find(reasons.begin(), reasons.end(), want) == reasons.end())
+    return fmt::format("recovery parked with {}, the contract expects {}", reasons.dump(), want);
+  if (!replayGap && plan.dump().find(code::tool_recovery_unsettled) == std::string::npos)
+    return fmt::format("recovery parked without naming {}: {}", code::tool_recovery_unsettled,
+                       plan.dump().substr(0, 200));
+  return "";
+}
+
+// The session's history after recovery (spec e.9, d.8): every run but the first begins with its
+// continuation-start, whose source is an earlier run of the session at that run's full ledger
+// (high-water = its last event); the user message appears once (no duplicate on resume; none when
+// the crash came before the task was accepted: `wantUserMessages` 0); no call
+// is answered twice, and a call id is issued again only after its first call was never
+// dispatched (trimmed and re-issued). "" when all hold.
+std::string continuationHistoryProblem(const RuntimeStore& st, int wantUserMessages) {
+  auto runs = st.listRuns();
+  std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
+    return a.createdAt < b.createdAt;
+  });
+  std::map<std::string, size_t> eventsPerRun;
+  int userMessages = 0;
+  std::map<std::string, int> calls, responses;
+  std::set<std::string> dispatched;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto events = eventsOf(st, runs[i]);
+    eventsPerRun[runs[i].runId] = events.size();
+    if (i > 0) {
+      if (events.empty() || !events.front().continuationStart)
+        return fmt::format("continuation run {} does not begin with its continuation-start",
+                           runs[i].runId);
+      const ContinuationStart& cs = *events.front().continuationStart;
+      auto src = eventsPerRun.find(cs.sourceRunId);
+      if (src == eventsPerRun.end())
+        return fmt::format("continuation run {} names source {}, no earlier run of the session",
+                           runs[i].runId, cs.sourceRunId);
+      if (cs.sourceHighWater != static_cast<int64_t>(src->second))
+        return fmt::format("continuation run {} starts at high-water {} of {}, which has {} events",
+                           runs[i].runId, cs.sourceHighWater, cs.sourceRunId, src->second);
+    }
+    for (const auto& e : events) {
+      if (e.partial) continue;
+      if (e.role == Role::user && e.contentKind == ContentKind::text) ++userMessages;
+      if (e.contentKind == ContentKind::function_call) {
+        if (calls[e.callId]++ > 0 && dispatched.count(e.callId))
+          return fmt::format("call {} was issued again after it had been dispatched", e.callId);
+      }
+      if (e.toolDispatch) dispatched.insert(e.toolDispatch->providerToolCallId);
+      if (e.contentKind == ContentKind::function_response && ++responses[e.callId] > 1)
+        return fmt::format("call {} has {} responses in the session", e.callId,
+                           responses[e.callId]);
+    }
+  }
+  if (userMessages != wantUserMessages)
+    return fmt::format("the session holds {} user message(s), the contract expects {}",
+                       userMessages, wantUserMessages);
+  return "";
+}
+
+// V8: executions per scenario call (the effects log) equal what the contract expects.
+void checkExecutions(const Scenario& sc, const std::vector<int>& want,
+                     const std::map<std::string, int>& effects, Checks& c) {
+  std::set<std::string> scenarioCalls;
+  for (size_t i = 0; i < sc.calls.size(); ++i) {
+    scenarioCalls.insert(sc.calls[i].id);
+    const int got = effects.count(sc.calls[i].id) ? effects.at(sc.calls[i].id) : 0;
+    if (got != want[i])
+      c.fail("V8", fmt::format("{} ({}) executed {} time(s), the contract expects {}",
+                               sc.calls[i].id, sc.calls[i].name, got, want[i]));
+  }
+  for (const auto& [callId, n] : effects)
+    if (!scenarioCalls.count(callId))
+      c.fail("V8", fmt::format("{} executed {} time(s) but is no call of the scenario", callId, n));
+}
+
+// V8 when recovery finished the task: the workspace meets the scenario's expectations and
+// equals the reference run's.
+void checkFinishedWorkspace(const Scenario& sc, const Reference& ref, const fs::path& ws,
+                            Checks& c) {
+  auto snap = snapshotWorkspace(ws);
+  if (snap != ref.finalWorkspace) {
+    std::string diff;
+    for (const auto& [p, content] : ref.finalWorkspace) {
+      auto it = snap.find(p);
+      if (it == snap.end())
+        diff = p + " missing";
+      else if (it->second != content)
+        diff = p + " differs";
+      if (!diff.empty()) break;
+    }
+    if (diff.empty())
+      for (const auto& [p, content] : snap)
+        if (!ref.finalWorkspace.count(p)) {
+          diff = p + " is extra";
+          break;
+        }
+    c.fail("V8", "final workspace differs from the reference run: " + diff);
+  }
+  for (const auto& line : workspace::expectedProblems(sc.spec, ws))
+    c.fail("V8", "final workspace: " + line);
+}
+
+// V8 after recovering from an unnamed barrier (verdicts/barrier.h): the park decision the crash
+// facts demand, the executions that follow from it, and an untouched workspace after a park or
+// the scenario's end state after a continuation.
+void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
+                          const Reference& ref, const std::map<std::string, int>& effects,
+                          const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
+                          const fs::path& ws, Checks& c) {
+  Json summary;
+  try {
+    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
+  } catch (...) {
+    c.fail("V8", "recover printed no JSON summary");
+    return;
+  }
+  const Json plan = summary.value("plan", Json());
+  const bool parked = plan.is_object() && plan.value("decision", "") == "park";
+  const bool continued = !summary.value("continuation", Json()).is_null();
+  const auto want = barrier::expectRecovery(sc, facts);
+  if (!facts.accepted || facts.finished) {
+    // No task to continue: it was never accepted, or the run's terminal fact is durable.
+    if (continued)
+      c.fail("V8", std::string("recovery continued a task that ") +
+                       (facts.finished ? "had already ended" : "was never accepted"));
+    checkExecutions(sc, barrier::expectedExecutions(sc, facts, true), effects, c);
+    if (facts.finished)
+      checkFinishedWorkspace(sc, ref, ws, c);
+    else if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery had no task but changed the workspace: " + bad);
+    return;
+  }
+  if (want.mustPark && (!parked || continued))
+    c.fail("V8", "recovery did not park although " + want.why);
+  else if (!want.mustPark && !want.mayPark && (parked || !continued))
+    c.fail("V8", "recovery did not continue although every dispatched call has its response: " +
+                     plan.dump().substr(0, 200));
+  checkExecutions(sc, barrier::expectedExecutions(sc, facts, parked), effects, c);
+  if (parked) {
+    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
+    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+  } else {
+    checkFinishedWorkspace(sc, ref, ws, c);
+  }
+}
+
+void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
+                   const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
+                   const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
+                   int exitCode, const SpawnSpec& recover, Checks& c) {
+  try {
+    auto effects = readEffects(store / "effects.jsonl");
+    // Executions per call come from the scenario and the contract (oracle), never from a run.
+    if (!id.isBarrier()) checkExecutions(sc, expectedExecutions(sc, x, id.failpoint), effects, c);
+    auto st = RuntimeStore::open(store);
+    // Every run resolved once: the armed call's final decision, the model check, the headers.
+    struct Resolved {
+      RunHeader header;
+      std::vector<RuntimeEvent> events;
+      RecoveryResolution resolution;
+    };
+    std::vector<Resolved> resolved;
+    for (auto& h : st->listRuns()) {
+      auto ev = eventsOf(*st, h);
+      auto res = resolveRecovery(ev);
+      resolved.push_back({std::move(h), std::move(ev), std::move(res)});
+    }
+    // Decision of the armed call after recovery: a completed decision in any run wins.
+    auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
+      std::optional<ToolDecision> first;
+      for (const auto& r : resolved)
+        for (const auto& d : r.resolution.decisions) {
+          if (d.toolCallId != callId) continue;
+          if (d.status == code::completed) return d;
+          if (!first) first = d;
+        }
+      return first;
+    };
+    for (const auto& r : resolved) {
+      if (!isTerminalStatus(r.header.status))
+        c.fail("V8",
+               fmt::format("run {} is still {} after recovery", r.header.runId, r.header.status));
+      if (auto bad = modelDisagreement(r.events, r.resolution, "recovered run " + r.header.runId);
+          !bad.empty())
+        c.fail("V4", bad);
+    }
+    const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
+    if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
+      c.fail("V8", "history after recovery: " + bad);
+    if (exitCode != 0)
+      c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", exitCode,
+                               lastLine(recover.stderrFile)));
+    if (id.isBarrier()) {
+      checkBarrierRecovery(sc, barrierFacts, ref, effects, readFile(recover.stdoutFile), atCrash,
+                           ws, c);
+      if (!c.failed("V8")) c.pass("V8");
+      return;
+    }
+    const bool parked = expectParked(sc, x, id.failpoint);
+    if (!x.ok) {
+      c.fail("V8", "oracle: " + x.whyNot);
+    } else if (parked && !x.armedCall) {
+      c.fail("V8", "oracle: scenario afterCrash names " + id.failpointName() +
+                       ", which has no armed operation to park");
+    } else if (parked) {
+      const auto& armed = sc.calls[*x.armedCall];
+      auto d = finalDecision(armed.id);
+      // afterCrash: the external change decides the park reason (scenario data).
+      const std::string wantStatus = afterCrash ? std::string(code::parked) : x.finalStatus;
+      const std::string wantReason = afterCrash ? sc.spec.afterCrash->parkedReason : x.finalReason;
+      if (!d || d->status != wantStatus || d->reason != wantReason)
+        c.fail("V8",
+               fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
+                           d ? d->status : "absent", d ? d->reason : "-", wantStatus, wantReason));
+      if (afterCrash)
+        for (const auto& line : workspace::afterCrashProblems(sc.spec, ws))
+          c.fail("V8", "workspace after recovery: " + line);
+      // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
+      // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
+      if (auto bad =
+              parkProblem(readFile(recover.stdoutFile), x.outcome == Outcome::parked_replay_gap);
+          !bad.empty())
+        c.fail("V8", bad);
+      // A park changes nothing in the workspace: every file is as the crash (and the external
+      // change) left it; only the tool's own temp file of the interrupted call may be gone.
+      if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+        c.fail("V8", "recovery parked but changed the workspace: " + bad);
+    } else {
+      checkFinishedWorkspace(sc, ref, ws, c);
+      if (x.armedCall && !x.finalStatus.empty()) {
+        const auto& armed = sc.calls[*x.armedCall];
+        auto d = finalDecision(armed.id);
+        if (!d || d->status != x.finalStatus || d->reason != x.finalReason)
+          c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
+                                   d ? d->status : "absent", d ? d->reason : "-", x.finalStatus,
+                                   x.finalReason));
+      }
+    }
+    if (!c.failed("V8")) c.pass("V8");
+  } catch (const std::exception& e) {
+    c.fail("V8", std::string("error after recovery: ") + e.what());
+  }
+}
+
+}  // namespace crashsim::harness

@@ -1,0 +1,67 @@
+// verdicts/v8_recovery.h — V8: recovery to the end.
+//
+// Proves: after `crashsim-agent recover` ran to the end, each scenario call ran as often as the
+// contract says (expected executions from the scenario and the oracle, never from a run), every
+// run is terminal, the session's history is the contract's (one user message, continuation
+// runs begin with their continuation-start at the source's full ledger, no call answered twice
+// or re-issued after its dispatch), and either the task finished (the workspace meets the
+// scenario's `expect` and equals the reference) or recovery parked with the contract's reason
+// and left the workspace as the crash left it. Cannot see: side effects outside the workspace
+// and the effects log.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/case_runner.h"
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/store.h"
+#include "verdicts/barrier.h"
+#include "verdicts/verdict.h"
+
+namespace crashsim::harness {
+
+// "" when `after` equals `before` but for tool temp files that disappeared; else the first change.
+std::string workspaceChange(const WorkspaceSnapshot& before, const WorkspaceSnapshot& after);
+
+// "" when the recover process's JSON summary parks with the contract's reason (spec e.2 step 4):
+// provider_replay_non_suffix_gap for a replay gap, runtime_ledger_unreadable naming
+// tool_recovery_unsettled for an unsettled segment; `replayGap` nullopt: either.
+std::string parkProblem(const std::string& recoverStdout, std::optional<bool> replayGap);
+
+// "" when the session's history after recovery is the contract's (spec e.9, d.8) with
+// `wantUserMessages` user messages (1; 0 when the task was never accepted).
+std::string continuationHistoryProblem(const RuntimeStore& st, int wantUserMessages);
+
+// Executions per scenario call (the effects log) equal `want` (scenario order); no other call ran.
+void checkExecutions(const Scenario& sc, const std::vector<int>& want,
+                     const std::map<std::string, int>& effects, Checks& c);
+
+// Recovery finished the task: the workspace meets the scenario's `expect` and equals the
+// reference run's.
+void checkFinishedWorkspace(const Scenario& sc, const Reference& ref,
+                            const std::filesystem::path& ws, Checks& c);
+
+// V8 after `crashsim-agent recover` (spawned by `recover`) exited with `exitCode`: executions,
+// terminal runs, history, and the named case's park or finish (oracle `x`) or the barrier case's
+// (`barrierFacts`); `afterCrash`: the scenario's external change was applied at the crash. Also
+// V4's independent-model check on every recovered run.
+void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
+                   const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
+                   const std::filesystem::path& store, const std::filesystem::path& ws,
+                   const WorkspaceSnapshot& atCrash, int exitCode, const SpawnSpec& recover,
+                   Checks& c);
+
+// V8 after recovering from an unnamed barrier (verdicts/barrier.h): the park decision the crash
+// facts demand, the executions that follow from it, and the workspace.
+void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
+                          const Reference& ref, const std::map<std::string, int>& effects,
+                          const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
+                          const std::filesystem::path& ws, Checks& c);
+
+}  // namespace crashsim::harness

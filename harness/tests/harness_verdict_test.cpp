@@ -1,0 +1,248 @@
+// One verdict, one unit: each verdict of harness/src/verdicts/ judged on a hand-built input that
+// must fail it (and on the good input next to it, which must pass). The inputs are real stores
+// of real agent runs, edited with plain SQLite, or hand-built records; each names the bug that
+// produces it. The planted-fault tests prove the same verdicts end to end.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "crashsim/codes.h"
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/scenario.h"
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/store.h"
+#include "test_util.h"
+#include "verdicts/coverage.h"
+#include "verdicts/v1_kill.h"
+#include "verdicts/v3_durable_facts.h"
+#include "verdicts/v4_decisions.h"
+#include "verdicts/v6_rebuild.h"
+#include "verdicts/v7_repair.h"
+#include "verdicts/v8_recovery.h"
+#include "verdicts/v9_determinism.h"
+
+using namespace crashsim;
+using namespace crashsim::harness;
+using namespace crashsim::harness::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+harness::Scenario scenarioNamed(const std::string& id) {
+  for (auto& s : loadScenarioDir(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios"))
+    if (s.id == id) return s;
+  ADD_FAILURE() << "no scenario " << id;
+  return {};
+}
+
+// A complete run of the real agent: its store directory under `dir`.
+fs::path completedStore(const fs::path& dir, const std::string& id) {
+  const fs::path file = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json");
+  const std::string agent = agentBinary().string();
+  EXPECT_EQ(
+      sh(agent + " seed --workspace " + (dir / "ws").string() + " --scenario " + file.string())
+          .exitCode,
+      0);
+  EXPECT_EQ(sh(agent + " run --store " + (dir / "store").string() + " --workspace " +
+               (dir / "ws").string() + " --scenario " + file.string() + " >/dev/null")
+                .exitCode,
+            0);
+  return dir / "store";
+}
+
+void sql(const fs::path& store, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((store / "runtime.sqlite").c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+std::vector<RuntimeEvent> ledgerOf(const fs::path& store) {
+  auto st = RuntimeStore::open(store);
+  std::vector<RuntimeEvent> out;
+  for (const auto& h : st->listRuns())
+    for (auto& se : st->readRunEvents(h.sessionId, h.runId)) out.push_back(se.event);
+  return out;
+}
+
+// The ledger up to and including the first response (the state a kill at P6#1 leaves).
+std::vector<RuntimeEvent> upToFirstResponse(const std::vector<RuntimeEvent>& events) {
+  std::vector<RuntimeEvent> out;
+  for (const auto& e : events) {
+    out.push_back(e);
+    if (e.contentKind == ContentKind::function_response) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+// V1. Bugs: an agent that hangs at the boundary, reports another point, exits instead of dying,
+// or writes its normal-exit marker first.
+TEST(VerdictV1, OnlyASigkilledChildThatReportedTheArmedPointPasses) {
+  auto d = freshDir("crashsim-v1");
+  SpawnSpec spec;
+  spec.stderrFile = d / "stderr";
+  ChildResult good;
+  good.spawned = good.signaled = true;
+  good.signal = 9;
+  good.controlLine = R"({"failpoint":"P4","hit":2,"pid":1})";
+  EXPECT_EQ(killProblem(good, "P4", 2, spec, d), "");
+  ChildResult hung = good;
+  hung.timedOut = true;
+  EXPECT_NE(killProblem(hung, "P4", 2, spec, d).find("hung"), std::string::npos);
+  EXPECT_NE(killProblem(good, "P4", 1, spec, d).find("instead of P4#1"), std::string::npos);
+  EXPECT_NE(killProblem(good, "S", 2, spec, d).find("instead of S#2"), std::string::npos);
+  ChildResult exited = good;
+  exited.signaled = false;
+  exited.exited = true;
+  exited.exitCode = 9;  // `exit 9` is not SIGKILL
+  EXPECT_NE(killProblem(exited, "P4", 2, spec, d).find("SIGKILL"), std::string::npos);
+  ChildResult silent = good;
+  silent.controlLine.clear();
+  EXPECT_NE(killProblem(silent, "P4", 2, spec, d).find("before reaching"), std::string::npos);
+  std::ofstream(d / "agent-exit.json") << "{}";
+  EXPECT_NE(killProblem(good, "P4", 2, spec, d).find("agent-exit.json"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// V3. Bug: a transaction that is not all-or-nothing at its boundary (here: the complete run's
+// terminal fact is durable where the P6 window has none).
+TEST(VerdictV3, DurableFactsMustBeTheOracleRowsPrefix) {
+  auto d = freshDir("crashsim-v3");
+  const auto sc = scenarioNamed("bash-touch-marker");
+  const auto all = ledgerOf(completedStore(d, "bash-touch-marker"));
+  const auto x = expectCase(sc, 6, 1);
+  ASSERT_TRUE(x.ok);
+  Checks good, bad, wrongCall;
+  checkDurableFacts(x, upToFirstResponse(all), good);
+  EXPECT_EQ(good.m["V3"].status, "pass") << good.m["V3"].reason;
+  checkDurableFacts(x, all, bad);
+  EXPECT_EQ(bad.m["V3"].status, "fail");
+  EXPECT_NE(bad.m["V3"].reason.find("terminal RuntimeEvent committed"), std::string::npos);
+  checkDurableFacts(expectCase(sc, 2, 1), upToFirstResponse(all), wrongCall);
+  EXPECT_NE(wrongCall.m["V3"].reason.find("oracle expects true/true/false"), std::string::npos)
+      << wrongCall.m["V3"].reason;
+  fs::remove_all(d);
+}
+
+// V4. Bug: a resolver that calls a settled call indeterminate, or the other way round (here the
+// ledger is P6's, the expectation P2's: the oracle wants dispatch_without_response).
+TEST(VerdictV4, DecisionsMustBeTheOracleRows) {
+  auto d = freshDir("crashsim-v4");
+  const auto sc = scenarioNamed("bash-touch-marker");
+  const auto crashed = upToFirstResponse(ledgerOf(completedStore(d, "bash-touch-marker")));
+  Checks good, bad;
+  checkDecisions(expectCase(sc, 6, 1), crashed, good);
+  EXPECT_EQ(good.m["V4"].status, "pass") << good.m["V4"].reason;
+  checkDecisions(expectCase(sc, 2, 1), crashed, bad);
+  EXPECT_EQ(bad.m["V4"].status, "fail");
+  EXPECT_NE(bad.m["V4"].reason.find(code::dispatch_without_response), std::string::npos)
+      << bad.m["V4"].reason;
+  EXPECT_EQ(modelDisagreement(crashed, resolveRecovery(crashed), "x"), "");
+  fs::remove_all(d);
+}
+
+// V6. Bug: a writer whose projection disagrees with its ledger fact.
+TEST(VerdictV6, AProjectionThatDisagreesWithTheLedgerFails) {
+  auto d = freshDir("crashsim-v6");
+  const fs::path store = completedStore(d, "bash-touch-marker");
+  Checks good, bad;
+  checkV6(store, good);
+  EXPECT_EQ(good.m["V6"].status, "pass") << good.m["V6"].reason;
+  sql(store, "UPDATE tool_operations SET current_state = 'prepared', result_event_id = NULL");
+  checkV6(store, bad);
+  EXPECT_EQ(bad.m["V6"].status, "fail");
+  EXPECT_NE(bad.m["V6"].reason.find("online state prepared"), std::string::npos)
+      << bad.m["V6"].reason;
+  fs::remove_all(d);
+}
+
+// V7. Bug: a header written without (or against) its terminal fact.
+TEST(VerdictV7, AHeaderThatDisagreesWithItsTerminalFactFails) {
+  auto d = freshDir("crashsim-v7");
+  const fs::path store = completedStore(d, "bash-touch-marker");
+  EXPECT_EQ(terminalInvariant(*RuntimeStore::open(store)), "");
+  sql(store,
+      "UPDATE agent_runs SET status = 'failed', header_json = json_set(header_json, '$.status', "
+      "'failed')");
+  EXPECT_NE(terminalInvariant(*RuntimeStore::open(store)).find("disagrees with its terminal fact"),
+            std::string::npos);
+  Checks bad;
+  checkV7(store, bad);
+  EXPECT_EQ(bad.m["V7"].status, "fail");
+  fs::remove_all(d);
+}
+
+// V8. Bugs: a park that touches the workspace, a park with another reason than the contract's,
+// a resume that repeats the prompt, a tool that runs twice.
+TEST(VerdictV8, ParkWorkspaceHistoryAndExecutionsAreJudged) {
+  EXPECT_EQ(workspaceChange({{"a", "1"}}, {{"a", "1"}}), "");
+  EXPECT_EQ(workspaceChange({{"a", "1"}}, {{"a", "2"}}), "a was rewritten");
+  EXPECT_EQ(workspaceChange({{"a", "1"}}, {{"a", "1"}, {"b", ""}}), "b was created");
+  EXPECT_EQ(workspaceChange({{"a", "1"}}, {}), "a was removed");
+
+  const std::string parked =
+      R"({"plan":{"decision":"park","rejectionReasons":["runtime_ledger_unreadable"],)"
+      R"("diagnostics":[{"code":"tool_recovery_unsettled"}]},"continuation":null})";
+  EXPECT_EQ(parkProblem(parked, false), "");
+  EXPECT_EQ(parkProblem(parked, std::nullopt), "");
+  EXPECT_NE(parkProblem(parked, true).find("provider_replay_non_suffix_gap"), std::string::npos);
+  EXPECT_NE(parkProblem(R"({"plan":{"decision":"continue"},"continuation":null})", false)
+                .find("did not park"),
+            std::string::npos);
+  EXPECT_NE(parkProblem("not json", false).find("no JSON summary"), std::string::npos);
+
+  auto d = freshDir("crashsim-v8");
+  const fs::path store = completedStore(d, "bash-touch-marker");
+  EXPECT_EQ(continuationHistoryProblem(*RuntimeStore::open(store), 1), "");
+  EXPECT_NE(continuationHistoryProblem(*RuntimeStore::open(store), 0).find("1 user message"),
+            std::string::npos);
+
+  const auto sc = scenarioNamed("bash-touch-marker");
+  Checks once, twice;
+  checkExecutions(sc, {1}, {{"call-1", 1}}, once);
+  EXPECT_NE(once.m["V8"].status, "fail");
+  checkExecutions(sc, {1}, {{"call-1", 2}}, twice);
+  EXPECT_NE(twice.m["V8"].reason.find("executed 2 time(s)"), std::string::npos);
+  fs::remove_all(d);
+}
+
+// V9. Bug: a case whose verdict depends on the run (timing, leftovers).
+TEST(VerdictV9, ARecordThatDiffersInAnyCheckFails) {
+  std::map<std::string, reports::Check> a = {{"V1", {"pass", ""}}, {"V8", {"pass", ""}}};
+  EXPECT_EQ(determinismCheck(a, a).status, "pass");
+  auto b = a;
+  b["V8"] = {"fail", "executed 2 time(s)"};
+  const auto v9 = determinismCheck(a, b);
+  EXPECT_EQ(v9.status, "fail");
+  EXPECT_NE(v9.reason.find("V8"), std::string::npos);
+  b = a;
+  b["V9"] = {"fail", "ignored"};
+  EXPECT_EQ(determinismCheck(a, b).status, "pass");
+}
+
+// Coverage. Bugs: a runtime that crosses a boundary more (or less) often than the scenario
+// implies; a store write that bypasses the COMMIT barrier.
+TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
+  std::array<int, 12> predicted{};
+  predicted[2] = predicted[5] = 2;
+  predicted[3] = 1;
+  predicted[8] = 1;
+  std::array<int, 14> reached{};
+  for (int i = 0; i < 12; ++i) reached[static_cast<size_t>(i)] = predicted[static_cast<size_t>(i)];
+  reached[kBarrierS] = 5;
+  reached[kBarrierF] = 3;
+  EXPECT_EQ(reachDifference(predicted, reached, 0, 11, "run"), "");
+  EXPECT_EQ(barrierBoundProblem(predicted, reached), "");
+  reached[5] = 3;
+  EXPECT_NE(reachDifference(predicted, reached, 0, 11, "run").find("reached P5 3 time(s)"),
+            std::string::npos);
+  reached[kBarrierS] = 4;
+  EXPECT_NE(barrierBoundProblem(predicted, reached).find("at least 5 and 3"), std::string::npos);
+  reached[kBarrierS] = 5;
+  reached[kBarrierF] = 2;
+  EXPECT_NE(barrierBoundProblem(predicted, reached), "");
+}
