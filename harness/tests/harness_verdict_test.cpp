@@ -36,17 +36,9 @@ harness::Scenario scenarioNamed(const std::string& id) {
 
 // A complete run of the real agent: its store directory under `dir`.
 fs::path completedStore(const fs::path& dir, const std::string& id) {
-  const fs::path file = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json");
-  const std::string agent = agentBinary().string();
-  EXPECT_EQ(
-      sh(agent + " seed --workspace " + (dir / "ws").string() + " --scenario " + file.string())
-          .exitCode,
-      0);
-  EXPECT_EQ(sh(agent + " run --store " + (dir / "store").string() + " --workspace " +
-               (dir / "ws").string() + " --scenario " + file.string() + " >/dev/null")
-                .exitCode,
-            0);
-  return dir / "store";
+  const fs::path store = completedRun(dir, id);
+  EXPECT_FALSE(store.empty()) << id;
+  return store;
 }
 
 void sql(const fs::path& store, const std::string& statement) {

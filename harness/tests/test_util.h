@@ -55,4 +55,19 @@ inline std::filesystem::path freshDir(const std::string& name) {
   return d;
 }
 
+// Seeds `dir`/ws and runs the built-in scenario `id` to the end with the real agent into
+// `dir`/store; returns the store directory ("" when either step failed).
+inline std::filesystem::path completedRun(const std::filesystem::path& dir, const std::string& id) {
+  const auto file = std::filesystem::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json");
+  const std::string agent = agentBinary().string();
+  if (sh(agent + " seed --workspace " + (dir / "ws").string() + " --scenario " + file.string())
+          .exitCode != 0)
+    return {};
+  if (sh(agent + " run --store " + (dir / "store").string() + " --workspace " +
+         (dir / "ws").string() + " --scenario " + file.string() + " >/dev/null")
+          .exitCode != 0)
+    return {};
+  return dir / "store";
+}
+
 }  // namespace crashsim::harness::test

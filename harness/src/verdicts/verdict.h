@@ -37,7 +37,8 @@ std::string readFile(const std::filesystem::path& p);
 std::string lastLine(const std::filesystem::path& p);
 // completed | failed | cancelled.
 bool isTerminalStatus(const std::string& s);
-// The run-header status the contract maps a terminal RuntimeEvent's status to.
+// The run-header status the contract maps a terminal RuntimeEvent's status to (spec c: restated
+// here from the contract, deliberately not the runtime's own mapping, which it judges).
 std::string headerStatusOfTerminal(const RuntimeEvent& e);
 // One run's events in ledger order, as the store returns them.
 std::vector<RuntimeEvent> eventsOf(const RuntimeStore& store, const RunHeader& h);
