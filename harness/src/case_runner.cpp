@@ -448,6 +448,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   recover.stderrFile = dir / "recover.stderr";
   recover.stdoutFile = dir / "recover.stdout";
   recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
+  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
   auto r = runToEnd(recover);
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (powerloss) checkPowerlossRecovery(plFindings, store, r, recover.stdoutFile, c.m);

@@ -188,3 +188,11 @@ TEST(PlantedFault, CommitsAcknowledgedWithoutASyncFailD1UnderPowerLoss) {
   EXPECT_EQ(rc, 0) << "a process kill keeps the page cache";
   EXPECT_TRUE(failed.empty());
 }
+
+// V8 replay: the continuation keeps a trimmed, unanswered call in the history it hands the model
+// (spec j.2 forbids it). The ledger is unchanged and the scripted model simply re-issues the call,
+// so only the check of what the provider was handed sees it.
+TEST(PlantedFault, ReplayKeepingAnUnansweredCallFailsV8Only) {
+  expectCaughtExactly("replay_keeps_unanswered_call", "--scenario write-config-port --failpoint P1",
+                      {"V8"});
+}

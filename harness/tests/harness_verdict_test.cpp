@@ -238,3 +238,44 @@ TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
   reached[kBarrierF] = 2;
   EXPECT_NE(barrierBoundProblem(predicted, reached), "");
 }
+
+// V8 replay. Bugs: a continuation that hands the model a half-finished history (an unanswered
+// call, a result before its call, the prompt twice or not first) or the wrong boundary (a call
+// the oracle says was trimmed, or one that was answered left out).
+TEST(VerdictV8, TheHistoryHandedToTheModelIsJudged) {
+  auto line = [](const std::string& items) {
+    return R"({"runId":"run-2","step":1,"history":[)" + items + "]}\n";
+  };
+  const std::string user = R"({"role":"user","kind":"text"})";
+  auto call = [](const std::string& id) {
+    return R"({"role":"model","kind":"function_call","callId":")" + id + "\"}";
+  };
+  auto result = [](const std::string& id) {
+    return R"({"role":"tool","kind":"function_response","callId":")" + id + "\"}";
+  };
+  const std::string good = line(user + "," + call("c1") + "," + result("c1"));
+  EXPECT_EQ(replayProblem(good, std::set<std::string>{"c1"}), "");
+  EXPECT_EQ(replayProblem("", std::set<std::string>{"c1"}), "") << "no continuation, no replay";
+  EXPECT_NE(replayProblem(good, std::set<std::string>{"c1", "c2"}).find("the oracle expects"),
+            std::string::npos);
+  EXPECT_NE(replayProblem(line(user + "," + call("c1")), std::nullopt).find("without its response"),
+            std::string::npos);
+  EXPECT_NE(replayProblem(line(user + "," + result("c1") + "," + call("c1")), std::nullopt)
+                .find("before its call"),
+            std::string::npos);
+  EXPECT_NE(replayProblem(line(call("c1") + "," + result("c1") + "," + user), std::nullopt)
+                .find("not the first item"),
+            std::string::npos);
+  EXPECT_NE(
+      replayProblem(line(call("c1") + "," + result("c1")), std::nullopt).find("0 user message(s)"),
+      std::string::npos);
+  EXPECT_NE(replayProblem(line(user + "," + call("c1") + "," + result("c1") + "," + result("c1")),
+                          std::nullopt)
+                .find("answered twice"),
+            std::string::npos);
+  // Only the first step is the replay; later steps are judged by the invariants alone.
+  EXPECT_EQ(replayProblem(good + line(user + "," + call("c1") + "," + result("c1") + "," +
+                                      call("c2") + "," + result("c2")),
+                          std::set<std::string>{"c1"}),
+            "");
+}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
@@ -199,6 +200,57 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
   }
 }
 
+std::string replayProblem(const std::string& modelLog,
+                          const std::optional<std::set<std::string>>& firstReplay) {
+  size_t lineNo = 0;
+  std::istringstream in(modelLog);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    ++lineNo;
+    Json step;
+    try {
+      step = Json::parse(line);
+    } catch (...) {
+      return fmt::format("model log line {} is not JSON", lineNo);
+    }
+    const std::string at =
+        fmt::format("provider step {} of run {}", step.value("step", 0), step.value("runId", "?"));
+    const Json items = step.value("history", Json::array());
+    int users = 0;
+    std::set<std::string> calls, answered;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Json& it = items[i];
+      const std::string kind = it.value("kind", ""), id = it.value("callId", "");
+      if (it.value("role", "") == "user" && kind == "text") {
+        if (i != 0) return at + ": the user message is not the first item of the history";
+        ++users;
+      }
+      if (kind == "function_call" && !calls.insert(id).second)
+        return fmt::format("{}: call {} appears twice in the history", at, id);
+      if (kind == "function_response") {
+        if (!calls.count(id))
+          return fmt::format("{}: the response of {} comes before its call", at, id);
+        if (!answered.insert(id).second)
+          return fmt::format("{}: call {} is answered twice in the history", at, id);
+      }
+    }
+    if (users != 1) return fmt::format("{}: {} user message(s) in the history", at, users);
+    for (const auto& id : calls)
+      if (!answered.count(id))
+        return fmt::format("{}: call {} is in the history without its response", at, id);
+    if (lineNo == 1 && firstReplay && calls != *firstReplay) {
+      auto list = [](const std::set<std::string>& s) {
+        std::string out;
+        for (const auto& c : s) out += (out.empty() ? "" : ",") + c;
+        return "{" + out + "}";
+      };
+      return fmt::format("{}: the continuation replays calls {}, the oracle expects {}", at,
+                         list(calls), list(*firstReplay));
+    }
+  }
+  return "";
+}
+
 void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                    const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
                    const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
@@ -239,6 +291,17 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
           !bad.empty())
         c.fail("V4", bad);
     }
+    // What the provider was handed after the crash (the agent's model log).
+    std::optional<std::set<std::string>> firstReplay;
+    if (!id.isBarrier() && !id.isDoubleFault() && x.ok) {
+      firstReplay.emplace();
+      for (const auto& op : x.ops)
+        if (op.response || (op.armed && x.outcome == Outcome::completed_bundle))
+          firstReplay->insert(op.callId);
+    }
+    if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
+      if (auto bad = replayProblem(readFile(it->second), firstReplay); !bad.empty())
+        c.fail("V8", "replay: " + bad);
     const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
     if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
       c.fail("V8", "history after recovery: " + bad);

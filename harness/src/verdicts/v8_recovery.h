@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,15 @@ std::string parkProblem(const std::string& recoverStdout, std::optional<bool> re
 // "" when the session's history after recovery is the contract's (spec e.9, d.8) with
 // `wantUserMessages` user messages (1; 0 when the task was never accepted).
 std::string continuationHistoryProblem(const RuntimeStore& st, int wantUserMessages);
+
+// "" when every provider step in `modelLog` (the agent's CRASHSIM_MODEL_LOG: one JSON line per
+// step, the model-visible history's roles, kinds and call ids) hands the model a history the
+// contract allows (spec d.8, j.2): the user message once and first; every call answered, after
+// it; no call or response twice. `firstReplay`: the calls the first step (the continuation's
+// replay) must hold exactly — for a named primary case, those the oracle says were answered at
+// the crash or completed by recovery's bundle; trimmed or never-committed calls are not in it.
+std::string replayProblem(const std::string& modelLog,
+                          const std::optional<std::set<std::string>>& firstReplay);
 
 // Executions per scenario call (the effects log) equal `want` (scenario order); no other call ran.
 void checkExecutions(const Scenario& sc, const std::vector<int>& want,

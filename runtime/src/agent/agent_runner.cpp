@@ -8,7 +8,36 @@
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+#include <cstdlib>
+#include <fstream>
+#endif
+
 namespace crashsim {
+namespace {
+
+// Instrumented build only: what the provider is handed at each step (the model-visible
+// history), one JSON line per step appended to $CRASHSIM_MODEL_LOG, for the harness to judge
+// the continuation's replay (V8). Identities and kinds only, never content. The production
+// library compiles this to nothing.
+void logProviderInput([[maybe_unused]] const RunIdentity& id, [[maybe_unused]] size_t step,
+                      [[maybe_unused]] const std::vector<RuntimeEvent>& history) {
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+  const char* path = std::getenv("CRASHSIM_MODEL_LOG");
+  if (path == nullptr || *path == '\0') return;
+  Json items = Json::array();
+  for (const auto& e : history) {
+    if (!e.isModelVisible()) continue;
+    Json item = {{"role", toString(e.role)}, {"kind", toString(e.contentKind)}};
+    if (!e.callId.empty()) item["callId"] = e.callId;
+    items.push_back(std::move(item));
+  }
+  std::ofstream(path, std::ios::app)
+      << Json{{"runId", id.runId}, {"step", step}, {"history", std::move(items)}}.dump() << "\n";
+#endif
+}
+
+}  // namespace
 
 std::string scenarioSessionId(const Scenario& scenario) { return "session-" + scenario.id; }
 
@@ -92,6 +121,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
         break;
       }
       if (deliveredResults) CRASHSIM_FAILPOINT(P7);
+      logProviderInput(id, stepOrdinal, history);
       ModelStep step = model_.nextStep(history);
       ++summary.providerSteps;
       const std::string textId = id.invocationId + "_step" + std::to_string(stepOrdinal) + "_text";

@@ -8,6 +8,7 @@
 #include "continuation/replay_internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/plant.h"
 #include "crashsim/recovery_resolver.h"
 
 namespace crashsim {
@@ -198,8 +199,14 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
   out.itemStableJson.reserve(out.items.size());
   for (const Json& it : out.items) out.itemStableJson.push_back(stableJson(it));
   // 6. segment replay events.
+  // Planted bug: an unanswered (trimmed) call stays in the history handed to the model (V8's
+  // replay check must catch it; the ledger itself is unchanged).
+  const bool keepUnanswered = planted("replay_keeps_unanswered_call");
   for (size_t i = 0; i < events.size(); ++i) {
-    if (!events[i].hidden && !eventTrimmed[i]) out.replayEventIndexes.push_back(i);
+    const bool unansweredCall =
+        eventTrimmed[i] && events[i].contentKind == ContentKind::function_call;
+    if (!events[i].hidden && (!eventTrimmed[i] || (keepUnanswered && unansweredCall)))
+      out.replayEventIndexes.push_back(i);
   }
   out.replayable = true;
   return out;
