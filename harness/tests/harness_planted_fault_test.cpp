@@ -196,3 +196,14 @@ TEST(PlantedFault, ReplayKeepingAnUnansweredCallFailsV8Only) {
   expectCaughtExactly("replay_keeps_unanswered_call", "--scenario write-config-port --failpoint P1",
                       {"V8"});
 }
+
+// V9: state that leaks between runs (a marker in the temp directory keyed by the store's path)
+// makes the same case behave differently when run again. The sampled second run of P6#1 re-runs
+// a tool; the case's own record is the first run's, so only V9 is red.
+TEST(PlantedFault, StateLeakingBetweenRunsFailsV9Only) {
+  expectCaughtExactly("leftover_reruns_tool", "--scenario write-config-port --failpoint P6",
+                      {"V9"});
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    if (e.path().filename().string().rfind("crashsim-plant-leftover-", 0) == 0)
+      fs::remove(e.path());
+}

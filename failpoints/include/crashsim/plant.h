@@ -18,6 +18,7 @@
 //   store_acknowledges_unsynced  the store runs synchronous OFF under a FULL label      → D1
 //                                under --mode powerloss only
 //   replay_keeps_unanswered_call the continuation hands the model a trimmed call        → V8
+//   leftover_reruns_tool         state leaks between runs of a case (a temp marker)     → V9
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <functional>
 
 #include "agent/host_internal.h"
 #include "crashsim/agent.h"
@@ -101,7 +103,19 @@ RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
   report.reconcile = reconcileIndeterminateOperations(*store, workspace);
   // 3. startup repair (g): the recovered terminal fact becomes the ledger tail, then the header.
   report.startupRepair = host_detail::runStartupRepair(*store);
-  if (planted("tool_reruns")) {  // planted bug: recovery runs the first scripted call again
+  // Planted bug (V9): state leaks between runs. A marker in the temp directory, keyed by the
+  // store's path, survives the case; the next recovery of a store at the same path (the same
+  // case run again) finds it and runs the first call again.
+  bool leftover = false;
+  if (planted("leftover_reruns_tool")) {
+    const fs::path marker =
+        fs::temp_directory_path() /
+        ("crashsim-plant-leftover-" +
+         std::to_string(std::hash<std::string>{}(fs::absolute(paths.storeDir).string())));
+    leftover = fs::exists(marker);
+    if (!leftover) std::ofstream(marker) << paths.storeDir.string() << "\n";
+  }
+  if (planted("tool_reruns") || leftover) {  // planted bug: recovery runs the first call again
     EffectsLog effects(effectsPathOf(paths));
     ToolRuntime tools(workspace, policyOf(scenario), effects);
     const ScriptedCall& first = scenario.model.at(0).calls.at(0);
