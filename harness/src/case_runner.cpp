@@ -25,6 +25,7 @@
 #include "verdicts/coverage.h"
 #include "verdicts/recovery_kill_state.h"
 #include "verdicts/v1_kill.h"
+#include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
 #include "verdicts/v5_plan.h"
@@ -71,15 +72,10 @@ void failUndecided(Checks& c, const std::exception& e) {
       c.fail(v, std::string("error: ") + e.what());
 }
 
-// V2–V4 on the crash state of an unnamed barrier (verdicts/barrier.h): integrity, what must
-// hold at any instant, and the resolver against the independent model (no oracle row here).
+// V3–V4 on the crash state of an unnamed barrier (verdicts/barrier.h): what must hold at any
+// instant, and the resolver against the independent model (no oracle row here).
 void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& store,
                        barrier::CrashFacts& facts, Checks& c) {
-  const auto integrity = st.integrityCheck();
-  if (integrity != "ok")
-    c.fail("V2", "PRAGMA integrity_check: " + integrity);
-  else
-    c.pass("V2");
   std::vector<std::vector<RuntimeEvent>> runs;
   for (const auto& h : st.listRuns()) runs.push_back(eventsOf(st, h));
   for (const auto& bad :
@@ -101,6 +97,7 @@ void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs:
                             const RunOptions& opts, barrier::CrashFacts& facts, Checks& c) {
   // An unnamed barrier: what must hold at any instant (verdicts/barrier.h), then V5–V7.
   try {
+    checkIntegrity(store, "", c);
     auto st = RuntimeStore::open(store);
     checkBarrierCrash(sc, *st, store, facts, c);
     checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
@@ -113,13 +110,8 @@ void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs:
 void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path& store,
                      const fs::path& dir, const RunOptions& opts, Checks& c) {
   try {
-    // --- V2: reopen + integrity ----------------------------------------------------------
+    checkIntegrity(store, "", c);
     auto st = RuntimeStore::open(store);
-    auto integrity = st->integrityCheck();
-    if (integrity != "ok")
-      c.fail("V2", "PRAGMA integrity_check: " + integrity);
-    else
-      c.pass("V2");
     auto runs = st->listRuns();
 
     // --- V3: durable event kinds vs the oracle ------------------------------------------
@@ -422,11 +414,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     else if (!c.failed("V1"))
       c.pass("V1");
     try {
+      checkIntegrity(store, "after the recovery kill: ", c);
       auto st = RuntimeStore::open(store);
-      auto integrity = st->integrityCheck();
-      if (integrity != "ok")
-        c.fail("V2", "after the recovery kill: PRAGMA integrity_check: " + integrity);
-      if (integrity == "ok" && !c.failed("V2")) c.pass("V2");
       checkRecoveryKillState(id, sc, x, *st, store, c);
       if (auto bad = terminalInvariant(*st); !bad.empty())
         c.fail("V7", "after the recovery kill: " + bad);

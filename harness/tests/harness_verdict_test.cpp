@@ -5,14 +5,18 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <fstream>
+
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
+#include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/store.h"
 #include "test_util.h"
 #include "verdicts/coverage.h"
 #include "verdicts/v1_kill.h"
+#include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
 #include "verdicts/v6_rebuild.h"
@@ -278,4 +282,59 @@ TEST(VerdictV8, TheHistoryHandedToTheModelIsJudged) {
                                       call("c2") + "," + result("c2")),
                           std::set<std::string>{"c1"}),
             "");
+}
+
+// V2. Bug: a store left damaged (here a B-tree page zeroed by hand, as a torn write would).
+TEST(VerdictV2, ADamagedStoreFailsAndAnIntactOnePasses) {
+  auto d = freshDir("crashsim-v2");
+  const fs::path store = completedStore(d, "bash-touch-marker");
+  Checks good, bad;
+  checkIntegrity(store, "", good);
+  EXPECT_EQ(good.m["V2"].status, "pass") << good.m["V2"].reason;
+  sql(store, "PRAGMA wal_checkpoint(TRUNCATE)");
+  {
+    std::fstream f(store / "runtime.sqlite", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f);
+    f.seekp(2 * 1024);  // page 3 of the store's 1 KiB pages: a table's B-tree root
+    const std::string zeros(1024, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  checkIntegrity(store, "after: ", bad);
+  EXPECT_EQ(bad.m["V2"].status, "fail");
+  EXPECT_EQ(bad.m["V2"].reason.rfind("after: ", 0), 0u) << bad.m["V2"].reason;
+  auto nostore = d / "none";
+  Checks missing;
+  checkIntegrity(nostore, "", missing);
+  EXPECT_EQ(missing.m["V2"].status, "fail");
+  fs::remove_all(d);
+}
+
+// D2 (after recovery). Bugs: recovery that exits 0 on a damaged store, or runs a tool there.
+TEST(VerdictD2, RecoveryOnADamagedStoreMustFailClosedAndRunNothing) {
+  auto d = freshDir("crashsim-d2");
+  const fs::path store = completedStore(d, "bash-touch-marker");
+  PowerlossFindings f;
+  f.evaluated = true;
+  f.damaged = true;
+  f.damage = "PRAGMA integrity_check: page 3 is never used";
+  f.effectsAtCrash = readEffects(store / "effects.jsonl");
+  std::ofstream(d / "refused.stdout") << R"({"error":{"code":"store_corrupt","message":"x"}})"
+                                      << "\n";
+  ChildResult refused;
+  refused.spawned = refused.exited = true;
+  refused.exitCode = 2;
+  CheckMap ok = {{"D2", {"pass", ""}}};
+  checkPowerlossRecovery(f, store, refused, d / "refused.stdout", ok);
+  EXPECT_EQ(ok["D2"].status, "pass") << ok["D2"].reason;
+  ChildResult succeeded = refused;
+  succeeded.exitCode = 0;
+  CheckMap masked = {{"D2", {"pass", ""}}};
+  checkPowerlossRecovery(f, store, succeeded, d / "refused.stdout", masked);
+  EXPECT_EQ(masked["D2"].status, "fail");
+  EXPECT_NE(masked["D2"].reason.find("exited 0 on a damaged store"), std::string::npos);
+  f.effectsAtCrash.clear();  // the effects log grew since the crash: recovery ran a tool
+  CheckMap ran = {{"D2", {"pass", ""}}};
+  checkPowerlossRecovery(f, store, refused, d / "refused.stdout", ran);
+  EXPECT_NE(ran["D2"].reason.find("ran a tool"), std::string::npos) << ran["D2"].reason;
+  fs::remove_all(d);
 }

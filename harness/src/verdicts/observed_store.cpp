@@ -116,6 +116,31 @@ std::vector<ClaimRow> claims(const fs::path& storeDir) {
   return out;
 }
 
+std::string integrity(const fs::path& storeDir) {
+  try {
+    Db db = openReadOnly(storeDir);
+    std::string out;
+    for (const char* sql : {"PRAGMA integrity_check", "PRAGMA foreign_key_check"}) {
+      Stmt s = prepare(db.get(), sql);
+      int rc;
+      while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+        std::string row;
+        for (int i = 0; i < sqlite3_column_count(s.get()); ++i) {
+          const auto* t = sqlite3_column_text(s.get(), i);
+          row += (i ? " " : "") + std::string(t ? reinterpret_cast<const char*>(t) : "NULL");
+        }
+        if (row == "ok") continue;
+        out += (out.empty() ? "" : "; ") + std::string(sql) + ": " + row;
+      }
+      if (rc != SQLITE_DONE)
+        out += (out.empty() ? "" : "; ") + std::string(sql) + ": " + sqlite3_errmsg(db.get());
+    }
+    return out.empty() ? "ok" : out;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 int eventsOfRun(const fs::path& storeDir, const std::string& runId) {
   Db db = openReadOnly(storeDir);
   Stmt s = prepare(db.get(), "SELECT count(*) FROM runtime_events WHERE run_id = ?1");

@@ -3,8 +3,8 @@
 // The verdicts compare the code under test with the contract; reading the store through the
 // runtime's own RuntimeStore would let a store bug hide itself. These readers open
 // runtime.sqlite read-only with plain SQLite (no runtime code), never write, and never
-// checkpoint. They serve the checks that must see every table (V5, V7) and the durable claim
-// state of a killed recovery (double faults at P11).
+// checkpoint. They serve the checks that must see every table (V5, V7), the store's integrity
+// (V2) and the durable claim state of a killed recovery (double faults at P11).
 #pragma once
 
 #include <filesystem>
@@ -28,6 +28,10 @@ struct ClaimRow {
   std::optional<std::string> startEventId;  // absent: claimed, continuation-start not committed
 };
 std::vector<ClaimRow> claims(const std::filesystem::path& storeDir);
+
+// "ok", or what `PRAGMA integrity_check` and `PRAGMA foreign_key_check` report (one line each,
+// joined by "; "), or why the database cannot be opened or read at all.
+std::string integrity(const std::filesystem::path& storeDir);
 
 // Number of runtime_events rows of a run (any session).
 int eventsOfRun(const std::filesystem::path& storeDir, const std::string& runId);
