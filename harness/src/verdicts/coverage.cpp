@@ -47,4 +47,12 @@ std::string barrierBoundProblem(const std::array<int, 12>& p, const std::array<i
       reached[kBarrierS], reached[kBarrierF], minS, minF);
 }
 
+void checkRecoveryReach(const fs::path& hitsFile, const std::array<int, 12>& want, Checks& c) {
+  const auto hits = readHits(hitsFile);
+  if (!hits)
+    c.fail("V3", "the unarmed recovery wrote no readable failpoint hit counts");
+  else if (auto bad = reachDifference(want, *hits, 8, 11, "the unarmed recovery"); !bad.empty())
+    c.fail("V3", bad + " (the double faults planned for this case)");
+}
+
 }  // namespace crashsim::harness

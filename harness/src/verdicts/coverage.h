@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 
+#include "verdicts/verdict.h"
+
 namespace crashsim::harness {
 
 // The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT): P0–P11, then the barriers S and F;
@@ -30,5 +32,11 @@ std::string reachDifference(const std::array<int, 12>& predicted,
 // atomic file replace (P3) takes at least fsync, rename and fsync-dir (F).
 std::string barrierBoundProblem(const std::array<int, 12>& predicted,
                                 const std::array<int, 14>& reached);
+
+// V3 (the recovery's reach): the unarmed recovery of a primary case wrote hit counts to
+// `hitsFile` that reach exactly the recovery kills P8–P11 the oracle planned for it (`want`,
+// predictedRecoveryHits) — the double faults of that case are the recovery's real windows.
+void checkRecoveryReach(const std::filesystem::path& hitsFile, const std::array<int, 12>& want,
+                        Checks& c);
 
 }  // namespace crashsim::harness
