@@ -20,6 +20,7 @@
 #include "crashsim/harness/sweep.h"
 #include "crashsim/reports/report.h"
 #include "ledger_commands.h"
+#include "store_commands.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -311,9 +312,17 @@ int runCli(int argc, char** argv) {
   inspect->add_option("STORE", storeDir, "store directory")->required();
   inspect->add_flag("--json", json, "JSON output");
 
-  auto* resume =
-      app.add_subcommand("resume", "start-up path: repair, then resolve and plan every run");
-  resume->add_option("STORE", storeDir, "store directory")->required();
+  auto* resume = app.add_subcommand(
+      "resume", "host start-up: claim saga, reconcile, repair, plan, continue (crashsim/host.h)");
+  ResumeArgs resumeArgs;
+  resume->add_option("STORE", resumeArgs.storeDir, "store directory")->required();
+  resume->add_option("--workspace", resumeArgs.workspaceDir,
+                     "the workspace directory (reconcile and the plan's safety observation)");
+  resume->add_option("--scenario", resumeArgs.scenarioFile,
+                     "scenario JSON: continue the task with its scripted model");
+  resume->add_flag("--dry-run", resumeArgs.dryRun,
+                   "run the sequence on a private copy: nothing is written");
+  resume->add_flag("--json", resumeArgs.json, "JSON output");
 
   auto* ledger = app.add_subcommand("ledger", "pure ledger tools");
   ledger->require_subcommand(1);
@@ -413,7 +422,7 @@ int runCli(int argc, char** argv) {
     }
     if (*run) return cmdRun(caseText, keep, scenarioDir, extra, runSync);
     if (*inspect) return inspectStore(storeDir, json);
-    if (*resume) return resumeStore(storeDir);
+    if (*resume) return resumeStore(resumeArgs);
     if (*resolve) return ledgerResolve(readInput(file), highWater);
     if (*argsHash) return ledgerArgsHash(tool, readInput(file));
     if (*prefix) return ledgerPrefixDigest(readInput(file));

@@ -1,4 +1,4 @@
-// `crashsim ledger resolve | args-hash | prefix-digest`, `crashsim inspect`, `crashsim resume`.
+// `crashsim ledger resolve | args-hash | prefix-digest`.
 #include "ledger_commands.h"
 
 #include <fmt/format.h>
@@ -15,8 +15,6 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/runtime_event.h"
 #include "crashsim/runtime_ledger.h"
-#include "crashsim/startup_repair.h"
-#include "crashsim/store.h"
 
 namespace crashsim::harness {
 namespace {
@@ -24,12 +22,6 @@ namespace {
 void printError(std::string_view code, const std::string& message, const Json& index) {
   Json err = {{"error", {{"code", std::string(code)}, {"message", message}, {"index", index}}}};
   std::cout << stableJson(err) << "\n";
-}
-
-std::vector<RuntimeEvent> runEvents(const RuntimeStore& store, const RunHeader& h) {
-  std::vector<RuntimeEvent> out;
-  for (auto& se : store.readRunEvents(h.sessionId, h.runId)) out.push_back(std::move(se.event));
-  return out;
 }
 
 }  // namespace
@@ -115,117 +107,6 @@ int ledgerPrefixDigest(const std::string& input) {
     printError(e.code(), e.what(), nullptr);
     return 2;
   }
-}
-
-int inspectStore(const std::string& storeDir, bool json) {
-  if (!std::filesystem::exists(std::filesystem::path(storeDir) / "runtime.sqlite")) {
-    std::cerr << "crashsim inspect: no runtime.sqlite in " << storeDir << "\n";
-    return 2;
-  }
-  StoreOptions so;
-  so.readOnly = true;
-  auto store = RuntimeStore::open(storeDir, so);
-  Json out = Json::object();
-  std::string repairError;
-  try {
-    out["repair"] = startupRepair(*store, RepairMode::strict, true).toJson();
-  } catch (const Error& e) {
-    repairError = fmt::format("{}: {}", e.code(), e.what());
-    out["repair"] = {{"error", {{"code", e.code()}, {"message", e.what()}}}};
-  }
-  out["integrity"] = store->integrityCheck();
-  Json runs = Json::array();
-  bool blocked = false;
-  for (const auto& h : store->listRuns()) {
-    auto events = runEvents(*store, h);
-    const ResumePlan plan = buildResumePlan(events);  // carries the resolution
-    blocked = blocked || plan.disposition != code::safe_replay;
-    Json lineage = Json::object();
-    if (h.parentRunId) lineage["parentRunId"] = *h.parentRunId;
-    if (h.continuationSource) lineage["continuationSource"] = *h.continuationSource;
-    runs.push_back({{"header", h.toJson()},
-                    {"events", events.size()},
-                    {"resolution", toJson(plan.resolution)},
-                    {"plan", toJson(plan, events)},
-                    {"lineage", lineage}});
-  }
-  out["runs"] = runs;
-  if (json) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << "store " << storeDir << " (integrity " << out["integrity"].get<std::string>()
-            << ")\n";
-  if (!repairError.empty()) {
-    std::cout << "startup repair (dry run) would fail: " << repairError << "\n";
-  } else {
-    for (const auto& r : out["repair"].value("runs", Json::array()))
-      std::cout << fmt::format(
-          "repair (dry run): run {}: {}{}\n", r.value("runId", "?"), r.value("action", "?"),
-          r.contains("recoveryReason") ? " (" + r["recoveryReason"].get<std::string>() + ")" : "");
-  }
-  for (const auto& r : runs) {
-    const auto& h = r["header"];
-    std::cout << fmt::format("\nrun {} (session {}, invocation {}): status {}, {} events\n",
-                             h.value("runId", "?"), h.value("sessionId", "?"),
-                             h.value("invocationId", "?"), h.value("status", "?"),
-                             r["events"].get<size_t>());
-    if (!r["lineage"].empty()) std::cout << "  lineage: " << r["lineage"].dump() << "\n";
-    for (const auto& d : r["resolution"]["decisions"])
-      std::cout << fmt::format(
-          "  operation {} {}: {} / {}{}\n", d.value("toolCallId", "?"), d.value("toolName", ""),
-          d.value("status", "?"), d.value("reason", "?"),
-          d.contains("settlementOrigin") ? " (" + d["settlementOrigin"].get<std::string>() + ")"
-                                         : "");
-    for (const auto& i : r["resolution"]["issues"])
-      std::cout << fmt::format("  issue {} at {}\n", i.value("code", "?"), i.value("eventId", "?"));
-    const auto& p = r["plan"];
-    std::cout << fmt::format("  plan: {}", p.value("disposition", "?"));
-    if (!p["rejectionReasons"].empty())
-      std::cout << " — rejection reasons " << p["rejectionReasons"].dump();
-    std::cout << "\n";
-    for (const auto& d : p["diagnostics"])
-      std::cout << "    diagnostic " << d.value("code", "?")
-                << (d.contains("detail") ? fmt::format(" {}", d["detail"].dump()) : "") << "\n";
-    if (p.contains("directive") && p["directive"].is_string())
-      std::cout << "    directive: " << p["directive"].get<std::string>() << "\n";
-  }
-  (void)blocked;
-  return 0;
-}
-
-int resumeStore(const std::string& storeDir) {
-  if (!std::filesystem::exists(std::filesystem::path(storeDir) / "runtime.sqlite")) {
-    std::cerr << "crashsim resume: no runtime.sqlite in " << storeDir << "\n";
-    return 2;
-  }
-  auto store = RuntimeStore::open(storeDir);
-  RepairReport rep;
-  try {
-    rep = startupRepair(*store, RepairMode::strict, false);
-  } catch (const Error& e) {
-    std::cout << fmt::format("startup repair failed: {}: {}\n", e.code(), e.what());
-    return 1;
-  }
-  for (const auto& r : rep.runs)
-    std::cout << fmt::format("repair: run {}: {}\n", r.runId, r.action);
-  int rc = 0;
-  for (const auto& h : store->listRuns()) {
-    auto events = runEvents(*store, h);
-    auto plan = buildResumePlan(events);
-    std::cout << fmt::format("run {}: {} — plan {}", h.runId, h.status, plan.disposition);
-    if (!plan.rejectionReasons.empty()) {
-      std::string rr;
-      for (const auto& r : plan.rejectionReasons) rr += (rr.empty() ? "" : ", ") + r;
-      std::cout << " (" << rr << ")";
-    }
-    std::cout << "\n";
-    if (plan.resolution.hasCorruption) rc = 1;
-  }
-  std::cout << "continuation: use `crashsim-agent recover --store DIR --workspace DIR --scenario "
-               "FILE` to "
-               "reconcile and continue a scenario run\n";
-  return rc;
 }
 
 }  // namespace crashsim::harness

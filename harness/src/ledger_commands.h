@@ -1,4 +1,4 @@
-// Internal: the `crashsim ledger`, `inspect` and `resume` commands (used by cli.cpp).
+// Internal: the `crashsim ledger` commands (used by cli.cpp).
 #pragma once
 
 #include <optional>
@@ -10,8 +10,6 @@ namespace crashsim::harness {
 int ledgerResolve(const std::string& input, std::optional<uint64_t> expectedHighWater);
 int ledgerArgsHash(const std::string& tool, const std::string& input);
 int ledgerPrefixDigest(const std::string& input);
-int inspectStore(const std::string& storeDir, bool json);
-int resumeStore(const std::string& storeDir);
 
 // Reads FILE, or stdin for "-" / empty. Throws std::runtime_error when unreadable.
 std::string readInput(const std::string& file);

@@ -129,13 +129,16 @@ TEST(CrashsimRun, OneCaseVerboseKeepsTheStoreAndInspectShowsDecisions) {
   EXPECT_NE(r.out.find("V1 pass"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("crashsim inspect"), std::string::npos);
   ASSERT_TRUE(fs::exists(keep / "store" / "runtime.sqlite"));
+  // The Bash call ran and its T2 never committed: its outcome stays unknown (spec c.3), so the
+  // crashed run's Phase 0 plan is blocked and inspect says so with exit 1.
   auto in = sh(cs() + " inspect " + (keep / "store").string() + " --json");
-  ASSERT_EQ(in.exitCode, 0) << in.out;
+  ASSERT_EQ(in.exitCode, 1) << in.out;
   auto j = json::parse(in.out);
   EXPECT_EQ(j["integrity"], "ok");
   ASSERT_FALSE(j["runs"].empty());
   EXPECT_TRUE(j["runs"][0].contains("plan"));
-  EXPECT_EQ(sh(cs() + " inspect " + (keep / "store").string()).exitCode, 0);
+  EXPECT_EQ(j["runs"][0]["plan"]["disposition"], "blocked");
+  EXPECT_EQ(sh(cs() + " inspect " + (keep / "store").string()).exitCode, 1);
   fs::remove_all(d);
 }
 

@@ -4,12 +4,15 @@
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //
-// `run` runs the scenario from scratch; `recover` does what a host does at start-up (claim
-// saga, startup repair, file reconcile hook, Phase 1 plan, continuation run). Both print one
-// JSON line on stdout and, at normal exit only, write <storeDir>/agent-exit.json (the harness
-// checks it is absent after a kill). Exit codes: 0 success (run completed / recovery pipeline
-// finished), 1 the run ended failed or cancelled, 2 usage or environment error (one-line
-// reason on stderr), including a malformed CRASHSIM_ARM before any work.
+// `run` runs the scenario from scratch; `recover` is host start-up (crashsim/host.h
+// hostStartup: claim saga, reconcile, startup repair, Phase 1 plan, continuation run) — the
+// same function `crashsim resume` calls. Both print one JSON line on stdout and, at normal
+// exit only, write <storeDir>/agent-exit.json (the harness checks it is absent after a kill).
+// Exit codes: 0 success (run completed / recovery pipeline finished), 1 the run ended failed
+// or cancelled, 2 usage, environment or damaged-store error: the line on stdout is then
+// {"error":{"code","message"}} and stderr says "crashsim-agent: <code>: <message>" (the same
+// stable code `crashsim inspect` and `crashsim resume` give for the same store), including a
+// malformed CRASHSIM_ARM before any work.
 //
 // Power loss (crashsim/powerloss.h): with CRASHSIM_POWERLOSS=1 the power-loss VFS becomes
 // SQLite's default VFS before the store is opened, and the armed failpoint materialises the
@@ -28,9 +31,11 @@
 #include <iostream>
 
 #include "crashsim/agent.h"
+#include "crashsim/codes.h"
 #include "crashsim/durable_fs.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/host.h"
 #include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
@@ -165,7 +170,7 @@ int main(int argc, char** argv) {
     // The power-loss study runs the agent with a weaker sync setting (recovery keeps FULL).
     if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
       paths.synchronous = sync;
-    fs::create_directories(paths.storeDir);
+    if (run->parsed()) fs::create_directories(paths.storeDir);  // recover needs a store
     // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
     if (crashsim::planted("exit_marker_first"))
       writeExitMarker(paths.storeDir, "run", Json::object());
@@ -177,7 +182,12 @@ int main(int argc, char** argv) {
       summary = s.toJson();
       rc = s.status == "completed" ? 0 : 1;
     } else {
-      crashsim::RecoverReport r = crashsim::recoverScenario(scenario, paths, cancel);
+      crashsim::HostStartupOptions startup;
+      startup.storeDir = paths.storeDir;
+      startup.workspaceDir = paths.workspaceDir;
+      startup.effectsPath = paths.effectsPath;
+      startup.scenario = &scenario;
+      const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
       summary = r.toJson();
       rc = (r.continuation && r.continuation->status != "completed") ? 1 : 0;
     }
@@ -191,6 +201,9 @@ int main(int argc, char** argv) {
     if (!store.empty() && fs::is_directory(store)) writeExitMarker(store, "error", error);
     return usage(e.code() + ": " + e.what());
   } catch (const std::exception& e) {
-    return usage(e.what());
+    const Json error{
+        {"error", Json{{"code", crashsim::code::internal_error}, {"message", e.what()}}}};
+    std::cout << error.dump() << std::endl;
+    return usage(std::string(crashsim::code::internal_error) + ": " + e.what());
   }
 }

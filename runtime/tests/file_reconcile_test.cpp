@@ -3,7 +3,7 @@
 // reconciler commits (shape, exact retry, conflicting decision refused, projection rebuild),
 // operations without a dedicated protocol, and the crash states of write-config-port and
 // edit-two-files at P2/P3/P4/P5 driven through the real store writers and tools, recovered by
-// the real host pipeline (recoverScenario).
+// the real host start-up sequence (hostStartup).
 #include "recovery/file_reconcile.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +23,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
+#include "crashsim/host.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
@@ -54,6 +55,14 @@ struct Box {
   AgentPaths paths() const { return AgentPaths{store(), ws(), {}}; }
   fs::path base;
 };
+
+HostStartupReport recoverWith(const Scenario& scenario, const Box& box, CancellationToken& cancel) {
+  HostStartupOptions options;
+  options.storeDir = box.store();
+  options.workspaceDir = box.ws();
+  options.scenario = &scenario;
+  return hostStartup(options, cancel);
+}
 
 void writeFile(const fs::path& p, const std::string& content) {
   fs::create_directories(p.parent_path());
@@ -233,7 +242,7 @@ TEST_P(CrashRecoveryTest, RecoverParksPriorStateOrCompletesExpectedState) {
   const auto beforeRecovery = snapshot(box.ws());
 
   CancellationToken cancel;
-  const RecoverReport report = recoverScenario(scenario, box.paths(), cancel);
+  const HostStartupReport report = recoverWith(scenario, box, cancel);
   SCOPED_TRACE(report.toJson().dump());
 
   auto store = RuntimeStore::open(box.store());
@@ -316,7 +325,7 @@ TEST_P(AfterCrashRecoveryTest, ExternalChangeIsPreservedAndParked) {
   const Crashed crashed = crashAt(scenario, box, "call-1", c.stage);
   crashsim::harness::workspace::applyAfterCrash(scenario, box.ws());
   CancellationToken cancel;
-  const RecoverReport report = recoverScenario(scenario, box.paths(), cancel);
+  const HostStartupReport report = recoverWith(scenario, box, cancel);
   SCOPED_TRACE(report.toJson().dump());
   auto store = RuntimeStore::open(box.store());
   std::optional<ToolDecision> d =

@@ -9,8 +9,8 @@
 //     per call: [P1] preflight → refusal/no-op = synthetic function_response (generic writer,
 //       before T1) | T1 commitToolPrepared → [P2] implementation ([P3] in Write/Edit) → [P4]
 //       T2 commitToolOutcome ([P5] inside the store) → [P6] → result into the history
-//   terminal facts, assembled in ONE place (commitTurnTerminal): terminal RuntimeEvent via
-//   commitTerminalEvent ([P8] inside) → [P9] → terminal run header (markRunTerminal).
+//   terminal facts (commitTurnTerminal → crashsim/terminal_facts.h commitTerminalFacts):
+//   terminal RuntimeEvent via commitTerminalEvent ([P8] inside) → [P9] → terminal run header.
 // A cancellation token is checked between steps and handed to every tool; cancellation ends
 // the turn through the same terminal-facts function (status cancelled).
 //
@@ -114,7 +114,7 @@ class AgentRunner {
   RunSummary loop(RunHeader header, std::vector<RuntimeEvent> history, bool continuation);
   void runCall(const RunHeader& header, const ToolCallRequest& call, const RuntimeEvent& callEvent,
                std::vector<RuntimeEvent>& history, RunSummary& summary);
-  // The one place a turn's terminal facts are assembled and committed.
+  // Turns a TurnEnd into the run's terminal facts (terminal_facts.h) and commits them.
   void commitTurnTerminal(RunHeader& header, const TurnEnd& end);
 
   RuntimeStore& store_;
@@ -143,39 +143,8 @@ RuntimeEvent dispatchEvent(const RunIdentity& id, const std::string& operationId
 RuntimeEvent responseEvent(const RunIdentity& id, const std::string& operationId, double ts,
                            const ToolCallRequest& call, const Json& result, bool isError,
                            bool bound);
-RuntimeEvent terminalEvent(const RunIdentity& id, double ts, const TurnEnd& end);
 }  // namespace agent_events
 
 RunIdentity identityOf(const RunHeader& header);
-
-// ---------------------------------------------------------------------------------------------
-// Host entry points (what `crashsim-agent run` / `recover` do).
-
-struct AgentPaths {
-  std::filesystem::path storeDir;      // holds runtime.sqlite
-  std::filesystem::path workspaceDir;  // the real workspace directory
-  std::filesystem::path effectsPath;   // empty = <storeDir>/effects.jsonl
-  std::string synchronous = "FULL";    // the store's PRAGMA synchronous (NORMAL: power-loss study)
-};
-std::filesystem::path effectsPathOf(const AgentPaths& paths);
-
-// Fresh run of a scenario from scratch: ensure the workspace identity (spec h), open the
-// store, run the loop to its terminal facts.
-RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
-                       CancellationToken& cancel);
-
-// What a host does at start-up, in order: continuation claim saga, startup repair (terminal
-// fact before header), reconcileIndeterminateOperations (file-recovery hook), Phase 1
-// planning of the scenario's session and — when the plan says continue — the continuation
-// run (new invocation/run/turn, continuation-start #1 by the continuation authority, replay
-// history without a duplicate user message, then the normal loop).
-struct RecoverReport {
-  Json claimRepair, startupRepair, reconcile, plan;
-  std::optional<RunSummary> continuation;
-  Json toJson()
-      const;  // one JSON object: {claimRepair, startupRepair, reconcile, plan, continuation}
-};
-RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
-                              CancellationToken& cancel);
 
 }  // namespace crashsim

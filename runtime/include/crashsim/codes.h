@@ -194,6 +194,15 @@ inline constexpr std::string_view capability_unavailable = "capability_unavailab
 inline constexpr std::string_view store_open_failed = "store_open_failed";
 // crashsim host: another run/recover process already owns this store (host.lock held).
 inline constexpr std::string_view host_already_active = "host_already_active";
+// crashsim host start-up (crashsim/host.h): an operation with a dedicated reconciler was not
+// reconciled because the host was given no workspace; its run is left open (not sealed).
+inline constexpr std::string_view reconcile_workspace_required = "reconcile_workspace_required";
+// crashsim host start-up: an approved continuation was not run — no scenario (the scripted
+// model) was given, or the start-up was a dry run.
+inline constexpr std::string_view continuation_scenario_required = "continuation_scenario_required";
+inline constexpr std::string_view continuation_dry_run = "continuation_dry_run";
+// A failure that is not a crashsim::Error (a bug or a library exception), wrapped at the CLI.
+inline constexpr std::string_view internal_error = "internal_error";
 inline constexpr std::string_view store_corrupt = "store_corrupt";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";

@@ -6,17 +6,11 @@
 // as the target's event #1, and only then hands the validated history to the provider. It
 // never appends a duplicate user message.
 //
-// What a host does at start-up (`crashsim-agent recover`, `crashsim resume`):
-//
-//   repairContinuationClaims(store, RepairMode::strict, false);   // claim saga (g), first
-//   <startup repair of runs>                                        // store room
-//   <reconcilers for indeterminate file operations>                 // recovery room
-//   ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
-//   if (plan.decision == "continue") {
-//     ContinuationExecution ex = executeContinuation(store, plan, host);
-//     <agent loop in ex.targetHeader's run, model history = ex.replayHistory>
-//   }
-//
+// What a host does at start-up (`crashsim-agent recover`, `crashsim resume`) is ONE sequence,
+// crashsim/host.h hostStartup: claim saga (repairContinuationClaims, first) → reconcilers →
+// startup repair → planLatestContinuation per session → when the plan says continue,
+// executeContinuation and the agent loop in ex.targetHeader's run with ex.replayHistory.
+
 // Every failure that crosses this API is a crashsim::Error with a stable code (codes.h).
 // Planning is read-only: it never writes the store (ledgerHash() is unchanged).
 #pragma once

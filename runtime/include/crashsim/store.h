@@ -11,11 +11,11 @@
 //   commitToolPrepared()        T1: call + dispatch + prepared journal + operation row
 //   commitToolOutcome()         T2: response + outcome journal + CAS prepared→outcome_committed
 //   commitToolRecoveryBundle()  reconcile [+ outcome] + decision, atomically
-// Run seal (f.3): after a run's terminal RuntimeEvent every new event of that run is rejected
-// (code::run_sealed) — except recovery bundles, which settle a sealed run's operations
-// (catalogue P10 commits after the terminal event). A continuation claim seals its source
-// segments against every writer (code::continuation_source_sealed) and reserves target event
-// #1 for the continuation start (code::continuation_target_reserved).
+// Run seal (f.3, j.6): after a run's terminal RuntimeEvent every new event of that run is
+// rejected (code::run_sealed) by every writer, recovery bundles included — so host start-up
+// (crashsim/host.h) reconciles before startup repair writes the terminal fact. A continuation
+// claim seals its source segments against every writer (code::continuation_source_sealed) and
+// reserves target event #1 for the continuation start (code::continuation_target_reserved).
 // Every failure throws crashsim::Error with a stable code from crashsim/codes.h.
 #pragma once
 
@@ -38,7 +38,13 @@ namespace crashsim {
 inline constexpr int kSchemaVersion = 2;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
-  bool readOnly = false;             // query_only; never migrates or repairs
+  // Never writes a byte of the store directory and never migrates or repairs: with a WAL and
+  // its -shm the database is opened mode=ro with a read-only -shm (SQLite then reads the WAL
+  // into private memory when no writer is live); without a WAL, immutable=1 (the database
+  // file holds every commit); with a WAL but no -shm (nothing else can have it open), the
+  // database and WAL are copied into a private scratch directory, opened there and deleted
+  // on close. Closing never checkpoints (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
+  bool readOnly = false;
   std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
   std::string vfs;                   // SQLite VFS name; empty = default (power-loss VFS in tests)
 };
@@ -166,8 +172,33 @@ class RuntimeStore {
   // append() for the run's terminal RuntimeEvent (must be terminal, else
   // code::terminal_event_required). Failpoint P8 sits inside its transaction, before COMMIT.
   WriteResult commitTerminalEvent(const RuntimeEvent& event);
+  // Every writer below also runs the candidate checks all writers share, inside its
+  // transaction: run_sealed (the run has a terminal fact), continuation_source_sealed,
+  // continuation_target_reserved, runtime_identity_conflict, protocol_marker_invalid,
+  // not_losslessly_serializable, and store_corrupt / row_payload_identity_mismatch for damaged
+  // rows; an exact retry of every event returns {created:false}.
+  //
+  // T1 (f.4): the function_call and its tool-dispatch fact + the `prepared` journal row + the
+  // tool_operations row (state prepared, version 1), one transaction. Nothing may execute
+  // unless this returns created:true. Input checks → t1_invalid (journal id not
+  // <op>_prepared, a recovery fact on either event, call/dispatch that do not match the input
+  // or each other). An existing operation: exact retry → {created:false}; any difference, or
+  // a stored dispatch without its operation → tool_operation_identity_conflict.
   WriteResult commitToolPrepared(const ToolPrepared& input);
+  // T2 (f.5): the bound function_response + the `outcome_committed` journal row + the
+  // compare-and-set prepared → outcome_committed, one transaction ([P5] before COMMIT). Input
+  // checks → t2_invalid; no operation → unknown_tool_operation; response identity ≠ the
+  // operation's → tool_operation_identity_conflict; an operation that already has another
+  // outcome → tool_operation_outcome_conflict; a lost compare-and-set →
+  // compare_and_set_failed.
   WriteResult commitToolOutcome(const ToolOutcome& input);
+  // Recovery bundle (f.6): reconcile fact [+ outcome through the T2 path] + decision fact,
+  // their journal rows and the compare-and-sets to recovery_completed | recovery_parked, one
+  // transaction ([P10] before COMMIT). Errors: unknown_tool_operation,
+  // recovery_bundle_requires_dispatch, the bundle validator's code (spec f.6), an outcome
+  // carrying a recovery fact → outcome_identity_conflict, event_order_conflict (stored call
+  // after its dispatch), recovery_bundle_already_settled (settled by anything but this exact
+  // bundle), compare_and_set_failed, store_corrupt (the operation names a missing event).
   WriteResult commitToolRecoveryBundle(const RecoveryBundle& input);
 
   // --- reads ---
@@ -184,6 +215,13 @@ class RuntimeStore {
   RebuildResult rebuildProjections();  // one write transaction (f.8)
   std::string ledgerHash() const;      // sha256 over every runtime_events row, for "unchanged"
   std::string integrityCheck() const;  // PRAGMA integrity_check result ("ok")
+  std::string quickCheck() const;      // PRAGMA quick_check result ("ok")
+  // The check every reader and writer of a store runs first (host start-up, inspect): throws
+  // Error(code::store_corrupt) with the first problem unless quickCheck() is "ok".
+  void checkIntact() const;
+  // Copies the store's committed state with SQLite's online backup API into a NEW database
+  // <dir>/runtime.sqlite (a consistent snapshot, even beside a live writer). Reads only.
+  void backupTo(const std::filesystem::path& dir) const;
   // The writer connection's durability settings as SQLite reports them, for reports:
   // journalMode ("wal") and synchronous ("OFF" | "NORMAL" | "FULL" | "EXTRA").
   struct ConnectionSettings {

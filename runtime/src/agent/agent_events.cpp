@@ -99,28 +99,5 @@ RuntimeEvent responseEvent(const RunIdentity& id, const std::string& operationId
   return decodeRuntimeEvent(e);
 }
 
-RuntimeEvent terminalEvent(const RunIdentity& id, double ts, const TurnEnd& end) {
-  Json e = envelope(id, id.invocationId + "_terminal", ts, "system", "system");
-  Json stateDelta = Json::object();
-  if (end.status == "completed") {
-    e["status"] = "completed";
-  } else if (end.status == "cancelled") {
-    e["status"] = "cancelled";
-    stateDelta["abortSource"] = end.abortSource.value_or("user");
-  } else {
-    e["status"] = "failed";
-    const std::string failureClass = end.failureClass.value_or("agent_error");
-    stateDelta["failureClass"] = failureClass;
-    e["content"] = Json{{"kind", "error"},
-                        {"code", failureClass},
-                        {"reason", failureClass},
-                        {"message", end.message.value_or(failureClass)}};
-  }
-  Json actions = Json{{"endInvocation", true}};
-  if (!stateDelta.empty()) actions["stateDelta"] = stateDelta;
-  e["actions"] = actions;
-  return decodeRuntimeEvent(e);
-}
-
 }  // namespace agent_events
 }  // namespace crashsim

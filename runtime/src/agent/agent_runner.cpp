@@ -1,12 +1,13 @@
-// The agent run loop (crashsim/agent.h). Failpoints P0–P4, P6, P7, P9 sit here; P3 is inside
-// the Write/Edit implementation (tools.cpp), P5 and P8 inside the store's T2 and terminal
-// commit transactions.
+// The agent run loop (crashsim/agent.h). Failpoints P0–P4, P6, P7 sit here; P3 is inside the
+// Write/Edit implementation (tools.cpp), P5 and P8 inside the store's T2 and terminal commit
+// transactions, P9 between the terminal facts (terminal_facts.cpp).
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
+#include "crashsim/terminal_facts.h"
 
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
 #include <cstdlib>
@@ -224,19 +225,16 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
 }
 
 void AgentRunner::commitTurnTerminal(RunHeader& header, const TurnEnd& end) {
-  const RunIdentity id = identityOf(header);
-  const double ts = clock_.now();
-  store_.commitTerminalEvent(agent_events::terminalEvent(id, ts, end));
-  CRASHSIM_FAILPOINT(P9);
-  header.status = end.status;
-  header.updatedAt = ts;
-  header.completedAt = ts;
+  TerminalFact fact;
+  fact.eventId = header.invocationId + "_terminal";
+  fact.ts = clock_.now();
+  fact.status = end.status;
   if (end.status == "failed") {
-    header.failureClass = end.failureClass.value_or("agent_error");
-    header.failureMessage = end.message;
+    fact.failureClass = end.failureClass.value_or("agent_error");
+    fact.message = end.message;
   }
-  if (end.status == "cancelled") header.abortSource = end.abortSource.value_or("user");
-  store_.markRunTerminal(header);
+  if (end.status == "cancelled") fact.abortSource = end.abortSource.value_or("user");
+  header = commitTerminalFacts(store_, header, terminalEvent(header, fact));
 }
 
 }  // namespace crashsim

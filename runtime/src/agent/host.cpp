@@ -1,5 +1,8 @@
-// Host entry points of the agent: fresh run and start-up recovery + continuation.
+// Host entry points (crashsim/host.h): a fresh run, and the one host start-up sequence.
+#include "crashsim/host.h"
+
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -8,13 +11,13 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 
-#include "agent/host_internal.h"
-#include "crashsim/agent.h"
 #include "crashsim/codes.h"
-#include "crashsim/continuation.h"
 #include "crashsim/error.h"
 #include "crashsim/plant.h"
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/startup_repair.h"
 #include "recovery/file_reconcile.h"
 
 namespace crashsim {
@@ -26,11 +29,8 @@ fs::path effectsPathOf(const AgentPaths& paths) {
 
 namespace {
 
-// One host per store (spec k.10, single-process ownership): `run` and `recover` hold an
-// exclusive flock on <store>/host.lock for their lifetime; the kernel drops it when the
-// process dies, SIGKILL included. Holding it is what makes start-up repair of a crashed
-// runtime_admission continuation target safe: no other process can still be inside a provider
-// step or a tool call of that run.
+// The host lock of crashsim/host.h: an exclusive flock on <store>/host.lock for the lifetime
+// of the writer.
 class HostLock {
  public:
   explicit HostLock(const fs::path& storeDir) {
@@ -43,7 +43,7 @@ class HostLock {
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
       throw Error(code::host_already_active,
-                  "another crashsim-agent process owns the store " + storeDir.string());
+                  "another host process owns the store " + storeDir.string());
     }
   }
   ~HostLock() { ::close(fd_); }
@@ -59,6 +59,116 @@ ToolPolicy policyOf(const Scenario& scenario) {
   policy.available = scenario.tools;
   policy.denied = scenario.deny;
   return policy;
+}
+
+// A private directory removed with everything in it when the host start-up returns.
+struct ScratchDir {
+  fs::path path;
+  ScratchDir() {
+    std::string tmpl = (fs::temp_directory_path() / "crashsim-dry-run-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw Error(code::store_open_failed,
+                  "cannot create a scratch directory: " + std::string(std::strerror(errno)));
+    path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
+// <store>/lifecycle.jsonl (crashsim/host.h "Lifecycle"): identities and codes only. An
+// observability log, not a fact: appended, never synced, never read back by the runtime.
+class LifecycleLog {
+ public:
+  explicit LifecycleLog(fs::path path) : path_(std::move(path)) {}
+  void write(const std::string& event, const ContinuationPlan& plan, Json fields = Json::object()) {
+    if (path_.empty()) return;
+    fields["event"] = event;
+    fields["sessionId"] = plan.sessionId;
+    fields["sourceRunId"] = plan.sourceRunId;
+    std::ofstream(path_, std::ios::binary | std::ios::app) << stableJson(fields) << "\n";
+  }
+
+ private:
+  fs::path path_;
+};
+
+ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessionId,
+                                  const std::string& idBase,
+                                  const std::optional<WorkspaceIdentity>& workspace,
+                                  std::vector<std::string> tools) {
+  ContinuationHost host;  // enabled: from the environment (CRASHSIM_SAFE_BOUNDARY_RESUME)
+  std::sort(tools.begin(), tools.end());
+  if (workspace) {
+    host.currentCwd = workspace->root.string();
+    host.inspector = [workspace = *workspace, tools] {
+      SafetyFacts facts;
+      facts.workspaceIdentity = workspace.identity;
+      facts.workspacePath = workspace.root.string();
+      facts.backgroundOperationsSettled = true;
+      facts.availableToolNames = tools;
+      return facts;
+    };
+  }
+  // Deterministic continuation ids: <kind>-<idBase>-<n>, n = runs in the session + 1.
+  const size_t ordinal = store.listRuns(sessionId).size() + 1;
+  auto counter = std::make_shared<size_t>(0);
+  host.newId = [counter, ordinal, idBase] {
+    static const char* kinds[] = {"invocation", "run", "turn", "claim"};
+    const size_t k = (*counter)++;
+    return std::string(kinds[k % 4]) + "-" + idBase + "-" + std::to_string(ordinal + k / 4);
+  };
+  return host;
+}
+
+bool nothingToContinue(const ContinuationPlan& plan) {
+  for (const std::string& r : plan.rejectionReasons)
+    if (r != code::resume_candidate_missing && r != code::continuation_already_exists) return false;
+  return true;
+}
+
+// The resolver's decisions per run, as start-up leaves them (what the CLI reports).
+HostStartupReport& withRuns(HostStartupReport& report, RuntimeStore& store) {
+  report.runs = Json::array();
+  for (const RunHeader& h : store.listRuns()) {
+    std::vector<RuntimeEvent> events;
+    for (StoredEvent& se : store.readRunEvents(h.sessionId, h.runId))
+      events.push_back(std::move(se.event));
+    report.runs.push_back(Json{{"sessionId", h.sessionId},
+                               {"runId", h.runId},
+                               {"status", h.status},
+                               {"resolution", toJson(resolveRecovery(events))}});
+  }
+  return report;
+}
+
+// Planted bugs that run a tool again during recovery (V9 / V8 must catch them).
+void plantedReruns(const Scenario& scenario, const fs::path& storeDir,
+                   const WorkspaceIdentity& workspace, const fs::path& effectsPath,
+                   CancellationToken& cancel) {
+  // leftover_reruns_tool: state leaks between runs. A marker in the temp directory, keyed by
+  // the store's path, survives the case; the next recovery of a store at the same path (the
+  // same case run again) finds it and runs the first call again.
+  bool leftover = false;
+  if (planted("leftover_reruns_tool")) {
+    const fs::path marker =
+        fs::temp_directory_path() /
+        ("crashsim-plant-leftover-" +
+         std::to_string(std::hash<std::string>{}(fs::absolute(storeDir).string())));
+    leftover = fs::exists(marker);
+    if (!leftover) std::ofstream(marker) << storeDir.string() << "\n";
+  }
+  if (!planted("tool_reruns") && !leftover) return;  // tool_reruns: the first call runs again
+  EffectsLog effects(effectsPath);
+  ToolRuntime tools(workspace, policyOf(scenario), effects);
+  const ScriptedCall& first = scenario.model.at(0).calls.at(0);
+  const ToolCallRequest call{first.id, first.name, first.args};
+  const PreflightDecision d = tools.preflight(call);
+  if (d.kind == PreflightDecision::Kind::dispatch)
+    tools.execute(call, d, ToolExecution{"planted-rerun", call.callId, "planted"}, cancel);
 }
 
 }  // namespace
@@ -80,83 +190,131 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
   return summary;
 }
 
-Json RecoverReport::toJson() const {
+bool HostStartupReport::blocked() const {
+  for (const Json& r : startupRepair.value("runs", Json::array()))
+    if (r.value("action", "") == "deferred_reconcile") return true;
+  for (const ContinuationPlan& p : plans)
+    if (!p.isContinue() && !nothingToContinue(p)) return true;
+  return continuation && continuation->status != "completed";
+}
+
+Json HostStartupReport::toJson() const {
   Json j = Json::object();
+  j["dryRun"] = dryRun;
   j["claimRepair"] = claimRepair;
-  j["startupRepair"] = startupRepair;
   j["reconcile"] = reconcile;
-  j["plan"] = plan;
+  j["startupRepair"] = startupRepair;
+  j["runs"] = runs;
+  Json ps = Json::array();
+  for (const ContinuationPlan& p : plans) ps.push_back(p.toJson());
+  j["plans"] = ps;
+  j["plan"] = plans.size() == 1 ? ps[0] : Json(nullptr);
   j["continuation"] = continuation ? continuation->toJson() : Json(nullptr);
+  j["continuationNotRun"] = continuationNotRun ? Json(*continuationNotRun) : Json(nullptr);
   return j;
 }
 
-RecoverReport recoverScenario(const Scenario& scenario, const AgentPaths& paths,
-                              CancellationToken& cancel) {
-  RecoverReport report;
-  const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
-  HostLock lock(paths.storeDir);
-  auto store = RuntimeStore::open(paths.storeDir);
-  // 1. continuation claim saga.
+HostStartupReport hostStartup(const HostStartupOptions& options, CancellationToken& cancel) {
+  HostStartupReport report;
+  report.dryRun = options.dryRun;
+  const fs::path& storeDir = options.storeDir;
+  std::error_code ec;
+  if (!fs::exists(storeDir / "runtime.sqlite", ec))
+    throw Error(code::store_open_failed, "no runtime store at " + storeDir.string());
+  // Open (and check) the store: the real one under the host lock, or a private copy.
+  std::optional<HostLock> lock;
+  std::optional<ScratchDir> scratch;
+  std::unique_ptr<RuntimeStore> store;
+  if (options.dryRun) {
+    StoreOptions ro;
+    ro.readOnly = true;
+    auto source = RuntimeStore::open(storeDir, ro);
+    source->checkIntact();
+    scratch.emplace();
+    source->backupTo(scratch->path);
+    source.reset();
+    store = RuntimeStore::open(scratch->path);
+  } else {
+    lock.emplace(storeDir);
+    store = RuntimeStore::open(storeDir);
+    store->checkIntact();
+  }
+  std::optional<WorkspaceIdentity> workspace;
+  if (options.workspaceDir) {
+    workspace = options.dryRun ? readWorkspaceIdentity(*options.workspaceDir)
+                               : ensureWorkspaceIdentity(*options.workspaceDir);
+  }
+  // 2. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
-  // 2. reconcilers for indeterminate operations (file recovery, spec i) while the crashed run
-  //    is still open: the run seal (f.3) refuses every event after a terminal fact.
-  report.reconcile = reconcileIndeterminateOperations(*store, workspace);
-  // 3. startup repair (g): the recovered terminal fact becomes the ledger tail, then the header.
-  report.startupRepair = host_detail::runStartupRepair(*store);
-  // Planted bug (V9): state leaks between runs. A marker in the temp directory, keyed by the
-  // store's path, survives the case; the next recovery of a store at the same path (the same
-  // case run again) finds it and runs the first call again.
-  bool leftover = false;
-  if (planted("leftover_reruns_tool")) {
-    const fs::path marker =
-        fs::temp_directory_path() /
-        ("crashsim-plant-leftover-" +
-         std::to_string(std::hash<std::string>{}(fs::absolute(paths.storeDir).string())));
-    leftover = fs::exists(marker);
-    if (!leftover) std::ofstream(marker) << paths.storeDir.string() << "\n";
+  // 3. reconcilers, while the crashed runs are still open (the run seal).
+  report.reconcile = reconcileIndeterminateOperations(
+      *store, ReconcileOptions{workspace ? &*workspace : nullptr, !options.dryRun});
+  RunKeys deferred;
+  for (const Json& op : report.reconcile.value("operations", Json::array()))
+    if (op.value("action", "") == "deferred")
+      deferred.insert({op.value("sessionId", ""), op.value("runId", "")});
+  // 4. startup repair: the terminal fact, then the header.
+  report.startupRepair = startupRepair(*store, RepairMode::strict, false, deferred).toJson();
+  const Scenario* scenario = options.scenario;
+  const fs::path effectsPath =
+      options.effectsPath.empty() ? storeDir / "effects.jsonl" : options.effectsPath;
+  if (scenario && workspace && !options.dryRun)
+    plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
+  // 5. Phase 1 planning.
+  std::vector<std::string> sessions;
+  if (scenario) {
+    sessions.push_back(scenarioSessionId(*scenario));
+  } else {
+    for (const RunHeader& h : store->listRuns())
+      if (std::find(sessions.begin(), sessions.end(), h.sessionId) == sessions.end())
+        sessions.push_back(h.sessionId);
   }
-  if (planted("tool_reruns") || leftover) {  // planted bug: recovery runs the first call again
-    EffectsLog effects(effectsPathOf(paths));
-    ToolRuntime tools(workspace, policyOf(scenario), effects);
-    const ScriptedCall& first = scenario.model.at(0).calls.at(0);
-    const ToolCallRequest call{first.id, first.name, first.args};
-    const PreflightDecision d = tools.preflight(call);
-    if (d.kind == PreflightDecision::Kind::dispatch)
-      tools.execute(call, d, ToolExecution{"planted-rerun", call.callId, "planted"}, cancel);
+  LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
+  const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
+  std::optional<std::pair<ContinuationPlan, ContinuationHost>> toRun;
+  for (const std::string& sessionId : sessions) {
+    ContinuationHost host =
+        continuationHost(*store, sessionId, scenario ? scenario->id : sessionId, workspace, tools);
+    ContinuationPlan plan = planLatestContinuation(*store, sessionId, host);
+    lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
+                    Json{{"reasonCodes", plan.rejectionReasons}});
+    if (plan.isContinue() && !toRun) toRun.emplace(plan, std::move(host));
+    report.plans.push_back(std::move(plan));
   }
-  // 4. Phase 1 planning of the scenario's session.
-  const std::string sessionId = scenarioSessionId(scenario);
-  ContinuationHost host;
-  host.enabled = true;
-  host.currentCwd = workspace.root.string();
-  std::vector<std::string> tools = scenario.tools;
-  std::sort(tools.begin(), tools.end());
-  host.inspector = [workspace, tools] {
-    SafetyFacts facts;
-    facts.workspaceIdentity = workspace.identity;
-    facts.workspacePath = workspace.root.string();
-    facts.backgroundOperationsSettled = true;
-    facts.availableToolNames = tools;
-    return facts;
-  };
-  // Deterministic continuation ids: <kind>-<scenario>-<n>, n = runs in the session + 1.
-  const size_t ordinal = store->listRuns(sessionId).size() + 1;
-  auto counter = std::make_shared<size_t>(0);
-  host.newId = [counter, ordinal, id = scenario.id] {
-    static const char* kinds[] = {"invocation", "run", "turn", "claim"};
-    const size_t k = (*counter)++;
-    return std::string(kinds[k % 4]) + "-" + id + "-" + std::to_string(ordinal + k / 4);
-  };
-  const ContinuationPlan plan = planLatestContinuation(*store, sessionId, host);
-  report.plan = plan.toJson();
-  if (!plan.isContinue()) return report;
-  // 5. continuation: claim + start by the continuation authority, then the normal loop.
-  ContinuationExecution ex = executeContinuation(*store, plan, host);
-  EffectsLog effects(effectsPathOf(paths));
-  ToolRuntime toolRuntime(workspace, policyOf(scenario), effects);
-  AgentRunner runner(*store, scenario, toolRuntime, cancel);
-  report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
-  return report;
+  if (!toRun) return withRuns(report, *store);
+  if (options.dryRun) {
+    report.continuationNotRun = std::string(code::continuation_dry_run);
+    return withRuns(report, *store);
+  }
+  if (!scenario || !workspace) {  // (an approved plan implies the workspace was observed)
+    report.continuationNotRun = std::string(code::continuation_scenario_required);
+    return withRuns(report, *store);
+  }
+  // 6. continuation: claim + start by the continuation authority, then the normal loop.
+  const auto& [plan, host] = *toRun;
+  const Json ids{{"targetRunId", plan.runId}, {"claimId", plan.claimId}};
+  lifecycle.write("execution_started", plan, ids);
+  try {
+    ContinuationExecution ex = executeContinuation(*store, plan, host);
+    EffectsLog effects(effectsPath);
+    ToolRuntime toolRuntime(*workspace, policyOf(*scenario), effects);
+    AgentRunner runner(*store, *scenario, toolRuntime, cancel);
+    report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
+  } catch (const Error& e) {
+    Json f = ids;
+    f["errorClass"] = e.code();
+    lifecycle.write("execution_failed", plan, f);
+    throw;
+  }
+  Json done = ids;
+  done["status"] = report.continuation->status;
+  if (report.continuation->status == "completed") {
+    lifecycle.write("execution_completed", plan, done);
+  } else {
+    done["errorClass"] = report.continuation->errorCode.value_or(report.continuation->status);
+    lifecycle.write("execution_failed", plan, done);
+  }
+  return withRuns(report, *store);
 }
 
 }  // namespace crashsim

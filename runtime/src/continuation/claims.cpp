@@ -111,10 +111,6 @@ RuntimeEvent buildContinuationStartEvent(const ContinuationClaim& claim, const s
 
 namespace continuation_detail {
 
-bool isTerminalRunStatus(std::string_view s) {
-  return s == "completed" || s == "failed" || s == "cancelled";
-}
-
 namespace {
 void validateClaimTarget(const ContinuationClaim& claim);
 }  // namespace

@@ -156,7 +156,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
                                       [&](int64_t eventSeq, const RuntimeEvent& e) {
                                         if (e.isTerminal() && !e.partial) {
                                           ++terminals;
-                                          factStatus = terminalFactRunStatus(e, *header);
+                                          factStatus = terminalFactStatus(e, *header);
                                         }
                                         ++latestRows;
                                         count = eventSeq;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "crashsim/continuation.h"
+#include "crashsim/terminal_facts.h"
 #include "store/store_internal.h"
 
 namespace crashsim::continuation_detail {
@@ -40,12 +41,6 @@ std::vector<RunHeader> readHeaders(store_detail::Connection& c,
 // failureMessage, abortSource) as JSON.
 Json immutableHeaderJson(const RunHeader& h);
 
-// Terminal fact (a.1, g): status of the fact (completed|failed|cancelled) when `e` is a valid
-// terminal fact against `header` (used for failure-class / abort-source fallbacks).
-std::optional<std::string> terminalFactRunStatus(const RuntimeEvent& e, const RunHeader& header);
-// failureClass / abortSource carried by the event itself, if any.
-std::optional<std::string> eventFailureClass(const RuntimeEvent& e);
-std::optional<std::string> eventAbortSource(const RuntimeEvent& e);
 // e.2 step 8: header terminal, exactly one terminal fact, last, matching the header.
 bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events);
 
@@ -88,7 +83,5 @@ void validateStartEvent(const ContinuationClaim& claim, const RuntimeEvent& star
 // Lineage on an open connection.
 Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
                  ImmutablePrefix immediate);
-
-bool isTerminalRunStatus(std::string_view s);
 
 }  // namespace crashsim::continuation_detail

@@ -42,67 +42,21 @@ Json immutableHeaderJson(const RunHeader& h) {
   return j;
 }
 
-namespace {
-std::optional<std::string> strAt(const Json& j, std::initializer_list<const char*> path) {
-  const Json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object() || !cur->contains(k)) return std::nullopt;
-    cur = &(*cur)[k];
-  }
-  if (!cur->is_string() || cur->get<std::string>().empty()) return std::nullopt;
-  return cur->get<std::string>();
-}
-}  // namespace
-
-std::optional<std::string> eventFailureClass(const RuntimeEvent& e) {
-  for (const char* k : {"failureClass", "errorClass", "reason", "code"}) {
-    if (auto v = strAt(e.json, {"actions", "stateDelta", k})) return v;
-  }
-  if (e.contentKind == ContentKind::error) {
-    if (auto v = strAt(e.json, {"content", "reason"})) return v;
-    if (auto v = strAt(e.json, {"content", "code"})) return v;
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> eventAbortSource(const RuntimeEvent& e) {
-  if (auto v = strAt(e.json, {"actions", "stateDelta", "abortSource"})) return v;
-  if (auto v = strAt(e.json, {"actions", "stateDelta", "source"})) return v;
-  return std::nullopt;
-}
-
-std::optional<std::string> terminalFactRunStatus(const RuntimeEvent& e, const RunHeader& header) {
-  if (e.partial || !e.status) return std::nullopt;
-  switch (*e.status) {
-    case EventStatus::completed:
-      return "completed";
-    case EventStatus::failed:
-      if (eventFailureClass(e) || header.failureClass) return "failed";
-      return std::nullopt;
-    case EventStatus::aborted:
-    case EventStatus::cancelled:
-      if (eventAbortSource(e) || header.abortSource) return "cancelled";
-      return std::nullopt;
-    default:
-      return std::nullopt;
-  }
-}
-
 bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeEvent>& events) {
   if (!isTerminalRunStatus(header.status)) return false;
   size_t terminals = 0;
   for (const RuntimeEvent& e : events) terminals += (!e.partial && e.isTerminal()) ? 1 : 0;
   if (terminals != 1 || events.empty() || !events.back().isTerminal()) return false;
   const RuntimeEvent& t = events.back();
-  std::optional<std::string> st = terminalFactRunStatus(t, header);
+  std::optional<std::string> st = terminalFactStatus(t, header);
   if (!st || *st != header.status) return false;
   if (header.status == "failed") {
-    auto fc = eventFailureClass(t);
+    auto fc = terminalFailureClass(t, nullptr);
     if (fc && header.failureClass && *fc != *header.failureClass) return false;
     if (!header.failureClass) return false;
   }
   if (header.status == "cancelled") {
-    auto as = eventAbortSource(t);
+    auto as = terminalAbortSource(t, nullptr);
     if (as && header.abortSource && *as != *header.abortSource) return false;
     if (!header.abortSource && !as) return false;
   }

@@ -110,7 +110,7 @@ std::string_view classifyExistingClaim(store_detail::Connection& c, const ClaimS
     if (terminals != 1 || *terminalAt + 1 != tp.events.size()) {
       return code::continuation_claim_repair_required;  // 5
     }
-    std::optional<std::string> st = terminalFactRunStatus(tp.events.back(), *th);
+    std::optional<std::string> st = terminalFactStatus(tp.events.back(), *th);
     if (!st) return code::continuation_claim_repair_required;                               // 6
     if (!headerTerminal) return code::continuation_claim_repair_required;                   // 7
     if (terminalRepairSucceeded(*th, tp.events)) return code::continuation_already_exists;  // 8

@@ -11,29 +11,18 @@ using namespace continuation_detail;
 
 namespace {
 
-RuntimeEvent repairTerminalEvent(const ContinuationClaim& claim, double startTs) {
+RuntimeEvent repairTerminalEvent(const ContinuationClaim& claim, const RunHeader& target,
+                                 double startTs) {
   const std::string fc(code::continuation_abandoned_before_provider_dispatch);
-  const double ts = std::max(startTs + 1, claim.claimedAt + 1);
-  Json e =
-      Json{{"id", deriveContinuationRepairId("terminal", claim.claimId)},
-           {"sessionId", claim.target.sessionId},
-           {"invocationId", claim.target.invocationId},
-           {"runId", claim.target.runId},
-           {"turnId", claim.target.turnId},
-           {"ts", ts},
-           {"partial", false},
-           {"role", "system"},
-           {"author", "system"},
-           {"status", "failed"},
-           {"content",
-            {{"kind", "error"},
-             {"message", "Continuation was abandoned before provider dispatch."},
-             {"code", fc},
-             {"reason", fc}}},
-           {"actions",
-            {{"endInvocation", true},
-             {"stateDelta", {{"recovered", true}, {"recoveryReason", fc}, {"failureClass", fc}}}}}};
-  return decodeRuntimeEvent(e);
+  TerminalFact fact;
+  fact.eventId = deriveContinuationRepairId("terminal", claim.claimId);
+  fact.ts = std::max(startTs + 1, claim.claimedAt + 1);
+  fact.status = "failed";
+  fact.failureClass = fc;
+  fact.message = "Continuation was abandoned before provider dispatch.";
+  fact.recovered = true;
+  fact.recoveryReason = fc;
+  return terminalEvent(target, fact);
 }
 
 [[noreturn]] void repairFail(const std::string& msg) {
@@ -74,7 +63,7 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
     return;
   }
   // claim_repair: deterministic failed terminal, then the failed header.
-  RuntimeEvent terminal = repairTerminalEvent(claim, start->ts);
+  RuntimeEvent terminal = repairTerminalEvent(claim, *header, start->ts);
   std::vector<StoredEvent> rows =
       dryRun && !state.startEventId
           ? std::vector<StoredEvent>{}
@@ -99,11 +88,7 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
     if (isTerminalRunStatus(header->status)) {
       repairFail("target header of claim " + claim.claimId + " is terminal with another status");
     }
-    RunHeader failed = *header;
-    failed.status = "failed";
-    failed.updatedAt = terminal.ts;
-    failed.completedAt = terminal.ts;
-    failed.failureClass = std::string(code::continuation_abandoned_before_provider_dispatch);
+    const RunHeader failed = terminalHeader(*header, terminal);
     act.actions.push_back("failed_header");
     if (!dryRun) store.markRunTerminal(failed);
   }

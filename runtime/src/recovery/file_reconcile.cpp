@@ -358,7 +358,7 @@ const RuntimeEvent* findEvent(const std::vector<StoredEvent>& events, const std:
 }
 
 // Reconciles one indeterminate operation of a run; fills `report`.
-void reconcileOne(RuntimeStore& store, const WorkspaceIdentity& workspace,
+void reconcileOne(RuntimeStore& store, const WorkspaceIdentity& workspace, bool removeTempFiles,
                   const std::vector<StoredEvent>& events, const ToolDecision& decision,
                   Json& report) {
   const RuntimeEvent* call = findEvent(events, *decision.callRuntimeEventId);
@@ -378,8 +378,10 @@ void reconcileOne(RuntimeStore& store, const WorkspaceIdentity& workspace,
     const FileEvidence& ev = *dispatch->toolDispatch->fileEvidence;
     obs = observeFileEvidence(workspace, ev);
     // Finalize/cleanup only: the leftover temp file of THIS operation goes; the target stays.
-    report["tempRemoved"] =
-        removeOperationTempFile(workspace, ev.targetPath, dispatch->toolDispatch->operationId);
+    if (removeTempFiles) {
+      report["tempRemoved"] =
+          removeOperationTempFile(workspace, ev.targetPath, dispatch->toolDispatch->operationId);
+    }
   }
   report["observation"] = obs.observation;
   if (!obs.detail.empty()) report["detail"] = obs.detail;
@@ -408,7 +410,18 @@ void reconcileOne(RuntimeStore& store, const WorkspaceIdentity& workspace,
 
 }  // namespace
 
+bool hasDedicatedReconciler(const ToolDecision& decision) {
+  return decision.status == code::indeterminate &&
+         decision.reason == code::dispatch_without_response &&
+         (decision.toolName == "Write" || decision.toolName == "Edit") &&
+         decision.recoveryMode == code::reconcile;
+}
+
 Json reconcileIndeterminateOperations(RuntimeStore& store, const WorkspaceIdentity& workspace) {
+  return reconcileIndeterminateOperations(store, ReconcileOptions{&workspace, true});
+}
+
+Json reconcileIndeterminateOperations(RuntimeStore& store, const ReconcileOptions& options) {
   Json ops = Json::array();
   // Runs holding an unsettled (prepared, dispatched, no result) operation.
   std::set<std::pair<std::string, std::string>> runs;  // (sessionId, runId)
@@ -438,17 +451,20 @@ Json reconcileIndeterminateOperations(RuntimeStore& store, const WorkspaceIdenti
                     {"sessionId", sessionId},
                     {"runId", runId},
                     {"recoveryMode", decision.recoveryMode.value_or("")}};
-      const bool fileTool = decision.toolName == "Write" || decision.toolName == "Edit";
       if (resolution.hasCorruption) {
         r["action"] = "skipped_corrupt_ledger";
       } else if (sealed) {
         // The run already has its terminal fact: no new event may follow it (f.3 run seal).
         r["action"] = "left_indeterminate_run_sealed";
-      } else if (!fileTool || decision.recoveryMode != code::reconcile) {
+      } else if (!hasDedicatedReconciler(decision)) {
         // No dedicated protocol: never reconciled, stays indeterminate (planning parks on it).
         r["action"] = "left_indeterminate";
+      } else if (options.workspace == nullptr) {
+        // Nothing can be observed: leave it for a start-up that has the workspace.
+        r["action"] = "deferred";
+        r["detail"] = code::reconcile_workspace_required;
       } else {
-        reconcileOne(store, workspace, events, decision, r);
+        reconcileOne(store, *options.workspace, options.removeTempFiles, events, decision, r);
         // The ledger of this run changed: later operations see the new facts (and base ts).
         events = store.readRunEvents(sessionId, runId);
       }

@@ -1,7 +1,8 @@
 // file_reconcile.h — finalize-only file recovery (spec i, c.4, f.6): the reconciler for
 // operations the resolver leaves `indeterminate` / `dispatch_without_response`.
 //
-// Called by `crashsim-agent recover` between startup repair and continuation planning. It
+// Called by host start-up (crashsim/host.h) after the claim saga and BEFORE startup repair:
+// the run seal refuses a bundle once the run has its terminal fact. It
 // never re-derives tool state: resolveRecovery() decides which operations are indeterminate;
 // this file acts only on those, and only on the ones with a dedicated protocol.
 //
@@ -49,6 +50,7 @@
 #include <string>
 
 #include "crashsim/json.h"
+#include "crashsim/recovery_resolver.h"
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
 #include "crashsim/workspace.h"
@@ -95,12 +97,26 @@ bool removeOperationTempFile(const WorkspaceIdentity& workspace, const std::stri
 RecoveryBundle buildFileRecoveryBundle(const RuntimeEvent& call, const RuntimeEvent& dispatch,
                                        const FileObservation& observation, double baseTs);
 
+// True when `decision` is an operation this reconciler settles: indeterminate /
+// dispatch_without_response, tool Write or Edit, recovery mode `reconcile`.
+bool hasDedicatedReconciler(const ToolDecision& decision);
+
+struct ReconcileOptions {
+  // The workspace to observe; null = none given: every operation with a dedicated reconciler
+  // is reported `deferred` (detail reconcile_workspace_required) and nothing is written.
+  const WorkspaceIdentity* workspace = nullptr;
+  // False in a dry run: step 3 (temp-file removal) is skipped, the workspace is only read.
+  bool removeTempFiles = true;
+};
+
 // Runs the reconciler over every run of the store. Never throws for a single operation: a
 // refused bundle is reported and left alone. Returns
 //   {"operations":[{"operationId","toolName","sessionId","runId","recoveryMode","action",
 //                   ["observation","detail","disposition","reasonCode","tempRemoved","error"]}]}
-// action ∈ left_indeterminate (no dedicated protocol) | bundle_committed | bundle_exact_retry |
-//          bundle_refused | skipped_corrupt_ledger.
+// action ∈ left_indeterminate (no dedicated protocol) | left_indeterminate_run_sealed (the run
+//          already has its terminal fact) | deferred (no workspace) | bundle_committed |
+//          bundle_exact_retry | bundle_refused | skipped_corrupt_ledger.
+Json reconcileIndeterminateOperations(RuntimeStore& store, const ReconcileOptions& options);
 Json reconcileIndeterminateOperations(RuntimeStore& store, const WorkspaceIdentity& workspace);
 
 }  // namespace crashsim

@@ -16,67 +16,18 @@
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 #include "crashsim/recovery_resolver.h"
+#include "crashsim/terminal_facts.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
 
 namespace {
 
-bool isTerminalStatus(const std::string& s) {
-  return s == "completed" || s == "failed" || s == "cancelled";
-}
-
-std::optional<std::string> runStatusOf(const RuntimeEvent& e) {
-  if (!e.status) return std::nullopt;
-  switch (*e.status) {
-    case EventStatus::completed:
-      return std::string("completed");
-    case EventStatus::failed:
-      return std::string("failed");
-    case EventStatus::aborted:
-    case EventStatus::cancelled:
-      return std::string("cancelled");
-    default:
-      return std::nullopt;
-  }
-}
-
-const Json* stateDelta(const RuntimeEvent& e) {
-  auto a = e.json.find("actions");
-  if (a == e.json.end() || !a->is_object()) return nullptr;
-  auto s = a->find("stateDelta");
-  if (s == a->end() || !s->is_object()) return nullptr;
-  return &*s;
-}
-
 std::optional<std::string> stringAt(const Json* obj, const char* key) {
   if (!obj) return std::nullopt;
   auto it = obj->find(key);
   if (it == obj->end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
   return it->get<std::string>();
-}
-
-const Json* errorContent(const RuntimeEvent& e) {
-  if (e.contentKind != ContentKind::error) return nullptr;
-  return &e.json.at("content");
-}
-
-// Terminal fact validity (g): failed needs a failure class, cancelled an abort source.
-std::optional<std::string> failureClassOf(const RuntimeEvent& e, const RunHeader& h) {
-  const Json* sd = stateDelta(e);
-  for (const char* k : {"failureClass", "errorClass", "reason", "code"})
-    if (auto v = stringAt(sd, k)) return v;
-  const Json* ec = errorContent(e);
-  for (const char* k : {"reason", "code"})
-    if (auto v = stringAt(ec, k)) return v;
-  return h.failureClass;
-}
-
-std::optional<std::string> abortSourceOf(const RuntimeEvent& e, const RunHeader& h) {
-  const Json* sd = stateDelta(e);
-  for (const char* k : {"abortSource", "source"})
-    if (auto v = stringAt(sd, k)) return v;
-  return h.abortSource;
 }
 
 // Run recovery step 3 (g): a claim-owned target without a terminal is skipped because the
@@ -136,26 +87,13 @@ double nextTs(const RunHeader& h, const std::vector<StoredEvent>& stored) {
   return ts + 1;
 }
 
-Json baseEvent(const RunHeader& h, const std::string& id, double ts) {
-  Json j = Json::object();
-  j["id"] = id;
-  j["invocationId"] = h.invocationId;
-  j["runId"] = h.runId;
-  j["sessionId"] = h.sessionId;
-  j["turnId"] = h.turnId;
-  j["ts"] = ts;
-  j["partial"] = false;
-  j["role"] = "system";
-  j["author"] = "system";
-  return j;
-}
-
 [[noreturn]] void ambiguous(const RunHeader& h, const std::string& why) {
   throw Error(code::repair_ambiguous,
               "Startup repair of run " + h.sessionId + "/" + h.runId + " is ambiguous: " + why);
 }
 
-RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) {
+RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
+                          const RunKeys& leaveOpen) {
   RunRepairAction a;
   a.sessionId = h.sessionId;
   a.runId = h.runId;
@@ -172,36 +110,22 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
     a.terminalEventId = t.id;
     if (terminals[0] != &stored.back())
       ambiguous(h, "terminal " + t.id + " is not the ledger tail");
-    auto st = runStatusOf(t);
+    auto st = terminalRunStatusOf(t);
     if (!st) ambiguous(h, "terminal " + t.id + " has no terminal status");
-    std::optional<std::string> fc, as;
-    if (*st == "failed" && !(fc = failureClassOf(t, h))) {
-      ambiguous(h, "failed terminal " + t.id + " has no failure class");
-    }
-    if (*st == "cancelled" && !(as = abortSourceOf(t, h))) {
-      ambiguous(h, "cancelled terminal " + t.id + " has no abort source");
+    if (!terminalFactStatus(t, h)) {
+      ambiguous(h, *st + " terminal " + t.id +
+                       (*st == "failed" ? " has no failure class" : " has no abort source"));
     }
     a.status = *st;
-    a.failureClass = fc;
-    if (isTerminalStatus(h.status)) {
+    if (*st == "failed") a.failureClass = terminalFailureClass(t, &h);
+    if (isTerminalRunStatus(h.status)) {
       if (h.status != *st) {
         ambiguous(h, "header status " + h.status + " contradicts terminal " + t.id);
       }
       return a;  // consistent
     }
     a.action = "repair_header";
-    if (!dryRun) {
-      RunHeader nh = h;
-      nh.status = *st;
-      nh.updatedAt = std::max(h.updatedAt, t.ts);
-      nh.completedAt = t.ts;
-      if (fc) nh.failureClass = fc;
-      if (as) nh.abortSource = as;
-      if (const Json* ec = errorContent(t)) {
-        if (auto m = stringAt(ec, "message")) nh.failureMessage = m;
-      }
-      store.markRunTerminal(nh);
-    }
+    if (!dryRun) store.markRunTerminal(terminalHeader(h, t));
     return a;
   }
   // No terminal fact.
@@ -212,9 +136,15 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
         "claim saga";
     return a;
   }
+  if (leaveOpen.count({h.sessionId, h.runId})) {
+    a.action = "deferred_reconcile";
+    a.detail = std::string(code::reconcile_workspace_required) +
+               ": an operation of this run waits for its reconciler; the run stays open";
+    return a;
+  }
   const std::string id = recoveredTerminalEventId(h.sessionId, h.runId);
   a.terminalEventId = id;
-  if (isTerminalStatus(h.status)) {
+  if (isTerminalRunStatus(h.status)) {
     // Header terminal without its fact: append the fact matching the header.
     a.action = "append_terminal_fact";
     a.status = h.status;
@@ -224,26 +154,16 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
       ambiguous(h, "cancelled header has no abort source");
     }
     if (dryRun) return a;
-    double ts = h.completedAt ? *h.completedAt : h.updatedAt;
-    for (const auto& s : stored) ts = std::max(ts, s.event.ts);
-    Json j = baseEvent(h, id, ts);
-    Json delta = Json::object();
-    delta["recovered"] = true;
-    if (h.status == "completed") {
-      j["status"] = "completed";
-    } else if (h.status == "failed") {
-      j["status"] = "failed";
-      j["content"] = {{"kind", "error"},
-                      {"message", h.failureMessage.value_or("Run failed")},
-                      {"code", *h.failureClass},
-                      {"reason", *h.failureClass}};
-      delta["failureClass"] = *h.failureClass;
-    } else {
-      j["status"] = "aborted";
-      delta["abortSource"] = *h.abortSource;
-    }
-    j["actions"] = {{"endInvocation", true}, {"stateDelta", delta}};
-    store.commitTerminalEvent(decodeRuntimeEvent(j));
+    TerminalFact fact;
+    fact.eventId = id;
+    fact.ts = h.completedAt ? *h.completedAt : h.updatedAt;
+    for (const auto& s : stored) fact.ts = std::max(fact.ts, s.event.ts);
+    fact.status = h.status;
+    fact.failureClass = h.failureClass;
+    fact.message = h.failureMessage.value_or("Run failed");
+    fact.abortSource = h.abortSource;
+    fact.recovered = true;
+    store.commitTerminalEvent(terminalEvent(h, fact));
     return a;
   }
   // Neither: classify and recover.
@@ -253,46 +173,30 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
   a.recoveryReason = reason;
   a.failureClass = std::string(code::app_restarted);
   if (dryRun) return a;
-  const double ts = nextTs(h, stored);
-  const std::string message =
-      "Run did not reach a terminal fact before the runtime restarted (" + reason + ")";
-  Json j = baseEvent(h, id, ts);
-  j["status"] = "failed";
-  j["content"] = {{"kind", "error"},
-                  {"message", message},
-                  {"code", code::app_restarted},
-                  {"reason", code::app_restarted}};
-  j["actions"] = {
-      {"endInvocation", true},
-      {"stateDelta",
-       {{"recovered", true}, {"recoveryReason", reason}, {"failureClass", code::app_restarted}}}};
-  RunHeader nh = h;
-  nh.status = "failed";
-  nh.updatedAt = ts;
-  nh.completedAt = ts;
-  nh.failureClass = std::string(code::app_restarted);
-  nh.failureMessage = message;
+  TerminalFact fact;
+  fact.eventId = id;
+  fact.ts = nextTs(h, stored);
+  fact.status = "failed";
+  fact.failureClass = std::string(code::app_restarted);
+  fact.message = "Run did not reach a terminal fact before the runtime restarted (" + reason + ")";
+  fact.recovered = true;
+  fact.recoveryReason = reason;
   // Planted bug: a run whose model had finished is sealed `completed` instead of failed /
   // app_restarted (V7 checks the classification; V3 sees the continuation that never comes).
   if (planted("repair_seals_finished_run_completed") &&
       reason == code::model_stream_completed_without_runtime_terminal) {
-    j["status"] = "completed";
-    j.erase("content");
-    j["actions"] = {{"endInvocation", true},
-                    {"stateDelta", {{"recovered", true}, {"recoveryReason", reason}}}};
-    nh.status = "completed";
-    nh.failureClass.reset();
-    nh.failureMessage.reset();
+    fact.status = "completed";
+    fact.failureClass.reset();
+    fact.message.reset();
   }
+  const RuntimeEvent terminal = terminalEvent(h, fact);
   if (planted("repair_header_first")) {  // planted bug: header before fact (V7 must catch it)
-    store.markRunTerminal(nh);
+    store.markRunTerminal(terminalHeader(h, terminal));
     CRASHSIM_FAILPOINT(P9);
-    store.commitTerminalEvent(decodeRuntimeEvent(j));
+    store.commitTerminalEvent(terminal);
     return a;
   }
-  store.commitTerminalEvent(decodeRuntimeEvent(j));
-  CRASHSIM_FAILPOINT(P9);
-  store.markRunTerminal(nh);
+  commitTerminalFacts(store, h, terminal);
   return a;
 }
 
@@ -300,7 +204,9 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun) 
 
 bool RepairReport::changed() const {
   for (const auto& r : runs) {
-    if (r.action != "none" && r.action.rfind("skipped_", 0) != 0) return true;
+    if (r.action != "none" && r.action != "deferred_reconcile" &&
+        r.action.rfind("skipped_", 0) != 0)
+      return true;
   }
   return false;
 }
@@ -331,12 +237,13 @@ std::string recoveredTerminalEventId(const std::string& sessionId, const std::st
   return "runtime-recovered-terminal-" + sha256Hex(input).substr(0, 32);
 }
 
-RepairReport startupRepair(RuntimeStore& store, RepairMode mode, bool dryRun) {
+RepairReport startupRepair(RuntimeStore& store, RepairMode mode, bool dryRun,
+                           const RunKeys& leaveOpen) {
   RepairReport report;
   report.dryRun = dryRun;
   for (const RunHeader& h : store.listRuns()) {
     try {
-      report.runs.push_back(repairRun(store, h, dryRun));
+      report.runs.push_back(repairRun(store, h, dryRun, leaveOpen));
     } catch (const Error& e) {
       if (mode == RepairMode::strict) throw;
       RunRepairAction a;

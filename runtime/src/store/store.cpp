@@ -3,7 +3,9 @@
 #include "crashsim/store.h"
 
 #include <sqlite3.h>
+#include <stdlib.h>
 
+#include <cctype>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
+#include "crashsim/terminal_facts.h"
 #include "store/store_internal.h"
 #include "store/wal_batch_vfs.h"
 
@@ -224,25 +227,6 @@ void migrate(Connection& c) {
   tx.commit();
 }
 
-bool isTerminalStatus(const std::string& s) {
-  return s == "completed" || s == "failed" || s == "cancelled";
-}
-
-std::optional<std::string> terminalRunStatusOf(const RuntimeEvent& e) {
-  if (!e.status) return std::nullopt;
-  switch (*e.status) {
-    case EventStatus::completed:
-      return "completed";
-    case EventStatus::failed:
-      return "failed";
-    case EventStatus::aborted:
-    case EventStatus::cancelled:
-      return "cancelled";
-    default:
-      return std::nullopt;
-  }
-}
-
 RunHeader headerFromRow(store_detail::Stmt& st) {
   // columns: session_id, run_id, invocation_id, turn_id, status, header_json
   RunHeader h;
@@ -319,7 +303,7 @@ RunHeader RunHeader::fromJson(const Json& j) {
   h.invocationId = str("invocationId");
   h.turnId = str("turnId");
   h.status = str("status");
-  if (h.status != "created" && h.status != "running" && !isTerminalStatus(h.status)) {
+  if (h.status != "created" && h.status != "running" && !isTerminalRunStatus(h.status)) {
     throw Error(code::invalid_enum, "run header status " + h.status);
   }
   h.createdAt = num("createdAt");
@@ -341,6 +325,7 @@ RunHeader RunHeader::fromJson(const Json& j) {
 
 struct RuntimeStore::Impl {
   std::filesystem::path dir, file;
+  std::filesystem::path scratch;  // read-only open of a WAL without -shm: the private copy
   StoreOptions options;
   sqlite3* db = nullptr;
   std::unique_ptr<Connection> conn;
@@ -348,8 +333,56 @@ struct RuntimeStore::Impl {
   ~Impl() {
     conn.reset();
     if (db) sqlite3_close_v2(db);
+    std::error_code ec;
+    if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
   }
 };
+
+namespace {
+
+// "file:" URI of a path (RFC 3986 percent-encoding of everything SQLite's URI parser treats
+// specially).
+std::string fileUri(const std::filesystem::path& p) {
+  std::string uri = "file:";
+  for (unsigned char ch : std::filesystem::absolute(p).string()) {
+    if (std::isalnum(ch) || ch == '/' || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      uri.push_back(static_cast<char>(ch));
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      uri.push_back('%');
+      uri.push_back(hex[ch >> 4]);
+      uri.push_back(hex[ch & 15]);
+    }
+  }
+  return uri;
+}
+
+// Opens `file` for reading only, leaving every byte of its directory unchanged (StoreOptions).
+// Sets `scratch` when it had to read a private copy.
+int openReadOnly(const std::filesystem::path& file, sqlite3** db, std::filesystem::path& scratch) {
+  std::error_code ec;
+  std::filesystem::path wal = file, shm = file;
+  wal += "-wal";
+  shm += "-shm";
+  const bool hasWal = std::filesystem::exists(wal, ec);
+  const bool hasShm = std::filesystem::exists(shm, ec);
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  if (!hasWal)
+    return sqlite3_open_v2((fileUri(file) + "?mode=ro&immutable=1").c_str(), db, flags, nullptr);
+  if (hasShm) {
+    return sqlite3_open_v2((fileUri(file) + "?mode=ro&readonly_shm=1").c_str(), db, flags, nullptr);
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "crashsim-ro-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return SQLITE_CANTOPEN;
+  scratch = tmpl;
+  std::filesystem::copy_file(file, scratch / "runtime.sqlite", ec);
+  if (!ec) std::filesystem::copy_file(wal, scratch / "runtime.sqlite-wal", ec);
+  if (ec) return SQLITE_CANTOPEN;
+  return sqlite3_open_v2((scratch / "runtime.sqlite").c_str(), db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+}
+
+}  // namespace
 
 struct StoreAccess {
   static Connection& conn(RuntimeStore& s) { return *s.impl_->conn; }
@@ -383,14 +416,19 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   // NOMUTEX: one thread at a time uses a RuntimeStore (store.h), whose own caches are not
   // synchronised either, so a per-connection mutex protects nothing (~2% of a T1+T2 in
   // instructions).
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  if (!options.readOnly) flags |= SQLITE_OPEN_CREATE;
-  // A writer that syncs every commit batches its WAL appends (wal_batch_vfs.h).
-  const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
-  if (!options.readOnly && (options.synchronous == "FULL" || options.synchronous == "EXTRA")) {
-    if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
+  int rc = SQLITE_OK;
+  if (options.readOnly) {
+    rc = openReadOnly(im.file, &im.db, im.scratch);
+    if (im.db) sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  } else {
+    // A writer that syncs every commit batches its WAL appends (wal_batch_vfs.h).
+    const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
+    if (options.synchronous == "FULL" || options.synchronous == "EXTRA") {
+      if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
+    }
+    rc = sqlite3_open_v2(im.file.c_str(), &im.db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   }
-  int rc = sqlite3_open_v2(im.file.c_str(), &im.db, flags, vfs);
   if (rc != SQLITE_OK) {
     std::string m = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
     throw Error(code::store_open_failed, "cannot open " + im.file.string() + ": " + m);
@@ -510,7 +548,7 @@ void writeHeader(Connection& c, const RunHeader& h, const std::string& json) {
 
 void RuntimeStore::markRunTerminal(const RunHeader& header) {
   std::lock_guard lk(impl_->mu);
-  if (!isTerminalStatus(header.status)) {
+  if (!isTerminalRunStatus(header.status)) {
     throw Error(code::run_header_conflict,
                 "markRunTerminal requires a terminal status, got " + header.status);
   }
@@ -530,7 +568,7 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
     throw Error(code::run_header_conflict,
                 "Run header identity conflict for " + header.sessionId + "/" + header.runId);
   }
-  if (isTerminalStatus(stored.status)) {
+  if (isTerminalRunStatus(stored.status)) {
     if (storedJson == json) return;  // exact retry
     throw Error(code::run_header_conflict, "Run " + header.sessionId + "/" + header.runId +
                                                " already has a different terminal header");
@@ -564,7 +602,7 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
 
 void RuntimeStore::updateRunHeader(const RunHeader& header) {
   std::lock_guard lk(impl_->mu);
-  if (isTerminalStatus(header.status)) {
+  if (isTerminalRunStatus(header.status)) {
     throw Error(code::run_terminal_fact_missing,
                 "terminal run headers are written by markRunTerminal after the terminal fact");
   }
@@ -579,7 +617,7 @@ void RuntimeStore::updateRunHeader(const RunHeader& header) {
     throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
   }
   RunHeader stored = headerFromRow(sel);
-  if (isTerminalStatus(stored.status)) {
+  if (isTerminalRunStatus(stored.status)) {
     throw Error(code::run_sealed,
                 "Run " + header.sessionId + "/" + header.runId + " header is already terminal");
   }
@@ -700,15 +738,72 @@ std::string RuntimeStore::ledgerHash() const {
   return sha256Digest(buf);
 }
 
-std::string RuntimeStore::integrityCheck() const {
-  std::lock_guard lk(impl_->mu);
-  auto st = impl_->conn->prepare("PRAGMA integrity_check");
+namespace {
+// The result rows of a check pragma, one per line ("ok" when the check passes).
+std::string checkPragma(Connection& c, const char* pragma) {
+  auto st = c.prepare(pragma);
   std::string out;
   while (st.step()) {
     if (!out.empty()) out += "\n";
     out += st.text(0);
   }
   return out;
+}
+}  // namespace
+
+std::string RuntimeStore::quickCheck() const {
+  std::lock_guard lk(impl_->mu);
+  return checkPragma(*impl_->conn, "PRAGMA quick_check");
+}
+
+void RuntimeStore::checkIntact() const {
+  const std::string check = quickCheck();
+  if (check == "ok") return;
+  // The first problem line (quick_check heads its list with "*** in database main ***").
+  std::string first = check.substr(0, check.find('\n'));
+  if (first.rfind("***", 0) == 0 && check.find('\n') != std::string::npos) {
+    const size_t start = check.find('\n') + 1;
+    first = check.substr(start, check.find('\n', start) - start);
+  }
+  throw Error(code::store_corrupt,
+              "integrity check of " + impl_->file.string() + " failed: " + first);
+}
+
+void RuntimeStore::backupTo(const std::filesystem::path& dir) const {
+  std::lock_guard lk(impl_->mu);
+  const std::filesystem::path target = dir / "runtime.sqlite";
+  sqlite3* dest = nullptr;
+  int rc =
+      sqlite3_open_v2(target.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::string why;
+  if (rc == SQLITE_OK) {
+    sqlite3_backup* b = sqlite3_backup_init(dest, "main", impl_->db, "main");
+    if (b == nullptr) {
+      rc = sqlite3_errcode(dest);
+      why = sqlite3_errmsg(dest);
+    } else {
+      rc = sqlite3_backup_step(b, -1);
+      sqlite3_backup_finish(b);
+      if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+      else
+        why = sqlite3_errstr(rc);
+    }
+  } else {
+    why = dest ? sqlite3_errmsg(dest) : sqlite3_errstr(rc);
+  }
+  sqlite3_close_v2(dest);
+  if (rc != SQLITE_OK) {
+    const int primary = rc & 0xff;
+    throw Error(primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB ? code::store_corrupt
+                                                                      : code::store_open_failed,
+                "cannot copy " + impl_->file.string() + " to " + target.string() + ": " + why);
+  }
+}
+
+std::string RuntimeStore::integrityCheck() const {
+  std::lock_guard lk(impl_->mu);
+  return checkPragma(*impl_->conn, "PRAGMA integrity_check");
 }
 
 RuntimeStore::ConnectionSettings RuntimeStore::connectionSettings() const {

@@ -1,0 +1,31 @@
+// Internal: `crashsim inspect` and `crashsim resume` (used by cli.cpp).
+//
+// Both read a store the way a host does. One error convention (shared with `crashsim-agent
+// recover`): every failure is a stable code — a damaged store gives the same code and exit 2 in
+// all three; the human line on stderr is "crashsim <command>: <code>: <message>", and with
+// --json stdout holds {"error":{"code","message"}}.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace crashsim::harness {
+
+// Read-only: never writes a byte of the store directory (StoreOptions::readOnly). Prints the
+// integrity check, the startup-repair dry run, and per run the header, the resolver's decisions,
+// the Phase 0 plan and the lineage the contract traverses (spec e.4). Exit 0 when every run's
+// Phase 0 plan is safe_replay, 1 when one is blocked, 2 on any error.
+int inspectStore(const std::string& storeDir, bool json);
+
+struct ResumeArgs {
+  std::string storeDir;
+  std::optional<std::string> workspaceDir, scenarioFile;
+  bool dryRun = false, json = false;
+};
+// Host start-up (crashsim/host.h hostStartup) on the store: per run the repair action, the
+// reconcile observation and decision, one reason per operation; per session the plan; then the
+// continuation, or the one thing missing to run it. Exit 0 continued or nothing to do, 1
+// parked/blocked (reasons printed), 2 usage, environment or damaged store.
+int resumeStore(const ResumeArgs& args);
+
+}  // namespace crashsim::harness

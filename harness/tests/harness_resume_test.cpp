@@ -1,0 +1,390 @@
+// `crashsim resume` and `crashsim inspect` on real crashed stores (issue #19): the host
+// start-up sequence never makes recovery worse, read-only commands write no byte, every writer
+// takes the host lock, and one damaged store gives one error in all three commands.
+//
+// Expected values come from the contract and the scenario: which failpoint leaves which
+// durable state (catalogue), what the resolver must decide for it (spec c), what a plan must
+// say (spec e), and the scenario's expected workspace — never from a run of the code under
+// test.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <openssl/sha.h>
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "crashsim/codes.h"
+#include "crashsim/json.h"
+#include "crashsim/scenario.h"
+#include "test_util.h"
+#include "verdicts/workspace_expect.h"
+
+namespace crashsim::harness {
+namespace {
+
+namespace fs = std::filesystem;
+using test::agentBinary;
+using test::crashsimBinary;
+using test::sh;
+
+fs::path scenarioFile(const std::string& id) {
+  return fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json");
+}
+
+// Seeds dir/ws, runs scenario `id` armed at `arm` (e.g. "P4:2") and SIGKILLs the agent when it
+// reports the failpoint — the crash the harness makes. Returns false unless the failpoint was
+// reached and the agent died of SIGKILL.
+bool crashAt(const fs::path& dir, const fs::path& scenario, const std::string& arm) {
+  const std::string agent = agentBinary().string();
+  const std::string ws = (dir / "ws").string(), store = (dir / "store").string();
+  if (sh(agent + " seed --workspace " + ws + " --scenario " + scenario.string() + " >/dev/null")
+          .exitCode != 0)
+    return false;
+  const std::string ctl = (dir / "control").string();
+  const test::Cmd r = sh("CRASHSIM_ARM=" + arm + " " + agent + " run --store " + store +
+                         " --workspace " + ws + " --scenario " + scenario.string() + " > " + ctl +
+                         " 2>&1" + " & pid=$!; for i in $(seq 1000); do grep -q failpoint " + ctl +
+                         " && break; kill -0 $pid 2>/dev/null || break; sleep 0.01; done; "
+                         "kill -9 $pid; wait $pid 2>/dev/null; echo $?");
+  return test::slurp(ctl).find("\"failpoint\"") != std::string::npos &&
+         r.out.find("137") != std::string::npos;
+}
+
+// sha256 of every file of a directory, by name.
+std::map<std::string, std::string> hashFiles(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string bytes = test::slurp(e.path());
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
+    std::string hex;
+    for (unsigned char b : md) hex += fmt::format("{:02x}", b);
+    out[e.path().filename().string()] = hex;
+  }
+  return out;
+}
+
+struct Resume {
+  int exitCode;
+  std::string out;
+  Json json;
+};
+Resume crashsim(const std::string& args) {
+  const test::Cmd r = sh(crashsimBinary().string() + " " + args);
+  Resume res{r.exitCode, r.out, Json()};
+  try {
+    res.json = Json::parse(r.out);
+  } catch (const std::exception&) {
+  }
+  return res;
+}
+
+// The resolver decision for `callId` of `runId` in a resume --json report.
+Json decision(const Json& report, const std::string& runId, const std::string& callId) {
+  for (const Json& run : report.value("runs", Json::array())) {
+    if (run.value("runId", "") != runId) continue;
+    for (const Json& d : run["resolution"]["decisions"])
+      if (d.value("toolCallId", "") == callId) return d;
+  }
+  return Json();
+}
+
+size_t executions(const fs::path& store, const std::string& callId) {
+  const std::string log = test::slurp(store / "effects.jsonl");
+  size_t n = 0;
+  for (size_t pos = 0; (pos = log.find("\"callId\":\"" + callId + "\"", pos)) != std::string::npos;
+       ++pos)
+    ++n;
+  return n;
+}
+
+const std::string kRun1 = "run-write-config-port-1";
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir = test::freshDir("crashsim-resume-test"); }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string store() const { return (dir / "store").string(); }
+  std::string ws() const { return (dir / "ws").string(); }
+  fs::path dir;
+};
+
+// P4#2 of write-config-port: the Write's rename happened, no T2. Resume without a workspace
+// cannot reconcile, so it must leave the run open; the next `recover` then finishes the Write
+// with a completed bundle and the Write has run once.
+TEST_F(ResumeTest, ResumeWithoutWorkspaceLeavesTheWriteForRecoverToFinish) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P4:2"));
+  const Resume r = crashsim("resume " + store() + " --json");
+  EXPECT_EQ(r.exitCode, 1) << r.out;
+  ASSERT_TRUE(r.json.is_object()) << r.out;
+  EXPECT_EQ(r.json["startupRepair"]["runs"][0]["action"], "deferred_reconcile");
+  EXPECT_EQ(r.json["reconcile"]["operations"][0]["action"], "deferred");
+  EXPECT_EQ(r.json["reconcile"]["operations"][0]["detail"], code::reconcile_workspace_required);
+  EXPECT_EQ(decision(r.json, kRun1, "call-2")["status"], code::indeterminate);
+  const Resume text = crashsim("resume " + store());
+  EXPECT_EQ(text.exitCode, 1);
+  EXPECT_NE(text.out.find("missing: --workspace DIR"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("UNKNOWN OUTCOME — indeterminate / dispatch_without_response"),
+            std::string::npos)
+      << text.out;
+
+  const test::Cmd rec = sh(agentBinary().string() + " recover --store " + store() +
+                           " --workspace " + ws() + " --scenario " + sc.string());
+  EXPECT_EQ(rec.exitCode, 0) << rec.out;
+  const Resume after = crashsim("resume " + store() + " --workspace " + ws() + " --json");
+  EXPECT_EQ(after.exitCode, 0) << after.out;
+  const Json d = decision(after.json, kRun1, "call-2");
+  EXPECT_EQ(d["status"], code::completed) << d.dump();
+  EXPECT_EQ(d["reason"], code::recovery_bundle_completed) << d.dump();
+  EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
+  EXPECT_TRUE(workspace::expectedProblems(loadScenario(sc), dir / "ws").empty());
+}
+
+// The same crash, `crashsim resume --scenario` alone: it reconciles, repairs, plans and
+// continues the task to the scenario's expected workspace; the Write ran once.
+TEST_F(ResumeTest, ResumeWithScenarioFinishesTheTask) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P4:2"));
+  const Resume r = crashsim("resume " + store() + " --workspace " + ws() + " --scenario " +
+                            sc.string() + " --json");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_EQ(r.json["reconcile"]["operations"][0]["action"], "bundle_committed") << r.out;
+  EXPECT_EQ(r.json["startupRepair"]["runs"][0]["action"], "recover_terminal");
+  EXPECT_EQ(r.json["plan"]["decision"], "continue");
+  EXPECT_EQ(r.json["continuation"]["status"], "completed");
+  EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
+  EXPECT_TRUE(workspace::expectedProblems(loadScenario(sc), dir / "ws").empty());
+  // A second start-up has nothing to do: the source was continued.
+  const Resume again = crashsim("resume " + store() + " --workspace " + ws() + " --json");
+  EXPECT_EQ(again.exitCode, 0) << again.out;
+  EXPECT_EQ(again.json["plan"]["rejectionReasons"][0], code::continuation_already_exists);
+  // The lifecycle log carries identities and codes, never prompts or tool data.
+  const std::string lifecycle = test::slurp(dir / "store" / "lifecycle.jsonl");
+  for (const char* e : {"plan_approved", "execution_started", "execution_completed"})
+    EXPECT_NE(lifecycle.find(e), std::string::npos) << lifecycle;
+  size_t lines = 0;
+  for (size_t pos = 0; pos < lifecycle.size(); ++lines) {
+    const size_t nl = lifecycle.find('\n', pos);
+    const Json line = Json::parse(lifecycle.substr(pos, nl - pos));
+    for (const auto& [key, value] : line.items()) {
+      static const std::set<std::string> allowed = {"event",       "sessionId", "sourceRunId",
+                                                    "targetRunId", "claimId",   "reasonCodes",
+                                                    "errorClass",  "status"};
+      EXPECT_TRUE(allowed.count(key)) << "lifecycle field " << key << ": " << value.dump();
+    }
+    pos = nl + 1;
+  }
+  EXPECT_EQ(lines, 4u) << lifecycle;  // approved, started, completed; then parked (again)
+}
+
+// One reason per operation, and the exit code of each crash window (catalogue + spec c, e).
+struct Window {
+  std::string scenario, arm;
+  int exitCode;
+  std::string repairAction, call, status, reason, planDecision;
+  size_t executed;  // implementation runs of `call` the crash left (catalogue)
+};
+class ResumeWindowTest : public ResumeTest, public ::testing::WithParamInterface<Window> {};
+
+TEST_P(ResumeWindowTest, ExitCodeAndOperationReason) {
+  const Window& w = GetParam();
+  const fs::path sc = scenarioFile(w.scenario);
+  ASSERT_TRUE(crashAt(dir, sc, w.arm));
+  const Resume r = crashsim("resume " + store() + " --workspace " + ws() + " --json");
+  EXPECT_EQ(r.exitCode, w.exitCode) << r.out;
+  ASSERT_TRUE(r.json.is_object()) << r.out;
+  EXPECT_EQ(r.json["startupRepair"]["runs"][0]["action"], w.repairAction) << r.out;
+  const Json d = decision(r.json, "run-" + w.scenario + "-1", w.call);
+  EXPECT_EQ(d["status"], w.status) << r.out;
+  EXPECT_EQ(d["reason"], w.reason) << r.out;
+  EXPECT_EQ(r.json["plan"]["decision"], w.planDecision) << r.out;
+  if (w.planDecision == "continue") {
+    EXPECT_EQ(r.json["continuationNotRun"], code::continuation_scenario_required);
+  }
+  EXPECT_EQ(executions(dir / "store", w.call), w.executed);  // resume ran nothing again
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Windows, ResumeWindowTest,
+    ::testing::Values(
+        // P1: the call is committed, preflight not reached, no T1: never dispatched (safe).
+        Window{"write-config-port", "P1:1", 0, "recover_terminal", "call-1",
+               std::string(code::definitely_not_dispatched),
+               std::string(code::new_protocol_before_dispatch), "continue", 0},
+        // P2 of Bash: T1 committed, the implementation not yet called — but nothing durable
+        // says so: an unknown outcome that nothing may settle by re-running it; the plan parks.
+        Window{"bash-touch-marker", "P2:1", 1, "recover_terminal", "call-1",
+               std::string(code::indeterminate), std::string(code::dispatch_without_response),
+               "park", 0},
+        // P6: T2 committed; the run continues after a recovered terminal.
+        Window{"write-config-port", "P6:2", 0, "recover_terminal", "call-2",
+               std::string(code::completed), std::string(code::matching_response), "continue", 1},
+        // P9: the terminal fact is durable, the header is not: repair the header from the fact;
+        // the run completed, nothing to continue.
+        Window{"write-config-port", "P9:1", 0, "repair_header", "call-2",
+               std::string(code::completed), std::string(code::matching_response), "park", 1}),
+    [](const auto& info) {
+      std::string n = info.param.scenario + "_" + info.param.arm;
+      for (char& c : n)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return n;
+    });
+
+// inspect and resume --dry-run write no byte of a crashed store directory (with its WAL).
+TEST_F(ResumeTest, ReadOnlyCommandsLeaveEveryByteOfTheStoreDirectory) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P4:2"));
+  ASSERT_TRUE(fs::exists(dir / "store" / "runtime.sqlite-wal"));  // the case the bug needs
+  const auto before = hashFiles(dir / "store");
+  const auto wsBefore = hashFiles(dir / "ws");
+  // Exit codes from the state: the Write's outcome is unknown to inspect (Phase 0 blocked) and
+  // to a start-up without a workspace; with the workspace it would be reconciled and continued.
+  const std::vector<std::pair<std::string, int>> commands = {
+      {"inspect " + store(), 1},
+      {"inspect --json " + store(), 1},
+      {"resume --dry-run " + store(), 1},
+      {"resume --dry-run --json " + store() + " --workspace " + ws() + " --scenario " +
+           scenarioFile("write-config-port").string(),
+       0}};
+  for (const auto& [args, exitCode] : commands) {
+    const Resume r = crashsim(args);
+    EXPECT_EQ(r.exitCode, exitCode) << args << "\n" << r.out;
+    EXPECT_EQ(hashFiles(dir / "store"), before) << args;
+  }
+  // Without a -shm (nothing has it open) the read goes through a private copy.
+  fs::remove(dir / "store" / "runtime.sqlite-shm");
+  const auto noShm = hashFiles(dir / "store");
+  EXPECT_EQ(crashsim("inspect " + store()).exitCode, 1);
+  EXPECT_EQ(hashFiles(dir / "store"), noShm);
+  // The dry run with a workspace reports what a real start-up would do, and did not do it:
+  // the workspace's temp file, if any, is still there, and the Write is still unknown.
+  const Resume dry = crashsim("resume --dry-run --json " + store() + " --workspace " + ws());
+  EXPECT_EQ(dry.json["reconcile"]["operations"][0]["action"], "bundle_committed") << dry.out;
+  EXPECT_EQ(dry.json["continuationNotRun"], code::continuation_dry_run);
+  EXPECT_EQ(hashFiles(dir / "ws"), wsBefore);
+  EXPECT_EQ(hashFiles(dir / "store"), noShm);
+  EXPECT_FALSE(fs::exists(dir / "store" / "lifecycle.jsonl"));
+}
+
+// Every writer takes the host lock: resume on a store a live agent owns is refused and writes
+// nothing, and the agent's run completes.
+TEST_F(ResumeTest, ResumeRefusesAStoreOwnedByALiveAgent) {
+  const fs::path sc = dir / "slow.json";
+  std::ofstream(sc) << R"({"id":"slow-bash","user":"Wait a second.","tools":["Bash"],
+    "model":[{"calls":[{"id":"call-1","name":"Bash","args":{"command":"sleep 2"}}]},
+             {"text":"done"}],
+    "expect":{"files":{},"toolCalls":1}})";
+  const std::string agent = agentBinary().string();
+  ASSERT_EQ(sh(agent + " seed --workspace " + ws() + " --scenario " + sc.string()).exitCode, 0);
+  const std::string live = (dir / "live.out").string();
+  const std::string pidFile = (dir / "live.pid").string();
+  sh(agent + " run --store " + store() + " --workspace " + ws() + " --scenario " + sc.string() +
+     " > " + live + " 2>&1 & echo $! > " + pidFile);
+  // Wait until the agent has dispatched the Bash call (T1 durable, tool running).
+  bool dispatched = false;
+  for (int i = 0; i < 300 && !dispatched; ++i) {
+    dispatched = fs::exists(dir / "store" / "effects.jsonl") &&
+                 !test::slurp(dir / "store" / "effects.jsonl").empty();
+    if (!dispatched) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(dispatched);
+  for (const std::string& args : {"resume " + store(), "resume --json " + store()}) {
+    const Resume r = crashsim(args);
+    EXPECT_EQ(r.exitCode, 2) << r.out;
+    if (args.find("--json") != std::string::npos) {
+      EXPECT_EQ(r.json["error"]["code"], code::host_already_active) << r.out;
+    }
+  }
+  const int pid = std::stoi(test::slurp(pidFile));
+  for (int i = 0; i < 1000 && ::kill(pid, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const Json summary = Json::parse(test::slurp(live).substr(0, test::slurp(live).find('\n')));
+  EXPECT_EQ(summary["status"], "completed") << test::slurp(live);
+  const Resume after = crashsim("resume " + store() + " --workspace " + ws() + " --json");
+  EXPECT_EQ(decision(after.json, "run-slow-bash-1", "call-1")["status"], code::completed);
+  EXPECT_EQ(executions(dir / "store", "call-1"), 1u);
+}
+
+// One damaged store, one error: inspect, resume and recover give exit 2 and the same stable
+// code; --json prints the error object.
+TEST_F(ResumeTest, ADamagedStoreGivesOneErrorInEveryCommand) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(test::completedRun(dir, "write-config-port") != fs::path());
+  // Zero one B-tree page in the middle of the database (the store checkpointed on close).
+  const fs::path db = dir / "store" / "runtime.sqlite";
+  ASSERT_FALSE(fs::exists(dir / "store" / "runtime.sqlite-wal"));
+  std::string bytes = test::slurp(db);
+  ASSERT_GT(bytes.size(), 8u * 1024);
+  std::fill(bytes.begin() + 4 * 1024, bytes.begin() + 5 * 1024, '\0');
+  std::ofstream(db, std::ios::binary | std::ios::trunc) << bytes;
+  const auto before = hashFiles(dir / "store");
+  const Resume inspect = crashsim("inspect --json " + store());
+  const Resume resume = crashsim("resume --json " + store());
+  const Resume dry = crashsim("resume --dry-run --json " + store());
+  const test::Cmd recover = sh(agentBinary().string() + " recover --store " + store() +
+                               " --workspace " + ws() + " --scenario " + sc.string());
+  Json recoverJson;
+  try {
+    recoverJson = Json::parse(recover.out);
+  } catch (const std::exception&) {
+  }
+  EXPECT_EQ(inspect.exitCode, 2) << inspect.out;
+  EXPECT_EQ(resume.exitCode, 2) << resume.out;
+  EXPECT_EQ(dry.exitCode, 2) << dry.out;
+  EXPECT_EQ(recover.exitCode, 2) << recover.out;
+  const Json code = inspect.json["error"]["code"];
+  EXPECT_EQ(code, crashsim::code::store_corrupt) << inspect.out;
+  EXPECT_EQ(resume.json["error"]["code"], code) << resume.out;
+  EXPECT_EQ(dry.json["error"]["code"], code) << dry.out;
+  EXPECT_EQ(recoverJson["error"]["code"], code) << recover.out;
+  // Nothing but the host's own files changed (recover writes its exit marker).
+  auto after = hashFiles(dir / "store");
+  after.erase("agent-exit.json");
+  auto expected = before;
+  expected.erase("agent-exit.json");
+  EXPECT_EQ(after.count("runtime.sqlite"), 1u);
+  EXPECT_EQ(after["runtime.sqlite"], expected["runtime.sqlite"]);
+}
+
+// No store is an error, not an empty store: all three commands exit 2 with store_open_failed
+// and none of them creates the directory.
+TEST_F(ResumeTest, AMissingStoreIsAnErrorAndIsNeverCreated) {
+  const std::string missing = (dir / "no-store").string();
+  const Resume inspect = crashsim("inspect --json " + missing);
+  const Resume resume = crashsim("resume --json " + missing);
+  const test::Cmd recover =
+      sh(agentBinary().string() + " recover --store " + missing + " --workspace " + ws() +
+         " --scenario " + scenarioFile("write-config-port").string());
+  EXPECT_EQ(inspect.exitCode, 2);
+  EXPECT_EQ(resume.exitCode, 2);
+  EXPECT_EQ(recover.exitCode, 2);
+  EXPECT_EQ(inspect.json["error"]["code"], code::store_open_failed) << inspect.out;
+  EXPECT_EQ(resume.json["error"]["code"], code::store_open_failed) << resume.out;
+  EXPECT_NE(recover.out.find(std::string(code::store_open_failed)), std::string::npos)
+      << recover.out;
+  EXPECT_FALSE(fs::exists(missing));
+  EXPECT_EQ(crashsim("resume " + store() + " --scenario " + (dir / "none.json").string()).exitCode,
+            2);
+}
+
+// The safe-boundary feature flag is the host's (spec e.1): off → every plan parks.
+TEST_F(ResumeTest, FeatureFlagOffParksWithResumeFeatureDisabled) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P6:2"));
+  const Resume r = crashsim("resume --dry-run --json " + store() + " --workspace " + ws());
+  EXPECT_EQ(r.json["plan"]["decision"], "continue") << r.out;
+  const test::Cmd off =
+      sh("CRASHSIM_SAFE_BOUNDARY_RESUME=0 " + crashsimBinary().string() + " resume --json " +
+         store() + " --workspace " + ws() + " --scenario " + sc.string());
+  EXPECT_EQ(off.exitCode, 1) << off.out;
+  const Json j = Json::parse(off.out);
+  EXPECT_EQ(j["plan"]["rejectionReasons"], Json::array({code::resume_feature_disabled}));
+  EXPECT_TRUE(j["continuation"].is_null());
+}
+
+}  // namespace
+}  // namespace crashsim::harness
