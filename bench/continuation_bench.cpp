@@ -21,8 +21,10 @@
 #include "crashsim/hashing.h"
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
+#include "store_fixture.h"
 
 using namespace crashsim;
+using namespace crashsim::bench;
 
 namespace {
 
@@ -40,95 +42,6 @@ struct Fixture {
     std::filesystem::remove_all(dir, ec);
   }
 };
-
-void check(int rc, sqlite3* db) {
-  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    throw std::runtime_error(sqlite3_errmsg(db));
-  }
-}
-
-void insertRows(sqlite3* db, const std::vector<std::pair<RuntimeEvent, int64_t>>& rows) {
-  check(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), db);
-  sqlite3_stmt* st = nullptr;
-  check(
-      sqlite3_prepare_v2(db,
-                         "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, "
-                         "turn_id, event_seq, event_kind, is_terminal, payload_json, committed_at) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)",
-                         -1, &st, nullptr),
-      db);
-  for (const auto& [e, seq] : rows) {
-    const std::string payload = encodeRuntimeEvent(e);
-    const std::string kind = e.json["content"]["kind"].get<std::string>();
-    sqlite3_bind_text(st, 1, e.id.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, e.sessionId.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, e.invocationId.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, e.runId.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, e.turnId.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 6, seq);
-    sqlite3_bind_text(st, 7, kind.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 8, payload.c_str(), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(st, 9, e.ts);
-    check(sqlite3_step(st), db);
-    sqlite3_reset(st);
-  }
-  sqlite3_finalize(st);
-  check(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr), db);
-}
-
-void insertClaimRow(sqlite3* db, const ContinuationClaim& c) {
-  sqlite3_stmt* st = nullptr;
-  check(sqlite3_prepare_v2(
-            db,
-            "INSERT INTO runtime_continuation_claims (claim_id, source_session_id, "
-            "source_invocation_id, source_run_id, source_turn_id, source_event_high_water, "
-            "source_prefix_digest, boundary_digest, boundary_json, provider_projection_version, "
-            "provider_replay_digest, target_session_id, target_invocation_id, target_run_id, "
-            "target_turn_id, target_run_header_json, claimed_at, protocol_version) VALUES "
-            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1)",
-            -1, &st, nullptr),
-        db);
-  PrefixIdentity s = c.sourceIdentity();
-  std::vector<std::string> t{c.claimId,
-                             s.sessionId,
-                             s.invocationId,
-                             s.runId,
-                             s.turnId,
-                             "",
-                             c.sourcePrefixDigest(),
-                             c.boundaryDigest,
-                             stableJson(c.boundary.toJson()),
-                             c.providerReplayDigest,
-                             c.target.sessionId,
-                             c.target.invocationId,
-                             c.target.runId,
-                             c.target.turnId,
-                             stableJson(c.targetRunHeader.toJson())};
-  for (int i = 0; i < 15; ++i) {
-    if (i == 5) {
-      sqlite3_bind_int64(st, 6, c.sourceHighWater());
-    } else {
-      sqlite3_bind_text(st, i + 1, t[i].c_str(), -1, SQLITE_TRANSIENT);
-    }
-  }
-  sqlite3_bind_double(st, 16, c.claimedAt);
-  check(sqlite3_step(st), db);
-  sqlite3_finalize(st);
-}
-
-RuntimeEvent ev(const std::string& id, const std::string& run, double ts, const char* role,
-                const char* author, Json content) {
-  return decodeRuntimeEvent(Json{{"id", id},
-                                 {"sessionId", "bench"},
-                                 {"invocationId", "inv-" + run},
-                                 {"runId", run},
-                                 {"turnId", "turn-" + run},
-                                 {"ts", ts},
-                                 {"partial", false},
-                                 {"role", role},
-                                 {"author", author},
-                                 {"content", content}});
-}
 
 std::unique_ptr<Fixture> build(int64_t totalEvents) {
   auto f = std::make_unique<Fixture>();
@@ -189,22 +102,22 @@ std::unique_ptr<Fixture> build(int64_t totalEvents) {
     }
     std::vector<std::pair<RuntimeEvent, int64_t>> rows;
     if (k == 0) {
-      rows.push_back({ev(run + "-u", run, ++ts, "user", "user",
+      rows.push_back({ev("bench", run + "-u", run, ++ts, "user", "user",
                          {{"kind", "text"}, {"text", "please read every file"}}),
                       ++seq});
     }
     for (int i = 0; seq + 3 < perSeg; ++i) {
       const std::string cid = run + "-c" + std::to_string(i);
-      rows.push_back({ev(cid + "-m", run, ++ts, "model", "agent",
+      rows.push_back({ev("bench", cid + "-m", run, ++ts, "model", "agent",
                          {{"kind", "text"}, {"text", "reading file " + std::to_string(i)}}),
                       ++seq});
-      rows.push_back({ev(cid + "-call", run, ++ts, "model", "agent",
+      rows.push_back({ev("bench", cid + "-call", run, ++ts, "model", "agent",
                          {{"kind", "function_call"},
                           {"id", cid},
                           {"name", "Read"},
                           {"args", {{"path", "f" + std::to_string(i) + ".txt"}}}}),
                       ++seq});
-      rows.push_back({ev(cid + "-resp", run, ++ts, "tool", "tool",
+      rows.push_back({ev("bench", cid + "-resp", run, ++ts, "tool", "tool",
                          {{"kind", "function_response"},
                           {"id", cid},
                           {"name", "Read"},
