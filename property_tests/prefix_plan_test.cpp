@@ -9,7 +9,6 @@
 
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
-#include "crashsim/runtime_ledger.h"
 #include "ledger_gen.h"
 
 namespace crashsim {
@@ -256,11 +255,6 @@ RC_GTEST_PROP(PlanProperties, PlanInvariantsHoldOnCorruptedLedgersAndOffsetMisma
   const ResumePlan a = buildResumePlan(*events);
   RC_ASSERT(a == buildResumePlan(*events));
   assertPlanInvariants(*events, a);
-  // A RuntimeLedger (key index built on append) plans exactly as the span does.
-  RuntimeLedger ledger;
-  for (const RuntimeEvent& e : *events) ledger.append(e);
-  RC_ASSERT(a == buildResumePlan(ledger));
-  RC_ASSERT(a.resolution == resolveRecovery(ledger));
   RC_ASSERT(a == buildResumePlan(*events, events->size()));
 
   const uint64_t other = *rc::gen::distinctFrom(static_cast<uint64_t>(events->size()));

@@ -14,7 +14,6 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
 #include "crashsim/runtime_event.h"
-#include "crashsim/runtime_ledger.h"
 
 namespace crashsim::harness {
 namespace {
@@ -51,10 +50,9 @@ int ledgerResolve(const std::string& input, std::optional<uint64_t> expectedHigh
     printError(e.code(), e.what(), nullptr);
     return 2;
   }
-  // One key index for both: the plan carries the resolver's resolution.
-  const RuntimeLedger ledger(std::move(events));
-  const ResumePlan plan = buildResumePlan(ledger, expectedHighWater);
-  Json out = {{"resolution", toJson(plan.resolution)}, {"plan", toJson(plan, ledger.events())}};
+  // The plan carries the resolver's resolution.
+  const ResumePlan plan = buildResumePlan(events, expectedHighWater);
+  Json out = {{"resolution", toJson(plan.resolution)}, {"plan", toJson(plan, events)}};
   std::cout << stableJson(out) << "\n";
   return 0;
 }

@@ -483,7 +483,7 @@ TEST(ResolverPurity, ResolvingTwiceIsEqualAndInputUnchanged) {
 }
 
 TEST(ResolverPurity, EmptyLedger) {
-  RecoveryResolution r = resolveRecovery(std::span<const RuntimeEvent>{});
+  RecoveryResolution r = resolveRecovery({});
   EXPECT_TRUE(r.decisions.empty());
   EXPECT_FALSE(r.hasCorruption);
   EXPECT_FALSE(r.requiresReconciliation);

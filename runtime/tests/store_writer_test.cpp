@@ -63,6 +63,16 @@ TEST_F(WriterTest, EventWhoseJsonNoLongerDecodesIsNotLosslesslySerializable) {
   EXPECT_TRUE(store->append(textEvent(id, "text-ok", 1300)).created);
 }
 
+TEST_F(WriterTest, NumberWhoseStableBytesParseToAnotherValueIsNotLosslesslySerializable) {
+  // The lossless check compares the parse of the stored bytes with the value (a.6): a number
+  // the stable bytes cannot carry exactly is refused, and nothing is written.
+  const std::string before = store->ledgerHash();
+  RuntimeEvent e = textEvent(id, "text-big-ts", 1300);
+  e.json["ts"] = int64_t{9007199254740993};  // the bytes can only say 2^53
+  expectCode([&] { store->append(e); }, code::not_losslessly_serializable);
+  EXPECT_EQ(store->ledgerHash(), before);
+}
+
 TEST_F(WriterTest, GenericWriterRejectsReservedToolBoundaryFact) {
   std::string m =
       expectCode([&] { store->append(dispatchEvent(call)); }, code::reserved_tool_boundary_fact);

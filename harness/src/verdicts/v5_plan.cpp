@@ -14,9 +14,9 @@ namespace crashsim::harness {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-// V5 over every run of an open store: the plan the harness computes (the span path) equals the
-// plan a separate process prints for the exported run (`crashsim ledger resolve`, which plans a
-// RuntimeLedger), and planning — Phase 0 and the store-reading Phase 1 planner — leaves every
+// V5 over every run of an open store: the plan the harness computes (read through the store)
+// equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
+// resolve`), and planning — Phase 0 and the store-reading Phase 1 planner — leaves every
 // table of the store unchanged (observed::tableDigests, read outside the runtime).
 void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work,
              const fs::path& crashsim, Checks& c) {

@@ -1,8 +1,8 @@
 // verdicts/v5_plan.h — V5: the resume plan, computed twice, and planning that writes nothing.
 //
-// Proves: the plan this process computes for every run of a store (the span path) equals the plan
-// a separate process prints for the exported run (`crashsim ledger resolve`, the RuntimeLedger
-// path), and Phase 0 and the store-reading Phase 1 planner change no table (every table digested
+// Proves: the plan this process computes for every run of a store (read through the store)
+// equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
+// resolve`: the export, the decoder and the planner's determinism), and Phase 0 and the store-reading Phase 1 planner change no table (every table digested
 // with plain SQLite, outside the runtime). Cannot see: a plan that is wrong the same way in both
 // processes (V4 and V8 judge what it leads to).
 #pragma once

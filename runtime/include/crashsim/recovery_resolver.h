@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "crashsim/runtime_event.h"
-#include "crashsim/runtime_ledger.h"
 
 namespace crashsim {
 
@@ -56,8 +55,6 @@ struct RecoveryResolution {
 // Resolves one run's events (c.1–c.5). Never throws on ledger content: every anomaly is an
 // issue or a corruption decision (fail closed; no unknown combination degrades to a retry).
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events);
-// Same over a RuntimeLedger's events, scanning the key index it keeps (no per-call index).
-RecoveryResolution resolveRecovery(const RuntimeLedger& ledger);
 
 // JSON shape used by `crashsim ledger resolve` and the reports (DESIGN.md "Command line"):
 // absent optional fields are omitted; toolBoundaryProtocol is null when absent.

@@ -84,9 +84,6 @@ extern const std::string_view kResumeDirective;
 
 ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
                            std::optional<uint64_t> expectedRuntimeEventHighWater = std::nullopt);
-// Same over a RuntimeLedger's events, scanning the key index it keeps (no per-call index).
-ResumePlan buildResumePlan(const RuntimeLedger& ledger,
-                           std::optional<uint64_t> expectedRuntimeEventHighWater = std::nullopt);
 
 // The "plan" object of `crashsim ledger resolve` (DESIGN.md): replayRuntimeEventIds are the
 // ids of the replay events.

@@ -1,7 +1,6 @@
-// flat_index.h — internal open-addressing index used by the ledger index's symbol table and
-// the scanner's invocation spines: (32-bit hash tag, 32-bit value) slots; the keys live in the
-// caller's data (symbol text, rows), so lookups never allocate and a table of N entries is
-// 8*2N bytes. Also the string hash and the prefetch helpers of the recovery passes.
+// flat_index.h — internal open-addressing index used by the ledger scanner and the resume
+// plan: (32-bit hash tag, 32-bit value) slots; the keys live in the caller's data (events,
+// operations), so lookups never allocate and a table of N entries is 8*2N bytes.
 #pragma once
 
 #include <algorithm>
@@ -107,8 +106,6 @@ class FlatIndex {
     ++size_;
   }
 
-  void prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
-
  private:
   struct Slot {
     uint32_t tag = 0;
@@ -146,20 +143,5 @@ class FlatIndex {
   size_t mask_ = 0;
   size_t size_ = 0;
 };
-
-// Prefetches every cache line of the bytes [begin, end).
-inline void prefetchRange(const void* begin, const void* end) {
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{63};
-  const uintptr_t last = reinterpret_cast<uintptr_t>(end) - 1;
-  for (uintptr_t line = first; line <= last; line += 64) {
-    __builtin_prefetch(reinterpret_cast<const void*>(line));
-  }
-}
-
-// Prefetches every cache line of a string's characters (its heap buffer, or nothing new for a
-// short string stored inline).
-inline void prefetchView(std::string_view s) {
-  if (!s.empty()) prefetchRange(s.data(), s.data() + s.size());
-}
 
 }  // namespace crashsim::detail

@@ -1,10 +1,9 @@
 // ledger_scanner.cpp — the single tool-ledger scanner (spec c.2), the recovery-tail
 // interpreter (c.4) and recovery-bundle validation (f.6 step 2).
 //
-// Performance notes: the scan is one pass over the ledger index's rows (ids interned to
-// symbols, recovery/ledger_index.h); operations are found through per-symbol slots, so a scan
-// compares integers, allocates per operation (never per event) and reads an event's own
-// memory only when it creates an operation or reports an issue.
+// Performance notes: the scan is one pass; lookups go through small open-addressing tables
+// of (32-bit tag, 32-bit index) slots whose keys are string_views into the scanned events,
+// so a scan allocates per operation, never per event.
 #include "recovery/ledger_scanner.h"
 
 #include <algorithm>
@@ -12,132 +11,158 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#include <stdexcept>
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
-#include "recovery/ledger_index.h"
 
 namespace crashsim::detail {
 
 namespace {
 
+bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
+  return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
+         a.turnId == b.turnId;
+}
+
 bool optEquals(const std::optional<std::string>& a, std::string_view b) {
   return a.has_value() && *a == b;
 }
+bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
+  return a.has_value() && *a == b;
+}
 
-// The scan reads only the ledger index: rows of interned symbols, compared as integers, and
-// the symbols' text for the views it hands out (a new operation's keys, an issue's event id).
 class Scanner {
  public:
-  Scanner(const LedgerIndex& index, ScanObserver* observer)
-      : index_(index), rows_(index.rows()), observer_(observer), slots_(index.symbolCount()) {
+  Scanner(std::span<const RuntimeEvent> events, ScanObserver* observer)
+      : events_(events),
+        observer_(observer),
+        seenIds_(events.size()),
+        byToolCall_(events.size() / 4),
+        byOperation_(events.size() / 4) {
     // Reserved, not touched: a ledger has at most one operation per event.
-    scan_.operations.reserve(rows_.size() / 2 + 1);
-    keys_.reserve(rows_.size() / 2 + 1);
+    scan_.operations.reserve(events.size() / 2 + 1);
   }
 
   LedgerScan run() {
-    for (size_t i = 0; i < rows_.size(); ++i) step(i);
+    for (size_t i = 0; i < events_.size(); ++i) step(i, hashKeys(events_[i]));
     return std::move(scan_);
   }
 
  private:
   static constexpr uint32_t kEmpty = FlatIndex::kEmpty;
 
-  // The operation keys of one scanned operation, as symbols.
-  struct OpKeys {
-    Sym invocation = kNoSym;
-    Sym callId = kNoSym;
-    Sym toolName = kNoSym;
-    Sym operationId = kNoSym;          // bound by the dispatch
-    uint32_t nextSameCallId = kEmpty;  // next operation with this call id (other invocation)
-  };
-  // Per symbol: the operations keyed by it.
-  struct SymSlots {
-    uint32_t opByCallId = kEmpty;     // first of the chain of operations with this call id
-    uint32_t opByOperation = kEmpty;  // the operation that bound this operationId
+  // The keys of one event, hashed (0 when the event's lane has no such key).
+  struct Hashes {
+    uint64_t id = 0;
+    uint64_t toolCall = 0;   // (invocationId, call id) of a call, dispatch or response
+    uint64_t operation = 0;  // payload operationId of a dispatch or recovery fact
   };
 
-  static uint64_t symHash(Sym s) { return mix(s, 0x51ed270b27f4b1a9ULL); }
+  static bool isRecoveryFact(Lane lane) {
+    return lane == Lane::reconcile_result || lane == Lane::recovery_decision;
+  }
+  // Hashes the keys of an event.
+  Hashes hashKeys(const RuntimeEvent& e) {
+    Hashes h;
+    h.id = hashView(e.id);
+    visitOperationKeys(
+        e, [&](const std::string& callId) { h.toolCall = toolCallHash(e.invocationId, callId); },
+        [&](const std::string& operationId) { h.operation = hashView(operationId); });
+    return h;
+  }
 
   using Role = ScanObserver::Role;
   void notify(size_t op, Role role, size_t i) {
     if (observer_ != nullptr) observer_->bound(op, scan_.operations[op], role, i);
   }
 
-  void topIssue(std::string_view code, size_t event) {
-    scan_.issues.push_back(ResolverIssue{std::string(code), std::string(text(rows_[event].id))});
+  void topIssue(std::string_view code, const std::string& eventId) {
+    scan_.issues.push_back(ResolverIssue{std::string(code), eventId});
   }
-  void opIssue(size_t op, std::string_view code, size_t event) {
-    topIssue(code, event);
+  void opIssue(size_t op, std::string_view code, const std::string& eventId) {
+    topIssue(code, eventId);
     scan_.operations[op].issueCodes.emplace_back(code);
   }
 
-  uint32_t findOp(Sym invocation, Sym callId) const {
-    for (uint32_t v = slots_[callId].opByCallId; v != kEmpty; v = keys_[v].nextSameCallId) {
-      if (keys_[v].invocation == invocation) return v;
+  uint64_t toolCallHash(std::string_view invocationId, std::string_view toolCallId) {
+    // Events of one run share their invocation: hash it once.
+    if (!lastInvocationValid_ || invocationId != lastInvocation_) {
+      lastInvocation_ = invocationId;
+      lastInvocationValid_ = true;
+      lastInvocationHash_ = hashView(invocationId);
     }
-    return kEmpty;
+    return mix(lastInvocationHash_, hashView(toolCallId));
   }
 
-  std::string_view text(Sym s) const { return index_.text(s); }
+  uint32_t findOp(uint64_t h, std::string_view invocationId, std::string_view toolCallId) const {
+    return byToolCall_.find(h, [&](uint32_t v) {
+      const ScannedOperation& op = scan_.operations[v];
+      return op.toolCallId == toolCallId && op.invocationId == invocationId;
+    });
+  }
 
-  size_t createOp(size_t i, Sym callId, Sym toolName) {
+  size_t createOp(uint64_t h, const RuntimeEvent& e, std::string_view toolCallId,
+                  std::string_view toolName) {
     const size_t index = scan_.operations.size();
     ScannedOperation& op = scan_.operations.emplace_back();
-    op.invocationId = text(rows_[i].invocation);
-    op.toolCallId = text(callId);
-    op.toolName = text(toolName);
-    OpKeys& keys = keys_.emplace_back();
-    keys.invocation = rows_[i].invocation;
-    keys.callId = callId;
-    keys.toolName = toolName;
-    keys.nextSameCallId = slots_[callId].opByCallId;
-    slots_[callId].opByCallId = static_cast<uint32_t>(index);
+    op.invocationId = e.invocationId;
+    op.toolCallId = toolCallId;
+    op.toolName = toolName;
+    byToolCall_.insert(h, static_cast<uint32_t>(index), [this](uint32_t v) {
+      const ScannedOperation& o = scan_.operations[v];
+      return mix(hashView(o.invocationId), hashView(o.toolCallId));
+    });
     return index;
   }
 
-  bool sameExecutionIdentity(const EventRow& a, const EventRow& b) const {
-    return a.session == b.session && a.invocation == b.invocation && a.run == b.run &&
-           a.turn == b.turn;
+  uint32_t findOperationId(std::string_view operationId, uint64_t h) const {
+    return byOperation_.find(
+        h, [&](uint32_t v) { return optEquals(scan_.operations[v].operationId, operationId); });
   }
 
-  void step(size_t i) {
-    const EventRow& r = rows_[i];
-    if (r.has(EventRow::kProtocolMarker)) scan_.protocolMarkers.push_back(i);
+  void bindOperationId(size_t op, uint64_t h) {
+    byOperation_.insert(h, static_cast<uint32_t>(op),
+                        [this](uint32_t v) { return hashView(*scan_.operations[v].operationId); });
+  }
+
+  void step(size_t i, const Hashes& hashes) {
+    const RuntimeEvent& e = events_[i];
+    if (e.runtimeProtocol) scan_.protocolMarkers.push_back(i);
 
     // 1. duplicate id → skipped.
-    if (r.has(EventRow::kDuplicateId)) {
-      topIssue(code::duplicate_event_id, i);
+    const std::string_view id = e.id;
+    if (seenIds_.find(hashes.id, [&](uint32_t v) { return events_[v].id == id; }) != kEmpty) {
+      topIssue(code::duplicate_event_id, e.id);
       return;
     }
+    seenIds_.insert(hashes.id, static_cast<uint32_t>(i),
+                    [this](uint32_t v) { return hashView(events_[v].id); });
 
     // 2. invocation spine: first (session, run, turn) of an invocation; drift is reported
     //    and the event is still processed.
-    checkSpine(i, r);
+    checkSpine(i, e);
 
     // 3. lane validation (mandatory envelopes are checked by the decoder) → skipped.
-    if (r.lane == Lane::conflict) {
-      topIssue(code::semantic_lane_conflict, i);
+    if (e.lane == Lane::conflict) {
+      topIssue(code::semantic_lane_conflict, e.id);
       return;
     }
     // 4. partial events are skipped.
-    if (r.has(EventRow::kPartial)) return;
+    if (e.partial) return;
 
-    switch (r.lane) {
+    switch (e.lane) {
       case Lane::function_call:
-        onCall(i, r);
+        onCall(i, e, hashes.toolCall);
         break;
       case Lane::tool_dispatch:
-        onDispatch(i, r);
+        onDispatch(i, e, hashes);
         break;
       case Lane::function_response:
-        onResponse(i, r);
+        onResponse(i, e, hashes.toolCall);
         break;
       case Lane::reconcile_result:
       case Lane::recovery_decision:
-        onRecoveryFact(i, r);
+        onRecoveryFact(i, e, hashes.operation);
         break;
       case Lane::ordinary:
       case Lane::conflict:
@@ -145,157 +170,164 @@ class Scanner {
     }
   }
 
-  void checkSpine(size_t i, const EventRow& r) {
+  void checkSpine(size_t i, const RuntimeEvent& e) {
     size_t spine;
-    if (spineCacheValid_ && rows_[spineCache_].invocation == r.invocation) {
+    if (spineCacheValid_ && events_[spineCache_].invocationId == e.invocationId) {
       spine = spineCache_;
     } else {
-      const uint64_t h = symHash(r.invocation);
+      const uint64_t h = hashView(e.invocationId);
       const uint32_t found =
-          spines_.find(h, [&](uint32_t v) { return rows_[v].invocation == r.invocation; });
-      spineCache_ = found == kEmpty ? i : found;
-      spineCacheValid_ = true;
+          spines_.find(h, [&](uint32_t v) { return events_[v].invocationId == e.invocationId; });
       if (found == kEmpty) {
         spines_.insert(h, static_cast<uint32_t>(i),
-                       [this](uint32_t v) { return symHash(rows_[v].invocation); });
+                       [this](uint32_t v) { return hashView(events_[v].invocationId); });
+        spineCache_ = i;
+        spineCacheValid_ = true;
         return;
       }
       spine = found;
+      spineCache_ = found;
+      spineCacheValid_ = true;
     }
-    const EventRow& first = rows_[spine];
-    if (first.session != r.session || first.run != r.run || first.turn != r.turn) {
-      topIssue(code::invocation_identity_conflict, i);
+    const RuntimeEvent& first = events_[spine];
+    if (first.sessionId != e.sessionId || first.runId != e.runId || first.turnId != e.turnId) {
+      topIssue(code::invocation_identity_conflict, e.id);
     }
   }
 
   // 5. function_call.
-  void onCall(size_t i, const EventRow& r) {
-    const uint32_t found = findOp(r.invocation, r.callId);
+  void onCall(size_t i, const RuntimeEvent& e, uint64_t h) {
+    const uint32_t found = findOp(h, e.invocationId, e.callId);
     if (found != kEmpty) {
       ScannedOperation& op = scan_.operations[found];
       if (!op.call) {
         op.call = static_cast<uint32_t>(i);
         notify(found, Role::call, i);
-        if (keys_[found].toolName != r.toolName) opIssue(found, code::identity_conflict, i);
+        if (op.toolName != e.toolName) opIssue(found, code::identity_conflict, e.id);
         return;
       }
-      opIssue(found, code::duplicate_call, i);
+      opIssue(found, code::duplicate_call, e.id);
       return;
     }
-    const size_t op = createOp(i, r.callId, r.toolName);
+    const size_t op = createOp(h, e, e.callId, e.toolName);
     scan_.operations[op].call = static_cast<uint32_t>(i);
     notify(op, Role::call, i);
   }
 
   // 6. tool_dispatch.
-  void onDispatch(size_t i, const EventRow& r) {
-    if (!r.has(EventRow::kToolDispatch)) return;  // the decoder guarantees it for this lane
-    const uint32_t found = findOp(r.invocation, r.providerToolCallId);
+  void onDispatch(size_t i, const RuntimeEvent& e, const Hashes& hashes) {
+    if (!e.toolDispatch) return;  // the decoder guarantees it for this lane
+    const ToolDispatch& d = *e.toolDispatch;
+    const uint64_t h = hashes.toolCall;
+    uint32_t found = findOp(h, e.invocationId, d.providerToolCallId);
     size_t opIndex;
     if (found == kEmpty) {
-      opIndex = createOp(i, r.providerToolCallId, r.dispatchToolName);
-      scan_.operations[opIndex].operationId = text(r.operationId);
-      keys_[opIndex].operationId = r.operationId;
-      scan_.operations[opIndex].dispatch = static_cast<uint32_t>(i);
+      opIndex = createOp(h, e, d.providerToolCallId, d.toolName);
+      ScannedOperation& op = scan_.operations[opIndex];
+      op.operationId = d.operationId;
+      op.dispatch = static_cast<uint32_t>(i);
       notify(opIndex, Role::dispatch, i);
-      opIssue(opIndex, code::event_order_conflict, i);
+      opIssue(opIndex, code::event_order_conflict, e.id);
     } else {
       opIndex = found;
       if (scan_.operations[opIndex].dispatch) {
-        opIssue(opIndex, code::duplicate_dispatch, i);  // the first dispatch stays
+        opIssue(opIndex, code::duplicate_dispatch, e.id);  // the first dispatch stays
         return;
       }
     }
 
-    const uint32_t owner = slots_[r.operationId].opByOperation;
+    const uint64_t oh = hashes.operation;
+    const uint32_t owner = findOperationId(d.operationId, oh);
     if (owner != kEmpty && owner != opIndex) {
-      topIssue(code::duplicate_operation, i);
+      topIssue(code::duplicate_operation, e.id);
       scan_.operations[owner].issueCodes.emplace_back(code::duplicate_operation);
       scan_.operations[opIndex].issueCodes.emplace_back(code::duplicate_operation);
       return;
     }
 
     ScannedOperation& op = scan_.operations[opIndex];
-    OpKeys& keys = keys_[opIndex];
-    if (found != kEmpty) {
-      op.operationId = text(r.operationId);
-      keys.operationId = r.operationId;
-      op.dispatch = static_cast<uint32_t>(i);
-      notify(opIndex, Role::dispatch, i);  // else bound at creation
-    }
-    if (owner == kEmpty) slots_[r.operationId].opByOperation = static_cast<uint32_t>(opIndex);
+    op.operationId = d.operationId;
+    op.dispatch = static_cast<uint32_t>(i);
+    if (found != kEmpty) notify(opIndex, Role::dispatch, i);  // else bound at creation
+    if (owner == kEmpty) bindOperationId(opIndex, oh);
 
-    const EventRow* call = op.call ? &rows_[*op.call] : nullptr;
-    if (keys.toolName != r.dispatchToolName || r.refOperationId != r.operationId ||
-        r.refToolCallId != r.providerToolCallId ||
-        (call != nullptr && !sameExecutionIdentity(*call, r))) {
-      opIssue(opIndex, code::identity_conflict, i);
+    const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
+    if (op.toolName != d.toolName || !optEquals(e.refOperationId, d.operationId) ||
+        !optEquals(e.refToolCallId, d.providerToolCallId) ||
+        (call != nullptr && !sameExecutionIdentity(*call, e))) {
+      opIssue(opIndex, code::identity_conflict, e.id);
     }
-    // A call whose args are not strict JSON has no hash (kNoSym) and cannot authenticate T1.
-    if (call != nullptr && call->argsHash != r.argsHash) {
-      opIssue(opIndex, code::canonical_args_hash_conflict, i);
+    if (call != nullptr) {
+      // A call whose args are not strict JSON has no hash and cannot authenticate T1.
+      if (!call->callArgsHash || *call->callArgsHash != d.canonicalArgsHash) {
+        opIssue(opIndex, code::canonical_args_hash_conflict, e.id);
+      }
     }
     if (op.response) {
-      const EventRow& response = rows_[*op.response];
-      opIssue(opIndex, code::event_order_conflict, i);
-      if (response.refOperationId != r.operationId ||
-          response.refToolCallId != r.providerToolCallId || !sameExecutionIdentity(r, response)) {
-        opIssue(opIndex, code::identity_conflict, *op.response);
+      const RuntimeEvent& response = events_[*op.response];
+      opIssue(opIndex, code::event_order_conflict, e.id);
+      if (!optEquals(response.refOperationId, d.operationId) ||
+          !optEquals(response.refToolCallId, d.providerToolCallId) ||
+          !sameExecutionIdentity(e, response)) {
+        opIssue(opIndex, code::identity_conflict, response.id);
       }
     }
   }
 
   // 7. function_response.
-  void onResponse(size_t i, const EventRow& r) {
-    const uint32_t found = findOp(r.invocation, r.callId);
+  void onResponse(size_t i, const RuntimeEvent& e, uint64_t h) {
+    const uint32_t found = findOp(h, e.invocationId, e.callId);
     if (found == kEmpty) {
-      const size_t op = createOp(i, r.callId, r.toolName);
+      const size_t op = createOp(h, e, e.callId, e.toolName);
       scan_.operations[op].response = static_cast<uint32_t>(i);
       notify(op, Role::response, i);
-      opIssue(op, code::orphan_response, i);
+      opIssue(op, code::orphan_response, e.id);
       return;
     }
     ScannedOperation& op = scan_.operations[found];
     if (op.response) {
-      opIssue(found, code::duplicate_response, i);
+      opIssue(found, code::duplicate_response, e.id);
       return;
     }
     op.response = static_cast<uint32_t>(i);
     notify(found, Role::response, i);
-    const OpKeys& keys = keys_[found];
-    const EventRow* call = op.call ? &rows_[*op.call] : nullptr;
-    if (keys.toolName != r.toolName || call == nullptr || !sameExecutionIdentity(*call, r) ||
-        (keys.operationId != kNoSym &&
-         (r.refOperationId != keys.operationId || r.refToolCallId != keys.callId))) {
-      opIssue(found, code::identity_conflict, i);
+    const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
+    if (op.toolName != e.toolName || call == nullptr || !sameExecutionIdentity(*call, e) ||
+        (op.operationId && (!optEquals(e.refOperationId, *op.operationId) ||
+                            !optEquals(e.refToolCallId, op.toolCallId)))) {
+      opIssue(found, code::identity_conflict, e.id);
     }
   }
 
   // 8. reconcile / decision facts, by payload.operationId only.
-  void onRecoveryFact(size_t i, const EventRow& r) {
-    if (!r.has(EventRow::kToolRecovery)) return;  // the decoder guarantees it for these lanes
-    const uint32_t owner = slots_[r.operationId].opByOperation;
+  void onRecoveryFact(size_t i, const RuntimeEvent& e, uint64_t oh) {
+    if (!e.toolRecovery) return;  // the decoder guarantees it for these lanes
+    const std::string& operationId = e.toolRecovery->operationId;
+    const uint32_t owner = findOperationId(operationId, oh);
     if (owner == kEmpty) {
-      topIssue(code::event_order_conflict, i);
+      topIssue(code::event_order_conflict, e.id);
       return;
     }
     ScannedOperation& op = scan_.operations[owner];
-    if (r.lane == Lane::reconcile_result) {
+    if (e.lane == Lane::reconcile_result) {
       op.reconciles.push_back(i);
     } else {
       op.decisions.push_back(i);
     }
   }
 
-  const LedgerIndex& index_;
-  std::span<const EventRow> rows_;
+  std::span<const RuntimeEvent> events_;
   ScanObserver* observer_;
   LedgerScan scan_;
-  std::vector<OpKeys> keys_;  // parallel to scan_.operations
-  std::vector<SymSlots> slots_;
+  FlatIndex seenIds_;
   FlatIndex spines_{4};
+  FlatIndex byToolCall_;
+  FlatIndex byOperation_;
   size_t spineCache_ = 0;
   bool spineCacheValid_ = false;
+  std::string_view lastInvocation_;
+  bool lastInvocationValid_ = false;
+  uint64_t lastInvocationHash_ = 0;
 };
 
 bool hasExecutionIdentity(const RuntimeEvent& e, const RecoveryOperationIdentity& op) {
@@ -322,18 +354,7 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
 }
 
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer) {
-  auto index = std::make_shared<const LedgerIndex>(LedgerIndex::build(events));
-  LedgerScan scan = scanLedger(events, *index, observer);
-  scan.ownedIndex = std::move(index);  // the operations' views point into it
-  return scan;
-}
-
-LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& index,
-                      ScanObserver* observer) {
-  if (index.size() != events.size()) {
-    throw std::logic_error("scanLedger: the ledger index does not describe the events");
-  }
-  return Scanner(index, observer).run();
+  return Scanner(events, observer).run();
 }
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,

@@ -5,22 +5,20 @@
 //
 // Contract summary:
 //  - scanLedger() makes one pass over the events in physical order. Operations are keyed by
-//    (invocationId, providerToolCallId) as a pair of exact strings (interned symbols;
-//    unambiguous, equivalent to the JSON array encoding of c.2). Every issue is appended to
-//    LedgerScan::issues in detection order; issues that belong to an operation are also recorded
-//    (by code) on that operation, a duplicate_operation on both operations that claim the
-//    operationId (listed once in LedgerScan::issues).
-//  - Indexes in ScannedOperation are positions in the scanned span; its string views point
-//    into the symbol text of the ledger index scanned (kept by the RuntimeLedger, or by the
-//    LedgerScan itself when scanLedger built the index). The scanner never throws on ledger content
-//    and never allocates per event.
+//    (invocationId, providerToolCallId) as a pair of strings (unambiguous, equivalent to the
+//    JSON array encoding of c.2). Every issue is appended to LedgerScan::issues in detection
+//    order; issues that belong to an operation are also recorded (by code) on that operation,
+//    a duplicate_operation on both operations that claim the operationId (listed once in
+//    LedgerScan::issues).
+//  - Indexes and string views in ScannedOperation point into the scanned span; the span must
+//    outlive any use of them. The scanner never throws on ledger content and never allocates per
+//    event.
 //  - interpretRecoveryTail() and validateRecoveryBundle() are the one definition of a valid
 //    recovery bundle (c.4, f.6 step 2); the resolver, projection rebuild and the store's
 //    bundle writer all call them.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,11 +30,8 @@
 
 namespace crashsim::detail {
 
-class LedgerIndex;
-
-// One operation keyed by (invocationId, providerToolCallId). Indexes are positions in the
-// scanned span; string views point into the scanned ledger index's symbol text, which must
-// outlive any use of them (see LedgerScan::ownedIndex).
+// One operation keyed by (invocationId, providerToolCallId). Indexes and string views point
+// into the scanned span (its events' strings), which must outlive the scan.
 struct ScannedOperation {
   std::string_view invocationId;
   std::string_view toolCallId;
@@ -58,18 +53,15 @@ struct LedgerScan {
   // Indexes of every event carrying actions.runtimeProtocol (any lane, duplicates included),
   // recorded in the same pass for the resolver's marker rule (c.1).
   std::vector<size_t> protocolMarkers;
-  // The index scanned, when scanLedger(events) built it (the operations' views point into it);
-  // null when the caller passed its own index.
-  std::shared_ptr<const LedgerIndex> ownedIndex;
 
   bool hasCorruption() const { return !issues.empty(); }
 };
 
 // Optional observer of a scan (the resolver's): told each time an operation's call, dispatch
 // or response is bound, while the bound event is the one being scanned (so an observer that
-// copies from its index row reads memory the scan has just read). Each role of an operation is
-// bound at most once and never rebound; op is the operation right after the binding (a dispatch
-// binds operationId with it). Operations are created in index order, each by its first binding.
+// copies from it reads memory the scan has just read). Each role of an operation is bound at
+// most once and never rebound; op is the operation right after the binding (a dispatch binds
+// operationId with it). Operations are created in index order, each by its first binding.
 class ScanObserver {
  public:
   enum class Role { call, dispatch, response };
@@ -82,11 +74,8 @@ class ScanObserver {
 // The keys the scan links an event to an operation with (c.2): the call id of a
 // function_call / function_response (content.id) or of a tool_dispatch (providerToolCallId),
 // paired with the event's invocationId; and the operation id of a tool_dispatch or of a
-// reconcile_result / recovery_decision fact. Other lanes link to nothing. Used by the store's
-// focused prospective scan to pick the stored events a write's candidates link to; the scan
-// reads the same keys as symbols from an event's index row (EventRow::callId,
-// providerToolCallId, operationId by lane), and every test run cross-checks the two
-// (CRASHSIM_VERIFY_FOCUSED_SCAN compares the focused scan with the whole invocation's).
+// reconcile_result / recovery_decision fact. Other lanes link to nothing. The one definition,
+// used by the scan itself and by the store's focused prospective scan.
 template <class OnCallId, class OnOperationId>
 inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
                                OnOperationId&& onOperationId) {
@@ -111,13 +100,9 @@ inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
   }
 }
 
-// Single pass in physical order (c.2 steps 1–8) over the events' ledger index (every id
-// compared as an interned symbol, recovery/ledger_index.h). The observer, when given, does
-// not change the scan. The first form builds the index of the events; the second takes one
-// already built from exactly these events (RuntimeLedger keeps it), else std::logic_error.
+// Single pass in physical order (c.2 steps 1–8). The observer, when given, does not change
+// the scan.
 LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer = nullptr);
-LedgerScan scanLedger(std::span<const RuntimeEvent> events, const LedgerIndex& index,
-                      ScanObserver* observer = nullptr);
 
 // Recovery-tail interpretation (c.4). Absent (nullopt) when the operation has no recovery
 // facts. Otherwise either a valid completed/parked tail or a corruption code

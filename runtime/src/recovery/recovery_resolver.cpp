@@ -6,8 +6,6 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
-#include "crashsim/runtime_ledger.h"
-#include "recovery/ledger_index.h"
 #include "recovery/ledger_scanner.h"
 
 namespace crashsim {
@@ -29,73 +27,70 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
   return {};
 }
 
-// The decision fields copied from one bound event, read from its index row (c.3: the event
-// ids, the dispatch's recoveryMode and operationId, the response's isError). The copies come
-// from the index's symbol text, which lies in first-appearance order, never from the events'
-// scattered strings.
-void bindEvent(ToolDecision& d, const detail::LedgerIndex& index,
-               const detail::ScannedOperation& op, detail::ScanObserver::Role role,
-               size_t eventIndex) {
+// The decision fields copied from the operation's bound events, one role at a time (c.3: the
+// event ids, the dispatch's recoveryMode and operationId, the response's isError). Called by
+// DecisionBuilder while the scan is on that event.
+void bindEvent(ToolDecision& d, const detail::ScannedOperation& op, detail::ScanObserver::Role role,
+               const RuntimeEvent& e, size_t index) {
   using Role = detail::ScanObserver::Role;
-  const detail::EventRow& r = index.row(eventIndex);
   switch (role) {
     case Role::call:
-      d.callRuntimeEventId = index.text(r.id);
-      d.callIndex = eventIndex;
+      d.callRuntimeEventId = e.id;
+      d.callIndex = index;
       break;
     case Role::dispatch:
-      d.dispatchRuntimeEventId = index.text(r.id);
-      if (r.has(detail::EventRow::kToolDispatch)) d.recoveryMode = index.text(r.recoveryMode);
-      if (op.operationId) d.operationId = index.text(r.operationId);  // bound with it
+      d.dispatchRuntimeEventId = e.id;
+      if (e.toolDispatch) d.recoveryMode = e.toolDispatch->recoveryMode;
+      if (op.operationId) d.operationId = std::string(*op.operationId);  // bound with it
       break;
     case Role::response:
-      d.responseRuntimeEventId = index.text(r.id);
-      d.responseIsError = r.has(detail::EventRow::kIsError);
+      d.responseRuntimeEventId = e.id;
+      d.responseIsError = e.isError;
       break;
   }
 }
 
-// The operation's key fields: its call id, and its tool name when not empty.
-void bindKey(ToolDecision& d, std::string_view toolCallId, std::string_view toolName) {
-  d.toolCallId = toolCallId;
-  if (!toolName.empty()) d.toolName = std::string(toolName);
+// The operation's key fields, set once when the operation is created.
+void bindKey(ToolDecision& d, const detail::ScannedOperation& op) {
+  d.toolCallId = op.toolCallId;
+  if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
 }
 
 // Builds the event-derived fields of every decision during the scan, in operation order: on
-// large ledgers the rows have left the caches long before a second pass over the operations
-// could read them again.
+// large ledgers the scanned events have left the caches (and the TLB) long before a second
+// pass over the operations could copy their ids.
 class DecisionBuilder final : public detail::ScanObserver {
  public:
-  DecisionBuilder(const detail::LedgerIndex& index, std::vector<ToolDecision>& decisions)
-      : index_(index), decisions_(decisions) {}
+  DecisionBuilder(std::span<const RuntimeEvent> events, std::vector<ToolDecision>& decisions)
+      : events_(events), decisions_(decisions) {}
 
   void bound(size_t opIndex, const detail::ScannedOperation& op, Role role,
              size_t eventIndex) override {
     if (opIndex == decisions_.size()) {
-      bindKey(decisions_.emplace_back(), op.toolCallId, op.toolName);  // views of symbol text
+      bindKey(decisions_.emplace_back(), op);
     } else if (opIndex > decisions_.size()) {
       consistent_ = false;  // not the scanner's contract; resolveRecovery rebuilds
       return;
     }
-    bindEvent(decisions_[opIndex], index_, op, role, eventIndex);
+    bindEvent(decisions_[opIndex], op, role, events_[eventIndex], eventIndex);
   }
 
   bool consistent() const { return consistent_; }
 
  private:
-  const detail::LedgerIndex& index_;
+  std::span<const RuntimeEvent> events_;
   std::vector<ToolDecision>& decisions_;
   bool consistent_ = true;
 };
 
 // The same fields from the scan's final operations (fallback; equal by the observer contract).
-void bindAfterScan(ToolDecision& d, const detail::LedgerIndex& index,
+void bindAfterScan(ToolDecision& d, std::span<const RuntimeEvent> events,
                    const detail::ScannedOperation& op) {
   using Role = detail::ScanObserver::Role;
-  bindKey(d, op.toolCallId, op.toolName);
-  if (op.call) bindEvent(d, index, op, Role::call, *op.call);
-  if (op.dispatch) bindEvent(d, index, op, Role::dispatch, *op.dispatch);
-  if (op.response) bindEvent(d, index, op, Role::response, *op.response);
+  bindKey(d, op);
+  if (op.call) bindEvent(d, op, Role::call, events[*op.call], *op.call);
+  if (op.dispatch) bindEvent(d, op, Role::dispatch, events[*op.dispatch], *op.dispatch);
+  if (op.response) bindEvent(d, op, Role::response, events[*op.response], *op.response);
 }
 
 // Decides status, reason and settlement origin of one scanned operation (its event-derived
@@ -153,22 +148,12 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
 }  // namespace
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
-  return detail::resolveRecovery(events, detail::LedgerIndex::build(events));
-}
-
-RecoveryResolution resolveRecovery(const RuntimeLedger& ledger) {
-  return detail::resolveRecovery(ledger.events(), ledger.index());
-}
-
-RecoveryResolution detail::resolveRecovery(std::span<const RuntimeEvent> events,
-                                           const detail::LedgerIndex& index,
-                                           detail::DecisionSink* sink) {
   RecoveryResolution resolution;
   // One decision per operation, created during the scan (at most one operation per event; the
   // same reservation as the scanner's operations: reserved, not touched).
   resolution.decisions.reserve(events.size() / 2 + 1);
-  DecisionBuilder builder(index, resolution.decisions);
-  detail::LedgerScan scan = detail::scanLedger(events, index, &builder);
+  DecisionBuilder builder(events, resolution.decisions);
+  detail::LedgerScan scan = detail::scanLedger(events, &builder);
 
   // c.1 protocol marker: only event 0 may carry it; a late marker never enables it. Marker
   // issues come first, then the scanner's issues in detection order.
@@ -192,21 +177,22 @@ RecoveryResolution detail::resolveRecovery(std::span<const RuntimeEvent> events,
   if (!builder.consistent() || decisions.size() != ops.size()) {
     decisions.clear();
     for (const detail::ScannedOperation& op : ops)
-      bindAfterScan(decisions.emplace_back(), index, op);
+      bindAfterScan(decisions.emplace_back(), events, op);
   }
-  const bool plantCompletedDispatch = planted("resolver_completed_dispatch");
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];
     decide(d, events, ops[k], newProtocol);
-    if (plantCompletedDispatch && d.reason == code::dispatch_without_response) {
-      d.status = std::string(code::completed);  // planted bug: dispatch alone = completed
-      d.reason = std::string(code::matching_response);
-    }
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
-    if (sink != nullptr) sink->decided(d);
   }
-  if (plantCompletedDispatch) anyIndeterminate = false;
+  if (planted("resolver_completed_dispatch")) {  // planted bug: dispatch alone = completed
+    for (ToolDecision& d : resolution.decisions)
+      if (d.reason == code::dispatch_without_response) {
+        d.status = std::string(code::completed);
+        d.reason = std::string(code::matching_response);
+      }
+    anyIndeterminate = false;
+  }
   resolution.hasCorruption = !resolution.issues.empty() || anyCorruption;
   resolution.requiresReconciliation = !resolution.hasCorruption && anyIndeterminate;
   return resolution;

@@ -3,11 +3,9 @@
 #include "crashsim/resume_plan.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
-#include "recovery/ledger_index.h"
 
 namespace crashsim {
 
@@ -53,102 +51,80 @@ void addDiagnostic(std::vector<PlanDiagnostic>& out, std::string_view c,
 
 ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
                            std::optional<uint64_t> expectedRuntimeEventHighWater) {
-  return detail::buildResumePlan(events, detail::LedgerIndex::build(events),
-                                 expectedRuntimeEventHighWater);
-}
-
-ResumePlan buildResumePlan(const RuntimeLedger& ledger,
-                           std::optional<uint64_t> expectedRuntimeEventHighWater) {
-  return detail::buildResumePlan(ledger.events(), ledger.index(), expectedRuntimeEventHighWater);
-}
-
-// The plan reads the resolver's decisions and the ledger index's rows (call ids and tool names
-// as interned symbols); of the events themselves only the call events' args, on access.
-ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
-                                   const detail::LedgerIndex& index,
-                                   std::optional<uint64_t> expectedRuntimeEventHighWater) {
-  using detail::EventRow;
-  using detail::Sym;
   ResumePlan plan;
+  plan.resolution = resolveRecovery(events);
+  const RecoveryResolution& resolution = plan.resolution;
   plan.sourceRuntimeEventHighWater = events.size();
-  const std::span<const EventRow> rows = index.rows();
-  // Reserved, not touched: room for one operation (decision, call group, plan operation) per
-  // call + response pair; vectors grow past it on ledgers of unanswered calls.
-  const size_t maxOperations = rows.size() / 2 + 1;
 
   // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
-  // (both key by the provider call id only), found by the call id's symbol.
-  constexpr uint32_t kNone = detail::FlatIndex::kEmpty;
+  // (both key by the provider call id only). A group's key points at the first event that
+  // carried the call id, so the events pass compares against memory it has just read.
+  using detail::FlatIndex;
+  using detail::hashView;
+  constexpr uint32_t kNone = FlatIndex::kEmpty;
   struct CallGroup {
+    std::string_view callId;
     // Tool names of the non-partial calls seen so far (d.8: a response pairs with ANY earlier
     // call of its name); more than one only when a call id is reused (duplicate_call).
-    Sym callName = detail::kNoSym;
-    std::vector<Sym> moreCallNames;
+    std::string_view callName;
+    std::vector<std::string_view> moreCallNames;
     uint32_t lastOperation = kNone;  // last projected operation with this call id
     bool hasCall = false;
     bool paired = false;
-    bool hasCallNamed(Sym name) const {
+    bool hasCallNamed(std::string_view name) const {
       return hasCall && (callName == name || std::find(moreCallNames.begin(), moreCallNames.end(),
                                                        name) != moreCallNames.end());
     }
   };
   std::vector<CallGroup> groups;
-  groups.reserve(maxOperations);
-  std::vector<uint32_t> groupOfSym(index.symbolCount(), kNone);
-  auto groupOf = [&](Sym callId) -> CallGroup& {
-    uint32_t& g = groupOfSym[callId];
+  groups.reserve(resolution.decisions.size() + 1);
+  FlatIndex groupByCallId(resolution.decisions.size() + 1);
+  auto groupOf = [&](std::string_view callId) -> uint32_t {
+    const uint64_t h = hashView(callId);
+    uint32_t g = groupByCallId.find(h, [&](uint32_t v) {
+      return groups[v].callId.data() == callId.data() || groups[v].callId == callId;
+    });
     if (g == kNone) {
       g = static_cast<uint32_t>(groups.size());
-      groups.emplace_back();
+      groups.push_back(CallGroup{callId, {}, {}, kNone, false, false});
+      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
     }
-    return groups[g];
+    return g;
   };
 
-  // d.4 diagnostics, in the contract's order: the offset mismatch, then one per visible
-  // operation (built with the operations), the resolver's issues, corruption decisions without
-  // a call, and hidden indeterminate operations. The last two carry no detail and depend only
-  // on decisions, so they are counted as the decisions are made.
+  // d.2 operations: decisions with a call that is not hidden, in decision order.
+  plan.operations.reserve(resolution.decisions.size());
+  bool hiddenIndeterminate = false;
+  const std::vector<ToolDecision>& decisions = resolution.decisions;
+  for (size_t k = 0; k < decisions.size(); ++k) {
+    const ToolDecision& d = decisions[k];
+    if (!d.callIndex) continue;
+    const RuntimeEvent& call = events[*d.callIndex];
+    if (call.hidden) {
+      hiddenIndeterminate = hiddenIndeterminate || d.status == code::indeterminate;
+      continue;
+    }
+    PlanOperation& op = plan.operations.emplace_back();
+    op.toolCallId = d.toolCallId;
+    op.toolName = call.toolName;
+    op.args = PlanArgs::ofCall(call);
+    op.status = planStatus(d);
+    op.callRuntimeEventId = *d.callRuntimeEventId;
+    op.responseRuntimeEventId = d.responseRuntimeEventId;
+    op.responseIsError = d.responseIsError;
+    groups[groupOf(call.callId)].lastOperation =
+        static_cast<uint32_t>(plan.operations.size() - 1);
+  }
+
+  // d.4 diagnostics, in the contract's order.
   std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
   if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
     addDiagnostic(diagnostics, code::runtime_offset_mismatch,
                   Json{{"expectedRuntimeEventHighWater", *expectedRuntimeEventHighWater},
                        {"actualRuntimeEventHighWater", static_cast<uint64_t>(events.size())}});
   }
-
-  // d.2 operations: decisions with a call that is not hidden, in decision order, projected
-  // as the resolver makes each decision.
-  plan.operations.reserve(maxOperations);
-  std::vector<Sym> operationToolNames;  // parallel to plan.operations
-  operationToolNames.reserve(maxOperations);
   bool visibleIndeterminate = false;
-  size_t corruptionWithoutCall = 0;
-  size_t hiddenIndeterminate = 0;
-  struct Projector final : detail::DecisionSink {
-    std::function<void(const ToolDecision&)> project;
-    void decided(const ToolDecision& d) override { project(d); }
-  } projector;
-  projector.project = [&](const ToolDecision& d) {
-    if (!d.callIndex) {
-      if (d.status == code::corruption && d.reason != code::orphan_response) {
-        ++corruptionWithoutCall;
-      }
-      return;
-    }
-    const EventRow& call = rows[*d.callIndex];
-    if (call.has(EventRow::kHidden)) {
-      if (d.status == code::indeterminate) ++hiddenIndeterminate;
-      return;
-    }
-    PlanOperation& op = plan.operations.emplace_back();
-    op.toolCallId = d.toolCallId;
-    op.toolName = index.text(call.toolName);
-    op.args = PlanArgs::ofCall(events[*d.callIndex]);
-    op.status = planStatus(d);
-    op.callRuntimeEventId = *d.callRuntimeEventId;
-    op.responseRuntimeEventId = d.responseRuntimeEventId;
-    op.responseIsError = d.responseIsError;
-    operationToolNames.push_back(call.toolName);
-    groupOf(call.callId).lastOperation = static_cast<uint32_t>(plan.operations.size() - 1);
+  for (const PlanOperation& op : plan.operations) {
     if (op.status == code::indeterminate) {
       visibleIndeterminate = true;
       addDiagnostic(diagnostics, code::pending_tool_result);
@@ -159,9 +135,7 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     } else if (op.status == code::parked) {
       addDiagnostic(diagnostics, code::tool_recovery_parked);
     }
-  };
-  plan.resolution = detail::resolveRecovery(events, index, &projector);
-  const RecoveryResolution& resolution = plan.resolution;
+  }
   for (const ResolverIssue& issue : resolution.issues) {
     if (issue.code == code::protocol_marker_invalid || issue.code == code::duplicate_event_id ||
         issue.code == code::semantic_lane_conflict) {
@@ -170,11 +144,18 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
       addDiagnostic(diagnostics, code::tool_ledger_corruption, Json{{"issueCode", issue.code}});
     }
   }
-  for (size_t k = 0; k < corruptionWithoutCall; ++k) {
-    addDiagnostic(diagnostics, code::tool_recovery_corruption);
+  for (const ToolDecision& d : resolution.decisions) {
+    if (d.status == code::corruption && !d.callRuntimeEventId &&
+        d.reason != code::orphan_response) {
+      addDiagnostic(diagnostics, code::tool_recovery_corruption);
+    }
   }
-  for (size_t k = 0; k < hiddenIndeterminate; ++k) {
-    addDiagnostic(diagnostics, code::pending_tool_result);
+  if (hiddenIndeterminate) {
+    for (const ToolDecision& d : resolution.decisions) {
+      if (d.status == code::indeterminate && d.callIndex && events[*d.callIndex].hidden) {
+        addDiagnostic(diagnostics, code::pending_tool_result);
+      }
+    }
   }
 
   // One pass over the events: responses without a projected operation (d.4, last two
@@ -183,16 +164,18 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   // Replay candidates: (event index, call group or kNone for non-tool content).
   std::vector<std::pair<uint32_t, uint32_t>> candidates;
   candidates.reserve(events.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const EventRow& e = rows[i];
-    if (e.has(EventRow::kPartial)) continue;
+  const size_t n = events.size();
+  for (size_t i = 0; i < n; ++i) {
+    const RuntimeEvent& e = events[i];
+    if (e.partial) continue;
     const bool isCall = e.contentKind == ContentKind::function_call;
     const bool isResponse = e.contentKind == ContentKind::function_response;
     if (!isCall && !isResponse) {
-      if (!e.has(EventRow::kHidden)) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
+      if (!e.hidden) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
       continue;
     }
-    CallGroup& group = groupOf(e.callId);
+    const uint32_t g = groupOf(e.callId);
+    CallGroup& group = groups[g];
     if (isCall) {
       if (!group.hasCall) {
         group.callName = e.toolName;
@@ -203,15 +186,15 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
     } else if (group.hasCallNamed(e.toolName)) {
       group.paired = true;
     }
-    if (e.has(EventRow::kHidden)) continue;
-    candidates.emplace_back(static_cast<uint32_t>(i), groupOfSym[e.callId]);
+    if (e.hidden) continue;
+    candidates.emplace_back(static_cast<uint32_t>(i), g);
     if (!isResponse) continue;
     if (group.lastOperation == kNone) {
       addDiagnostic(diagnostics, code::unmatched_tool_result);
-    } else if (operationToolNames[group.lastOperation] != e.toolName) {
+    } else if (const PlanOperation& op = plan.operations[group.lastOperation];
+               op.toolName != e.toolName) {
       addDiagnostic(diagnostics, code::tool_name_mismatch,
-                    Json{{"callToolName", plan.operations[group.lastOperation].toolName},
-                         {"responseToolName", index.text(e.toolName)}});
+                    Json{{"callToolName", op.toolName}, {"responseToolName", e.toolName}});
     }
   }
 
@@ -231,7 +214,7 @@ ResumePlan detail::buildResumePlan(std::span<const RuntimeEvent> events,
   }
 
   // d.6, d.7.
-  plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate > 0;
+  plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate;
   if (plan.requiresVerification) plan.directive = std::string(kResumeDirective);
   plan.disposition =
       plan.rejectionReasons.empty() && !plan.requiresVerification && !resolution.hasCorruption

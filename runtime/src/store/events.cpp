@@ -330,12 +330,9 @@ std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical)
   std::string payload;
   try {
     payload = encodeRuntimeEvent(event);
-    // encodeRuntimeEvent is stableJson of the JSON, so equal JSON re-encodes to equal bytes.
-    // decode(parseJson(payload)), with the parse done by matching the bytes against a copy of
-    // the JSON they came from (the copy becomes exactly the parse; stable_match.cpp).
-    Json parsed = event.json;
-    matchStableJson(payload, parsed);
-    RuntimeEvent back = decodeRuntimeEvent(std::move(parsed));
+    // encodeRuntimeEvent is stableJson of the JSON, so equal JSON re-encodes to equal bytes:
+    // the stored bytes must parse back to the same JSON and decode.
+    RuntimeEvent back = decodeRuntimeEvent(parseJson(payload));
     if (!(back.json == event.json)) throw Error(code::not_losslessly_serializable, "");
     if (canonical != nullptr) *canonical = std::move(back);
   } catch (const Error& e) {

@@ -168,14 +168,6 @@ struct Candidate {
 // decode of the bytes is stored in *canonical when given.
 std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical = nullptr);
 
-// The parse step of the lossless check (stable_match.cpp): `value` must be a copy of the value
-// `text` is the stable JSON of. Verifies, without building a tree from the text, that
-// parseJson(text) has value's structure, keys and strings, and replaces each number of `value`
-// by the parser's value for its token, so afterwards value is exactly parseJson(text).
-// Throws Error(code::not_losslessly_serializable) otherwise, and also for texts parseJson would
-// accept that stable JSON never is (whitespace, unsorted or duplicate keys).
-void matchStableJson(std::string_view text, Json& value);
-
 // Same (sessionId, invocationId, runId, turnId).
 inline bool sameExecutionIdentity(const RuntimeEvent& a, const RuntimeEvent& b) {
   return a.sessionId == b.sessionId && a.invocationId == b.invocationId && a.runId == b.runId &&
