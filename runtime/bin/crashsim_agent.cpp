@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) {
       crashsim::RunSummary s = crashsim::runScenario(scenario, paths, cancel);
       summary = s.toJson();
-      rc = s.status == "completed" ? 0 : 1;
+      rc = s.status == crashsim::code::completed ? 0 : 1;
     } else {
       crashsim::HostStartupOptions startup;
       startup.storeDir = paths.storeDir;
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
       startup.scenario = &scenario;
       const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
       summary = r.toJson();
-      rc = (r.continuation && r.continuation->status != "completed") ? 1 : 0;
+      rc = (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
     }
     std::cout << summary.dump() << std::endl;
     crashsim::failpoints::writeHitCountsIfRequested();

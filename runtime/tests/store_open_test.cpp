@@ -21,13 +21,17 @@ TEST(StoreOpenTest, CreatesDirectoryAndSetsPragmas) {
   EXPECT_EQ(pragma(s->handle(), "PRAGMA wal_autocheckpoint"), "16384");
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(s->integrityCheck(), "ok");
-  for (const char* cap : {"runtime_recovery_authority", "runtime_continuation_authority",
-                          "runtime_workspace_version_authority"}) {
+  for (const char* cap : {"runtime_recovery_authority", "runtime_continuation_authority"}) {
     EXPECT_EQ(pragma(s->handle(), std::string("SELECT version FROM runtime_capabilities WHERE "
                                               "capability = '") +
                                       cap + "'"),
               "1");
   }
+  // Nothing here implements the workspace version authority, so the store never claims it.
+  EXPECT_EQ(pragma(s->handle(),
+                   "SELECT count(*) FROM runtime_capabilities WHERE capability = "
+                   "'runtime_workspace_version_authority'"),
+            "0");
 }
 
 TEST(StoreOpenTest, SynchronousOptionIsApplied) {
@@ -92,10 +96,17 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
     s->commitTerminalEvent(terminalEvent(id, "end-1", 1500));
     ledger = s->ledgerHash();
   }
-  // What a version-1 store looks like: no partial index over terminal facts.
-  rawSql(dir.db(), "DROP INDEX runtime_events_terminal; PRAGMA user_version = 1;");
+  // What a version-1 store looks like: no partial index over terminal facts, and the
+  // workspace version authority advertised.
+  rawSql(dir.db(),
+         "DROP INDEX runtime_events_terminal; INSERT INTO runtime_capabilities (capability, "
+         "version) VALUES ('runtime_workspace_version_authority', 1); PRAGMA user_version = 1;");
   auto s = RuntimeStore::open(dir.path);
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
+  EXPECT_EQ(pragma(s->handle(),
+                   "SELECT count(*) FROM runtime_capabilities WHERE capability = "
+                   "'runtime_workspace_version_authority'"),
+            "0");
   EXPECT_EQ(pragma(s->handle(),
                    "SELECT count(*) FROM sqlite_master WHERE name = "
                    "'runtime_events_terminal'"),

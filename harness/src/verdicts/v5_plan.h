@@ -2,9 +2,10 @@
 //
 // Proves: the plan this process computes for every run of a store (read through the store)
 // equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
-// resolve`: the export, the decoder and the planner's determinism), and Phase 0 and the store-reading Phase 1 planner change no table (every table digested
-// with plain SQLite, outside the runtime). Cannot see: a plan that is wrong the same way in both
-// processes (V4 and V8 judge what it leads to).
+// resolve`: the export, the decoder and the planner's determinism), and Phase 0 and the
+// store-reading Phase 1 planner change no table (every table digested with plain SQLite, outside
+// the runtime). Cannot see: a plan that is wrong the same way in both processes (V4 and V8 judge
+// what it leads to).
 #pragma once
 
 #include <filesystem>

@@ -35,7 +35,7 @@ struct sqlite3;
 
 namespace crashsim {
 
-inline constexpr int kSchemaVersion = 2;  // our own numbering (spec f.2 tables we need)
+inline constexpr int kSchemaVersion = 3;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
   // Never writes a byte of the store directory and never migrates or repairs: with a WAL and

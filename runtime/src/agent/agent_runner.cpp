@@ -79,7 +79,7 @@ RunSummary AgentRunner::runFresh(const RunIdentity& id) {
   header.runId = id.runId;
   header.invocationId = id.invocationId;
   header.turnId = id.turnId;
-  header.status = "running";
+  header.status = code::running;
   header.createdAt = header.updatedAt = clock_.now();
   header.workspaceIdentity = tools_.workspace().identity;
   header.cwd = tools_.workspace().root.string();
@@ -93,8 +93,8 @@ RunSummary AgentRunner::runFresh(const RunIdentity& id) {
 RunSummary AgentRunner::runContinuation(const RunHeader& targetHeader,
                                         const std::vector<RuntimeEvent>& replayHistory) {
   RunHeader header = targetHeader;
-  if (header.status != "running") {
-    header.status = "running";
+  if (header.status != code::running) {
+    header.status = code::running;
     header.updatedAt = clock_.now();
     store_.updateRunHeader(header);
   }
@@ -118,7 +118,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
     bool deliveredResults = false;
     for (size_t stepOrdinal = 1;; ++stepOrdinal) {
       if (cancel_.cancelled()) {
-        end = TurnEnd{"cancelled", std::nullopt, cancel_.reason(), "user"};
+        end = TurnEnd{std::string(code::cancelled), std::nullopt, cancel_.reason(), "user"};
         break;
       }
       if (deliveredResults) CRASHSIM_FAILPOINT(P7);
@@ -132,7 +132,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
           store_.append(text);
           history.push_back(text);
         }
-        end = TurnEnd{"completed", std::nullopt, std::nullopt, std::nullopt};
+        end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt, std::nullopt};
         break;
       }
       CRASHSIM_FAILPOINT(P0);
@@ -156,12 +156,13 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
       deliveredResults = true;
     }
   } catch (const Error& e) {
-    end = TurnEnd{"failed", e.code(), e.what(), std::nullopt};
+    end = TurnEnd{std::string(code::failed), e.code(), e.what(), std::nullopt};
     summary.errorCode = e.code();
     summary.errorMessage = e.what();
   } catch (const std::exception& e) {
-    end = TurnEnd{"failed", std::string("agent_error"), e.what(), std::nullopt};
-    summary.errorCode = "agent_error";
+    end =
+        TurnEnd{std::string(code::failed), std::string(code::agent_error), e.what(), std::nullopt};
+    summary.errorCode = code::agent_error;
     summary.errorMessage = e.what();
   }
   commitTurnTerminal(header, end);
@@ -229,11 +230,11 @@ void AgentRunner::commitTurnTerminal(RunHeader& header, const TurnEnd& end) {
   fact.eventId = header.invocationId + "_terminal";
   fact.ts = clock_.now();
   fact.status = end.status;
-  if (end.status == "failed") {
-    fact.failureClass = end.failureClass.value_or("agent_error");
+  if (end.status == code::failed) {
+    fact.failureClass = end.failureClass.value_or(std::string(code::agent_error));
     fact.message = end.message;
   }
-  if (end.status == "cancelled") fact.abortSource = end.abortSource.value_or("user");
+  if (end.status == code::cancelled) fact.abortSource = end.abortSource.value_or("user");
   header = commitTerminalFacts(store_, header, terminalEvent(header, fact));
 }
 

@@ -195,7 +195,7 @@ bool HostStartupReport::blocked() const {
     if (r.value("action", "") == "deferred_reconcile") return true;
   for (const ContinuationPlan& p : plans)
     if (!p.isContinue() && !nothingToContinue(p)) return true;
-  return continuation && continuation->status != "completed";
+  return continuation && continuation->status != code::completed;
 }
 
 Json HostStartupReport::toJson() const {
@@ -308,7 +308,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   }
   Json done = ids;
   done["status"] = report.continuation->status;
-  if (report.continuation->status == "completed") {
+  if (report.continuation->status == code::completed) {
     lifecycle.write("execution_completed", plan, done);
   } else {
     done["errorClass"] = report.continuation->errorCode.value_or(report.continuation->status);

@@ -29,7 +29,7 @@ bool isDigest(const std::string& s) {
 
 Json expectedSourceV2(const ContinuationClaim& claim) {
   PrefixIdentity src = claim.sourceIdentity();
-  return Json{{"protocol", "continuation_source_v2"},
+  return Json{{"protocol", std::string(code::continuation_source_v2)},
               {"claimId", claim.claimId},
               {"boundaryDigest", claim.boundaryDigest},
               {"sourceInvocationId", src.invocationId},
@@ -160,7 +160,7 @@ void validateClaimTarget(const ContinuationClaim& claim) {
   const PrefixIdentity& t = claim.target;
   const RunHeader& h = claim.targetRunHeader;
   if (!sameIdentity(identityOf(h), t)) invalidClaim("continuation target header ids differ");
-  if (h.status != "created") invalidClaim("continuation target header must be created");
+  if (h.status != code::created) invalidClaim("continuation target header must be created");
   if (h.createdAt != claim.claimedAt || h.updatedAt != claim.claimedAt) {
     invalidClaim("continuation target header times must equal claimedAt");
   }

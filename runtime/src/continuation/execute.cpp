@@ -92,7 +92,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   // 1. in-process uniqueness, active runs, capability.
   InProgress guard(plan.sessionId);
   for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
-    if (h.status == "running") {
+    if (h.status == code::running) {
       throw Error(code::run_active,
                   "Cannot continue while another run is active (" + h.runId + ")");
     }
@@ -197,13 +197,13 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   th.runId = plan.runId;
   th.invocationId = plan.invocationId;
   th.turnId = plan.turnId;
-  th.status = "created";
+  th.status = code::created;
   th.createdAt = th.updatedAt = claimedAt;
   th.workspaceIdentity = plan.safetySnapshot.workspaceIdentity;
   if (!host.currentCwd.empty()) th.cwd = host.currentCwd;
   th.parentRunId = plan.sourceRunId;
   th.parentTurnId = plan.sourceTurnId;
-  th.continuationSource = Json{{"protocol", "continuation_source_v2"},
+  th.continuationSource = Json{{"protocol", std::string(code::continuation_source_v2)},
                                {"claimId", plan.claimId},
                                {"boundaryDigest", claim.boundaryDigest},
                                {"sourceInvocationId", plan.sourceInvocationId},
@@ -225,7 +225,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
     }
     if (!h.continuationSource || !h.continuationSource->is_object()) continue;
     const Json& s = *h.continuationSource;
-    if (s.value("protocol", "") != "continuation_source_v2" &&
+    if (s.value("protocol", "") != code::continuation_source_v2 &&
         s.value("sourceRunId", Json()) == plan.sourceRunId &&
         s.value("sourceRuntimeEventHighWater", Json()) == Json(plan.sourceRuntimeEventHighWater)) {
       reval(code::continuation_claim_conflict, "a legacy continuation records the same boundary");

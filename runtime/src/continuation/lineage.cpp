@@ -50,12 +50,12 @@ bool terminalRepairSucceeded(const RunHeader& header, const std::vector<RuntimeE
   const RuntimeEvent& t = events.back();
   std::optional<std::string> st = terminalFactStatus(t, header);
   if (!st || *st != header.status) return false;
-  if (header.status == "failed") {
+  if (header.status == code::failed) {
     auto fc = terminalFailureClass(t, nullptr);
     if (fc && header.failureClass && *fc != *header.failureClass) return false;
     if (!header.failureClass) return false;
   }
-  if (header.status == "cancelled") {
+  if (header.status == code::cancelled) {
     auto as = terminalAbortSource(t, nullptr);
     if (as && header.abortSource && *as != *header.abortSource) return false;
     if (!header.abortSource && !as) return false;
@@ -73,7 +73,8 @@ const Json* startOf(const ImmutablePrefix& p) {
 }
 
 bool isV2(const Json& src) {
-  return src.is_object() && src.contains("protocol") && src["protocol"] == "continuation_source_v2";
+  return src.is_object() && src.contains("protocol") &&
+         src["protocol"] == std::string(code::continuation_source_v2);
 }
 
 std::string str(const Json& j, const char* k) {

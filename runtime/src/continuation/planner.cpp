@@ -394,7 +394,7 @@ ContinuationPlan planLatestContinuation(RuntimeStore& store,
                                         const ContinuationHost& host) {
   if (planted("planner_touches_header")) {  // planted bug: the read-only planner writes (V5)
     for (RunHeader h : store.listRuns(sessionId))
-      if (h.status == "running") {
+      if (h.status == code::running) {
         h.updatedAt += 1;
         store.updateRunHeader(h);
       }
@@ -411,7 +411,7 @@ ContinuationPlan planLatestContinuation(RuntimeStore& store,
   const RunHeader* best = nullptr;
   for (const RunHeader& h : runs) {
     const bool inline_ = !h.parentRunId || h.continuationSource.has_value();
-    if (!inline_ || (h.status != "failed" && h.status != "cancelled")) continue;
+    if (!inline_ || (h.status != code::failed && h.status != code::cancelled)) continue;
     if (!best || h.createdAt > best->createdAt ||
         (h.createdAt == best->createdAt && h.runId > best->runId)) {
       best = &h;

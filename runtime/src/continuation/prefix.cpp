@@ -100,14 +100,14 @@ ImmutablePrefix readImmutablePrefix(RuntimeStore& store, const PrefixIdentity& i
 }
 
 Json BoundaryCursor::toJson() const {
-  return Json{{"protocol", "runtime_boundary_cursor_v1"},
+  return Json{{"protocol", std::string(code::runtime_boundary_cursor_v1)},
               {"segments", segments},
               {"manifestDigest", manifestDigest}};
 }
 
 BoundaryCursor BoundaryCursor::fromJson(const Json& j) {
   if (!j.is_object() || j.size() != 3 || !j.contains("protocol") ||
-      j["protocol"] != "runtime_boundary_cursor_v1" || !j.contains("segments") ||
+      j["protocol"] != std::string(code::runtime_boundary_cursor_v1) || !j.contains("segments") ||
       !j["segments"].is_array() || j["segments"].empty() || !j.contains("manifestDigest") ||
       !j["manifestDigest"].is_string()) {
     throw Error(code::continuation_claim_invalid, "invalid runtime boundary cursor");

@@ -17,7 +17,7 @@ RuntimeEvent repairTerminalEvent(const ContinuationClaim& claim, const RunHeader
   TerminalFact fact;
   fact.eventId = deriveContinuationRepairId("terminal", claim.claimId);
   fact.ts = std::max(startTs + 1, claim.claimedAt + 1);
-  fact.status = "failed";
+  fact.status = code::failed;
   fact.failureClass = fc;
   fact.message = "Continuation was abandoned before provider dispatch.";
   fact.recovered = true;
@@ -84,7 +84,7 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
     act.actions.push_back("repair_terminal");
     if (!dryRun) store.append(terminal);
   }
-  if (header->status != "failed") {
+  if (header->status != code::failed) {
     if (isTerminalRunStatus(header->status)) {
       repairFail("target header of claim " + claim.claimId + " is terminal with another status");
     }

@@ -230,7 +230,8 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
 
 std::string manifestDigest(const Json& segments) {
   if (!segments.is_array()) {
-    const Json manifest = {{"protocol", "runtime_boundary_cursor_v1"}, {"segments", segments}};
+    const Json manifest = {{"protocol", std::string(code::runtime_boundary_cursor_v1)},
+                           {"segments", segments}};
     std::string bytes;
     appendLp(bytes, "maka.runtime-boundary-manifest.v1");
     appendLp(bytes, stableJson(manifest));

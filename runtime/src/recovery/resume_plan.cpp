@@ -112,8 +112,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
     op.responseIsError = d.responseIsError;
-    groups[groupOf(call.callId)].lastOperation =
-        static_cast<uint32_t>(plan.operations.size() - 1);
+    groups[groupOf(call.callId)].lastOperation = static_cast<uint32_t>(plan.operations.size() - 1);
   }
 
   // d.4 diagnostics, in the contract's order.

@@ -114,10 +114,10 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
     if (!st) ambiguous(h, "terminal " + t.id + " has no terminal status");
     if (!terminalFactStatus(t, h)) {
       ambiguous(h, *st + " terminal " + t.id +
-                       (*st == "failed" ? " has no failure class" : " has no abort source"));
+                       (*st == code::failed ? " has no failure class" : " has no abort source"));
     }
     a.status = *st;
-    if (*st == "failed") a.failureClass = terminalFailureClass(t, &h);
+    if (*st == code::failed) a.failureClass = terminalFailureClass(t, &h);
     if (isTerminalRunStatus(h.status)) {
       if (h.status != *st) {
         ambiguous(h, "header status " + h.status + " contradicts terminal " + t.id);
@@ -149,8 +149,9 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
     a.action = "append_terminal_fact";
     a.status = h.status;
     a.failureClass = h.failureClass;
-    if (h.status == "failed" && !h.failureClass) ambiguous(h, "failed header has no failure class");
-    if (h.status == "cancelled" && !h.abortSource) {
+    if (h.status == code::failed && !h.failureClass)
+      ambiguous(h, "failed header has no failure class");
+    if (h.status == code::cancelled && !h.abortSource) {
       ambiguous(h, "cancelled header has no abort source");
     }
     if (dryRun) return a;
@@ -169,14 +170,14 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
   // Neither: classify and recover.
   const std::string reason = classify(stored);
   a.action = "recover_terminal";
-  a.status = "failed";
+  a.status = code::failed;
   a.recoveryReason = reason;
   a.failureClass = std::string(code::app_restarted);
   if (dryRun) return a;
   TerminalFact fact;
   fact.eventId = id;
   fact.ts = nextTs(h, stored);
-  fact.status = "failed";
+  fact.status = code::failed;
   fact.failureClass = std::string(code::app_restarted);
   fact.message = "Run did not reach a terminal fact before the runtime restarted (" + reason + ")";
   fact.recovered = true;
@@ -185,7 +186,7 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
   // app_restarted (V7 checks the classification; V3 sees the continuation that never comes).
   if (planted("repair_seals_finished_run_completed") &&
       reason == code::model_stream_completed_without_runtime_terminal) {
-    fact.status = "completed";
+    fact.status = code::completed;
     fact.failureClass.reset();
     fact.message.reset();
   }

@@ -132,7 +132,7 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
       j.op = opIndex;
       journals.push_back(std::move(j));
     };
-    add(*sop.dispatch, td.operationId + "_prepared", "prepared", false);
+    add(*sop.dispatch, td.operationId + "_prepared", std::string(code::prepared), false);
     int64_t tailEntries = 0;
     if (sop.response) row.resultEventId = events[*sop.response].id;
     if (tail) {
@@ -142,17 +142,17 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
         add(*tail->outcome, td.operationId + "_outcome", "outcome_committed", false);
         ++tailEntries;
       }
-      const bool completed = tail->disposition == "completed";
+      const bool completed = tail->disposition == code::completed;
       add(*tail->decision, events[*tail->decision].id + "_journal",
           completed ? "recovery_completed" : "recovery_parked", true);
       ++tailEntries;
-      row.currentState = completed ? "recovery_completed" : "recovery_parked";
+      row.currentState = completed ? code::recovery_completed : code::recovery_parked;
     } else if (sop.response) {
       add(*sop.response, td.operationId + "_outcome", "outcome_committed", false);
       ++tailEntries;
-      row.currentState = "outcome_committed";
+      row.currentState = code::outcome_committed;
     } else {
-      row.currentState = "prepared";
+      row.currentState = code::prepared;
     }
     row.version = 1 + tailEntries;
     ops.push_back(std::move(row));

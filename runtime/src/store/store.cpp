@@ -141,13 +141,20 @@ constexpr const char* kSchemaV2 = R"SQL(
 CREATE INDEX runtime_events_terminal ON runtime_events (session_id, run_id) WHERE is_terminal = 1;
 )SQL";
 
-// migrations[i] brings the schema from version i to i+1.
-constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2};
+// Schema version 3: the store stops advertising runtime_workspace_version_authority, which
+// version 1 wrote but nothing implements (spec f.1 lists it; its tables are outside the
+// contract this runtime implements, so claiming it would be a lie to other readers).
+constexpr const char* kSchemaV3 = R"SQL(
+DELETE FROM runtime_capabilities WHERE capability = 'runtime_workspace_version_authority';
+)SQL";
+
+// migrations[i] brings the schema from version i to i+1. A migration, once shipped, is never
+// edited: a change is a new one.
+constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 constexpr const char* kCapabilities[] = {"runtime_recovery_authority",
-                                         "runtime_continuation_authority",
-                                         "runtime_workspace_version_authority"};
+                                         "runtime_continuation_authority"};
 
 int64_t readUserVersion(Connection& c) {
   auto st = c.prepare("PRAGMA user_version");
@@ -302,7 +309,7 @@ RunHeader RunHeader::fromJson(const Json& j) {
   h.invocationId = str("invocationId");
   h.turnId = str("turnId");
   h.status = str("status");
-  if (h.status != "created" && h.status != "running" && !isTerminalRunStatus(h.status)) {
+  if (h.status != code::created && h.status != code::running && !isTerminalRunStatus(h.status)) {
     throw Error(code::invalid_enum, "run header status " + h.status);
   }
   h.createdAt = num("createdAt");

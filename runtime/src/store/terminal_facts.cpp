@@ -28,19 +28,19 @@ std::optional<std::string> stringAt(const Json& j, std::initializer_list<const c
 }  // namespace
 
 bool isTerminalRunStatus(std::string_view s) {
-  return s == "completed" || s == "failed" || s == "cancelled";
+  return s == code::completed || s == code::failed || s == code::cancelled;
 }
 
 std::optional<std::string> terminalRunStatusOf(const RuntimeEvent& e) {
   if (e.partial || !e.status) return std::nullopt;
   switch (*e.status) {
     case EventStatus::completed:
-      return "completed";
+      return std::string(code::completed);
     case EventStatus::failed:
-      return "failed";
+      return std::string(code::failed);
     case EventStatus::aborted:
     case EventStatus::cancelled:
-      return "cancelled";
+      return std::string(code::cancelled);
     default:
       return std::nullopt;
   }
@@ -67,8 +67,8 @@ std::optional<std::string> terminalAbortSource(const RuntimeEvent& e, const RunH
 std::optional<std::string> terminalFactStatus(const RuntimeEvent& e, const RunHeader& header) {
   std::optional<std::string> st = terminalRunStatusOf(e);
   if (!st) return std::nullopt;
-  if (*st == "failed" && !terminalFailureClass(e, &header)) return std::nullopt;
-  if (*st == "cancelled" && !terminalAbortSource(e, &header)) return std::nullopt;
+  if (*st == code::failed && !terminalFailureClass(e, &header)) return std::nullopt;
+  if (*st == code::cancelled && !terminalAbortSource(e, &header)) return std::nullopt;
   return st;
 }
 
@@ -88,12 +88,12 @@ RuntimeEvent terminalEvent(const RunHeader& run, const TerminalFact& fact) {
   Json delta = Json::object();
   if (fact.recovered) delta["recovered"] = true;
   if (fact.recoveryReason) delta["recoveryReason"] = *fact.recoveryReason;
-  if (fact.status == "completed") {
-    e["status"] = "completed";
-  } else if (fact.status == "failed") {
+  if (fact.status == code::completed) {
+    e["status"] = std::string(code::completed);
+  } else if (fact.status == code::failed) {
     if (!fact.failureClass || fact.failureClass->empty())
       throw Error(code::terminal_event_required, "a failed terminal fact needs a failure class");
-    e["status"] = "failed";
+    e["status"] = std::string(code::failed);
     delta["failureClass"] = *fact.failureClass;
     e["content"] = Json{{"kind", "error"},
                         {"code", *fact.failureClass},
@@ -102,7 +102,7 @@ RuntimeEvent terminalEvent(const RunHeader& run, const TerminalFact& fact) {
   } else {
     if (!fact.abortSource || fact.abortSource->empty())
       throw Error(code::terminal_event_required, "a cancelled terminal fact needs an abort source");
-    e["status"] = fact.recovered ? "aborted" : "cancelled";
+    e["status"] = std::string(fact.recovered ? code::aborted : code::cancelled);
     delta["abortSource"] = *fact.abortSource;
   }
   Json actions = Json{{"endInvocation", true}};
@@ -122,13 +122,13 @@ RunHeader terminalHeader(const RunHeader& run, const RuntimeEvent& terminal) {
   h.status = *st;
   h.updatedAt = std::max(run.updatedAt, terminal.ts);
   h.completedAt = terminal.ts;
-  if (*st == "failed") {
+  if (*st == code::failed) {
     h.failureClass = terminalFailureClass(terminal, &run);
     if (terminal.contentKind == ContentKind::error) {
       if (auto m = stringAt(terminal.json, {"content", "message"})) h.failureMessage = m;
     }
   }
-  if (*st == "cancelled") h.abortSource = terminalAbortSource(terminal, &run);
+  if (*st == code::cancelled) h.abortSource = terminalAbortSource(terminal, &run);
   return h;
 }
 

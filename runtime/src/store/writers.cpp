@@ -213,11 +213,11 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
   op.turnId = call.turnId;
   op.canonicalArgsHash = in.canonicalArgsHash;
   op.recoveryMode = in.recoveryMode;
-  store_detail::insertJournal(c, in.journalEventId, op, "prepared", dispatch.id, std::nullopt,
-                              in.committedAt);
+  store_detail::insertJournal(c, in.journalEventId, op, std::string(code::prepared), dispatch.id,
+                              std::nullopt, in.committedAt);
   op.providerToolCallId = in.providerToolCallId;
   op.toolName = in.toolName;
-  op.currentState = "prepared";
+  op.currentState = code::prepared;
   op.callEventId = call.id;
   op.dispatchEventId = dispatch.id;
   op.version = 1;
@@ -277,7 +277,7 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
                                                   " outcome compare-and-set failed (state " +
                                                   op.currentState + ")");
   }
-  op.currentState = "outcome_committed";
+  op.currentState = code::outcome_committed;
   op.resultEventId = cand.event->id;
   op.version += 1;
   return seq;
@@ -359,15 +359,15 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   auto cands = store_detail::checkCandidates(tx, Writer::bundle, evs);
   Candidate& rc = cands.front();
   Candidate& dc = cands.back();
-  const bool completed = in.decision.toolRecovery->disposition == "completed";
+  const bool completed = in.decision.toolRecovery->disposition == code::completed;
   bool allExist = true;
   for (auto& cd : cands) allExist = allExist && cd.exists;
   // 5. settled operation: only an exact retry converges.
-  if (op->currentState != "prepared" || op->resultEventId) {
+  if (op->currentState != code::prepared || op->resultEventId) {
     const bool exact =
-        allExist && (completed ? (op->currentState == "recovery_completed" && outcome &&
+        allExist && (completed ? (op->currentState == code::recovery_completed && outcome &&
                                   op->resultEventId == outcome->id)
-                               : (op->currentState == "recovery_parked" && !op->resultEventId));
+                               : (op->currentState == code::recovery_parked && !op->resultEventId));
     if (exact) return {false, dc.existingSeq};
     throw Error(
         code::recovery_bundle_already_settled,

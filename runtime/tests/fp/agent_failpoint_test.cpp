@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent_process.h"
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
@@ -53,11 +54,7 @@ struct Sandbox {
   bool keep = false;
 };
 
-struct ChildResult {
-  bool exited = false;
-  int exitCode = -1;
-  bool signaled = false;
-  int signal = 0;
+struct ChildResult : testutil::AgentExit {
   std::optional<Json> control;  // the control line, when armed
 };
 
@@ -66,55 +63,13 @@ struct ChildResult {
 ChildResult runAgent(const std::vector<std::string>& args,
                      const std::vector<std::pair<std::string, std::string>>& env, bool armed,
                      const fs::path& logFile) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) throw std::runtime_error("pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork");
-  if (pid == 0) {
-    ::close(pipefd[0]);
-    const int log = ::open(logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (log >= 0) {
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-    }
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
-    std::vector<char*> argv;
-    std::string exe = kAgent.string();
-    argv.push_back(exe.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(pipefd[1]);
+  testutil::AgentProcess child(kAgent, args, env, logFile);
   ChildResult result;
   if (armed) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (line.find('\n') == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      pollfd p{pipefd[0], POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      char buf[256];
-      const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
-      if (n <= 0) break;  // EOF: the child exited without reaching the failpoint
-      line.append(buf, static_cast<size_t>(n));
-    }
-    if (line.find('\n') != std::string::npos)
-      result.control = Json::parse(line.substr(0, line.find('\n')));
-    ::kill(pid, SIGKILL);
+    result.control = child.waitForControlLine(std::chrono::seconds(30));
+    child.kill();
   }
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exited = WIFEXITED(status);
-  if (result.exited) result.exitCode = WEXITSTATUS(status);
-  result.signaled = WIFSIGNALED(status);
-  if (result.signaled) result.signal = WTERMSIG(status);
+  static_cast<testutil::AgentExit&>(result) = child.reap();
   return result;
 }
 
@@ -393,32 +348,11 @@ TEST(AgentHost, SecondHostOnALiveStoreIsRefusedAndTheLockDiesWithItsOwner) {
   Sandbox box;
   const fs::path file = kScenarioDir / "bash-touch-marker.json";
   seed(box, file);
-  int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
-  const pid_t owner = ::fork();
-  ASSERT_GE(owner, 0);
-  if (owner == 0) {
-    ::close(pipefd[0]);
-    ::setenv("CRASHSIM_ARM", "P2:1", 1);
-    ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
-    std::vector<std::string> args = runArgs(box, file);
-    std::string exe = kAgent.string();
-    std::vector<char*> argv{exe.data()};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(pipefd[1]);
-  std::string line;
-  char buf[256];
-  pollfd p{pipefd[0], POLLIN, 0};
-  while (line.find('\n') == std::string::npos && ::poll(&p, 1, 30000) > 0) {
-    const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
-    if (n <= 0) break;
-    line.append(buf, static_cast<size_t>(n));
-  }
-  ASSERT_NE(line.find("\"P2\""), std::string::npos) << line;
+  testutil::AgentProcess owner(kAgent, runArgs(box, file), {{"CRASHSIM_ARM", "P2:1"}},
+                               box.base / "owner.log");
+  const std::optional<Json> line = owner.waitForControlLine(std::chrono::seconds(30));
+  ASSERT_TRUE(line.has_value());
+  ASSERT_EQ((*line)["failpoint"], "P2") << line->dump();
   auto store = RuntimeStore::open(box.store());
   const std::string before = store->ledgerHash();
   store.reset();
@@ -432,11 +366,8 @@ TEST(AgentHost, SecondHostOnALiveStoreIsRefusedAndTheLockDiesWithItsOwner) {
   text << log.rdbuf();
   EXPECT_NE(text.str().find("host_already_active"), std::string::npos) << text.str();
   EXPECT_EQ(RuntimeStore::open(box.store())->ledgerHash(), before);
-  ::kill(owner, SIGKILL);
-  int status = 0;
-  ::waitpid(owner, &status, 0);
-  ::close(pipefd[0]);
-  EXPECT_TRUE(WIFSIGNALED(status));
+  owner.kill();
+  EXPECT_TRUE(owner.reap().signaled);
   auto third = runAgent(recover, {}, false, box.base / "third.log");
   EXPECT_TRUE(third.exited);
   EXPECT_EQ(third.exitCode, 0);

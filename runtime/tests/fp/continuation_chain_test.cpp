@@ -29,6 +29,7 @@
 #include <random>
 #include <sstream>
 
+#include "agent_process.h"
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
@@ -71,9 +72,7 @@ std::string readFile(const fs::path& p) {
 
 enum class Kill { none, block, self };
 
-struct ChildResult {
-  bool exited = false, signaled = false;
-  int exitCode = -1, signal = 0;
+struct ChildResult : testutil::AgentExit {
   std::optional<Json> control;  // the failpoint's control line
   Json report;                  // the last JSON line on stdout (normal exit)
 };
@@ -84,59 +83,19 @@ struct ChildResult {
 ChildResult agent(const Sandbox& box, const std::string& command, const std::string& arm, Kill kill,
                   const std::string& logName) {
   const fs::path log = box.base / (logName + ".log");
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) throw std::runtime_error("pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork");
-  if (pid == 0) {
-    ::close(pipefd[0]);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::unsetenv("CRASHSIM_ARM");
-    ::unsetenv("CRASHSIM_FAILPOINT_MODE");
-    if (!arm.empty()) ::setenv("CRASHSIM_ARM", arm.c_str(), 1);
-    if (kill == Kill::self) ::setenv("CRASHSIM_FAILPOINT_MODE", "self", 1);
-    ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
-    std::vector<std::string> args{kAgent.string(), command};
-    if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
-    args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", kScenario.string()});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(pipefd[1]);
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!arm.empty()) env.emplace_back("CRASHSIM_ARM", arm);
+  if (kill == Kill::self) env.emplace_back("CRASHSIM_FAILPOINT_MODE", "self");
+  std::vector<std::string> args{command};
+  if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
+  args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", kScenario.string()});
+  testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
   ChildResult r;
   if (kill != Kill::none) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (line.find('\n') == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      pollfd p{pipefd[0], POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      char buf[256];
-      const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
-      if (n <= 0) break;  // EOF: exited (or died) without a control line
-      line.append(buf, static_cast<size_t>(n));
-    }
-    if (line.find('\n') != std::string::npos) {
-      r.control = Json::parse(line.substr(0, line.find('\n')));
-    }
-    if (kill == Kill::block) ::kill(pid, SIGKILL);
+    r.control = child.waitForControlLine(std::chrono::seconds(60));
+    if (kill == Kill::block) child.kill();
   }
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exited = WIFEXITED(status);
-  if (r.exited) r.exitCode = WEXITSTATUS(status);
-  r.signaled = WIFSIGNALED(status);
-  if (r.signaled) r.signal = WTERMSIG(status);
+  static_cast<testutil::AgentExit&>(r) = child.reap();
   std::istringstream out(readFile(log));
   std::string line, last;
   while (std::getline(out, line)) {

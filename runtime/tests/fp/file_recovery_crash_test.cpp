@@ -27,6 +27,7 @@
 #include <random>
 #include <sstream>
 
+#include "agent_process.h"
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
@@ -119,64 +120,22 @@ void expectRebuildReproduces(RuntimeStore& s) {
   EXPECT_EQ(s.listJournal(), journal);
 }
 
-struct ChildResult {
-  bool exited = false, signaled = false;
-  int exitCode = -1, signal = 0;
+struct ChildResult : testutil::AgentExit {
   bool reachedFailpoint = false;
 };
 
 // crashsim-agent <args>; when `arm` is set, waits for the control line, SIGKILLs and reaps.
 ChildResult runAgent(const std::vector<std::string>& args, const std::string& arm,
                      const fs::path& log) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) throw std::runtime_error("pipe");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork");
-  if (pid == 0) {
-    ::close(pipefd[0]);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::unsetenv("CRASHSIM_ARM");
-    ::unsetenv("CRASHSIM_FAILPOINT_MODE");
-    if (!arm.empty()) ::setenv("CRASHSIM_ARM", arm.c_str(), 1);
-    ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
-    std::vector<std::string> copy = args;
-    std::string exe = kAgent.string();
-    std::vector<char*> argv{exe.data()};
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(pipefd[1]);
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!arm.empty()) env.emplace_back("CRASHSIM_ARM", arm);
+  testutil::AgentProcess child(kAgent, args, env, log);
   ChildResult r;
   if (!arm.empty()) {
-    std::string line;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (line.find('\n') == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      pollfd p{pipefd[0], POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
-      char buf[256];
-      const ssize_t n = ::read(pipefd[0], buf, sizeof buf);
-      if (n <= 0) break;
-      line.append(buf, static_cast<size_t>(n));
-    }
-    r.reachedFailpoint = line.find('\n') != std::string::npos;
-    ::kill(pid, SIGKILL);
+    r.reachedFailpoint = child.waitForControlLine(std::chrono::seconds(60)).has_value();
+    child.kill();
   }
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exited = WIFEXITED(status);
-  if (r.exited) r.exitCode = WEXITSTATUS(status);
-  r.signaled = WIFSIGNALED(status);
-  if (r.signaled) r.signal = WTERMSIG(status);
+  static_cast<testutil::AgentExit&>(r) = child.reap();
   return r;
 }
 

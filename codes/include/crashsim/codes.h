@@ -64,6 +64,8 @@ inline constexpr std::string_view state_identity_v1 = "state_identity_v1";
 inline constexpr std::string_view continuation_start_v2 = "continuation_start_v2";
 inline constexpr std::string_view runtime_admission = "runtime_admission";
 inline constexpr std::string_view claim_repair = "claim_repair";
+inline constexpr std::string_view continuation_source_v2 = "continuation_source_v2";
+inline constexpr std::string_view runtime_boundary_cursor_v1 = "runtime_boundary_cursor_v1";
 
 // Phase 0 plan (spec d)
 inline constexpr std::string_view safe_replay = "safe_replay";
@@ -241,6 +243,22 @@ inline constexpr std::string_view event_seq_gap = "event_seq_gap";
 inline constexpr std::string_view partial_in_prefix = "partial_in_prefix";
 inline constexpr std::string_view invalid_digest = "invalid_digest";
 inline constexpr std::string_view invalid_integer = "invalid_integer";
+
+// Run header statuses (spec f.2 agent_runs.status; completed and failed are above)
+inline constexpr std::string_view created = "created";
+inline constexpr std::string_view running = "running";
+inline constexpr std::string_view cancelled = "cancelled";
+// A cancelled terminal fact written by recovery carries RuntimeEvent status aborted (spec g).
+inline constexpr std::string_view aborted = "aborted";
+// The failure class of a run that ended on an error that is not a crashsim::Error.
+inline constexpr std::string_view agent_error = "agent_error";
+
+// Tool operation states (spec f.2 tool_operations.current_state; prepared is also T1's journal
+// kind)
+inline constexpr std::string_view prepared = "prepared";
+inline constexpr std::string_view outcome_committed = "outcome_committed";
+inline constexpr std::string_view recovery_completed = "recovery_completed";
+inline constexpr std::string_view recovery_parked = "recovery_parked";
 
 // Store run headers (spec g) — store room
 inline constexpr std::string_view terminal_event_required = "terminal_event_required";

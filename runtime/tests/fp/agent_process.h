@@ -1,0 +1,123 @@
+// agent_process.h — the one way the runtime's failpoint tests start a real crashsim-agent.
+//
+// AgentProcess fork()s and exec()s the agent (no SQLite connection crosses the fork: the
+// parent opens none before the call) with stdout and stderr sent to a log file and a control
+// pipe on CRASHSIM_CONTROL_FD, so an armed failpoint reports itself there
+// ({"failpoint":…,"hit":…}) and blocks until it is killed. CRASHSIM_ARM and
+// CRASHSIM_FAILPOINT_MODE are cleared first, then `env` is applied. Death is judged from the
+// native wait status (WIFSIGNALED / WTERMSIG), never from an exit code. A process still running
+// when the object goes away is SIGKILLed and reaped.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crashsim/json.h"
+
+namespace crashsim::testutil {
+
+struct AgentExit {
+  bool exited = false, signaled = false;
+  int exitCode = -1, signal = 0;
+};
+
+class AgentProcess {
+ public:
+  AgentProcess(const std::filesystem::path& agent, const std::vector<std::string>& args,
+               const std::vector<std::pair<std::string, std::string>>& env,
+               const std::filesystem::path& log, bool truncateLog = false) {
+    int pipefd[2];
+    if (::pipe(pipefd) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork");
+    if (pid_ == 0) {
+      ::close(pipefd[0]);
+      const int fd =
+          ::open(log.c_str(), O_WRONLY | O_CREAT | (truncateLog ? O_TRUNC : O_APPEND), 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::unsetenv("CRASHSIM_ARM");
+      ::unsetenv("CRASHSIM_FAILPOINT_MODE");
+      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
+      std::string exe = agent.string();
+      std::vector<std::string> copy = args;
+      std::vector<char*> argv{exe.data()};
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(exe.c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    control_ = pipefd[0];
+  }
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+  ~AgentProcess() {
+    if (!reaped_) {
+      kill();
+      reap();
+    }
+    if (control_ >= 0) ::close(control_);
+  }
+
+  // The control line, or nullopt when the agent exits (EOF) or the time runs out first.
+  std::optional<Json> waitForControlLine(std::chrono::seconds timeout) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (line.find('\n') == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{control_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buf[256];
+      const ssize_t n = ::read(control_, buf, sizeof buf);
+      if (n <= 0) break;  // EOF: exited (or died) without a control line
+      line.append(buf, static_cast<size_t>(n));
+    }
+    if (line.find('\n') == std::string::npos) return std::nullopt;
+    return Json::parse(line.substr(0, line.find('\n')));
+  }
+
+  void kill() const { ::kill(pid_, SIGKILL); }
+
+  // Waits for the agent to end (once).
+  AgentExit reap() {
+    if (control_ >= 0) {
+      ::close(control_);
+      control_ = -1;
+    }
+    if (!reaped_) {
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      reaped_ = true;
+      exit_.exited = WIFEXITED(status);
+      if (exit_.exited) exit_.exitCode = WEXITSTATUS(status);
+      exit_.signaled = WIFSIGNALED(status);
+      if (exit_.signaled) exit_.signal = WTERMSIG(status);
+    }
+    return exit_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int control_ = -1;
+  bool reaped_ = false;
+  AgentExit exit_;
+};
+
+}  // namespace crashsim::testutil
