@@ -5,10 +5,11 @@
 //                   store read-only, integrity check, startup-repair dry run, and per run the
 //                   header, the resolver's decisions, the Phase 0 plan and the lineage, printed
 //                   (to /dev/null).
-//   BM_HostStartup  the host start-up sequence (crashsim/host.h hostStartup, no workspace, no
-//                   scenario), as `crashsim-agent recover` runs it on a store that earlier
+//   BM_HostStartup  the host start-up sequence (crashsim/host.h hostStartup with the workspace,
+//                   no scenario), as `crashsim-agent recover` runs it on a store that earlier
 //                   start-ups already settled: lock, open, quick_check, claim saga, reconcile,
-//                   startup repair, Phase 1 planning of every session, the report as JSON.
+//                   startup repair, Phase 1 planning of every session (each continues its
+//                   four-segment lineage), the report as JSON.
 //
 // Fixture: a real store in $TMPDIR (built once per size, untimed). Sessions of four runs: a
 // fresh run (its user message carries the t1 protocol marker) and three continuations of it
@@ -35,6 +36,7 @@
 #include "crashsim/host.h"
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
+#include "crashsim/workspace.h"
 #include "store_commands.h"
 #include "store_fixture.h"
 
@@ -45,19 +47,20 @@ namespace {
 
 constexpr int kRunsPerSession = 4;
 constexpr int64_t kMaxEventsPerRun = 1000;
-const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
 
 struct StartupStore {
-  std::filesystem::path dir;
+  std::filesystem::path dir, workspace;
   int64_t events = 0;
   int runs = 0;
   ~StartupStore() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(workspace, ec);
   }
 };
 
-RunHeader headerOf(const std::string& session, const std::string& run, double ts) {
+RunHeader headerOf(const WorkspaceIdentity& ws, const std::string& session, const std::string& run,
+                   double ts) {
   RunHeader h;
   h.sessionId = session;
   h.runId = run;
@@ -65,8 +68,8 @@ RunHeader headerOf(const std::string& session, const std::string& run, double ts
   h.turnId = "turn-" + run;
   h.status = "created";
   h.createdAt = h.updatedAt = ts;
-  h.workspaceIdentity = kWs;
-  h.cwd = "/ws";
+  h.workspaceIdentity = ws.identity;
+  h.cwd = ws.root.string();
   return h;
 }
 
@@ -147,7 +150,11 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
   f->dir =
       std::filesystem::temp_directory_path() /
       ("crashsim-startup-bench-" + std::to_string(::getpid()) + "-" + std::to_string(totalEvents));
+  f->workspace = f->dir.string() + "-workspace";
   std::filesystem::remove_all(f->dir);
+  std::filesystem::remove_all(f->workspace);
+  std::filesystem::create_directories(f->workspace);
+  const WorkspaceIdentity ws = ensureWorkspaceIdentity(f->workspace);
   auto store = RuntimeStore::open(f->dir, StoreOptions{false, "NORMAL", ""});
   RuntimeStore& s = *store;
   sqlite3* db = s.handle();
@@ -160,7 +167,7 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
     const int k = static_cast<int>(r % kRunsPerSession);
     const std::string session = "s" + std::to_string(r / kRunsPerSession);
     const std::string run = session + "-r" + std::to_string(k);
-    RunHeader h = headerOf(session, run, ts);
+    RunHeader h = headerOf(ws, session, run, ts);
     std::vector<std::pair<RuntimeEvent, int64_t>> rows;
     int64_t seq = 0;
     if (k == 0) {
@@ -272,8 +279,20 @@ void BM_HostStartup(benchmark::State& state) {
   StartupStore& f = fixture(state.range(0));
   HostStartupOptions options;
   options.storeDir = f.dir;
+  options.workspaceDir = f.workspace;
   CancellationToken cancel;
-  hostStartup(options, cancel);  // the first start-up may repair; later ones find it settled
+  // The first start-up may repair; later ones find it settled. Every session's plan must
+  // continue from its latest run (lineage of four segments), or the bench measures an early exit.
+  const HostStartupReport first = hostStartup(options, cancel);
+  const size_t sessions = (static_cast<size_t>(f.runs) + kRunsPerSession - 1) / kRunsPerSession;
+  bool allContinue = first.plans.size() == sessions;
+  for (const ContinuationPlan& p : first.plans)
+    allContinue = allContinue && p.decision == "continue";
+  if (!allContinue) {
+    state.SkipWithError(
+        ("start-up did not plan every session: " + first.toJson().dump()).substr(0, 2000).c_str());
+    return;
+  }
   for (auto _ : state) {
     const std::string out = toDevNull([&] {
       const std::string json = hostStartup(options, cancel).toJson().dump();

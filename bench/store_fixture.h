@@ -14,6 +14,7 @@
 #include "crashsim/continuation.h"
 #include "crashsim/hashing.h"
 #include "crashsim/runtime_event.h"
+#include "store/store_internal.h"
 
 namespace crashsim::bench {
 
@@ -35,7 +36,7 @@ inline void insertRows(sqlite3* db, const std::vector<std::pair<RuntimeEvent, in
       db);
   for (const auto& [e, seq] : rows) {
     const std::string payload = encodeRuntimeEvent(e);
-    const std::string kind = e.json["content"]["kind"].get<std::string>();
+    const std::string kind = store_detail::eventKindOf(e);  // the store's own event_kind rule
     sqlite3_bind_text(st, 1, e.id.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, e.sessionId.c_str(), -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, e.invocationId.c_str(), -1, SQLITE_TRANSIENT);
