@@ -8,7 +8,8 @@
 //                         into a plain table on a bare sqlite3 connection.
 //   BM_SideBySide         both in one loop, alternating per iteration; its `ratio` counter is
 //                         the acceptance measure (the separate runs above drift apart when the
-//                         disk's speed changes between them).
+//                         disk's speed changes between them). walBatching:1 is the store as
+//                         shipped, walBatching:0 the same store on SQLite's own VFS.
 // All run in one process on a temp dir of the real file system ($TMPDIR; /dev/shm shows the
 // CPU cost alone). `commits_per_s` counts SQLite commits (2 per iteration on each side). Target
 // (issue #3): time(T1+T2) <= 1.25 x time(two bare commits). Runs use 16 tool calls per
@@ -114,10 +115,16 @@ const std::string kContent(256, 'x');
 // (outside the timing). next() prepares the next call (untimed); commit() is T1 then T2.
 class ToolSide {
  public:
-  ToolSide() : dir_(freshDir("store")), store_(crashsim::RuntimeStore::open(dir_)) {}
+  explicit ToolSide(bool walBatching = true)
+      : dir_(freshDir("store")), store_(crashsim::RuntimeStore::open(dir_, options(walBatching))) {}
   ~ToolSide() {
     store_.reset();
     fs::remove_all(dir_);
+  }
+  static crashsim::StoreOptions options(bool walBatching) {
+    crashsim::StoreOptions o;
+    o.walBatching = walBatching;
+    return o;
   }
   ToolCall next() {
     if (n_ == kCallsPerRun) {
@@ -212,8 +219,10 @@ void BM_TwoBareCommits(benchmark::State& state) {
 // bare commits, so both sides see the same disk conditions (a shared virtual disk drifts by
 // 2-5x within minutes). Counters: tool_us and bare_us per iteration, ratio = tool / bare
 // (target <= 1.25), and each side's commits/s. The iteration time is the sum of both sides.
+// Argument: StoreOptions::walBatching (1, the default; 0: SQLite's own VFS), so the WAL batching
+// VFS is measured with and without in one binary.
 void BM_SideBySide(benchmark::State& state) {
-  ToolSide tool;
+  ToolSide tool(state.range(0) != 0);
   BareSide bare;
   using Clock = std::chrono::steady_clock;
   Clock::duration toolTime{}, bareTime{};
@@ -242,6 +251,9 @@ void BM_SideBySide(benchmark::State& state) {
 // Fixed iteration counts keep runs short. Wall-clock time (UseRealTime): fsync waits are the
 // cost being compared, not CPU time.
 BENCHMARK(BM_SideBySide)
+    ->ArgName("walBatching")
+    ->Arg(1)
+    ->Arg(0)
     ->Iterations(600)
     ->Unit(benchmark::kMicrosecond)
     ->Repetitions(3)

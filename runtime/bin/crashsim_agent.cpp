@@ -20,7 +20,9 @@
 // copies the store's database and WAL files, as the page cache holds them (every commit the
 // runtime was acknowledged), into DIR with plain I/O outside the model: the harness's D1 check
 // compares that acknowledged ledger with the store reopened after the power cut.
-// CRASHSIM_SYNCHRONOUS=FULL|NORMAL sets the store's PRAGMA synchronous for `run` (default FULL).
+// CRASHSIM_SYNCHRONOUS=FULL|NORMAL sets the store's PRAGMA synchronous for `run` (default FULL);
+// CRASHSIM_WAL_BATCHING=0 opens it on SQLite's own VFS (StoreOptions::walBatching off), for the
+// differential crash test of the WAL batching VFS.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -170,6 +172,8 @@ int main(int argc, char** argv) {
     // The power-loss study runs the agent with a weaker sync setting (recovery keeps FULL).
     if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
       paths.synchronous = sync;
+    if (const char* batching = std::getenv("CRASHSIM_WAL_BATCHING"))
+      paths.walBatching = std::string_view(batching) != "0";
     if (run->parsed()) fs::create_directories(paths.storeDir);  // recover needs a store
     // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
     if (crashsim::planted("exit_marker_first"))

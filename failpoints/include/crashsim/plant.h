@@ -19,6 +19,8 @@
 //                                under --mode powerloss only
 //   replay_keeps_unanswered_call the continuation hands the model a trimmed call        → V8
 //   leftover_reruns_tool         state leaks between runs of a case (a temp marker)     → V9
+//   wal_batch_flush_after_sync   the WAL batching VFS hands a commit's frames to the file
+//                                after its sync → store_wal_batch_crash_test (power loss)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -62,6 +62,7 @@ struct AgentPaths {
   std::filesystem::path workspaceDir;  // the real workspace directory
   std::filesystem::path effectsPath;   // empty = <storeDir>/effects.jsonl
   std::string synchronous = "FULL";    // the store's PRAGMA synchronous (NORMAL: power-loss study)
+  bool walBatching = true;             // StoreOptions::walBatching (off: SQLite's own VFS)
 };
 std::filesystem::path effectsPathOf(const AgentPaths& paths);
 

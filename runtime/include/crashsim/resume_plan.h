@@ -7,9 +7,7 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,39 +17,12 @@
 
 namespace crashsim {
 
-// The args of a plan operation (d.2): the call event's content.args (null when absent).
-// A plan refers to its call event and reads them on access (no copy of the JSON tree), so the
-// planned span must outlive any use of them; a PlanArgs built from a Json value owns it
-// (expected values in tests, plans handed elsewhere). Compares by value.
-class PlanArgs {
- public:
-  PlanArgs() = default;
-  PlanArgs(Json value) : owned_(std::make_shared<const Json>(std::move(value))) {}  // NOLINT
-  static PlanArgs ofCall(const RuntimeEvent& call) {
-    PlanArgs args;
-    args.call_ = &call;
-    return args;
-  }
-
-  const Json& get() const;
-  const Json& operator*() const { return get(); }
-  const Json* operator->() const { return &get(); }
-
-  friend bool operator==(const PlanArgs& a, const PlanArgs& b) { return a.get() == b.get(); }
-  friend bool operator==(const PlanArgs& a, const Json& b) { return a.get() == b; }
-  friend void PrintTo(const PlanArgs& a, std::ostream* os) { *os << a.get().dump(); }
-
- private:
-  const RuntimeEvent* call_ = nullptr;
-  std::shared_ptr<const Json> owned_;
-};
-
 // ToolOperation of the plan (d.2). status: succeeded | failed | not_dispatched |
 // indeterminate | parked | corruption.
 struct PlanOperation {
   std::string toolCallId;
   std::string toolName;
-  PlanArgs args;
+  Json args;  // the call event's content.args (null when absent)
   std::string status;
   std::string callRuntimeEventId;
   std::optional<std::string> responseRuntimeEventId;

@@ -179,6 +179,7 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
   HostLock lock(paths.storeDir);
   StoreOptions options;
   options.synchronous = paths.synchronous;
+  options.walBatching = paths.walBatching;
   auto store = RuntimeStore::open(paths.storeDir, options);
   EffectsLog effects(effectsPathOf(paths));
   ToolRuntime tools(workspace, policyOf(scenario), effects);

@@ -33,9 +33,8 @@ bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
 
 class Scanner {
  public:
-  Scanner(std::span<const RuntimeEvent> events, ScanObserver* observer)
+  explicit Scanner(std::span<const RuntimeEvent> events)
       : events_(events),
-        observer_(observer),
         seenIds_(events.size()),
         byToolCall_(events.size() / 4),
         byOperation_(events.size() / 4) {
@@ -69,11 +68,6 @@ class Scanner {
         e, [&](const std::string& callId) { h.toolCall = toolCallHash(e.invocationId, callId); },
         [&](const std::string& operationId) { h.operation = hashView(operationId); });
     return h;
-  }
-
-  using Role = ScanObserver::Role;
-  void notify(size_t op, Role role, size_t i) {
-    if (observer_ != nullptr) observer_->bound(op, scan_.operations[op], role, i);
   }
 
   void topIssue(std::string_view code, const std::string& eventId) {
@@ -202,7 +196,6 @@ class Scanner {
       ScannedOperation& op = scan_.operations[found];
       if (!op.call) {
         op.call = static_cast<uint32_t>(i);
-        notify(found, Role::call, i);
         if (op.toolName != e.toolName) opIssue(found, code::identity_conflict, e.id);
         return;
       }
@@ -211,7 +204,6 @@ class Scanner {
     }
     const size_t op = createOp(h, e, e.callId, e.toolName);
     scan_.operations[op].call = static_cast<uint32_t>(i);
-    notify(op, Role::call, i);
   }
 
   // 6. tool_dispatch.
@@ -226,7 +218,6 @@ class Scanner {
       ScannedOperation& op = scan_.operations[opIndex];
       op.operationId = d.operationId;
       op.dispatch = static_cast<uint32_t>(i);
-      notify(opIndex, Role::dispatch, i);
       opIssue(opIndex, code::event_order_conflict, e.id);
     } else {
       opIndex = found;
@@ -248,7 +239,6 @@ class Scanner {
     ScannedOperation& op = scan_.operations[opIndex];
     op.operationId = d.operationId;
     op.dispatch = static_cast<uint32_t>(i);
-    if (found != kEmpty) notify(opIndex, Role::dispatch, i);  // else bound at creation
     if (owner == kEmpty) bindOperationId(opIndex, oh);
 
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
@@ -280,7 +270,6 @@ class Scanner {
     if (found == kEmpty) {
       const size_t op = createOp(h, e, e.callId, e.toolName);
       scan_.operations[op].response = static_cast<uint32_t>(i);
-      notify(op, Role::response, i);
       opIssue(op, code::orphan_response, e.id);
       return;
     }
@@ -290,7 +279,6 @@ class Scanner {
       return;
     }
     op.response = static_cast<uint32_t>(i);
-    notify(found, Role::response, i);
     const RuntimeEvent* call = op.call ? &events_[*op.call] : nullptr;
     if (op.toolName != e.toolName || call == nullptr || !sameExecutionIdentity(*call, e) ||
         (op.operationId && (!optEquals(e.refOperationId, *op.operationId) ||
@@ -317,7 +305,6 @@ class Scanner {
   }
 
   std::span<const RuntimeEvent> events_;
-  ScanObserver* observer_;
   LedgerScan scan_;
   FlatIndex seenIds_;
   FlatIndex spines_{4};
@@ -353,9 +340,7 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
   return std::find(issueCodes.begin(), issueCodes.end(), c) != issueCodes.end();
 }
 
-LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer) {
-  return Scanner(events, observer).run();
-}
+LedgerScan scanLedger(std::span<const RuntimeEvent> events) { return Scanner(events).run(); }
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,
                                                        const RuntimeEvent& dispatch) {

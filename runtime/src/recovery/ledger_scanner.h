@@ -57,20 +57,6 @@ struct LedgerScan {
   bool hasCorruption() const { return !issues.empty(); }
 };
 
-// Optional observer of a scan (the resolver's): told each time an operation's call, dispatch
-// or response is bound, while the bound event is the one being scanned (so an observer that
-// copies from it reads memory the scan has just read). Each role of an operation is bound at
-// most once and never rebound; op is the operation right after the binding (a dispatch binds
-// operationId with it). Operations are created in index order, each by its first binding.
-class ScanObserver {
- public:
-  enum class Role { call, dispatch, response };
-  virtual void bound(size_t opIndex, const ScannedOperation& op, Role role, size_t eventIndex) = 0;
-
- protected:
-  ~ScanObserver() = default;
-};
-
 // The keys the scan links an event to an operation with (c.2): the call id of a
 // function_call / function_response (content.id) or of a tool_dispatch (providerToolCallId),
 // paired with the event's invocationId; and the operation id of a tool_dispatch or of a
@@ -100,9 +86,8 @@ inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
   }
 }
 
-// Single pass in physical order (c.2 steps 1–8). The observer, when given, does not change
-// the scan.
-LedgerScan scanLedger(std::span<const RuntimeEvent> events, ScanObserver* observer = nullptr);
+// Single pass in physical order (c.2 steps 1–8).
+LedgerScan scanLedger(std::span<const RuntimeEvent> events);
 
 // Recovery-tail interpretation (c.4). Absent (nullopt) when the operation has no recovery
 // facts. Otherwise either a valid completed/parked tail or a corruption code

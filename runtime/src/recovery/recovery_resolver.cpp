@@ -27,70 +27,27 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
   return {};
 }
 
-// The decision fields copied from the operation's bound events, one role at a time (c.3: the
-// event ids, the dispatch's recoveryMode and operationId, the response's isError). Called by
-// DecisionBuilder while the scan is on that event.
-void bindEvent(ToolDecision& d, const detail::ScannedOperation& op, detail::ScanObserver::Role role,
-               const RuntimeEvent& e, size_t index) {
-  using Role = detail::ScanObserver::Role;
-  switch (role) {
-    case Role::call:
-      d.callRuntimeEventId = e.id;
-      d.callIndex = index;
-      break;
-    case Role::dispatch:
-      d.dispatchRuntimeEventId = e.id;
-      if (e.toolDispatch) d.recoveryMode = e.toolDispatch->recoveryMode;
-      if (op.operationId) d.operationId = std::string(*op.operationId);  // bound with it
-      break;
-    case Role::response:
-      d.responseRuntimeEventId = e.id;
-      d.responseIsError = e.isError;
-      break;
-  }
-}
-
-// The operation's key fields, set once when the operation is created.
-void bindKey(ToolDecision& d, const detail::ScannedOperation& op) {
+// The decision's key and the fields copied from the operation's bound events (c.3: the event
+// ids, the dispatch's recoveryMode and operationId, the response's isError).
+void bindOperation(ToolDecision& d, std::span<const RuntimeEvent> events,
+                   const detail::ScannedOperation& op) {
   d.toolCallId = op.toolCallId;
   if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
-}
-
-// Builds the event-derived fields of every decision during the scan, in operation order: on
-// large ledgers the scanned events have left the caches (and the TLB) long before a second
-// pass over the operations could copy their ids.
-class DecisionBuilder final : public detail::ScanObserver {
- public:
-  DecisionBuilder(std::span<const RuntimeEvent> events, std::vector<ToolDecision>& decisions)
-      : events_(events), decisions_(decisions) {}
-
-  void bound(size_t opIndex, const detail::ScannedOperation& op, Role role,
-             size_t eventIndex) override {
-    if (opIndex == decisions_.size()) {
-      bindKey(decisions_.emplace_back(), op);
-    } else if (opIndex > decisions_.size()) {
-      consistent_ = false;  // not the scanner's contract; resolveRecovery rebuilds
-      return;
-    }
-    bindEvent(decisions_[opIndex], op, role, events_[eventIndex], eventIndex);
+  if (op.call) {
+    d.callRuntimeEventId = events[*op.call].id;
+    d.callIndex = *op.call;
   }
-
-  bool consistent() const { return consistent_; }
-
- private:
-  std::span<const RuntimeEvent> events_;
-  std::vector<ToolDecision>& decisions_;
-  bool consistent_ = true;
-};
-
-// The same fields from the scan's final operations (fallback; equal by the observer contract).
-void bindAfterScan(ToolDecision& d, std::span<const RuntimeEvent> events,
-                   const detail::ScannedOperation& op) {
-  using Role = detail::ScanObserver::Role;
-  bindKey(d, op);
-  if (op.call) bindEvent(d, op, Role::call, events[*op.call], *op.call);
-  if (op.dispatch) bindEvent(d, op, Role::dispatch, events[*op.dispatch], *op.dispatch);
-  if (op.response) bindEvent(d, op, Role::response, events[*op.response], *op.response);
+  if (op.dispatch) {
+    const RuntimeEvent& e = events[*op.dispatch];
+    d.dispatchRuntimeEventId = e.id;
+    if (e.toolDispatch) d.recoveryMode = e.toolDispatch->recoveryMode;
+    if (op.operationId) d.operationId = std::string(*op.operationId);
+  }
+  if (op.response) {
+    const RuntimeEvent& e = events[*op.response];
+    d.responseRuntimeEventId = e.id;
+    d.responseIsError = e.isError;
+  }
 }
 
 // Decides status, reason and settlement origin of one scanned operation (its event-derived
@@ -149,11 +106,7 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   RecoveryResolution resolution;
-  // One decision per operation, created during the scan (at most one operation per event; the
-  // same reservation as the scanner's operations: reserved, not touched).
-  resolution.decisions.reserve(events.size() / 2 + 1);
-  DecisionBuilder builder(events, resolution.decisions);
-  detail::LedgerScan scan = detail::scanLedger(events, &builder);
+  detail::LedgerScan scan = detail::scanLedger(events);
 
   // c.1 protocol marker: only event 0 may carry it; a late marker never enables it. Marker
   // issues come first, then the scanner's issues in detection order.
@@ -174,13 +127,10 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   bool anyIndeterminate = false;
   const std::vector<detail::ScannedOperation>& ops = scan.operations;
   std::vector<ToolDecision>& decisions = resolution.decisions;
-  if (!builder.consistent() || decisions.size() != ops.size()) {
-    decisions.clear();
-    for (const detail::ScannedOperation& op : ops)
-      bindAfterScan(decisions.emplace_back(), events, op);
-  }
+  decisions.resize(ops.size());
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];
+    bindOperation(d, events, ops[k]);
     decide(d, events, ops[k], newProtocol);
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;

@@ -14,17 +14,15 @@ const std::string_view kResumeDirective =
     "may or may not have happened. Do not retry the tool call immediately. First inspect the "
     "current state with read-only tools and only then decide the next step.";
 
-const Json& PlanArgs::get() const {
-  static const Json kNull;
-  if (owned_) return *owned_;
-  if (call_ == nullptr) return kNull;
-  auto content = call_->json.find("content");
-  if (content == call_->json.end() || !content->is_object()) return kNull;
-  auto args = content->find("args");
-  return args == content->end() ? kNull : *args;
-}
-
 namespace {
+
+// d.2: a plan operation's args are its call event's content.args (null when absent).
+Json argsOfCall(const RuntimeEvent& call) {
+  auto content = call.json.find("content");
+  if (content == call.json.end() || !content->is_object()) return nullptr;
+  auto args = content->find("args");
+  return args == content->end() ? Json() : *args;
+}
 
 std::string_view planStatus(const ToolDecision& d) {
   if (d.status == code::completed) {
@@ -107,7 +105,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     PlanOperation& op = plan.operations.emplace_back();
     op.toolCallId = d.toolCallId;
     op.toolName = call.toolName;
-    op.args = PlanArgs::ofCall(call);
+    op.args = argsOfCall(call);
     op.status = planStatus(d);
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;

@@ -16,6 +16,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/terminal_facts.h"
 #include "store/store_internal.h"
+#include "store/wal_batch_vfs.h"
 
 namespace crashsim {
 
@@ -427,7 +428,12 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
     rc = openReadOnly(im.file, &im.db, im.scratch);
     if (im.db) sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   } else {
+    // A writer that syncs every commit batches its WAL appends (wal_batch_vfs.h), unless the
+    // caller turned it off (StoreOptions::walBatching).
     const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
+    if (options.walBatching && (options.synchronous == "FULL" || options.synchronous == "EXTRA")) {
+      if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
+    }
     rc = sqlite3_open_v2(im.file.c_str(), &im.db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
   }

@@ -36,23 +36,7 @@ const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-ag
 const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
 constexpr uint64_t kMaxHitsPerFailpoint = 2;
 
-struct Sandbox {
-  Sandbox() {
-    std::random_device rd;
-    base = fs::temp_directory_path() /
-           ("crashsim-fp-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    fs::create_directories(base / "ws");
-    fs::create_directories(base / "store");
-  }
-  ~Sandbox() {
-    std::error_code ec;
-    if (!keep) fs::remove_all(base, ec);
-  }
-  fs::path store() const { return base / "store"; }
-  fs::path ws() const { return base / "ws"; }
-  fs::path base;
-  bool keep = false;
-};
+using Sandbox = testutil::AgentSandbox;
 
 struct ChildResult : testutil::AgentExit {
   std::optional<Json> control;  // the control line, when armed

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -118,6 +120,28 @@ class AgentProcess {
   int control_ = -1;
   bool reaped_ = false;
   AgentExit exit_;
+};
+
+// A fresh directory with a workspace (ws/) and a store directory (store/) for one agent run,
+// removed afterwards unless `keep` is set or the test failed (then it is kept for a look).
+struct AgentSandbox {
+  AgentSandbox() {
+    std::random_device rd;
+    base = std::filesystem::temp_directory_path() /
+           ("crashsim-fp-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(ws());
+    std::filesystem::create_directories(store());
+  }
+  AgentSandbox(const AgentSandbox&) = delete;
+  AgentSandbox& operator=(const AgentSandbox&) = delete;
+  ~AgentSandbox() {
+    std::error_code ec;
+    if (!keep && !::testing::Test::HasFailure()) std::filesystem::remove_all(base, ec);
+  }
+  std::filesystem::path store() const { return base / "store"; }
+  std::filesystem::path ws() const { return base / "ws"; }
+  std::filesystem::path base;
+  bool keep = false;
 };
 
 }  // namespace crashsim::testutil

@@ -47,22 +47,7 @@ namespace {
 const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
 const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
 
-struct Sandbox {
-  Sandbox() {
-    std::random_device rd;
-    base = fs::temp_directory_path() /
-           ("crashsim-filerec-fp-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    fs::create_directories(ws());
-    fs::create_directories(store());
-  }
-  ~Sandbox() {
-    std::error_code ec;
-    fs::remove_all(base, ec);
-  }
-  fs::path store() const { return base / "store"; }
-  fs::path ws() const { return base / "ws"; }
-  fs::path base;
-};
+using Sandbox = testutil::AgentSandbox;
 
 std::string readFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
