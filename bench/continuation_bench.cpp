@@ -72,32 +72,7 @@ std::unique_ptr<Fixture> build(int64_t totalEvents) {
     if (k == 0) {
       s.createRun(h);
     } else {
-      const ImmutablePrefix& src = prefixes.back();
-      ContinuationClaim c;
-      c.claimId = "claim-" + run;
-      std::vector<const ImmutablePrefix*> segs;
-      for (const auto& p : prefixes) segs.push_back(&p);
-      c.boundary = buildBoundaryCursor(segs);
-      c.boundaryDigest = c.boundary.manifestDigest;
-      c.providerReplayDigest = digester.digest();
-      c.target = PrefixIdentity{"bench", h.invocationId, run, h.turnId};
-      c.claimedAt = ts;
-      h.parentRunId = src.identity.runId;
-      h.parentTurnId = src.identity.turnId;
-      h.continuationSource = Json{{"protocol", "continuation_source_v2"},
-                                  {"claimId", c.claimId},
-                                  {"boundaryDigest", c.boundaryDigest},
-                                  {"sourceInvocationId", src.identity.invocationId},
-                                  {"sourceRunId", src.identity.runId},
-                                  {"sourceTurnId", src.identity.turnId},
-                                  {"sourceRuntimeEventHighWater", src.lastEventSeq},
-                                  {"sourcePrefixDigest", src.prefixDigest},
-                                  {"replayManifestDigest", c.boundaryDigest}};
-      c.targetRunHeader = h;
-      insertClaimRow(db, c);
-      s.createRun(h);
-      commitContinuationStart(
-          s, c, buildContinuationStartEvent(c, "start-" + run, ts, "runtime_admission", true));
+      admitContinuation(s, h, prefixes, digester.digest(), ts);
       seq = 1;
     }
     std::vector<std::pair<RuntimeEvent, int64_t>> rows;
@@ -125,28 +100,7 @@ std::unique_ptr<Fixture> build(int64_t totalEvents) {
                       ++seq});
     }
     insertRows(db, rows);
-    RuntimeEvent term = decodeRuntimeEvent(
-        Json{{"id", run + "-terminal"},
-             {"sessionId", "bench"},
-             {"invocationId", h.invocationId},
-             {"runId", run},
-             {"turnId", h.turnId},
-             {"ts", ++ts},
-             {"partial", false},
-             {"role", "system"},
-             {"author", "system"},
-             {"status", "failed"},
-             {"content", {{"kind", "error"}, {"message", "killed"}, {"code", "app_restarted"}}},
-             {"actions",
-              {{"endInvocation", true},
-               {"stateDelta", {{"recovered", true}, {"failureClass", "app_restarted"}}}}}});
-    s.append(term);
-    RunHeader done = h;
-    done.status = "failed";
-    done.updatedAt = term.ts;
-    done.completedAt = term.ts;
-    done.failureClass = "app_restarted";
-    s.markRunTerminal(done);
+    sealRecoveredFailed(s, h, ++ts);
     prefixes.push_back(readImmutablePrefix(s, {"bench", h.invocationId, run, h.turnId}));
     SegmentReplay sr = projectSegment(prefixes.back());
     if (!sr.replayable)

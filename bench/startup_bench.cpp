@@ -83,66 +83,23 @@ void appendToolCall(std::vector<std::pair<RuntimeEvent, int64_t>>& rows, const R
       {ev(h.sessionId, op + "_call", h.runId, ++ts, "model", "agent",
           {{"kind", "function_call"}, {"id", callId}, {"name", "Write"}, {"args", args}}),
        ++seq});
-  Json dispatch = Json{{"id", op + "_dispatch"},
-                       {"sessionId", h.sessionId},
-                       {"invocationId", h.invocationId},
-                       {"runId", h.runId},
-                       {"turnId", h.turnId},
-                       {"ts", ++ts},
-                       {"partial", false},
-                       {"role", "system"},
-                       {"author", "system"},
-                       {"actions",
-                        {{"toolDispatch",
-                          {{"protocol", "t1_after_preflight_v1"},
+  Json dispatch = envelope(h.sessionId, op + "_dispatch", h.runId, ++ts, "system", "system");
+  dispatch["actions"] = {{"toolDispatch",
+                          {{"protocol", std::string(code::t1_after_preflight_v1)},
                            {"operationId", op},
                            {"providerToolCallId", callId},
                            {"toolName", "Write"},
                            {"canonicalArgsHash", canonicalArgsHash("Write", args)},
-                           {"recoveryMode", "reconcile"}}}}},
-                       {"refs", {{"operationId", op}, {"toolCallId", callId}}}};
+                           {"recoveryMode", std::string(code::reconcile)}}}};
+  dispatch["refs"] = {{"operationId", op}, {"toolCallId", callId}};
   rows.push_back({decodeRuntimeEvent(dispatch), ++seq});
-  Json response = Json{{"id", op + "_response"},
-                       {"sessionId", h.sessionId},
-                       {"invocationId", h.invocationId},
-                       {"runId", h.runId},
-                       {"turnId", h.turnId},
-                       {"ts", ++ts},
-                       {"partial", false},
-                       {"role", "tool"},
-                       {"author", "tool"},
-                       {"content",
-                        {{"kind", "function_response"},
+  Json response = envelope(h.sessionId, op + "_response", h.runId, ++ts, "tool", "tool");
+  response["content"] = {{"kind", "function_response"},
                          {"id", callId},
                          {"name", "Write"},
-                         {"result", {{"bytesWritten", 12}, {"path", args["path"]}}}}},
-                       {"refs", {{"operationId", op}, {"toolCallId", callId}}}};
+                         {"result", {{"bytesWritten", 12}, {"path", args["path"]}}}};
+  response["refs"] = {{"operationId", op}, {"toolCallId", callId}};
   rows.push_back({decodeRuntimeEvent(response), ++seq});
-}
-
-void sealRun(RuntimeStore& s, const RunHeader& h, double& ts) {
-  RuntimeEvent term = decodeRuntimeEvent(
-      Json{{"id", h.runId + "-terminal"},
-           {"sessionId", h.sessionId},
-           {"invocationId", h.invocationId},
-           {"runId", h.runId},
-           {"turnId", h.turnId},
-           {"ts", ++ts},
-           {"partial", false},
-           {"role", "system"},
-           {"author", "system"},
-           {"status", "failed"},
-           {"content", {{"kind", "error"}, {"message", "killed"}, {"code", "app_restarted"}}},
-           {"actions",
-            {{"endInvocation", true},
-             {"stateDelta", {{"recovered", true}, {"failureClass", "app_restarted"}}}}}});
-  s.append(term);
-  RunHeader done = h;
-  done.status = "failed";
-  done.updatedAt = term.ts;
-  done.completedAt = term.ts;
-  done.failureClass = "app_restarted";
-  s.markRunTerminal(done);
 }
 
 std::unique_ptr<StartupStore> build(int64_t totalEvents) {
@@ -180,32 +137,7 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
       j["actions"] = {{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
       rows.push_back({decodeRuntimeEvent(j), ++seq});
     } else {
-      const ImmutablePrefix& src = prefixes.back();
-      std::vector<const ImmutablePrefix*> segs;
-      for (const auto& p : prefixes) segs.push_back(&p);
-      ContinuationClaim c;
-      c.claimId = "claim-" + run;
-      c.boundary = buildBoundaryCursor(segs);
-      c.boundaryDigest = c.boundary.manifestDigest;
-      c.providerReplayDigest = digester->digest();
-      c.target = PrefixIdentity{session, h.invocationId, run, h.turnId};
-      c.claimedAt = ts;
-      h.parentRunId = src.identity.runId;
-      h.parentTurnId = src.identity.turnId;
-      h.continuationSource = Json{{"protocol", "continuation_source_v2"},
-                                  {"claimId", c.claimId},
-                                  {"boundaryDigest", c.boundaryDigest},
-                                  {"sourceInvocationId", src.identity.invocationId},
-                                  {"sourceRunId", src.identity.runId},
-                                  {"sourceTurnId", src.identity.turnId},
-                                  {"sourceRuntimeEventHighWater", src.lastEventSeq},
-                                  {"sourcePrefixDigest", src.prefixDigest},
-                                  {"replayManifestDigest", c.boundaryDigest}};
-      c.targetRunHeader = h;
-      insertClaimRow(db, c);
-      s.createRun(h);
-      commitContinuationStart(
-          s, c, buildContinuationStartEvent(c, "start-" + run, ts, "runtime_admission", true));
+      admitContinuation(s, h, prefixes, digester->digest(), ts);
       seq = 1;
     }
     for (int i = 0; seq + 10 < perRun; ++i) {
@@ -218,7 +150,7 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
       appendToolCall(rows, h, i, ts, seq);
     }
     insertRows(db, rows);
-    sealRun(s, h, ts);
+    sealRecoveredFailed(s, h, ++ts);
     prefixes.push_back(readImmutablePrefix(s, {session, h.invocationId, run, h.turnId}));
     const SegmentReplay replay = projectSegment(prefixes.back());
     if (!replay.replayable)

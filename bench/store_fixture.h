@@ -11,9 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/hashing.h"
 #include "crashsim/runtime_event.h"
+#include "crashsim/store.h"
 #include "store/store_internal.h"
 
 namespace crashsim::bench {
@@ -93,18 +95,79 @@ inline void insertClaimRow(sqlite3* db, const ContinuationClaim& c) {
   sqlite3_finalize(st);
 }
 
+// The envelope of an event of run `run` (invocation inv-<run>, turn turn-<run>).
+inline Json envelope(const std::string& session, const std::string& id, const std::string& run,
+                     double ts, const char* role, const char* author) {
+  return Json{{"id", id},
+              {"sessionId", session},
+              {"invocationId", "inv-" + run},
+              {"runId", run},
+              {"turnId", "turn-" + run},
+              {"ts", ts},
+              {"partial", false},
+              {"role", role},
+              {"author", author}};
+}
+
 inline RuntimeEvent ev(const std::string& session, const std::string& id, const std::string& run,
                        double ts, const char* role, const char* author, Json content) {
-  return decodeRuntimeEvent(Json{{"id", id},
-                                 {"sessionId", session},
-                                 {"invocationId", "inv-" + run},
-                                 {"runId", run},
-                                 {"turnId", "turn-" + run},
-                                 {"ts", ts},
-                                 {"partial", false},
-                                 {"role", role},
-                                 {"author", author},
-                                 {"content", content}});
+  Json e = envelope(session, id, run, ts, role, author);
+  e["content"] = std::move(content);
+  return decodeRuntimeEvent(std::move(e));
+}
+
+// Admits `h` as the continuation of the last of `prefixes` (its lineage, in order) the way the
+// continuation authority does: claim row, run header (parent and continuation_source_v2 set on
+// h), continuation start through the dedicated writer (event_seq 1).
+inline void admitContinuation(RuntimeStore& s, RunHeader& h,
+                              const std::vector<ImmutablePrefix>& prefixes,
+                              const std::string& providerReplayDigest, double ts) {
+  const ImmutablePrefix& src = prefixes.back();
+  std::vector<const ImmutablePrefix*> segs;
+  for (const auto& p : prefixes) segs.push_back(&p);
+  ContinuationClaim c;
+  c.claimId = "claim-" + h.runId;
+  c.boundary = buildBoundaryCursor(segs);
+  c.boundaryDigest = c.boundary.manifestDigest;
+  c.providerReplayDigest = providerReplayDigest;
+  c.target = PrefixIdentity{h.sessionId, h.invocationId, h.runId, h.turnId};
+  c.claimedAt = ts;
+  h.parentRunId = src.identity.runId;
+  h.parentTurnId = src.identity.turnId;
+  h.continuationSource = Json{{"protocol", std::string(code::continuation_source_v2)},
+                              {"claimId", c.claimId},
+                              {"boundaryDigest", c.boundaryDigest},
+                              {"sourceInvocationId", src.identity.invocationId},
+                              {"sourceRunId", src.identity.runId},
+                              {"sourceTurnId", src.identity.turnId},
+                              {"sourceRuntimeEventHighWater", src.lastEventSeq},
+                              {"sourcePrefixDigest", src.prefixDigest},
+                              {"replayManifestDigest", c.boundaryDigest}};
+  c.targetRunHeader = h;
+  insertClaimRow(s.handle(), c);
+  s.createRun(h);
+  commitContinuationStart(
+      s, c, buildContinuationStartEvent(c, "start-" + h.runId, ts, "runtime_admission", true));
+}
+
+// Ends run h the way startup repair ends a crashed run: a recovered `failed` terminal fact
+// (app_restarted) at ts, then its header.
+inline void sealRecoveredFailed(RuntimeStore& s, const RunHeader& h, double ts) {
+  Json e = envelope(h.sessionId, h.runId + "-terminal", h.runId, ts, "system", "system");
+  e["status"] = std::string(code::failed);
+  e["content"] = {
+      {"kind", "error"}, {"message", "killed"}, {"code", std::string(code::app_restarted)}};
+  e["actions"] = {
+      {"endInvocation", true},
+      {"stateDelta", {{"recovered", true}, {"failureClass", std::string(code::app_restarted)}}}};
+  const RuntimeEvent term = decodeRuntimeEvent(std::move(e));
+  s.append(term);
+  RunHeader done = h;
+  done.status = code::failed;
+  done.updatedAt = term.ts;
+  done.completedAt = term.ts;
+  done.failureClass = code::app_restarted;
+  s.markRunTerminal(done);
 }
 
 }  // namespace crashsim::bench
