@@ -30,6 +30,7 @@
 #include <memory>
 
 #include "continuation/replay_internal.h"
+#include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
@@ -131,11 +132,11 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
       prefixes.clear();
       digester.emplace(kProviderProjectionVersion);
       s.createRun(h);
-      RuntimeEvent user = ev(session, run + "-u", run, ++ts, "user", "user",
-                             {{"kind", "text"}, {"text", "please write every file"}});
-      Json j = user.json;
-      j["actions"] = {{"runtimeProtocol", {{"toolBoundary", "t1_after_preflight_v1"}}}};
-      rows.push_back({decodeRuntimeEvent(j), ++seq});
+      Json user = envelope(session, run + "-u", run, ++ts, "user", "user");
+      user["content"] = {{"kind", "text"}, {"text", "please write every file"}};
+      user["actions"] = {
+          {"runtimeProtocol", {{"toolBoundary", std::string(code::t1_after_preflight_v1)}}}};
+      rows.push_back({decodeRuntimeEvent(std::move(user)), ++seq});
     } else {
       admitContinuation(s, h, prefixes, digester->digest(), ts);
       seq = 1;

@@ -48,9 +48,10 @@ struct StoreOptions {
   std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
   std::string vfs;                   // SQLite VFS name; empty = default (power-loss VFS in tests)
   // A writer with synchronous FULL/EXTRA hands each commit's WAL frames to the VFS as one write
-  // and grows the WAL in zero-filled steps (store/wal_batch_vfs.h): T1+T2 cost 1.47x two bare
-  // FULL commits with it, 2.05x without (README, Performance). Off: SQLite's own VFS, exactly.
-  // The durable result is the same either way (store_wal_batch_test's differential crash test).
+  // and grows the WAL in zero-filled steps (store/wal_batch_vfs.h): T1+T2 cost 1.48x two bare
+  // FULL commits with it, 2.04x without (README, Performance). Off: SQLite's own VFS, exactly.
+  // The committed rows are the same either way, after a kill or a power cut at any COMMIT
+  // (store_wal_batch_crash_test).
   bool walBatching = true;
 };
 

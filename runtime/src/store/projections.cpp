@@ -121,34 +121,34 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
     row.callEventId = call.id;
     row.dispatchEventId = d.id;
     const size_t opIndex = ops.size();
-    auto add = [&](size_t ev, std::string id, std::string state, bool metadata) {
+    auto add = [&](size_t ev, std::string id, std::string_view state, bool metadata) {
       PendingJournal j;
       j.rowid = rowids[ev];
       j.id = std::move(id);
-      j.state = std::move(state);
+      j.state = state;
       j.eventId = events[ev].id;
       if (metadata) j.metadata = stableJson(events[ev].json.at("actions").at("toolRecovery"));
       j.committedAt = stored[ev].committedAt;
       j.op = opIndex;
       journals.push_back(std::move(j));
     };
-    add(*sop.dispatch, td.operationId + "_prepared", std::string(code::prepared), false);
+    add(*sop.dispatch, td.operationId + "_prepared", code::prepared, false);
     int64_t tailEntries = 0;
     if (sop.response) row.resultEventId = events[*sop.response].id;
     if (tail) {
       add(*tail->reconcile, events[*tail->reconcile].id + "_journal", "reconcile_observed", true);
       ++tailEntries;
       if (tail->outcome) {
-        add(*tail->outcome, td.operationId + "_outcome", "outcome_committed", false);
+        add(*tail->outcome, td.operationId + "_outcome", code::outcome_committed, false);
         ++tailEntries;
       }
       const bool completed = tail->disposition == code::completed;
       add(*tail->decision, events[*tail->decision].id + "_journal",
-          completed ? "recovery_completed" : "recovery_parked", true);
+          completed ? code::recovery_completed : code::recovery_parked, true);
       ++tailEntries;
       row.currentState = completed ? code::recovery_completed : code::recovery_parked;
     } else if (sop.response) {
-      add(*sop.response, td.operationId + "_outcome", "outcome_committed", false);
+      add(*sop.response, td.operationId + "_outcome", code::outcome_committed, false);
       ++tailEntries;
       row.currentState = code::outcome_committed;
     } else {

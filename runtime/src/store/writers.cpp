@@ -213,8 +213,8 @@ WriteResult RuntimeStore::commitToolPrepared(const ToolPrepared& in) {
   op.turnId = call.turnId;
   op.canonicalArgsHash = in.canonicalArgsHash;
   op.recoveryMode = in.recoveryMode;
-  store_detail::insertJournal(c, in.journalEventId, op, std::string(code::prepared), dispatch.id,
-                              std::nullopt, in.committedAt);
+  store_detail::insertJournal(c, in.journalEventId, op, code::prepared, dispatch.id, std::nullopt,
+                              in.committedAt);
   op.providerToolCallId = in.providerToolCallId;
   op.toolName = in.toolName;
   op.currentState = code::prepared;
@@ -263,8 +263,8 @@ int64_t writeOutcome(ImmediateTx& tx, ToolOperationRow& op, Candidate& cand,
     tx.commit();
     c.prepare("BEGIN IMMEDIATE").exec();
   }
-  store_detail::insertJournal(c, journalId, op, "outcome_committed", cand.event->id, std::nullopt,
-                              committedAt);
+  store_detail::insertJournal(c, journalId, op, code::outcome_committed, cand.event->id,
+                              std::nullopt, committedAt);
   auto cas = c.prepare(
       "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?2, "
       "version = version + 1 WHERE operation_id = ?1 AND current_state = 'prepared' AND "
@@ -400,8 +400,8 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   // 8. decision fact + journal + CAS to the settled state.
   const int64_t seq = store_detail::insertChecked(tx, dc, in.decision.ts);
   store_detail::insertJournal(c, in.decision.id + "_journal", *op,
-                              completed ? "recovery_completed" : "recovery_parked", in.decision.id,
-                              recoveryMetadata(in.decision), in.decision.ts);
+                              completed ? code::recovery_completed : code::recovery_parked,
+                              in.decision.id, recoveryMetadata(in.decision), in.decision.ts);
   if (completed) {
     auto cas = c.prepare(
         "UPDATE tool_operations SET current_state = 'recovery_completed', version = version + 1 "

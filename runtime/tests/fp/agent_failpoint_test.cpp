@@ -1,19 +1,14 @@
 // Real child processes of the instrumented crashsim-agent, killed with SIGKILL at every reachable
 // (P0..P9, hit) of every scenario (first hits per failpoint, bounded to keep the test fast);
 // the reopened store must hold exactly the durable state the failpoint catalogue names.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <sstream>
 

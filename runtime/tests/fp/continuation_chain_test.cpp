@@ -13,12 +13,8 @@
 //    exactly once, and a further recovery changes nothing.
 //  * A recovery killed at P11 and run again converges: claim repair, then a further
 //    continuation that completes the task.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +22,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <random>
 #include <sstream>
 
 #include "agent_process.h"

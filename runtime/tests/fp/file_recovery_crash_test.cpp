@@ -11,9 +11,7 @@
 //    parked reconcile_matches_prior_state with the workspace untouched. A recovery killed at
 //    P10 and run again leaves exactly one bundle in the ledger. The afterCrash scenarios get
 //    their mutation between the kill and the recovery.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,7 +22,6 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <random>
 #include <sstream>
 
 #include "agent_process.h"
