@@ -5,11 +5,15 @@
 # with double faults, at the first hit of every recovery failpoint (P8–P11) of each of those
 # cases: every failpoint P0–P11 at least once, about a quarter of the full sweep. A sanitizer
 # report in a child makes it exit non-zero (its case fails); one in crashsim itself fails the
-# sweep. Usage: ./ci/asan-sweep.sh [OUT_DIR] (default out/asan-sweep); expects build/asan.
+# sweep. Then the same bound under --mode stop: a Stop at the first hit of every failpoint, with
+# its Stop-path kills (P12, P13), reports in OUT_DIR/stop.
+# Usage: ./ci/asan-sweep.sh [OUT_DIR] (default out/asan-sweep); expects build/asan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/asan-sweep}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-exec ./build/asan/harness/crashsim sweep --double-faults --jobs "$(nproc)" \
+./build/asan/harness/crashsim sweep --double-faults --jobs "$(nproc)" \
   --case '*/P*#1/kill' --case '*/P*#1/kill+R:P*#1' --out "$out"
+exec ./build/asan/harness/crashsim sweep --mode stop --double-faults --jobs "$(nproc)" \
+  --case '*/P*#1/stop*' --out "$out/stop"

@@ -50,7 +50,7 @@ phase "default: ctest" ctest_excluding_known --preset default
 main_job() {
   rm -rf out/ci-sweep
   CRASHSIM_WERROR=ON ./ci/sweep.sh out/ci-sweep
-  for f in report.json junit.xml report.md report.html; do
+  for f in report.json junit.xml report.md report.html stop/report.json stop/report.md; do
     [ -s "out/ci-sweep/$f" ] || {
       echo "ci/test.sh: the main job wrote no $f" >&2
       return 1

@@ -1,4 +1,5 @@
-// The failpoint catalogue P0–P11 (DESIGN.md "Failpoints", spec b): stable data, one place.
+// The failpoint catalogues P0–P11 and P12–P13 (DESIGN.md "Failpoints", spec b): stable data, one
+// place.
 //
 // This file is linked by production code (the `crashsim` CLI prints it); it contains no
 // trigger code. Everything that reads the environment or blocks lives in trigger.cpp.
@@ -58,11 +59,25 @@ constexpr std::array<CatalogueEntry, kCount> kCatalogue{{
      true},
 }};
 
+// The Stop path (termination contract sections 3-4). Prefix class: the Stop batch follows
+// whatever the run committed before the Stop was accepted.
+constexpr std::array<CatalogueEntry, kStopCount> kStopCatalogue{{
+    {Id::P12, "P12", "inside the termination batch's transaction, before COMMIT (after a Stop)",
+     "atomic acceptance of the turn-finalize:<turnId> batch", "after_function_response",
+     "no closure and no terminal event (the whole batch rolled back); the run is open",
+     "as before the Stop; restart recovery writes the only terminal", false},
+    {Id::P13, "P13", "termination batch committed, run header not terminal (after a Stop)",
+     "terminal run header after the termination batch", "after_terminal_event",
+     "closures + cancelled terminal (abortSource user_stop), header running",
+     "settled by the closures; repair fixes the header from the fact", false},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
 
 const std::array<CatalogueEntry, kCount>& catalogue() { return kCatalogue; }
+const std::array<CatalogueEntry, kStopCount>& stopCatalogue() { return kStopCatalogue; }
 
 std::optional<Id> parseId(std::string_view text) {
   if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
@@ -72,8 +87,9 @@ std::optional<Id> parseId(std::string_view text) {
   auto [ptr, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || ptr != last) return std::nullopt;
   if (text.size() == 3 && text[1] == '0') return std::nullopt;  // "P01" is not an id
-  if (value >= kCount) return std::nullopt;
-  return static_cast<Id>(value);
+  if (value < kCount) return static_cast<Id>(value);
+  if (value < kCount + kStopCount) return kStopCatalogue[value - kCount].id;
+  return std::nullopt;
 }
 
 std::optional<Id> parsePoint(std::string_view text) {
@@ -85,35 +101,45 @@ std::optional<Id> parsePoint(std::string_view text) {
 std::string_view name(Id id) {
   if (id == Id::S) return "S";
   if (id == Id::F) return "F";
-  return kCatalogue.at(static_cast<size_t>(id)).name;
+  return entry(id).name;
 }
 
-const CatalogueEntry& entry(Id id) { return kCatalogue.at(static_cast<size_t>(id)); }
+const CatalogueEntry& entry(Id id) {
+  for (const auto& e : kStopCatalogue)
+    if (e.id == id) return e;
+  return kCatalogue.at(static_cast<size_t>(id));
+}
 
 std::string catalogueJson(int indent) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& e : kCatalogue) {
+  auto add = [&](const CatalogueEntry& e, bool stopPath) {
     rows.push_back({{"id", e.name},
                     {"boundary", e.boundary},
                     {"specBoundary", e.specBoundary},
                     {"prefixClass", e.prefixClass},
                     {"durableState", e.durableState},
                     {"resolverDecision", e.resolverDecision},
-                    {"recoveryProcess", e.recoveryProcess}});
-  }
+                    {"recoveryProcess", e.recoveryProcess},
+                    {"stopPath", stopPath}});
+  };
+  for (const auto& e : kCatalogue) add(e, false);
+  for (const auto& e : kStopCatalogue) add(e, true);
   return rows.dump(indent);
 }
 
 std::string catalogueText() {
   std::ostringstream out;
-  for (const auto& e : kCatalogue) {
-    out << e.name << (e.recoveryProcess ? "  [recovery process]" : "") << "\n"
+  auto add = [&](const CatalogueEntry& e, bool stopPath) {
+    out << e.name << (e.recoveryProcess ? "  [recovery process]" : "")
+        << (stopPath ? "  [after a Stop]" : "") << "\n"
         << "  boundary:      " << e.boundary << "\n"
         << "  spec boundary: " << e.specBoundary << "\n"
         << "  prefix class:  " << e.prefixClass << "\n"
         << "  durable state: " << e.durableState << "\n"
         << "  resolver:      " << e.resolverDecision << "\n";
-  }
+  };
+  for (const auto& e : kCatalogue) add(e, false);
+  for (const auto& e : kStopCatalogue) add(e, true);
   return out.str();
 }
 
@@ -128,7 +154,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P11, S or F)");
+                                std::string(idText) + "' (expected P0..P13, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

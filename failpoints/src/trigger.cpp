@@ -7,6 +7,13 @@
 // CRASHSIM_POWERLOSS=1 and a registered crash hook the line carries "powerloss":true and the
 // hook then materialises the simulated power-loss crash state and raises SIGKILL itself. Nothing
 // after the armed hit runs: no destructor, no atexit handler, no normal-exit marker.
+//
+// Stop mode (CRASHSIM_FAILPOINT_MODE=stop) is the exception: after the control line the trigger
+// waits until the process accepted CRASHSIM_STOP_COUNT Stop requests (default 1;
+// noteStopAccepted(), called by the agent's signal thread once its cancellation token is
+// cancelled) and returns, so the run continues from that
+// exact boundary with the token cancelled. A second arming (CRASHSIM_ARM_AFTER_STOP) then kills
+// the stopping process at a Stop-path failpoint (double faults).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,6 +21,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "crashsim/failpoints.h"
 
@@ -34,8 +43,11 @@ struct TriggerState {
   std::mutex mutex;
   bool initialised = false;
   std::optional<Arming> arming;
+  std::optional<Arming> afterStop;  // stop mode: the second arming (blocks like block mode)
   int controlFd = 2;
   bool selfKill = false;
+  bool stopMode = false;
+  int stopsToWait = 1;  // CRASHSIM_STOP_COUNT: Stop requests to accept before resuming
   bool powerloss = false;
   std::string hitsOut;
   bool hitsWritten = false;
@@ -46,6 +58,9 @@ TriggerState& state() {
   static TriggerState s;
   return s;
 }
+
+std::atomic<int> gStopsAccepted{0};
+constexpr auto kStopWait = std::chrono::seconds(10);
 
 std::array<std::atomic<uint64_t>, kPointCount>& counters() {
   static std::array<std::atomic<uint64_t>, kPointCount> c{};
@@ -97,14 +112,36 @@ void initLocked(TriggerState& s) {
     }
     controlFd = fd;
   }
-  bool selfKill = false;
+  bool selfKill = false, stopMode = false;
   if (const char* mode = env("CRASHSIM_FAILPOINT_MODE")) {
     const std::string_view m(mode);
     if (m == "self") {
       selfKill = true;
+    } else if (m == "stop") {
+      stopMode = true;
     } else if (m != "block") {
       throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAILPOINT_MODE '" + mode +
-                                  "' is not one of block, self");
+                                  "' is not one of block, self, stop");
+    }
+  }
+  int stopsToWait = 1;
+  if (const char* n = env("CRASHSIM_STOP_COUNT")) {
+    const std::string_view v(n);
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), stopsToWait);
+    if (ec != std::errc() || ptr != v.data() + v.size() || stopsToWait < 1 || stopsToWait > 9)
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_STOP_COUNT '" + n +
+                                  "' must be 1..9");
+  }
+  std::optional<Arming> afterStop;
+  if (const char* arm = env("CRASHSIM_ARM_AFTER_STOP")) {
+    if (!stopMode)
+      throw std::invalid_argument(std::string(kTriggerTag) +
+                                  ": CRASHSIM_ARM_AFTER_STOP needs CRASHSIM_FAILPOINT_MODE=stop");
+    try {
+      afterStop = parseArming(arm);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(kTriggerTag) +
+                                  ": CRASHSIM_ARM_AFTER_STOP: " + e.what());
     }
   }
   bool powerloss = false;
@@ -118,8 +155,11 @@ void initLocked(TriggerState& s) {
     }
   }
   s.arming = arming;
+  s.afterStop = afterStop;
   s.controlFd = controlFd;
   s.selfKill = selfKill;
+  s.stopMode = stopMode;
+  s.stopsToWait = stopsToWait;
   s.powerloss = powerloss;
   s.hitsOut = env("CRASHSIM_HITS_OUT") ? env("CRASHSIM_HITS_OUT") : "";
   s.hitsWritten = false;
@@ -130,10 +170,31 @@ void initLocked(TriggerState& s) {
   s.initialised = true;
 }
 
+nlohmann::json controlLine(Id id, uint64_t n) {
+  return {
+      {"failpoint", std::string(name(id))}, {"hit", n}, {"pid", static_cast<int64_t>(::getpid())}};
+}
+
+// Stop mode: report the boundary ("stop":true), wait for the Stop to be accepted, return.
+void stopHere(const TriggerState& s, Id id, uint64_t n) {
+  nlohmann::json line = controlLine(id, n);
+  line["stop"] = true;
+  ::signal(SIGPIPE, SIG_IGN);
+  writeAll(s.controlFd, line.dump() + "\n");
+  const auto deadline = std::chrono::steady_clock::now() + kStopWait;
+  while (gStopsAccepted.load() < s.stopsToWait) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "%s: no Stop accepted within 10 s of %s#%llu\n", kTriggerTag,
+                   std::string(name(id)).c_str(), static_cast<unsigned long long>(n));
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 [[noreturn]] void die(const TriggerState& s, Id id, uint64_t n) {
   const PowerlossCrashHook hook = s.powerloss ? powerlossCrashHook() : nullptr;
-  nlohmann::json line = {
-      {"failpoint", std::string(name(id))}, {"hit", n}, {"pid", static_cast<int64_t>(::getpid())}};
+  nlohmann::json line = controlLine(id, n);
   if (hook != nullptr) line["powerloss"] = true;
   // The control line is best effort: when nobody reads the control fd any more (a parent that
   // closed its end, e.g. in self mode), the write must fail with EPIPE instead of killing the
@@ -170,8 +231,15 @@ void hit(Id id) {
     }
   }
   const uint64_t n = counters()[static_cast<size_t>(id)].fetch_add(1) + 1;
-  if (s.arming && s.arming->id == id && s.arming->hit == n) die(s, id, n);
+  if (s.arming && s.arming->id == id && s.arming->hit == n) {
+    if (!s.stopMode) die(s, id, n);
+    stopHere(s, id, n);
+    return;
+  }
+  if (s.afterStop && s.afterStop->id == id && s.afterStop->hit == n) die(s, id, n);
 }
+
+void noteStopAccepted() { gStopsAccepted.fetch_add(1); }
 
 std::array<uint64_t, kPointCount> hitCounts() {
   std::array<uint64_t, kPointCount> out{};
@@ -201,6 +269,8 @@ void resetForTesting() {
   for (auto& c : counters()) c.store(0);
   s.initialised = false;
   s.arming.reset();
+  s.afterStop.reset();
+  gStopsAccepted.store(0);
   s.hitsWritten = false;
 }
 

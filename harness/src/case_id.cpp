@@ -39,6 +39,8 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
 std::string failpointName(int fp) {
   if (fp == kBarrierS) return "S";
   if (fp == kBarrierF) return "F";
+  if (fp == kStopP12) return "P12";
+  if (fp == kStopP13) return "P13";
   return fmt::format("P{}", fp);
 }
 
@@ -48,6 +50,7 @@ std::string CaseId::str() const {
   std::string s = fmt::format("{}/{}#{}/{}", scenario, failpointName(), hit, mode);
   if (seed) s += fmt::format("@{}", *seed);
   if (recoveryFailpoint) s += fmt::format("+R:P{}#{}", *recoveryFailpoint, recoveryHit.value_or(1));
+  if (stopKill) s += fmt::format("+K:{}#1", harness::failpointName(*stopKill));
   return s;
 }
 
@@ -57,7 +60,9 @@ CaseId parseCaseId(std::string_view text) {
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
   if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
     throw std::invalid_argument(fmt::format(
-        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>]", text));
+        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>|+K:P12#1|"
+        "+K:P13#1]",
+        text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
   std::string_view rest = text.substr(s2 + 1);
@@ -73,17 +78,30 @@ CaseId parseCaseId(std::string_view text) {
     id.seed = seed;
     mode = mode.substr(0, at);
   }
-  if (mode != "kill" && mode != "powerloss")
-    throw std::invalid_argument(fmt::format("case id {}: mode must be kill or powerloss", text));
+  if (mode != "kill" && mode != "powerloss" && mode != "stop")
+    throw std::invalid_argument(
+        fmt::format("case id {}: mode must be kill, powerloss or stop", text));
   if (mode == "powerloss" && !id.seed)
     throw std::invalid_argument(
         fmt::format("case id {}: powerloss needs its crash-state seed, e.g. powerloss@17", text));
-  if (mode == "kill" && id.seed)
-    throw std::invalid_argument(fmt::format("case id {}: kill takes no @seed", text));
+  if (mode != "powerloss" && id.seed)
+    throw std::invalid_argument(fmt::format("case id {}: {} takes no @seed", text, mode));
   id.mode = std::string(mode);
   if (id.isBarrier() && mode != "kill")
     throw std::invalid_argument(
         fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
+  if (mode == "stop" && id.failpoint > 9)
+    throw std::invalid_argument(
+        fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,
+                    id.failpointName()));
+  if (plus != std::string_view::npos && mode == "stop") {
+    std::string_view k = rest.substr(plus + 1);
+    if (k != "K:P12#1" && k != "K:P13#1")
+      throw std::invalid_argument(
+          fmt::format("case id {}: a Stop double fault is +K:P12#1 or +K:P13#1", text));
+    id.stopKill = k == "K:P12#1" ? kStopP12 : kStopP13;
+    return id;
+  }
   if (plus != std::string_view::npos) {
     std::string_view r = rest.substr(plus + 1);
     if (r.substr(0, 2) != "R:")

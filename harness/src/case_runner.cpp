@@ -23,7 +23,9 @@
 #include "crashsim/store.h"
 #include "verdicts/barrier.h"
 #include "verdicts/coverage.h"
+#include "verdicts/observed_store.h"
 #include "verdicts/recovery_kill_state.h"
+#include "verdicts/stop.h"
 #include "verdicts/v1_kill.h"
 #include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
@@ -205,8 +207,215 @@ std::string reproduceLine(const CaseId& id, const RunOptions& opts) {
                      opts.reproduceExtra);
 }
 
+namespace {
+
+// Effects-log lines per scripted call: a call re-issued after a Stop closure said it never ran
+// (provider id "<id>~<n>", the scripted model's re-issue) counts for its scripted call.
+std::map<std::string, int> perScriptedCall(const std::map<std::string, int>& effects) {
+  std::map<std::string, int> out;
+  for (const auto& [id, n] : effects) out[id.substr(0, id.find('~'))] += n;
+  return out;
+}
+
+// V1 of a Stop case: the agent reported the point in stop mode, took both Stops (two receipts,
+// the run still active) and then either ended by itself with the contract's exit code and its
+// normal-exit marker, or — with a Stop-path kill point — reported that point and died of SIGKILL.
+std::string stopProcessProblem(const ChildResult& child, const CaseId& id, bool runCompletes,
+                               const SpawnSpec& spec, const fs::path& store) {
+  if (!child.error.empty()) return child.error;
+  if (child.timedOut)
+    return fmt::format("hung after the Stop at {}#{} (timeout {} ms): {}", id.failpointName(),
+                       id.hit, spec.timeout.count(), lastLine(spec.stderrFile));
+  Json ctl = Json::parse(child.controlLine, nullptr, false);
+  if (!ctl.is_object() || ctl.value("failpoint", "") != id.failpointName() ||
+      ctl.value("hit", 0) != id.hit || ctl.value("stop", false) != true)
+    return fmt::format("reported '{}' instead of a stop at {}#{} ({})", child.controlLine,
+                       id.failpointName(), id.hit, child.describe());
+  int receipts = 0;
+  std::istringstream err(readFile(spec.stderrFile));
+  for (std::string line; std::getline(err, line);) {
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("stopReceipt")) continue;
+    ++receipts;
+    if (j["stopReceipt"].value("accepted", false) != true ||
+        j["stopReceipt"].value("alreadyIdle", true) != false)
+      return "Stop receipt " + line + ": expected accepted, not idle (the run was active)";
+  }
+  if (receipts != 2) return fmt::format("{} Stop receipt(s) for two Stop requests", receipts);
+  if (id.stopKill) {
+    Json k = Json::parse(child.secondControlLine, nullptr, false);
+    if (!k.is_object() || k.value("failpoint", "") != failpointName(*id.stopKill))
+      return fmt::format("reported '{}' instead of {} after the Stop ({})", child.secondControlLine,
+                         failpointName(*id.stopKill), child.describe());
+    if (!child.killedBySigkill()) return "not killed by SIGKILL: " + child.describe();
+    if (fs::exists(store / "agent-exit.json")) return "normal-exit marker after a kill";
+    return "";
+  }
+  if (!child.exited) return "did not exit after the Stop: " + child.describe();
+  const int want = runCompletes ? 0 : 1;  // 1: the run ended cancelled
+  if (child.exitCode != want)
+    return fmt::format("exited {} after the Stop, expected {} ({})", child.exitCode, want,
+                       lastLine(spec.stderrFile));
+  if (!fs::exists(store / "agent-exit.json")) return "no normal-exit marker after the Stop";
+  return "";
+}
+
+// V2–V7 of a Stop case's terminated store: integrity; the termination contract's durable state
+// (verdicts/stop.h) from plain SQLite; the resolver against the independent model with nothing
+// left unknown; then V5–V7 as for a crash.
+void checkStoppedState(const Scenario& sc, const stop::StopExpectation& x, bool headerWritten,
+                       const fs::path& store, const fs::path& dir, const RunOptions& opts,
+                       Checks& c) {
+  try {
+    checkIntegrity(store, "", c);
+    const auto runs = observed::runs(store);
+    const auto events = runs.empty() ? std::vector<observed::EventRow>{}
+                                     : observed::runEvents(store, runs[0].runId);
+    for (const auto& bad :
+         stop::stopStateProblems(sc, x, runs, events, observed::turnFinalizeRows(store),
+                                 readEffects(store / "effects.jsonl"), headerWritten))
+      c.fail("V3", bad);
+    if (!c.failed("V3")) c.pass("V3");
+    auto st = RuntimeStore::open(store);
+    for (const auto& h : st->listRuns()) {
+      const auto ev = eventsOf(*st, h);
+      const auto res = resolveRecovery(ev);
+      if (res.hasCorruption) c.fail("V4", "resolver reports corruption after a Stop");
+      for (const auto& d : res.decisions)
+        if (d.status != code::completed)
+          c.fail("V4", fmt::format("{} is {}/{} after a Stop at a named point: nothing may stay "
+                                   "open",
+                                   d.toolCallId, d.status, d.reason));
+      if (auto bad = modelDisagreement(ev, res, "the stopped ledger"); !bad.empty())
+        c.fail("V4", bad);
+    }
+    if (!c.failed("V4")) c.pass("V4");
+    checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
+  } catch (const std::exception& e) {
+    failUndecided(c, e);
+  }
+}
+
+// V8 after a Stop: recovery continues the stopped task to its end (a stopped run with only
+// settled operations continues as a new run) — every dispatched scenario call ran exactly once,
+// a refused one never, the workspace is the reference's, every run is terminal, the history and
+// the model's inputs are the contract's.
+void checkStopRecovery(const Scenario& sc, const Reference& ref, const fs::path& store,
+                       const fs::path& ws, const ChildResult& r, const SpawnSpec& recover,
+                       Checks& c) {
+  try {
+    if (!r.exited || r.exitCode != 0)
+      c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
+                               lastLine(recover.stderrFile)));
+    std::vector<int> want;
+    for (const auto& call : sc.calls) want.push_back(call.dispatched() ? 1 : 0);
+    checkExecutions(sc, want, perScriptedCall(readEffects(store / "effects.jsonl")), c);
+    auto st = RuntimeStore::open(store);
+    for (const auto& h : st->listRuns()) {
+      if (!isTerminalStatus(h.status))
+        c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
+      const auto ev = eventsOf(*st, h);
+      if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
+          !bad.empty())
+        c.fail("V4", bad);
+    }
+    if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
+      if (auto bad = replayProblem(readFile(it->second), std::nullopt); !bad.empty())
+        c.fail("V8", "replay: " + bad);
+    if (auto bad = continuationHistoryProblem(*st, 1); !bad.empty())
+      c.fail("V8", "history after recovery: " + bad);
+    checkFinishedWorkspace(sc, ref, ws, c);
+    if (!c.failed("V8")) c.pass("V8");
+  } catch (const std::exception& e) {
+    c.fail("V8", std::string("error after recovery: ") + e.what());
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The spawn line of `crashsim-agent <command>` on a case's store and workspace.
+SpawnSpec agentCommand(const RunOptions& opts, const Scenario& sc, const char* command,
+                       const fs::path& store, const fs::path& ws) {
+  SpawnSpec s;
+  s.exe = opts.agent;
+  s.args = {command,     "--store",    store.string(),  "--workspace",
+            ws.string(), "--scenario", sc.file.string()};
+  return s;
+}
+
+// A Stop case (--mode stop): the Stop at the point (and with +K: the kill on the Stop path), the
+// terminated state, then recovery to the end. A kill inside the termination batch (P12) leaves a
+// crash state, judged as the kill case it equals (stop::killEquivalent).
+template <class Say>
+void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
+                 const fs::path& dir, Checks& c, Say& say) {
+  const Scenario& sc = ref.scenario;
+  const fs::path store = dir / "store", ws = dir / "ws";
+  const stop::StopExpectation sx = stop::expectStop(sc, id.failpoint, id.hit);
+  copyDir(ref.templateWorkspace, ws);
+  SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
+  run.args.insert(run.args.end(), {"--cancellation-grace-ms", "10000"});
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(20000);
+  std::optional<std::string> killAt;
+  if (id.stopKill) killAt = failpointName(*id.stopKill);
+  const ChildResult child = runStopped(run, id.failpointName(), id.hit, killAt);
+  say(fmt::format("agent run stopped at {}#{}: control '{}' '{}', {}", id.failpointName(), id.hit,
+                  child.controlLine, child.secondControlLine, child.describe()));
+  if (auto v1 = stopProcessProblem(child, id, sx.runCompletes, run, store); !v1.empty()) {
+    c.fail("V1", v1);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "V1 failed");
+    return;
+  }
+  c.pass("V1");
+  if (opts.keepDir) {
+    copyDir(store, dir / "crashed" / "store");
+    copyDir(ws, dir / "crashed" / "ws");
+  }
+  std::optional<CaseId> equivalent;
+  CaseExpectation ex;
+  bool afterCrash = false;
+  if (id.stopKill == kStopP12) {
+    equivalent = stop::killEquivalent(sc, id);
+    ex = expectCase(sc, equivalent->failpoint, equivalent->hit);
+    say("the batch was rolled back: judged as the crash state of " + equivalent->str());
+    checkNamedCrash(*equivalent, ex, store, dir, opts, c);
+    afterCrash = workspace::afterCrashApplies(sc.spec, equivalent->failpointName());
+    if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
+  } else {
+    checkStoppedState(sc, sx, id.stopKill != kStopP13, store, dir, opts, c);
+  }
+  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  SpawnSpec recover = agentCommand(opts, sc, "recover", store, ws);
+  recover.timeout = std::chrono::milliseconds(20000);
+  recover.stderrFile = dir / "recover.stderr";
+  recover.stdoutFile = dir / "recover.stdout";
+  recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
+  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  const ChildResult r = runToEnd(recover);
+  say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!equivalent) {
+    checkStopRecovery(sc, ref, store, ws, r, recover, c);
+    return;
+  }
+  checkRecoveryReach(dir / "recover-hits.json",
+                     predictedRecoveryHits(sc, equivalent->failpoint, equivalent->hit), c);
+  if (!r.exited) {
+    c.fail("V8", "crashsim-agent recover " + r.describe());
+    return;
+  }
+  checkRecovery(*equivalent, sc, ex, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
+                r.exitCode, recover, c);
+}
+
+}  // namespace
+
 fs::path defaultWorkRoot(const std::string& mode) {
-  if (mode == "kill" && fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0)
+  if ((mode == "kill" || mode == "stop") && fs::is_directory("/dev/shm") &&
+      ::access("/dev/shm", W_OK) == 0)
     return "/dev/shm";
   return fs::temp_directory_path();
 }
@@ -310,6 +519,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     rec.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
     rec.recoveryHit = id.recoveryHit.value_or(1);
   }
+  if (id.stopKill) {  // the second point of a Stop double fault (reports: K:P12 / K:P13)
+    rec.recoveryFailpoint = failpointName(*id.stopKill);
+    rec.recoveryHit = 1;
+  }
   rec.reproduce = reproduceLine(id, opts);
   auto say = [&](std::string s) {
     if (opts.verbose) out.log.push_back(std::move(s));
@@ -343,6 +556,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
   if (!ref.problem.empty()) {
     c.fail("V1", "reference run failed: " + ref.problem);
+    return finish();
+  }
+  if (id.mode == "stop") {
+    runStopCase(id, ref, opts, dir, c, say);
     return finish();
   }
   if (id.mode != "kill" && id.mode != "powerloss") {

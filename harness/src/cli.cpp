@@ -98,6 +98,11 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
     if (!id.isBarrier() && (id.failpoint > 9 || id.hit > hits[fp]))
       throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,
                                    reachList(hits)));
+    if (id.isStopDoubleFault() && id.failpoint > 7)
+      throw UsageError(
+          fmt::format("case {} is never reached: a Stop at {} reaches no "
+                      "termination batch (the run's own terminal stands)",
+                      id.str(), id.failpointName()));
     if (id.isDoubleFault()) {
       const auto rhits = predictedRecoveryHits(*it, id.failpoint, id.hit);
       const int rfp = *id.recoveryFailpoint;
@@ -259,8 +264,12 @@ int runCli(int argc, char** argv) {
   std::string shard, out;
   sweep->add_option("--scenario", so.scenarios, "scenario id (repeatable)");
   sweep->add_option("--failpoint", so.failpoints,
-                    "failpoint P0..P11, or the barriers S / F (repeatable)");
-  sweep->add_option("--mode", so.mode, "fault mode")->check(CLI::IsMember({"kill", "powerloss"}));
+                    "failpoint P0..P13, or the barriers S / F (repeatable)");
+  sweep
+      ->add_option("--mode", so.mode,
+                   "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
+                   "instead of the kill, judged by the termination contract)")
+      ->check(CLI::IsMember({"kill", "powerloss", "stop"}));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores)")
       ->check(CLI::PositiveNumber);
   sweep->add_option("--shard", shard,
@@ -278,7 +287,8 @@ int runCli(int argc, char** argv) {
   sweep->add_option("--out", out, "write report.json, junit.xml, report.md, report.html here");
   sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
   sweep->add_flag("--double-faults", so.doubleFaults,
-                  "also kill the recovery process at P8/P9/P10/P11 hits");
+                  "also kill the recovery process at P8/P9/P10/P11 hits (--mode stop: the "
+                  "stopping process at P12/P13)");
   sweep->add_flag("!--no-barriers", so.barriers,
                   "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");
   sweep->add_flag("--verify-determinism", so.verifyDeterminism,

@@ -373,6 +373,7 @@ Json runDurability(const DurabilityOptions& opts) {
                       {"wallSeconds", round1(rep.summary.wallSeconds)}});
   };
   sweep("kill", "FULL");
+  sweep("stop", "FULL");  // a Stop at every point instead of the kill (termination contract)
   sweep("powerloss", "FULL");
   sweep("powerloss", "NORMAL");
   p["sweeps"] = sweeps;

@@ -17,13 +17,20 @@ namespace {
 int parseFailpoint(const std::string& fp) {
   if (fp == "S") return kBarrierS;
   if (fp == "F") return kBarrierF;
+  if (fp == "P12") return kStopP12;
+  if (fp == "P13") return kStopP13;
   if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
-      fp.find_first_not_of("0123456789", 1) != std::string::npos)
-    throw std::runtime_error("unknown failpoint " + fp + " (P0..P11, S, F)");
+      fp.find_first_not_of("0123456789", 1) != std::string::npos ||
+      (fp.size() == 3 && fp[1] == '0'))
+    throw std::runtime_error("unknown failpoint " + fp + " (P0..P13, S, F)");
   int n = std::stoi(fp.substr(1));
-  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P11, S, F)");
+  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P13, S, F)");
   return n;
 }
+
+// A Stop accepted before the run decided its end (P0–P7) is ended by a termination batch: it
+// reaches P12 and P13 once each. At P8/P9 the run's own terminal is already being committed.
+bool stopReachesBatch(int failpoint) { return failpoint <= 7; }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
   if (globs.empty()) return true;
@@ -33,7 +40,7 @@ bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
 }
 
 std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
-  std::vector<bool> fpWanted(14, sel.failpoints.empty());
+  std::vector<bool> fpWanted(16, sel.failpoints.empty());
   for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
   return fpWanted;
 }
@@ -57,7 +64,16 @@ bool plansBarriers(const PlanSelection& sel) {
 SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
                     const std::vector<BarrierHits>& barrierHits) {
   const std::vector<bool> fpWanted = wantedFailpoints(sel);
-  if (!sel.failpoints.empty() && !sel.doubleFaults &&
+  const bool stopMode = sel.mode == "stop";
+  if (stopMode && (fpWanted[10] || fpWanted[11] || fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+      !sel.failpoints.empty())
+    throw std::runtime_error(
+        "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
+  if ((fpWanted[kStopP12] || fpWanted[kStopP13]) && !sel.failpoints.empty() &&
+      (!stopMode || !sel.doubleFaults))
+    throw std::runtime_error(
+        "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
+  if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }) &&
       !plansBarriers(sel))
     throw std::runtime_error(
@@ -105,8 +121,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         } else {
           ids.push_back(id);
         }
-        const auto recovery =
-            sel.doubleFaults ? predictedRecoveryHits(sc, fp, h) : std::array<int, 12>{};
+        const auto recovery = sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h)
+                                                            : std::array<int, 12>{};
         for (const auto& pid : ids) {
           Group g;
           g.primary = {pid, si};
@@ -121,6 +137,17 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               d.recoveryHit = rh;
               const bool want =
                   (fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
+                  globMatch(sel.caseGlobs, d.str());
+              if (want) g.doubles.push_back({d, si});
+            }
+          }
+          if (stopMode && sel.doubleFaults && stopReachesBatch(fp)) {
+            for (int k : {kStopP12, kStopP13}) {
+              reach(sc.id, k, "stop").predicted += 1;
+              CaseId d = pid;
+              d.stopKill = k;
+              const bool want =
+                  (fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(k)]) &&
                   globMatch(sel.caseGlobs, d.str());
               if (want) g.doubles.push_back({d, si});
             }
@@ -164,13 +191,19 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       reach(pc.id.scenario, fp, process).planned += 1;
     };
     if (g.primarySelected) take(g.primary, g.primary.id.failpoint, "agent");
-    for (const auto& d : g.doubles) take(d, *d.id.recoveryFailpoint, "recovery");
+    for (const auto& d : g.doubles) {
+      if (d.id.stopKill)
+        take(d, *d.id.stopKill, "stop");
+      else
+        take(d, *d.id.recoveryFailpoint, "recovery");
+    }
   }
   plan.sweepCases = allIds.size();
   plan.manifestDigest = reports::manifestDigest(shardIds);
   plan.sweepManifestDigest = reports::manifestDigest(allIds);
   auto key = [](const PlannedReach& r) {
-    return std::make_tuple(r.scenario, r.process, parseFailpoint(r.failpoint));
+    const int fp = parseFailpoint(r.failpoint);
+    return std::make_tuple(r.scenario, r.process, fp >= kStopP12 ? fp - 2 : fp);  // P12 after P11
   };
   std::sort(plan.reach.begin(), plan.reach.end(),
             [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });

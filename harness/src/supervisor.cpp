@@ -34,6 +34,8 @@ const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_CONTROL_FD",
                                   "CRASHSIM_HITS_OUT",
                                   "CRASHSIM_FAILPOINT_MODE",
+                                  "CRASHSIM_STOP_COUNT",
+                                  "CRASHSIM_ARM_AFTER_STOP",
                                   "CRASHSIM_POWERLOSS",
                                   "CRASHSIM_POWERLOSS_SEED",
                                   "CRASHSIM_POWERLOSS_DEVICE",
@@ -157,6 +159,31 @@ std::string ChildResult::describe() const {
   return "unknown status";
 }
 
+// Reads the next control line (without its newline) into `line`, keeping what follows in `buf`.
+// Returns false at EOF or the deadline (`timedOut` says which).
+bool readControlLine(int fd, std::string& buf, Clock::time_point deadline, std::string& line,
+                     bool& timedOut) {
+  for (;;) {
+    if (auto nl = buf.find('\n'); nl != std::string::npos) {
+      line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      return true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, remainingMs(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {
+      timedOut = true;
+      return false;
+    }
+    char chunk[512];
+    ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // EOF: the child (and every holder of the fd) is gone
+    buf.append(chunk, static_cast<size_t>(got));
+  }
+}
+
 ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   ChildResult r;
   auto start = Clock::now();
@@ -170,30 +197,52 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   auto deadline = start + spec.timeout;
   // Read until the first newline, EOF or the deadline.
   std::string buf;
-  for (;;) {
-    pollfd p{s.controlRead, POLLIN, 0};
-    int n = ::poll(&p, 1, remainingMs(deadline));
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) {
-      r.timedOut = true;
-      break;
-    }
-    char chunk[512];
-    ssize_t got = ::read(s.controlRead, chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: the child (and every holder of the fd) is gone
-    buf.append(chunk, static_cast<size_t>(got));
-    if (auto nl = buf.find('\n'); nl != std::string::npos) {
-      r.controlLine = buf.substr(0, nl);
-      break;
-    }
-  }
-  if (r.controlLine.empty() && !buf.empty() && !r.timedOut) r.controlLine = buf;
+  if (!readControlLine(s.controlRead, buf, deadline, r.controlLine, r.timedOut) && !r.timedOut)
+    r.controlLine = buf;
   // A power-loss child ("powerloss":true) still materialises its crash state after the control
   // line and then raises SIGKILL itself: wait for that death (a hang past the deadline is one).
   if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos)
     r.timedOut = waitForExit(s.pid, deadline) == WaitResult::timed_out;
   ::kill(s.pid, SIGKILL);
+  ::close(s.controlRead);
+  reap(s.pid, r);
+  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  return r;
+}
+
+ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
+                       const std::optional<std::string>& killAt) {
+  ChildResult r;
+  auto start = Clock::now();
+  spec.env["CRASHSIM_ARM"] = fmt::format("{}:{}", failpoint, hit);
+  spec.env["CRASHSIM_FAILPOINT_MODE"] = "stop";
+  spec.env["CRASHSIM_STOP_COUNT"] = "2";  // resume only after both Stops were taken
+  if (killAt) spec.env["CRASHSIM_ARM_AFTER_STOP"] = *killAt + ":1";
+  Spawned s = spawn(spec, true);
+  if (s.pid < 0) {
+    r.error = s.error;
+    return r;
+  }
+  r.spawned = true;
+  auto deadline = start + spec.timeout;
+  std::string buf;
+  if (readControlLine(s.controlRead, buf, deadline, r.controlLine, r.timedOut)) {
+    // The Stop, twice: SIGINT, then SIGTERM (the second must be a no-op).
+    ::kill(s.pid, SIGINT);
+    ::kill(s.pid, SIGTERM);
+    if (killAt) {
+      // The stopping process reports the Stop-path failpoint and blocks there: kill it.
+      if (!readControlLine(s.controlRead, buf, deadline, r.secondControlLine, r.timedOut) &&
+          !r.timedOut)
+        r.secondControlLine = buf;
+      ::kill(s.pid, SIGKILL);
+    } else {
+      r.timedOut = waitForExit(s.pid, deadline) == WaitResult::timed_out;
+    }
+  } else if (!r.timedOut) {
+    r.controlLine = buf;
+  }
+  if (r.timedOut) ::kill(s.pid, SIGKILL);
   ::close(s.controlRead);
   reap(s.pid, r);
   r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);

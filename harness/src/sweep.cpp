@@ -70,9 +70,10 @@ std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
   for (const auto& r : plan.reach) {
     reports::CoverageRow row{r.scenario, r.failpoint, r.process, r.predicted, r.planned};
     for (const auto& c : cases) {
-      const bool recovery = c.recoveryFailpoint.has_value();
-      if (c.scenario != r.scenario || recovery != (r.process == "recovery") ||
-          (recovery ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
+      const bool second = c.recoveryFailpoint.has_value();
+      const char* process = !second ? "agent" : c.mode == "stop" ? "stop" : "recovery";
+      if (c.scenario != r.scenario || r.process != process ||
+          (second ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
         continue;
       ++row.run;
       ++(c.verdict == "pass" ? row.passed : row.failed);
@@ -96,6 +97,10 @@ CaseOutcome guardedRunCase(const CaseId& id, const Reference& ref, const RunOpti
     if (id.recoveryFailpoint) {
       oc.record.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
       oc.record.recoveryHit = id.recoveryHit.value_or(1);
+    }
+    if (id.stopKill) {
+      oc.record.recoveryFailpoint = failpointName(*id.stopKill);
+      oc.record.recoveryHit = 1;
     }
     for (auto n : reports::kCheckNames) oc.record.checks[std::string(n)] = {"n/a", "case aborted"};
     oc.record.checks["V1"] = {"fail", std::string("case aborted: ") + e.what()};

@@ -207,3 +207,19 @@ TEST(PlantedFault, StateLeakingBetweenRunsFailsV9Only) {
     if (e.path().filename().string().rfind("crashsim-plant-leftover-", 0) == 0)
       fs::remove(e.path());
 }
+
+// Stop (--mode stop): each realistic Stop bug turns the stop oracle's V3 red.
+TEST(PlantedFault, AToolStartedAfterTheStopFailsV3UnderStopMode) {
+  expectCaught("stop_ignores_token", "--mode stop --scenario write-config-port --failpoint P2",
+               "V3");
+}
+
+TEST(PlantedFault, ASecondTerminalOnADoubleStopFailsV3UnderStopMode) {
+  expectCaught("double_stop_second_terminal",
+               "--mode stop --scenario write-config-port --failpoint P4", "V3");
+}
+
+TEST(PlantedFault, AStopHeaderBeforeItsBatchFailsV3OfTheP13DoubleFault) {
+  expectCaught("stop_header_before_fact",
+               "--mode stop --double-faults --scenario write-config-port --failpoint P13", "V3");
+}

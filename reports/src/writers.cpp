@@ -16,13 +16,16 @@ namespace {
 // failpoint that killed the recovery (R:P8–R:P11, not under the primary's), then the unnamed
 // barriers S and F.
 const std::vector<std::string>& matrixColumns() {
-  static const std::vector<std::string> cols = {"P0",    "P1",    "P2", "P3", "P4",   "P5",
-                                                "P6",    "P7",    "P8", "P9", "R:P8", "R:P9",
-                                                "R:P10", "R:P11", "S",  "F"};
+  static const std::vector<std::string> cols = {"P0",    "P1",    "P2", "P3", "P4",    "P5",
+                                                "P6",    "P7",    "P8", "P9", "R:P8",  "R:P9",
+                                                "R:P10", "R:P11", "S",  "F",  "K:P12", "K:P13"};
   return cols;
 }
+// Double faults by their second point: R: a killed recovery process, K: the stopping process
+// killed on the Stop path (--mode stop).
 std::string matrixColumnOf(const CaseRecord& c) {
-  return c.recoveryFailpoint ? "R:" + *c.recoveryFailpoint : c.failpoint;
+  if (!c.recoveryFailpoint) return c.failpoint;
+  return (c.mode == "stop" ? "K:" : "R:") + *c.recoveryFailpoint;
 }
 
 std::string xmlEscape(std::string_view s) {

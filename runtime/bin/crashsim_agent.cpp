@@ -1,8 +1,16 @@
-// crashsim-agent: the instrumented child the harness kills (built with failpoints P0–P11).
+// crashsim-agent: the instrumented child the harness kills and stops (built with failpoints
+// P0–P13).
 //
 //   crashsim-agent seed    --workspace DIR --scenario FILE
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
+//   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin])
+//
+// Stop (crashsim/termination.h): SIGINT or SIGTERM, or a line "stop" on stdin with
+// --control-stdin, is a Stop request. A dedicated thread takes it (the signals are blocked in
+// every other thread), cancels the run's token and writes the receipt as one JSON line on
+// stderr: {"stopReceipt":{"accepted":true,"alreadyIdle":<no run active>}}. The run then ends
+// with its termination batch (summary status cancelled, exit 1); a second Stop is a no-op.
 //
 // `run` runs the scenario from scratch; `recover` is host start-up (crashsim/host.h
 // hostStartup: claim saga, reconcile, startup repair, Phase 1 plan, continuation run) — the
@@ -23,14 +31,18 @@
 // CRASHSIM_SYNCHRONOUS=FULL|NORMAL sets the store's PRAGMA synchronous for `run` (default FULL);
 // CRASHSIM_WAL_BATCHING=0 opens it on SQLite's own VFS (StoreOptions::walBatching off), for the
 // differential crash test of the WAL batching VFS.
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
@@ -95,6 +107,41 @@ int usage(const std::string& message) {
   return 2;
 }
 
+// Stop requests: the token, and whether the run already finished (the receipt's alreadyIdle).
+crashsim::CancellationToken gCancel;
+std::atomic<bool> gRunFinished{false};
+
+void acceptStop() {
+  crashsim::StopReceipt receipt;
+  receipt.alreadyIdle = gRunFinished.load();
+  if (!receipt.alreadyIdle) gCancel.cancel(std::string(crashsim::code::user_stop));
+  std::cerr << receipt.toJson().dump() << std::endl;
+  crashsim::failpoints::noteStopAccepted();
+}
+
+// Blocks SIGINT and SIGTERM in this thread (and so in every thread started later) and takes
+// them in one dedicated thread: no work in a signal handler, nothing async-signal-unsafe.
+void startStopListener(bool controlStdin) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) == 0) acceptStop();
+    }
+  }).detach();
+  if (controlStdin) {
+    std::thread([] {
+      std::string line;
+      while (std::getline(std::cin, line))
+        if (line == "stop") acceptStop();
+    }).detach();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,12 +169,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crashsim-agent ") + CRASHSIM_VERSION +
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
-                                        " (failpoints P0-P11 compiled in)"
+                                        " (failpoints P0-P13 compiled in)"
 #else
                                         " (no failpoints)"
 #endif
   );
   std::string store, workspace, scenarioFile, effects;
+  int64_t cancellationGraceMs = 15000, bashKillGraceMs = 2000;
+  bool controlStdin = false;
 
   auto* seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
   seed->add_option("--workspace", workspace, "workspace directory (created if missing)")
@@ -141,6 +190,15 @@ int main(int argc, char** argv) {
     sub->add_option("--workspace", workspace, "workspace directory")->required();
     sub->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
     sub->add_option("--effects", effects, "effects log (default <store>/effects.jsonl)");
+    sub->add_option("--cancellation-grace-ms", cancellationGraceMs,
+                    "Stop: the watchdog seals the run when it has not ended this long after a "
+                    "Stop (default 15000)")
+        ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+    sub->add_option("--bash-kill-grace-ms", bashKillGraceMs,
+                    "Stop: SIGKILL a running Bash process group this long after its SIGTERM "
+                    "(default 2000)")
+        ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
+    sub->add_flag("--control-stdin", controlStdin, "a line \"stop\" on stdin requests a Stop");
   }
   try {
     app.parse(argc, argv);
@@ -167,7 +225,10 @@ int main(int argc, char** argv) {
       std::cout << Json{{"seeded", scenario.files.size()}, {"workspace", workspace}}.dump() << "\n";
       return 0;
     }
+    startStopListener(controlStdin);
     crashsim::AgentPaths paths{store, workspace, effects};
+    paths.cancellationGrace = std::chrono::milliseconds(cancellationGraceMs);
+    paths.bashKillGrace = std::chrono::milliseconds(bashKillGraceMs);
     gAckedStoreDir = paths.storeDir;
     // The power-loss study runs the agent with a weaker sync setting (recovery keeps FULL).
     if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
@@ -178,7 +239,7 @@ int main(int argc, char** argv) {
     // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
     if (crashsim::planted("exit_marker_first"))
       writeExitMarker(paths.storeDir, "run", Json::object());
-    crashsim::CancellationToken cancel;
+    crashsim::CancellationToken& cancel = gCancel;
     int rc = 0;
     Json summary;
     if (run->parsed()) {
@@ -191,10 +252,13 @@ int main(int argc, char** argv) {
       startup.workspaceDir = paths.workspaceDir;
       startup.effectsPath = paths.effectsPath;
       startup.scenario = &scenario;
+      startup.cancellationGrace = paths.cancellationGrace;
+      startup.bashKillGrace = paths.bashKillGrace;
       const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
       summary = r.toJson();
       rc = (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
     }
+    gRunFinished.store(true);
     std::cout << summary.dump() << std::endl;
     crashsim::failpoints::writeHitCountsIfRequested();
     writeExitMarker(paths.storeDir, run->parsed() ? "run" : "recover", summary);

@@ -284,8 +284,31 @@ inline constexpr std::string_view tool_precondition_failed = "tool_precondition_
 inline constexpr std::string_view tool_execution_failed = "tool_execution_failed";
 inline constexpr std::string_view tool_timeout = "tool_timeout";
 inline constexpr std::string_view tool_already_claimed = "tool_already_claimed";
-inline constexpr std::string_view run_cancelled = "run_cancelled";
 inline constexpr std::string_view agent_usage = "agent_usage";
+
+// Stop (spec/termination-contract.md) — this runtime's codes
+// The abort source of a run ended by a Stop request (terminal stateDelta.abortSource).
+inline constexpr std::string_view user_stop = "user_stop";
+// Closure results of the termination batch (error.code of the synthetic / T2-shaped response):
+// a committed call that never reached T1, and a T1-committed call whose implementation never
+// started (Reasonix runState not_started).
+inline constexpr std::string_view cancelled_before_dispatch = "cancelled_before_dispatch";
+inline constexpr std::string_view not_started = "not_started";
+// A tool whose implementation was running when the Stop came and that ended because of it
+// (Bash: its process group terminated).
+inline constexpr std::string_view tool_cancelled = "tool_cancelled";
+// The worker did not exit within the cooperative grace: the watchdog sealed the run from
+// accepted state; a terminal written so carries it as stateDelta.recoveryReason.
+inline constexpr std::string_view cancellation_grace_expired = "cancellation_grace_expired";
+// The termination batch could not be committed (disk full, I/O error): nothing more is admitted;
+// a retry repeats the same batch.
+inline constexpr std::string_view termination_commit_failed = "termination_commit_failed";
+// A termination batch whose closures are not unbound/T2 responses of the terminal's own run.
+inline constexpr std::string_view termination_batch_invalid = "termination_batch_invalid";
+// A different batch under an existing turn-finalize:<turnId> key.
+inline constexpr std::string_view termination_batch_conflict = "termination_batch_conflict";
+// The in-memory phase of a run whose termination batch was not accepted.
+inline constexpr std::string_view recovery_required = "recovery_required";
 
 // Continuation authority (spec e.8, e.9, f.7) — this runtime's error codes
 inline constexpr std::string_view continuation_claim_invalid = "continuation_claim_invalid";

@@ -1,4 +1,5 @@
-// crashsim/failpoints.h — the failpoint catalogue P0–P11 and the compile-time marker.
+// crashsim/failpoints.h — the failpoint catalogue (P0–P11 crash path, P12–P13 Stop path) and the
+// compile-time marker.
 //
 // CRASHSIM_FAILPOINT(P4) marks a boundary in the runtime. Without the build option
 // CRASHSIM_ENABLE_FAILPOINTS it expands to nothing: the production library contains no
@@ -10,11 +11,18 @@
 //   CRASHSIM_ARM=<id>:<hit>        arm one failpoint hit (hit >= 1), e.g. P4:1
 //   CRASHSIM_CONTROL_FD=<fd>       where the control line is written (default: stderr, fd 2)
 //   CRASHSIM_FAILPOINT_MODE=self   raise(SIGKILL) after writing instead of blocking
+//   CRASHSIM_FAILPOINT_MODE=stop   after writing, wait until the process accepted a Stop
+//                                  (noteStopAccepted(), e.g. on the parent's SIGINT) and then
+//                                  RETURN: the run goes on from that boundary, cancelled
+//   CRASHSIM_STOP_COUNT=<n>        stop mode: Stop requests to accept before resuming (1..9,
+//                                  default 1; 2 for a double Stop)
+//   CRASHSIM_ARM_AFTER_STOP=<id>:<hit>  stop mode only: a second arming that blocks (kill) as in
+//                                  block mode, for the Stop path's double faults (P12:1, P13:1)
 //   CRASHSIM_POWERLOSS=1           after the control line (then with "powerloss":true) call the
 //                                  registered power-loss crash hook, which materialises the
 //                                  crash state and raises SIGKILL itself (the parent waits)
 //   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts
-//   {"P0":n,...,"P11":n,"S":n,"F":n}
+//   {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,"P13":n}
 //
 // Barriers (CRASHSIM_BARRIER(S) / (F)) are crash points nobody named: the instrumented build
 // counts every durability barrier of the store (S: just before each COMMIT of a store
@@ -33,10 +41,13 @@
 
 namespace crashsim::failpoints {
 
-// P0–P11 are the named failpoints (the catalogue); S and F are the unnamed barriers.
-enum class Id : uint8_t { P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F };
-inline constexpr size_t kCount = 12;       // named failpoints (catalogue rows)
-inline constexpr size_t kPointCount = 14;  // named failpoints and barriers (hit counters)
+// P0–P11 are the named crash-path failpoints (the catalogue); S and F are the unnamed barriers;
+// P12 and P13 are the Stop path's (stopCatalogue(): reached only after a Stop was accepted).
+// They follow S and F so that every earlier id keeps its number.
+enum class Id : uint8_t { P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13 };
+inline constexpr size_t kCount = 12;       // named crash-path failpoints (catalogue rows)
+inline constexpr size_t kStopCount = 2;    // named Stop-path failpoints (stopCatalogue rows)
+inline constexpr size_t kPointCount = 16;  // every failpoint and barrier (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -52,16 +63,20 @@ struct CatalogueEntry {
 
 // The twelve rows, in id order. Stable data: ids, boundaries and prefix classes never change.
 const std::array<CatalogueEntry, kCount>& catalogue();
-// "P0".."P11" → Id; anything else (including "p4", "P12", " P4", "S") → nullopt.
+// The Stop path's rows (P12 inside the termination batch's transaction, P13 between the batch
+// and the terminal header), hit only by a run that accepted a Stop (termination contract).
+const std::array<CatalogueEntry, kStopCount>& stopCatalogue();
+// "P0".."P13" → Id; anything else (including "p4", "P14", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
 // parseId, or "S" / "F" (a barrier) → Id.
 std::optional<Id> parsePoint(std::string_view name);
 std::string_view name(Id id);  // "P4", "S", "F"
-// The catalogue row of a named failpoint (throws std::out_of_range for a barrier).
+// The catalogue row of a named failpoint, Stop path included (std::out_of_range for a barrier).
 const CatalogueEntry& entry(Id id);
 
-// The catalogue as a JSON array (one object per row, keys: id, boundary, specBoundary,
-// prefixClass, durableState, resolverDecision, recoveryProcess); `indent` < 0 = compact.
+// Both catalogues as one JSON array (one object per row, keys: id, boundary, specBoundary,
+// prefixClass, durableState, resolverDecision, recoveryProcess, stopPath); `indent` < 0 =
+// compact.
 std::string catalogueJson(int indent = -1);
 // The catalogue as a human-readable text table (one block per failpoint).
 std::string catalogueText();
@@ -86,8 +101,12 @@ PowerlossCrashHook powerlossCrashHook();
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
 // Child-side trigger (instrumented build only). Counts the hit; if armed for this hit,
 // reports on the control fd and blocks until killed (or raises SIGKILL itself when
-// CRASHSIM_FAILPOINT_MODE=self).
+// CRASHSIM_FAILPOINT_MODE=self, or returns once a Stop was accepted in stop mode).
 void hit(Id id);
+
+// The process accepted a Stop (its cancellation token is cancelled): releases a stop-mode
+// failpoint waiting for it. Async-signal-safe (one atomic store). Both builds.
+void noteStopAccepted();
 
 // Reads and validates CRASHSIM_ARM / CRASHSIM_CONTROL_FD / CRASHSIM_FAILPOINT_MODE /
 // CRASHSIM_POWERLOSS / CRASHSIM_HITS_OUT before any work. Throws std::invalid_argument with
@@ -109,6 +128,7 @@ inline constexpr bool kEnabled = true;
 #define CRASHSIM_BARRIER(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
 #else
 inline void initFromEnvironment() {}
+inline void noteStopAccepted() {}
 inline void writeHitCountsIfRequested() {}
 inline constexpr bool kEnabled = false;
 #define CRASHSIM_FAILPOINT(ID) ((void)0)

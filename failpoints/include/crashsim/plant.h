@@ -21,6 +21,14 @@
 //   leftover_reruns_tool         state leaks between runs of a case (a temp marker)     → V9
 //   wal_batch_flush_after_sync   the WAL batching VFS hands a commit's frames to the file
 //                                after its sync → store_wal_batch_crash_test (power loss)
+//   stop_ignores_token           the implementation starts after a Stop (no check before it)
+//                                → V3 under --mode stop (P2 cases)
+//   double_stop_second_terminal  a second Stop request writes a second terminal (and the seal
+//                                is off for it) → V3 under --mode stop
+//   stop_header_before_fact      a Stop's terminal header is written before its batch → V3 of
+//                                the +K:P13 double faults (--mode stop --double-faults)
+//   late_result_after_seal       T2 ignores the run seal, so a tool result that comes back after
+//                                the watchdog sealed the run lands → stop_process_test
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -153,4 +153,53 @@ int eventsOfRun(const fs::path& storeDir, const std::string& runId) {
   return sqlite3_step(s.get()) == SQLITE_ROW ? sqlite3_column_int(s.get(), 0) : -1;
 }
 
+namespace {
+std::string text(sqlite3_stmt* s, int i) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+  return p ? std::string(p) : std::string();
+}
+}  // namespace
+
+std::vector<EventRow> runEvents(const fs::path& storeDir, const std::string& runId) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT event_seq, event_id, committed_at, payload_json FROM runtime_events "
+                   "WHERE run_id = ?1 ORDER BY event_seq");
+  sqlite3_bind_text(s.get(), 1, runId.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<EventRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    EventRow r;
+    r.seq = sqlite3_column_int64(s.get(), 0);
+    r.eventId = text(s.get(), 1);
+    r.committedAt = sqlite3_column_double(s.get(), 2);
+    r.payload = nlohmann::json::parse(text(s.get(), 3), nullptr, false);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<RunRow> runs(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT session_id, run_id, turn_id, status, header_json FROM agent_runs ORDER "
+                   "BY rowid");
+  std::vector<RunRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW)
+    out.push_back({text(s.get(), 0), text(s.get(), 1), text(s.get(), 2), text(s.get(), 3),
+                   nlohmann::json::parse(text(s.get(), 4), nullptr, false)});
+  return out;
+}
+
+std::vector<FinalizeRow> turnFinalizeRows(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT operation_id, run_id, terminal_event_id, event_count FROM "
+                   "runtime_turn_finalize ORDER BY rowid");
+  std::vector<FinalizeRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW)
+    out.push_back(
+        {text(s.get(), 0), text(s.get(), 1), text(s.get(), 2), sqlite3_column_int64(s.get(), 3)});
+  return out;
+}
+
 }  // namespace crashsim::harness::observed

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,5 +36,30 @@ std::string integrity(const std::filesystem::path& storeDir);
 
 // Number of runtime_events rows of a run (any session).
 int eventsOfRun(const std::filesystem::path& storeDir, const std::string& runId);
+
+// One runtime_events row as stored: its transaction-level columns and the payload JSON parsed
+// by the harness (no runtime decoder).
+struct EventRow {
+  int64_t seq = 0;
+  std::string eventId;
+  double committedAt = 0;
+  nlohmann::json payload;
+};
+// Every event of a run, by event_seq.
+std::vector<EventRow> runEvents(const std::filesystem::path& storeDir, const std::string& runId);
+
+// One agent_runs row: status column and header_json, in creation order (rowid).
+struct RunRow {
+  std::string sessionId, runId, turnId, status;
+  nlohmann::json header;
+};
+std::vector<RunRow> runs(const std::filesystem::path& storeDir);
+
+// runtime_turn_finalize (schema v4): the terminal writer's idempotency keys.
+struct FinalizeRow {
+  std::string operationId, runId, terminalEventId;
+  int64_t eventCount = 0;
+};
+std::vector<FinalizeRow> turnFinalizeRows(const std::filesystem::path& storeDir);
 
 }  // namespace crashsim::harness::observed

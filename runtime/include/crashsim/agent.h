@@ -11,8 +11,15 @@
 //       T2 commitToolOutcome ([P5] inside the store) → [P6] → result into the history
 //   terminal facts (commitTurnTerminal → crashsim/terminal_facts.h commitTerminalFacts):
 //   terminal RuntimeEvent via commitTerminalEvent ([P8] inside) → [P9] → terminal run header.
-// A cancellation token is checked between steps and handed to every tool; cancellation ends
-// the turn through the same terminal-facts function (status cancelled).
+// Stop (crashsim/termination.h): the cancellation token is checked before each provider step
+// (after [P7]), before T1 (after [P1]) and before the implementation (after [P2]); a Stop seen
+// there ends the turn with the termination plan's batch — the open calls' closures and the
+// cancelled terminal (abortSource user_stop) in one transaction ([P12] inside), [P13], the
+// header. A result that came back after the Stop is committed through T2 first. When the
+// worker has not finished within the cooperative grace after the Stop, the watchdog thread
+// seals the run from accepted state (recoveryReason cancellation_grace_expired; the running
+// tool stays indeterminate), kills the running Bash process group, and every later write of
+// the run loop is refused by the store (run_sealed) and never reaches the model.
 //
 // Ids are deterministic: operationId = deriveOperationId(invocationId, callId); events
 // <op>_call / <op>_dispatch / <op>_response, journal <op>_prepared / <op>_outcome; ordinary
@@ -21,7 +28,10 @@
 // compares verdicts, never bytes).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -31,6 +41,7 @@
 #include "crashsim/runtime_event.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "crashsim/termination.h"
 #include "crashsim/tools.h"
 #include "crashsim/workspace.h"
 
@@ -59,7 +70,10 @@ struct ModelStep {
 // partially answered step re-issues only its unanswered calls (same provider call ids; its
 // text is repeated only when none of its calls appears in the history); after the last step
 // with calls it returns the final text. So after a continuation that trimmed an undispatched
-// call, that call is re-issued and runs once.
+// call, that call is re-issued and runs once. A response that is a Stop closure saying the tool
+// never ran (error code cancelled_before_dispatch or not_started) does not answer the call: like
+// a real model after "cancelled", it asks again, under a new provider call id
+// reissuedCallId(id, n) (n = how many such closures the call has had).
 class ScriptedModel {
  public:
   explicit ScriptedModel(const Scenario& scenario) : scenario_(scenario) {}
@@ -68,6 +82,12 @@ class ScriptedModel {
  private:
   const Scenario& scenario_;
 };
+
+// "<scripted id>~<n>": the provider call id of the n-th re-issue of a scripted call; and back.
+std::string reissuedCallId(const std::string& scriptedId, size_t n);
+std::string scriptedCallIdOf(const std::string& providerCallId);
+// A function_response that closes a call a Stop kept from running (termination plan).
+bool isNeverRanStopClosure(const RuntimeEvent& response);
 
 // Wall-clock Unix ms, strictly increasing per instance.
 class RunClock {
@@ -80,7 +100,9 @@ class RunClock {
 
 struct RunSummary {
   RunIdentity identity;
-  std::string status;  // completed | failed | cancelled
+  // completed | failed | cancelled | recovery_required (a Stop whose batch was not accepted:
+  // termination_commit_failed; or a watchdog seal: cancellation_grace_expired)
+  std::string status;
   bool continuation = false;
   size_t providerSteps = 0, toolCalls = 0, executions = 0, refused = 0, noOps = 0, toolErrors = 0;
   std::string workspaceIdentity;
@@ -97,10 +119,21 @@ struct TurnEnd {
   std::optional<std::string> abortSource;
 };
 
+// The Stop path's settings. Without a store directory there is no watchdog.
+struct StopOptions {
+  std::chrono::milliseconds cancellationGrace{15000};  // the contract's default
+  std::filesystem::path storeDir;  // the watchdog opens its own connection to this store
+  StoreOptions storeOptions;
+  int commitAttempts = 3;  // a failed termination batch is retried, byte for byte, this often
+};
+
 class AgentRunner {
  public:
   AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRuntime& tools,
-              CancellationToken& cancel);
+              CancellationToken& cancel, StopOptions stop = {});
+  ~AgentRunner();
+  AgentRunner(const AgentRunner&) = delete;
+  AgentRunner& operator=(const AgentRunner&) = delete;
 
   // Fresh run: header (running) + user event #1 with the protocol marker, then the loop.
   RunSummary runFresh(const RunIdentity& identity);
@@ -109,20 +142,46 @@ class AgentRunner {
   // source lineage; it is given to the model without a duplicate user message.
   RunSummary runContinuation(const RunHeader& targetHeader,
                              const std::vector<RuntimeEvent>& replayHistory);
+  // The public Stop API: cancels the token (a second Stop is a no-op) and returns the receipt;
+  // alreadyIdle when no run of this runner is active. Thread-safe; never waits for the exit.
+  StopReceipt requestStop();
 
  private:
+  struct Stopped {};  // a token check saw the Stop
   RunSummary loop(RunHeader header, std::vector<RuntimeEvent> history, bool continuation);
   void runCall(const RunHeader& header, const ToolCallRequest& call, const RuntimeEvent& callEvent,
                std::vector<RuntimeEvent>& history, RunSummary& summary);
+  void checkStop() const;  // throws Stopped when the token is cancelled
+  // One store write of the run loop, under acceptMutex_.
+  template <class Write>
+  auto accepted(Write&& write) {
+    std::lock_guard lk(acceptMutex_);
+    return write();
+  }
   // Turns a TurnEnd into the run's terminal facts (terminal_facts.h) and commits them.
   void commitTurnTerminal(RunHeader& header, const TurnEnd& end);
+  // The termination batch of a Stop (planTermination from the committed events and live_),
+  // retried byte for byte up to stop_.commitAttempts times; false when it was never accepted.
+  bool commitStop(RuntimeStore& store, RunHeader& header, bool graceExpired, RunClock& clock);
+  // The watchdog thread of one run (see the header comment).
+  void watch(std::stop_token stop, RunHeader header);
 
   RuntimeStore& store_;
   const Scenario& scenario_;
   ToolRuntime& tools_;
   CancellationToken& cancel_;
+  StopOptions stop_;
   ScriptedModel model_;
   RunClock clock_;
+  // One writer at a time between the run loop and the watchdog. Held around every store write
+  // of the run loop (never while a tool runs) and by the watchdog while it plans and commits.
+  std::mutex acceptMutex_;
+  LiveToolState live_;           // acceptMutex_
+  bool sealed_ = false;          // acceptMutex_: this run's terminal batch was accepted
+  bool watchdogSealed_ = false;  // acceptMutex_
+  std::mutex doneMutex_;
+  std::condition_variable_any doneCv_;
+  bool active_ = false, finished_ = false;  // doneMutex_
 };
 
 // Builds the events the run loop commits (all pass through decodeRuntimeEvent).

@@ -63,6 +63,10 @@ struct AgentPaths {
   std::filesystem::path effectsPath;   // empty = <storeDir>/effects.jsonl
   std::string synchronous = "FULL";    // the store's PRAGMA synchronous (NORMAL: power-loss study)
   bool walBatching = true;             // StoreOptions::walBatching (off: SQLite's own VFS)
+  // Stop: the watchdog's cooperative grace (crashsim/agent.h StopOptions) and Bash's SIGTERM →
+  // SIGKILL grace (ToolPolicy::bashKillGrace).
+  std::chrono::milliseconds cancellationGrace{15000};
+  std::chrono::milliseconds bashKillGrace{2000};
 };
 std::filesystem::path effectsPathOf(const AgentPaths& paths);
 
@@ -77,6 +81,8 @@ struct HostStartupOptions {
   std::filesystem::path effectsPath;                  // empty = <storeDir>/effects.jsonl
   const Scenario* scenario = nullptr;                 // continuation needs it
   bool dryRun = false;
+  std::chrono::milliseconds cancellationGrace{15000};  // the continuation run's Stop watchdog
+  std::chrono::milliseconds bashKillGrace{2000};
 };
 
 struct HostStartupReport {

@@ -35,7 +35,7 @@ struct sqlite3;
 
 namespace crashsim {
 
-inline constexpr int kSchemaVersion = 3;  // our own numbering (spec f.2 tables we need)
+inline constexpr int kSchemaVersion = 4;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
   // Never writes a byte of the store directory and never migrates or repairs: with a WAL and
@@ -112,6 +112,15 @@ struct RecoveryBundle {  // f.6 input
   std::optional<RuntimeEvent> outcome;  // completed bundles only
   RuntimeEvent decision;
 };
+// A turn's termination batch (termination contract sections 3-6): its closures and its terminal
+// RuntimeEvent, accepted in ONE transaction under the idempotency key turn-finalize:<turnId>.
+// Event order: the synthetic pre-T1 responses, the T2-shaped outcomes, the terminal last.
+struct TurnFinalizeBatch {
+  std::vector<RuntimeEvent> syntheticResponses;  // unbound function_responses (no T1)
+  std::vector<ToolOutcome> outcomes;             // bound responses through the T2 path
+  RuntimeEvent terminal;
+  bool stop = false;  // accepted for a Stop: failpoint P12 before COMMIT (otherwise P8)
+};
 struct WriteResult {
   bool created = false;         // false = exact retry (nothing written)
   int64_t runtimeEventSeq = 0;  // event_seq of the write's anchor event
@@ -175,9 +184,20 @@ class RuntimeStore {
   // go only to runtime_partial_snapshots (runtimeEventSeq 0). A terminal event appended here
   // seals its run (f.3 run seal).
   WriteResult append(const RuntimeEvent& event);
-  // append() for the run's terminal RuntimeEvent (must be terminal, else
+  // commitTurnFinalize() of the terminal RuntimeEvent alone (must be terminal, else
   // code::terminal_event_required). Failpoint P8 sits inside its transaction, before COMMIT.
   WriteResult commitTerminalEvent(const RuntimeEvent& event);
+  // The terminal writer (termination contract section 6): every terminal RuntimeEvent of the
+  // runtime — the run's own end, Stop, the watchdog, restart recovery, claim repair — commits
+  // here, with its closures, in one transaction keyed turnFinalizeKey(terminal.turnId), together
+  // with the key row (runtime_turn_finalize). The closures pass the generic writer's and T2's
+  // checks (each outcome's compare-and-set prepared → outcome_committed); every event must
+  // belong to the terminal's run. Same key: the same batch (digest over its canonical events)
+  // → {created:false}, nothing written; another batch → code::termination_batch_conflict. A run
+  // that already has another terminal → code::run_sealed. [P12] (stop) / [P8] before COMMIT.
+  WriteResult commitTurnFinalize(const TurnFinalizeBatch& batch);
+  // "turn-finalize:" + turnId.
+  static std::string turnFinalizeKey(const std::string& turnId);
   // Every writer below also runs the candidate checks all writers share, inside its
   // transaction: run_sealed (the run has a terminal fact), continuation_source_sealed,
   // continuation_target_reserved, runtime_identity_conflict, protocol_marker_invalid,

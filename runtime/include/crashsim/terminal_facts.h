@@ -69,8 +69,13 @@ RuntimeEvent terminalEvent(const RunHeader& run, const TerminalFact& fact);
 // not a valid terminal fact of the run.
 RunHeader terminalHeader(const RunHeader& run, const RuntimeEvent& terminal);
 
-// Commits both facts in order: commitTerminalEvent ([P8] inside its transaction), [P9],
-// markRunTerminal(terminalHeader(run, terminal)). Returns the header written.
+// Commits both facts in order: the terminal writer commitTurnFinalize (the batch's closures and
+// its terminal in one transaction, [P8] — [P12] for a Stop batch — inside it), [P9] — [P13] for
+// a Stop batch —, markRunTerminal(terminalHeader(run, batch.terminal)). Returns the header
+// written.
+RunHeader commitTerminalFacts(RuntimeStore& store, const RunHeader& run,
+                              const TurnFinalizeBatch& batch);
+// The same for a terminal RuntimeEvent without closures.
 RunHeader commitTerminalFacts(RuntimeStore& store, const RunHeader& run,
                               const RuntimeEvent& terminal);
 

@@ -24,9 +24,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -35,17 +37,24 @@
 
 namespace crashsim {
 
-// One cooperative cancellation token per run: checked by the run loop between steps and
-// handed to every tool (Bash polls it). cancel() is thread-safe and idempotent.
+// One cooperative cancellation token per process (crashsim/termination.h): checked by the run
+// loop before each provider step, before T1 and before the implementation, and handed to every
+// tool (Bash polls it). cancel() is thread-safe and idempotent: the first reason wins; it
+// returns true for the call that cancelled. Never call it from a signal handler (it locks).
 class CancellationToken {
  public:
-  void cancel(std::string reason);
+  bool cancel(std::string reason);
   bool cancelled() const { return cancelled_.load(); }
+  int requests() const { return requests_.load(); }  // cancel() calls so far, repeats included
   std::string reason() const;
+  // Blocks until cancelled (true) or until `stop` is requested (false).
+  bool waitCancelled(std::stop_token stop) const;
 
  private:
   std::atomic<bool> cancelled_{false};
+  std::atomic<int> requests_{0};
   mutable std::mutex mutex_;
+  mutable std::condition_variable_any cv_;
   std::string reason_;
 };
 
@@ -96,6 +105,8 @@ struct ToolPolicy {
   std::vector<std::string> available;  // tools the model may call
   std::vector<std::string> denied;     // permissions.deny
   std::chrono::milliseconds bashTimeout{10000};
+  // Stop: a running Bash gets SIGTERM on its process group, then SIGKILL after this grace.
+  std::chrono::milliseconds bashKillGrace{2000};
 };
 
 struct ToolExecution {
@@ -107,9 +118,15 @@ class ToolRuntime {
   ToolRuntime(WorkspaceIdentity workspace, ToolPolicy policy, EffectsLog& effects);
 
   PreflightDecision preflight(const ToolCallRequest& call) const;
-  // Runs the implementation of a dispatched call (never throws; errors → isError results).
+  // Runs the implementation of a dispatched call (never throws; errors → isError results). The
+  // run loop checks the token before it calls this; a Bash command that is running when the
+  // token is cancelled has its process group terminated and returns
+  // {"error":{"code":"tool_cancelled",...},"stdout","stderr"} (isError).
   ToolResult execute(const ToolCallRequest& call, const PreflightDecision& decision,
                      const ToolExecution& execution, const CancellationToken& cancel);
+  // The watchdog (crashsim/termination.h): SIGKILL to the process group of the Bash command
+  // running now, if any. Thread-safe.
+  void killRunningProcessGroup();
 
   const WorkspaceIdentity& workspace() const { return workspace_; }
   // "replay_safe" | "reconcile" | "never_auto_retry" for the built-in tools; unknown →
@@ -122,6 +139,7 @@ class ToolRuntime {
   WorkspaceIdentity workspace_;
   ToolPolicy policy_;
   EffectsLog& effects_;
+  std::atomic<int> activeGroup_{0};  // the running Bash command's process group (0: none)
 };
 
 // {"error":{"code":<code>,"message":<message>}} — the result shape of refusals and failures.

@@ -1,6 +1,10 @@
 // The agent run loop (crashsim/agent.h). Failpoints P0–P4, P6, P7 sit here; P3 is inside the
-// Write/Edit implementation (tools.cpp), P5 and P8 inside the store's T2 and terminal commit
-// transactions, P9 between the terminal facts (terminal_facts.cpp).
+// Write/Edit implementation (tools.cpp), P5 and P8 / P12 inside the store's T2 and terminal
+// writer transactions, P9 / P13 between the terminal facts (terminal_facts.cpp).
+#include <algorithm>
+#include <iostream>
+#include <thread>
+
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
@@ -70,8 +74,31 @@ Json RunSummary::toJson() const {
 }
 
 AgentRunner::AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRuntime& tools,
-                         CancellationToken& cancel)
-    : store_(store), scenario_(scenario), tools_(tools), cancel_(cancel), model_(scenario) {}
+                         CancellationToken& cancel, StopOptions stop)
+    : store_(store),
+      scenario_(scenario),
+      tools_(tools),
+      cancel_(cancel),
+      stop_(std::move(stop)),
+      model_(scenario) {}
+
+AgentRunner::~AgentRunner() = default;
+
+StopReceipt AgentRunner::requestStop() {
+  bool active = false;
+  {
+    std::lock_guard lk(doneMutex_);
+    active = active_ && !finished_;
+  }
+  StopReceipt receipt;
+  receipt.alreadyIdle = !active;
+  if (active) cancel_.cancel(std::string(code::user_stop));
+  return receipt;
+}
+
+void AgentRunner::checkStop() const {
+  if (cancel_.cancelled()) throw Stopped{};
+}
 
 RunSummary AgentRunner::runFresh(const RunIdentity& id) {
   RunHeader header;
@@ -113,15 +140,21 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
   summary.identity = id;
   summary.continuation = continuation;
   summary.workspaceIdentity = tools_.workspace().identity;
+  {
+    std::lock_guard lk(doneMutex_);
+    active_ = true;
+    finished_ = false;
+  }
+  std::jthread watchdog;
+  if (!stop_.storeDir.empty())
+    watchdog = std::jthread([this, header](std::stop_token st) { watch(st, header); });
   TurnEnd end;
+  bool stopped = false;
   try {
     bool deliveredResults = false;
     for (size_t stepOrdinal = 1;; ++stepOrdinal) {
-      if (cancel_.cancelled()) {
-        end = TurnEnd{std::string(code::cancelled), std::nullopt, cancel_.reason(), "user"};
-        break;
-      }
       if (deliveredResults) CRASHSIM_FAILPOINT(P7);
+      checkStop();  // before each provider step
       logProviderInput(id, stepOrdinal, history);
       ModelStep step = model_.nextStep(history);
       ++summary.providerSteps;
@@ -129,7 +162,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
       if (step.isFinal()) {
         if (step.text) {
           RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
-          store_.append(text);
+          accepted([&] { return store_.append(text); });
           history.push_back(text);
         }
         end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt, std::nullopt};
@@ -138,7 +171,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
       CRASHSIM_FAILPOINT(P0);
       if (step.text) {
         RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
-        store_.append(text);
+        accepted([&] { return store_.append(text); });
         history.push_back(text);
       }
       // Model output is durable first: every function_call of the step, generic writer.
@@ -146,7 +179,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
       for (const auto& call : step.calls) {
         const std::string op = deriveOperationId(id.invocationId, call.callId);
         RuntimeEvent ev = agent_events::callEvent(id, op, clock_.now(), call);
-        store_.append(ev);
+        accepted([&] { return store_.append(ev); });
         history.push_back(ev);
         callEvents.push_back(std::move(ev));
       }
@@ -155,6 +188,8 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
       }
       deliveredResults = true;
     }
+  } catch (const Stopped&) {
+    stopped = true;
   } catch (const Error& e) {
     end = TurnEnd{std::string(code::failed), e.code(), e.what(), std::nullopt};
     summary.errorCode = e.code();
@@ -165,9 +200,89 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
     summary.errorCode = code::agent_error;
     summary.errorMessage = e.what();
   }
-  commitTurnTerminal(header, end);
-  summary.status = end.status;
+  bool watchdogSealed = false;
+  {
+    std::lock_guard lk(acceptMutex_);
+    watchdogSealed = watchdogSealed_;
+  }
+  if (watchdogSealed) {
+    // The watchdog sealed the run from accepted state; what the worker did since was refused.
+    summary.status = code::recovery_required;
+    summary.errorCode = std::string(code::cancellation_grace_expired);
+  } else if (stopped) {
+    summary.errorCode.reset();
+    summary.errorMessage.reset();
+    if (commitStop(store_, header, false, clock_)) {
+      summary.status = code::cancelled;
+    } else {
+      summary.status = code::recovery_required;
+      summary.errorCode = std::string(code::termination_commit_failed);
+    }
+  } else {
+    commitTurnTerminal(header, end);
+    summary.status = end.status;
+  }
+  {
+    std::lock_guard lk(doneMutex_);
+    finished_ = true;
+  }
+  doneCv_.notify_all();
   return summary;
+}
+
+bool AgentRunner::commitStop(RuntimeStore& store, RunHeader& header, bool graceExpired,
+                             RunClock& clock) {
+  std::lock_guard lk(acceptMutex_);
+  if (sealed_) return true;
+  const std::vector<StoredEvent> events = store.readRunEvents(header.sessionId, header.runId);
+  double ts = clock.now();
+  for (const auto& e : events) ts = std::max(ts, e.event.ts + 1);
+  const TerminationPlan plan =
+      planTermination(header, events, live_, stopTerminalFact(header, ts, graceExpired));
+  for (int attempt = 1;; ++attempt) {
+    try {
+      header = commitTerminalFacts(store, header, plan.batch);  // the same batch every time
+      sealed_ = true;
+      watchdogSealed_ = graceExpired;
+      if (planted("double_stop_second_terminal") && cancel_.requests() >= 2) {
+        // Planted bug: the second Stop request writes a terminal batch of its own.
+        TerminalFact again = stopTerminalFact(header, ts + 1, graceExpired);
+        again.eventId += "_2";
+        store.append(terminalEvent(header, again));
+      }
+      return true;
+    } catch (const Error& e) {
+      if (std::string_view(e.code()) == code::termination_batch_conflict ||
+          attempt >= stop_.commitAttempts) {
+        std::cerr << Json{{"error", Json{{"code", std::string(code::termination_commit_failed)},
+                                         {"cause", e.code()},
+                                         {"message", e.what()}}}}
+                         .dump()
+                  << std::endl;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+    }
+  }
+}
+
+void AgentRunner::watch(std::stop_token stop, RunHeader header) {
+  if (!cancel_.waitCancelled(stop)) return;
+  {
+    std::unique_lock lk(doneMutex_);
+    if (doneCv_.wait_for(lk, stop, stop_.cancellationGrace, [this] { return finished_; })) return;
+    if (stop.stop_requested()) return;
+  }
+  try {
+    auto store = RuntimeStore::open(stop_.storeDir, stop_.storeOptions);
+    RunClock clock;
+    if (commitStop(*store, header, true, clock)) tools_.killRunningProcessGroup();
+  } catch (const std::exception& e) {
+    std::cerr << Json{{"error", Json{{"code", std::string(code::termination_commit_failed)},
+                                     {"message", e.what()}}}}
+                     .dump()
+              << std::endl;
+  }
 }
 
 void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
@@ -177,6 +292,7 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   const std::string op = deriveOperationId(id.invocationId, call.callId);
   ++summary.toolCalls;
   CRASHSIM_FAILPOINT(P1);
+  checkStop();  // before T1 (and before a pre-T1 refusal)
   const PreflightDecision decision = tools_.preflight(call);
   if (decision.kind != PreflightDecision::Kind::dispatch) {
     // Refusal or deterministic no-op: synthetic response before T1 (pre_t1_synthetic).
@@ -184,7 +300,7 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
     if (decision.kind == PreflightDecision::Kind::no_op) ++summary.noOps;
     RuntimeEvent response = agent_events::responseEvent(
         id, op, clock_.now(), call, decision.syntheticResult, decision.syntheticIsError, false);
-    store_.append(response);
+    accepted([&] { return store_.append(response); });
     history.push_back(response);
     return;
   }
@@ -200,13 +316,18 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   prepared.canonicalArgsHash = argsHash;
   prepared.recoveryMode = decision.recoveryMode;
   prepared.committedAt = clock_.now();
-  const WriteResult t1 = store_.commitToolPrepared(prepared);
+  const WriteResult t1 = accepted([&] { return store_.commitToolPrepared(prepared); });
   if (!t1.created) {
     // The operation was already claimed: the implementation must not run (f.4).
     throw Error(code::tool_already_claimed,
                 "tool operation " + op + " was already prepared; not executing it again");
   }
   CRASHSIM_FAILPOINT(P2);
+  if (!planted("stop_ignores_token")) checkStop();  // planted bug: the tool starts after a Stop
+  {
+    std::lock_guard lk(acceptMutex_);
+    live_.started.insert(op);  // from here on a Stop cannot say "not started"
+  }
   const ToolResult result =
       tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
   ++summary.executions;
@@ -218,7 +339,11 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   outcome.response =
       agent_events::responseEvent(id, op, clock_.now(), call, result.result, result.isError, true);
   outcome.committedAt = clock_.now();
-  store_.commitToolOutcome(outcome);
+  accepted([&] {
+    const WriteResult w = store_.commitToolOutcome(outcome);
+    live_.started.erase(op);
+    return w;
+  });
   CRASHSIM_FAILPOINT(P6);
   if (planted("boundary_crossed_twice")) CRASHSIM_FAILPOINT(P6);  // planted: coverage (exit 2)
   // Only now does the result reach the next provider step.
@@ -235,7 +360,9 @@ void AgentRunner::commitTurnTerminal(RunHeader& header, const TurnEnd& end) {
     fact.message = end.message;
   }
   if (end.status == code::cancelled) fact.abortSource = end.abortSource.value_or("user");
+  std::lock_guard lk(acceptMutex_);
   header = commitTerminalFacts(store_, header, terminalEvent(header, fact));
+  sealed_ = true;
 }
 
 }  // namespace crashsim

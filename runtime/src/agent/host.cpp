@@ -182,8 +182,14 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
   options.walBatching = paths.walBatching;
   auto store = RuntimeStore::open(paths.storeDir, options);
   EffectsLog effects(effectsPathOf(paths));
-  ToolRuntime tools(workspace, policyOf(scenario), effects);
-  AgentRunner runner(*store, scenario, tools, cancel);
+  ToolPolicy policy = policyOf(scenario);
+  policy.bashKillGrace = paths.bashKillGrace;
+  ToolRuntime tools(workspace, policy, effects);
+  StopOptions stop;
+  stop.cancellationGrace = paths.cancellationGrace;
+  stop.storeDir = paths.storeDir;
+  stop.storeOptions = options;
+  AgentRunner runner(*store, scenario, tools, cancel, stop);
   RunSummary summary = runner.runFresh(freshRunIdentity(scenario));
   const auto settings = store->connectionSettings();
   summary.journalMode = settings.journalMode;
@@ -298,8 +304,13 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   try {
     ContinuationExecution ex = executeContinuation(*store, plan, host);
     EffectsLog effects(effectsPath);
-    ToolRuntime toolRuntime(*workspace, policyOf(*scenario), effects);
-    AgentRunner runner(*store, *scenario, toolRuntime, cancel);
+    ToolPolicy policy = policyOf(*scenario);
+    policy.bashKillGrace = options.bashKillGrace;
+    ToolRuntime toolRuntime(*workspace, policy, effects);
+    StopOptions stop;
+    stop.cancellationGrace = options.cancellationGrace;
+    stop.storeDir = storeDir;
+    AgentRunner runner(*store, *scenario, toolRuntime, cancel, stop);
     report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
   } catch (const Error& e) {
     Json f = ids;

@@ -2,6 +2,7 @@
 #include "crashsim/tools.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,10 +25,25 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------------------------
 // CancellationToken
 
-void CancellationToken::cancel(std::string reason) {
-  std::lock_guard lock(mutex_);
-  if (!cancelled_.load()) reason_ = std::move(reason);
-  cancelled_.store(true);
+bool CancellationToken::cancel(std::string reason) {
+  requests_.fetch_add(1);
+  {
+    std::lock_guard lock(mutex_);
+    if (cancelled_.load()) return false;
+    reason_ = std::move(reason);
+    cancelled_.store(true);
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool CancellationToken::waitCancelled(std::stop_token stop) const {
+  std::unique_lock lock(mutex_);
+  return cv_.wait(lock, stop, [this] { return cancelled_.load(); });
+}
+
+void ToolRuntime::killRunningProcessGroup() {
+  if (const int pgid = activeGroup_.load(); pgid > 0) ::killpg(pgid, SIGKILL);
 }
 
 std::string CancellationToken::reason() const {
@@ -328,11 +344,6 @@ ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDeci
     if (!(planted("read_not_recorded") && call.toolName == "Read"))
       effects_.recordExecution(execution.operationId, execution.callId, execution.invocationId,
                                call.toolName);
-    if (cancel.cancelled()) {
-      return {
-          toolErrorResult(code::run_cancelled, "cancelled before execution: " + cancel.reason()),
-          true};
-    }
     if (call.toolName == "Read") {
       std::string content;
       const FileState state = observeFile(decision.target->absolute, kMaxFileBytes, &content);
@@ -357,10 +368,21 @@ ToolResult ToolRuntime::execute(const ToolCallRequest& call, const PreflightDeci
       return {decision.fileEvidence->at("result"), false};
     }
     if (call.toolName == "Bash") {
+      detail::ProcessCancel stop;
+      stop.requested = [&cancel] { return cancel.cancelled(); };
+      stop.killGrace = policy_.bashKillGrace;
+      stop.activeGroup = &activeGroup_;
       auto r = detail::runProcess("/bin/sh", {"-c", call.args["command"].get<std::string>()},
-                                  workspace_.root, policy_.bashTimeout);
+                                  workspace_.root, policy_.bashTimeout, 1u << 20, &stop);
       if (!r.started) {
         return {toolErrorResult(code::tool_execution_failed, "Bash: " + r.spawnError), true};
+      }
+      if (r.cancelled) {
+        Json result = toolErrorResult(code::tool_cancelled, "Bash: stopped (" + cancel.reason() +
+                                                                "); its process group terminated");
+        result["stdout"] = sanitizeUtf8(r.out);
+        result["stderr"] = sanitizeUtf8(r.err);
+        return {result, true};
       }
       if (r.timedOut) {
         return {toolErrorResult(code::tool_timeout,

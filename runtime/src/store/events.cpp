@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "recovery/ledger_scanner.h"
 #include "store/store_internal.h"
 
@@ -269,10 +270,14 @@ void checkContinuationRules(Connection& conn, Writer writer, const RuntimeEvent&
   }
 }
 
-void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e) {
+void checkIdentityAndSeal(Connection& conn, const RuntimeEvent& e, Writer writer) {
   // Run seal (f.3, j.6): every NEW event of a run with a terminal fact is refused, recovery
   // bundles included. Host start-up therefore reconciles before it recovers the terminal.
-  checkRunNotSealed(conn, e.sessionId, e.runId);
+  // Planted bug: T2 forgets the seal, so a result that comes back after a watchdog seal lands.
+  // Planted bug: the seal is off altogether (double_stop_second_terminal's second terminal).
+  if (!(writer == Writer::t2 && planted("late_result_after_seal")) &&
+      !planted("double_stop_second_terminal"))
+    checkRunNotSealed(conn, e.sessionId, e.runId);
   {
     auto st = conn.prepare(
         "SELECT session_id, run_id, turn_id FROM runtime_events WHERE invocation_id = ?1 "
@@ -461,7 +466,7 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     // is inserted before every candidate is checked: one check per identity is the same check.
     if (checked == nullptr || !sameExecutionIdentity(*checked, *c.event)) {
       checkContinuationRules(conn, writer, *c.event);
-      checkIdentityAndSeal(conn, *c.event);
+      checkIdentityAndSeal(conn, *c.event, writer);
       checked = c.event;
     }
     checkProtocolMarker(conn, *c.event);

@@ -149,9 +149,27 @@ constexpr const char* kSchemaV3 = R"SQL(
 DELETE FROM runtime_capabilities WHERE capability = 'runtime_workspace_version_authority';
 )SQL";
 
+// v4: the termination batch's idempotency keys (termination contract section 6). One row per
+// committed terminal batch, written in the batch's own transaction: operation_id
+// "turn-finalize:<turnId>", the batch's digest (an exact retry is a no-op, another batch under
+// the key is refused) and the terminal RuntimeEvent it ended with. An authority table like the
+// claims: not a projection of runtime_events, never rebuilt.
+constexpr const char* kSchemaV4 = R"SQL(
+CREATE TABLE runtime_turn_finalize (
+  operation_id TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  turn_id TEXT NOT NULL,
+  batch_digest TEXT NOT NULL,
+  terminal_event_id TEXT NOT NULL,
+  event_count INTEGER NOT NULL,
+  committed_at REAL NOT NULL
+);
+)SQL";
+
 // migrations[i] brings the schema from version i to i+1. A migration, once shipped, is never
 // edited: a change is a new one.
-constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3};
+constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 constexpr const char* kCapabilities[] = {"runtime_recovery_authority",
@@ -582,8 +600,9 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
                                                " already has a different terminal header");
   }
   // The terminal fact must already be durable: exactly one terminal event with a mapping status.
-  // (The planted repair_header_first bug also switches this defence off, so V7 has to catch it.)
-  if (planted("repair_header_first")) {
+  // (The planted repair_header_first and stop_header_before_fact bugs also switch this defence
+  // off, so V7 and the Stop oracle have to catch them.)
+  if (planted("repair_header_first") || planted("stop_header_before_fact")) {
     writeHeader(c, header, json);
     tx.commit();
     return;

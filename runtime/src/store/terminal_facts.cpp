@@ -7,6 +7,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -133,12 +134,28 @@ RunHeader terminalHeader(const RunHeader& run, const RuntimeEvent& terminal) {
 }
 
 RunHeader commitTerminalFacts(RuntimeStore& store, const RunHeader& run,
-                              const RuntimeEvent& terminal) {
-  RunHeader header = terminalHeader(run, terminal);  // refuse before writing anything
-  store.commitTerminalEvent(terminal);
-  CRASHSIM_FAILPOINT(P9);
+                              const TurnFinalizeBatch& batch) {
+  RunHeader header = terminalHeader(run, batch.terminal);  // refuse before writing anything
+  if (planted("stop_header_before_fact") && batch.stop) {  // planted bug: the header goes first
+    store.markRunTerminal(header);
+    CRASHSIM_FAILPOINT(P13);
+    store.commitTurnFinalize(batch);
+    return header;
+  }
+  store.commitTurnFinalize(batch);
+  if (batch.stop)
+    CRASHSIM_FAILPOINT(P13);
+  else
+    CRASHSIM_FAILPOINT(P9);
   store.markRunTerminal(header);
   return header;
+}
+
+RunHeader commitTerminalFacts(RuntimeStore& store, const RunHeader& run,
+                              const RuntimeEvent& terminal) {
+  TurnFinalizeBatch batch;
+  batch.terminal = terminal;
+  return commitTerminalFacts(store, run, batch);
 }
 
 }  // namespace crashsim

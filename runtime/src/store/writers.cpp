@@ -1,9 +1,11 @@
-// writers.cpp — the dedicated writers (spec a.5, f.3–f.6): generic append, terminal commit,
-// T1 commitToolPrepared, T2 commitToolOutcome and the atomic recovery bundle.
+// writers.cpp — the dedicated writers (spec a.5, f.3–f.6): generic append, the terminal writer
+// (commitTurnFinalize), T1 commitToolPrepared, T2 commitToolOutcome and the atomic recovery
+// bundle.
 #include <mutex>
 
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
 #include "recovery/ledger_scanner.h"
@@ -68,11 +70,7 @@ std::string recoveryMetadata(const RuntimeEvent& e) {
   return stableJson(e.json.at("actions").at("toolRecovery"));
 }
 
-WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCommit) {
-  if (terminalCommit && !event.isTerminal()) {
-    throw Error(code::terminal_event_required,
-                "commitTerminalEvent requires a terminal RuntimeEvent, got " + event.id);
-  }
+WriteResult appendImpl(Connection& c, const RuntimeEvent& event) {
   rejectReservedForGeneric(event);
   ImmediateTx tx(c);
   if (event.partial) {
@@ -104,7 +102,6 @@ WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCo
     return {true, 0};
   }
   auto r = store_detail::insertEvent(tx, event, Writer::generic, store_detail::nowMs());
-  if (terminalCommit && r.created) CRASHSIM_FAILPOINT(P8);
   tx.commit();
   return {r.created, r.eventSeq};
 }
@@ -113,12 +110,13 @@ WriteResult appendImpl(Connection& c, const RuntimeEvent& event, bool terminalCo
 
 WriteResult RuntimeStore::append(const RuntimeEvent& event) {
   std::lock_guard lk(store_detail::mutexOf(*this));
-  return appendImpl(store_detail::connectionOf(*this), event, false);
+  return appendImpl(store_detail::connectionOf(*this), event);
 }
 
 WriteResult RuntimeStore::commitTerminalEvent(const RuntimeEvent& event) {
-  std::lock_guard lk(store_detail::mutexOf(*this));
-  return appendImpl(store_detail::connectionOf(*this), event, true);
+  TurnFinalizeBatch batch;
+  batch.terminal = event;
+  return commitTurnFinalize(batch);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -303,6 +301,122 @@ WriteResult RuntimeStore::commitToolOutcome(const ToolOutcome& in) {
   const int64_t seq = writeOutcome(tx, *op, cands[0], in.journalEventId, in.committedAt, true);
   tx.commit();
   return {true, seq};
+}
+
+// ---------------------------------------------------------------------------------------
+// The terminal writer (termination contract section 6)
+
+std::string RuntimeStore::turnFinalizeKey(const std::string& turnId) {
+  std::string key = "turn-finalize:";
+  key += turnId;
+  return key;
+}
+
+namespace {
+// The batch's identity: sha256 over its canonical events in batch order (outcomes with their
+// journal ids), so an exact retry of the same logical batch has the same digest.
+std::string batchDigest(const TurnFinalizeBatch& b) {
+  Json items = Json::array();
+  for (const auto& r : b.syntheticResponses)
+    items.push_back(Json{{"event", store_detail::canonicalPayload(r)}});
+  for (const auto& o : b.outcomes)
+    items.push_back(Json{{"event", store_detail::canonicalPayload(o.response)},
+                         {"journalEventId", o.journalEventId},
+                         {"operationId", o.operationId}});
+  items.push_back(Json{{"event", store_detail::canonicalPayload(b.terminal)}});
+  return sha256Digest(stableJson(Json{{"events", std::move(items)},
+                                      {"sessionId", b.terminal.sessionId},
+                                      {"turnId", b.terminal.turnId}}));
+}
+
+void checkBatchShape(const TurnFinalizeBatch& b) {
+  const RuntimeEvent& t = b.terminal;
+  if (!t.isTerminal() || t.partial)
+    throw Error(code::terminal_event_required,
+                "the terminal writer requires a terminal RuntimeEvent, got " + t.id);
+  rejectReservedForGeneric(t);
+  auto sameRun = [&](const RuntimeEvent& e) {
+    if (!store_detail::sameExecutionIdentity(e, t))
+      throw Error(code::termination_batch_invalid,
+                  "closure " + e.id + " does not belong to the terminal's run " + t.runId);
+    if (e.isTerminal())
+      throw Error(code::termination_batch_invalid, "closure " + e.id + " is itself terminal");
+  };
+  for (const auto& r : b.syntheticResponses) {
+    rejectReservedForGeneric(r);
+    if (r.contentKind != ContentKind::function_response || r.partial)
+      throw Error(code::termination_batch_invalid,
+                  "pre-T1 closure " + r.id + " is not an unbound function_response");
+    sameRun(r);
+  }
+  for (const auto& o : b.outcomes) {
+    checkT2Input(o.operationId, o.journalEventId, o.response);
+    sameRun(o.response);
+  }
+}
+}  // namespace
+
+WriteResult RuntimeStore::commitTurnFinalize(const TurnFinalizeBatch& b) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  checkBatchShape(b);
+  const RuntimeEvent& t = b.terminal;
+  const std::string key = turnFinalizeKey(t.turnId);
+  const std::string digest = batchDigest(b);
+  ImmediateTx tx(c);
+  {
+    auto st = c.prepare(
+        "SELECT batch_digest, terminal_event_id FROM runtime_turn_finalize WHERE operation_id = "
+        "?1");
+    st.bind(1, key);
+    if (st.step()) {
+      if (st.textView(0) != digest || st.textView(1) != t.id)
+        throw Error(code::termination_batch_conflict,
+                    key + " already holds another termination batch (terminal " +
+                        std::string(st.textView(1)) + ")");
+      auto stored = store_detail::readEventById(c, t.id);
+      return {false, stored ? stored->eventSeq : 0};
+    }
+  }
+  const double now = store_detail::nowMs();
+  bool created = false;
+  for (const auto& r : b.syntheticResponses)
+    created = store_detail::insertEvent(tx, r, Writer::generic, now).created || created;
+  for (const auto& o : b.outcomes) {
+    auto op = loadOperation(c, o.operationId);
+    if (!op) throw Error(code::unknown_tool_operation, "Unknown tool operation " + o.operationId);
+    checkOutcomeIdentity(*op, o.response);
+    auto cands = store_detail::checkCandidates(tx, Writer::t2, {&o.response});
+    if (op->resultEventId || cands[0].exists) {
+      if (op->resultEventId == o.response.id && cands[0].exists) continue;
+      throw Error(code::tool_operation_outcome_conflict,
+                  "Tool operation outcome conflict for " + o.operationId);
+    }
+    writeOutcome(tx, *op, cands[0], o.journalEventId, now, false);  // one commit time per batch
+    created = true;
+  }
+  const auto terminal = store_detail::insertEvent(tx, t, Writer::generic, now);
+  created = terminal.created || created;
+  if (!created) return {false, terminal.eventSeq};  // every event already stored (no key row)
+  auto ins = c.prepare(
+      "INSERT INTO runtime_turn_finalize (operation_id, session_id, run_id, turn_id, "
+      "batch_digest, terminal_event_id, event_count, committed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+      "?7, ?8)");
+  ins.bind(1, key)
+      .bind(2, t.sessionId)
+      .bind(3, t.runId)
+      .bind(4, t.turnId)
+      .bind(5, digest)
+      .bind(6, t.id)
+      .bind(7, static_cast<int64_t>(b.syntheticResponses.size() + b.outcomes.size() + 1))
+      .bind(8, now);
+  ins.exec();
+  if (b.stop)
+    CRASHSIM_FAILPOINT(P12);
+  else
+    CRASHSIM_FAILPOINT(P8);
+  tx.commit();
+  return {true, terminal.eventSeq};
 }
 
 // ---------------------------------------------------------------------------------------

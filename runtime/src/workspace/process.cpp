@@ -1,7 +1,11 @@
 #include "workspace/process.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 #include <future>
 
 namespace crashsim::detail {
@@ -10,7 +14,7 @@ namespace bp = boost::process;
 
 ProcessResult runProcess(const std::string& executable, const std::vector<std::string>& args,
                          const std::filesystem::path& cwd, std::chrono::milliseconds timeout,
-                         size_t maxOutputBytes) {
+                         size_t maxOutputBytes, const ProcessCancel* cancel) {
   ProcessResult result;
   boost::filesystem::path exe;
   if (executable.find('/') == std::string::npos) {
@@ -26,20 +30,48 @@ ProcessResult runProcess(const std::string& executable, const std::vector<std::s
   std::future<std::string> out, err;
   try {
     bp::group group;  // the whole process tree is killed on timeout
-    bp::child child(exe, bp::args(args), bp::start_dir(cwd.string()), bp::std_in.close(),
-                    bp::std_out > out, bp::std_err > err, ios, group);
+    // The child starts with no signal blocked: a host that takes SIGINT/SIGTERM in a dedicated
+    // thread (crashsim-agent's Stop listener) blocks them, and the mask survives exec.
+    bp::child child(
+        exe, bp::args(args), bp::start_dir(cwd.string()), bp::std_in.close(), bp::std_out > out,
+        bp::std_err > err, ios, group, bp::extend::on_exec_setup = [](auto&) {
+          sigset_t none;
+          sigemptyset(&none);
+          ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+        });
     result.started = true;
-    ios.run_for(timeout);
-    if (!ios.stopped()) {
+    const int pgid = static_cast<int>(group.native_handle());
+    if (cancel && cancel->activeGroup) cancel->activeGroup->store(pgid);
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    constexpr auto kPoll = std::chrono::milliseconds(5);
+    while (!ios.stopped() && Clock::now() < deadline) {
+      if (cancel && cancel->requested && cancel->requested()) {
+        result.cancelled = true;
+        break;
+      }
+      ios.run_for(cancel ? kPoll : deadline - Clock::now());
+    }
+    if (result.cancelled && !ios.stopped()) {
+      // Stop: SIGTERM to the whole group, SIGKILL if it still holds its output after the grace.
+      ::killpg(pgid, SIGTERM);
+      ios.run_for(cancel->killGrace);
+      if (!ios.stopped()) {
+        std::error_code ec;
+        group.terminate(ec);
+        ios.run_for(std::chrono::seconds(1));
+      }
+    } else if (!ios.stopped()) {
       // Pipes still open after the bound: kill the child and drain what is left.
       std::error_code ec;
       group.terminate(ec);
       result.timedOut = true;
       ios.run_for(std::chrono::seconds(1));
     }
+    if (cancel && cancel->activeGroup) cancel->activeGroup->store(0);
     std::error_code ec;
     child.wait(ec);
-    if (!result.timedOut) result.exitCode = child.exit_code();
+    if (!result.timedOut && !result.cancelled) result.exitCode = child.exit_code();
   } catch (const std::exception& e) {
     result.spawnError = e.what();
     result.started = false;

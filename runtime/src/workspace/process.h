@@ -2,25 +2,38 @@
 // Internal to the runtime (workspace git hygiene, the Bash tool).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace crashsim::detail {
 
 struct ProcessResult {
-  bool started = false;   // false: the executable could not be found or spawned
-  bool timedOut = false;  // killed after the time bound
-  int exitCode = -1;      // valid when started && !timedOut
+  bool started = false;    // false: the executable could not be found or spawned
+  bool timedOut = false;   // killed after the time bound
+  bool cancelled = false;  // ended by a cancellation (SIGTERM to its group, SIGKILL after grace)
+  int exitCode = -1;       // valid when started && !timedOut
   std::string out, err;
   std::string spawnError;  // reason when !started
 };
 
-// Runs `executable args...` in `cwd` with stdin closed. `executable` without a '/' is searched
-// on PATH. Output beyond maxOutputBytes per stream is truncated.
+// Cooperative cancellation of a running process (the Bash tool's Stop path).
+struct ProcessCancel {
+  std::function<bool()> requested;            // polled every few ms while the child runs
+  std::chrono::milliseconds killGrace{2000};  // SIGTERM to the group, then SIGKILL after this
+  std::atomic<int>* activeGroup = nullptr;    // set to the child's process group while it runs
+};
+
+// Runs `executable args...` in `cwd` with stdin closed, in its own process group. `executable`
+// without a '/' is searched on PATH. Output beyond maxOutputBytes per stream is truncated. The
+// time bound kills the whole group (timedOut); a cancellation requested first sends the group
+// SIGTERM and, if it has not closed its output after killGrace, SIGKILL (cancelled). Whichever
+// of the two comes first decides the result.
 ProcessResult runProcess(const std::string& executable, const std::vector<std::string>& args,
                          const std::filesystem::path& cwd, std::chrono::milliseconds timeout,
-                         size_t maxOutputBytes = 1u << 20);
+                         size_t maxOutputBytes = 1u << 20, const ProcessCancel* cancel = nullptr);
 
 }  // namespace crashsim::detail

@@ -3,10 +3,10 @@
 // AgentProcess fork()s and exec()s the agent (no SQLite connection crosses the fork: the
 // parent opens none before the call) with stdout and stderr sent to a log file and a control
 // pipe on CRASHSIM_CONTROL_FD, so an armed failpoint reports itself there
-// ({"failpoint":…,"hit":…}) and blocks until it is killed. CRASHSIM_ARM and
-// CRASHSIM_FAILPOINT_MODE are cleared first, then `env` is applied. Death is judged from the
-// native wait status (WIFSIGNALED / WTERMSIG), never from an exit code. A process still running
-// when the object goes away is SIGKILLed and reaped.
+// ({"failpoint":…,"hit":…}) and blocks until it is killed. CRASHSIM_ARM, CRASHSIM_FAILPOINT_MODE,
+// the Stop-mode variables and CRASHSIM_PLANT are cleared first, then `env` is applied. Death is
+// judged from the native wait status (WIFSIGNALED / WTERMSIG), never from an exit code. A process
+// still running when the object goes away is SIGKILLed and reaped.
 #pragma once
 
 #include <fcntl.h>
@@ -51,8 +51,9 @@ class AgentProcess {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
-      ::unsetenv("CRASHSIM_ARM");
-      ::unsetenv("CRASHSIM_FAILPOINT_MODE");
+      for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_STOP_COUNT",
+                            "CRASHSIM_ARM_AFTER_STOP", "CRASHSIM_PLANT"})
+        ::unsetenv(v);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
       ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);
       std::string exe = agent.string();
@@ -96,6 +97,7 @@ class AgentProcess {
   }
 
   void kill() const { ::kill(pid_, SIGKILL); }
+  void signal(int sig) const { ::kill(pid_, sig); }
 
   // Waits for the agent to end (once).
   AgentExit reap() {

@@ -1,6 +1,9 @@
 // crashsim/harness/case_id.h — case names: "scenario/P4#2/kill", "scenario/P4#1/kill+R:P10#1",
-// "scenario/P6#1/powerloss@17" and the unnamed barriers "scenario/S#7/kill", "scenario/F#3/kill"
-// (the k-th store COMMIT / file-tool durability step the agent run reaches, crashsim/failpoints.h).
+// "scenario/P6#1/powerloss@17", the unnamed barriers "scenario/S#7/kill", "scenario/F#3/kill"
+// (the k-th store COMMIT / file-tool durability step the agent run reaches, crashsim/failpoints.h),
+// and Stop cases "scenario/P4#1/stop" (a Stop delivered at the point instead of a kill) with their
+// double faults "scenario/P4#1/stop+K:P12#1" (the stopping process then SIGKILLed at a Stop-path
+// failpoint, P12 or P13, before restart recovery).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h): the same
@@ -26,10 +29,12 @@ struct CaseId {
   std::optional<uint64_t> seed;  // powerloss: the crash-state seed (required); kill: none
   std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
+  std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
 
   std::string str() const;
   std::string failpointName() const;  // "P4"
   bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
+  bool isStopDoubleFault() const { return stopKill.has_value(); }
   bool isBarrier() const { return failpoint >= 12; }
   auto operator<=>(const CaseId&) const = default;
 };
@@ -38,7 +43,9 @@ struct CaseId {
 CaseId parseCaseId(std::string_view text);
 
 inline constexpr int kBarrierS = 12, kBarrierF = 13;  // the unnamed barriers S and F
+// The Stop path's failpoints, numbered as crashsim::failpoints::Id numbers them.
+inline constexpr int kStopP12 = 14, kStopP13 = 15;
 
-std::string failpointName(int fp);  // "P4", "S", "F"
+std::string failpointName(int fp);  // "P4", "S", "F", "P12"
 
 }  // namespace crashsim::harness

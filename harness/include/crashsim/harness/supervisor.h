@@ -32,8 +32,9 @@ struct ChildResult {
   int exitCode = -1;
   bool signaled = false;  // WIFSIGNALED
   int signal = 0;
-  std::string controlLine;  // armed runs: the line the child wrote (without newline)
-  std::string error;        // spawn/IO problem, empty when none
+  std::string controlLine;        // armed runs: the line the child wrote (without newline)
+  std::string secondControlLine;  // stopped runs with a kill point: the Stop-path failpoint's
+  std::string error;              // spawn/IO problem, empty when none
   std::chrono::microseconds elapsed{0};
   bool killedBySigkill() const { return signaled && signal == 9; }
   std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"
@@ -44,6 +45,14 @@ struct ChildResult {
 // child's record carries "powerloss":true: it then materialises its crash state and raises
 // SIGKILL itself, so the supervisor waits for it to die (until the timeout) before reaping.
 ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit);
+
+// Spawns armed at (failpoint, hit) in stop mode (CRASHSIM_FAILPOINT_MODE=stop): when the child
+// reports the point it is sent a Stop twice, SIGINT then SIGTERM (a real signal; the second must
+// change nothing), and resumes from that point once it accepted the Stop. Without `killAt` the
+// child is left to terminate by itself (SIGKILL + failure after the timeout); with `killAt`
+// ("P12" / "P13", CRASHSIM_ARM_AFTER_STOP) it is SIGKILLed when it reports that failpoint.
+ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
+                       const std::optional<std::string>& killAt);
 
 // Spawns unarmed and waits for it to exit (SIGKILL + failure after the timeout).
 ChildResult runToEnd(SpawnSpec spec);

@@ -53,7 +53,8 @@ struct CaseRecord {
   std::string failpoint;  // "P4"
   int hit = 0;            // 1-based
   std::string mode;       // "kill" | "powerloss"
-  std::optional<std::string> recoveryFailpoint;  // double fault: the recovery kill point
+  // double fault: the recovery kill point (kill), or the Stop-path kill point P12/P13 (stop)
+  std::optional<std::string> recoveryFailpoint;
   std::optional<int> recoveryHit;
   std::string verdict;                  // "pass" | "fail"
   std::map<std::string, Check> checks;  // V1..V9, every one present; D1, D2 when evaluated
