@@ -63,7 +63,8 @@ TEST(Durability, ReportMeasuresThePlatformAndMergesTwoPlatformsIntoOneMatrix) {
     EXPECT_EQ(c["passed"].get<int>() + c["failed"].get<int>(), c["total"].get<int>());
     if (c["synchronous"] == "NORMAL") normalLost += c["d1Lost"].get<int>();
   }
-  EXPECT_EQ(combos, (std::set<std::string>{"kill/FULL", "powerloss/FULL", "powerloss/NORMAL"}));
+  EXPECT_EQ(combos, (std::set<std::string>{"kill/FULL", "stop/FULL", "powerloss/FULL",
+                                           "powerloss/NORMAL"}));
   EXPECT_GT(normalLost, 0);
   EXPECT_NE(slurp(d / "a" / "durability.md").find("| failpoint | mode | synchronous |"),
             std::string::npos);

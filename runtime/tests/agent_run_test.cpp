@@ -10,9 +10,9 @@
 #include <set>
 
 #include "crashsim/agent.h"
-#include "crashsim/host.h"
 #include "crashsim/codes.h"
 #include "crashsim/hashing.h"
+#include "crashsim/host.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
 #include "crashsim/scenario.h"

@@ -99,8 +99,9 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
   // What a version-1 store looks like: no partial index over terminal facts, and the
   // workspace version authority advertised.
   rawSql(dir.db(),
-         "DROP INDEX runtime_events_terminal; INSERT INTO runtime_capabilities (capability, "
-         "version) VALUES ('runtime_workspace_version_authority', 1); PRAGMA user_version = 1;");
+         "DROP INDEX runtime_events_terminal; DROP TABLE runtime_turn_finalize; INSERT INTO "
+         "runtime_capabilities (capability, version) VALUES "
+         "('runtime_workspace_version_authority', 1); PRAGMA user_version = 1;");
   auto s = RuntimeStore::open(dir.path);
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(pragma(s->handle(),
