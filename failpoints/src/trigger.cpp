@@ -47,7 +47,8 @@ struct TriggerState {
   int controlFd = 2;
   bool selfKill = false;
   bool stopMode = false;
-  int stopsToWait = 1;  // CRASHSIM_STOP_COUNT: Stop requests to accept before resuming
+  int stopsToWait = 1;               // CRASHSIM_STOP_COUNT: Stop requests to accept before resuming
+  std::optional<Arming> faultAfter;  // CRASHSIM_FAULT_AFTER: id, and (as hit) the fault count
   bool powerloss = false;
   std::string hitsOut;
   bool hitsWritten = false;
@@ -60,6 +61,7 @@ TriggerState& state() {
 }
 
 std::atomic<int> gStopsAccepted{0};
+std::atomic<int64_t> gIoFaults{0};  // WAL writes still to fail (CRASHSIM_FAULT_AFTER)
 constexpr auto kStopWait = std::chrono::seconds(10);
 
 std::array<std::atomic<uint64_t>, kPointCount>& counters() {
@@ -132,6 +134,14 @@ void initLocked(TriggerState& s) {
       throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_STOP_COUNT '" + n +
                                   "' must be 1..9");
   }
+  std::optional<Arming> faultAfter;
+  if (const char* f = env("CRASHSIM_FAULT_AFTER")) {
+    try {
+      faultAfter = parseArming(f);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAULT_AFTER: " + e.what());
+    }
+  }
   std::optional<Arming> afterStop;
   if (const char* arm = env("CRASHSIM_ARM_AFTER_STOP")) {
     if (!stopMode)
@@ -160,6 +170,7 @@ void initLocked(TriggerState& s) {
   s.selfKill = selfKill;
   s.stopMode = stopMode;
   s.stopsToWait = stopsToWait;
+  s.faultAfter = faultAfter;
   s.powerloss = powerloss;
   s.hitsOut = env("CRASHSIM_HITS_OUT") ? env("CRASHSIM_HITS_OUT") : "";
   s.hitsWritten = false;
@@ -231,6 +242,8 @@ void hit(Id id) {
     }
   }
   const uint64_t n = counters()[static_cast<size_t>(id)].fetch_add(1) + 1;
+  if (s.faultAfter && s.faultAfter->id == id && n == 1)
+    gIoFaults.store(static_cast<int64_t>(s.faultAfter->hit));
   if (s.arming && s.arming->id == id && s.arming->hit == n) {
     if (!s.stopMode) die(s, id, n);
     stopHere(s, id, n);
@@ -240,6 +253,13 @@ void hit(Id id) {
 }
 
 void noteStopAccepted() { gStopsAccepted.fetch_add(1); }
+
+bool consumeIoFault() {
+  int64_t left = gIoFaults.load();
+  while (left > 0)
+    if (gIoFaults.compare_exchange_weak(left, left - 1)) return true;
+  return false;
+}
 
 std::array<uint64_t, kPointCount> hitCounts() {
   std::array<uint64_t, kPointCount> out{};
@@ -271,6 +291,7 @@ void resetForTesting() {
   s.arming.reset();
   s.afterStop.reset();
   gStopsAccepted.store(0);
+  gIoFaults.store(0);
   s.hitsWritten = false;
 }
 

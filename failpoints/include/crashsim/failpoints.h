@@ -21,6 +21,9 @@
 //   CRASHSIM_POWERLOSS=1           after the control line (then with "powerloss":true) call the
 //                                  registered power-loss crash hook, which materialises the
 //                                  crash state and raises SIGKILL itself (the parent waits)
+//   CRASHSIM_FAULT_AFTER=<id>:<n>  after the first hit of <id>, the next n writes to the store's
+//                                  WAL fail with SQLITE_FULL (a full disk at that COMMIT; the
+//                                  WAL batching VFS asks consumeIoFault()), e.g. P12:2
 //   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts
 //   {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,"P13":n}
 //
@@ -103,6 +106,9 @@ PowerlossCrashHook powerlossCrashHook();
 // reports on the control fd and blocks until killed (or raises SIGKILL itself when
 // CRASHSIM_FAILPOINT_MODE=self, or returns once a Stop was accepted in stop mode).
 void hit(Id id);
+
+// CRASHSIM_FAULT_AFTER: true (and one fault used up) when this write must fail. Thread-safe.
+bool consumeIoFault();
 
 // The process accepted a Stop (its cancellation token is cancelled): releases a stop-mode
 // failpoint waiting for it. Async-signal-safe (one atomic store). Both builds.

@@ -12,6 +12,7 @@
 #include <new>
 #include <vector>
 
+#include "crashsim/failpoints.h"
 #include "crashsim/plant.h"
 
 namespace crashsim::store_detail {
@@ -136,6 +137,10 @@ int bRead(sqlite3_file* f, void* buf, int amt, sqlite3_int64 off) {
 int bWrite(sqlite3_file* f, const void* buf, int amt, sqlite3_int64 off) {
   BatchFile* p = bf(f);
   if (!p->wal) return real(f)->pMethods->xWrite(real(f), buf, amt, off);
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+  // Instrumented build: a full disk at this WAL write (CRASHSIM_FAULT_AFTER, failpoints.h).
+  if (failpoints::consumeIoFault()) return SQLITE_FULL;
+#endif
   const auto n = static_cast<size_t>(amt);
   const char* bytes = static_cast<const char*>(buf);
   std::lock_guard lk(g_mu);

@@ -52,7 +52,7 @@ class AgentProcess {
         ::dup2(fd, 2);
       }
       for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_STOP_COUNT",
-                            "CRASHSIM_ARM_AFTER_STOP", "CRASHSIM_PLANT"})
+                            "CRASHSIM_ARM_AFTER_STOP", "CRASHSIM_PLANT", "CRASHSIM_FAULT_AFTER"})
         ::unsetenv(v);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
       ::setenv("CRASHSIM_CONTROL_FD", std::to_string(pipefd[1]).c_str(), 1);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "../store_test_util.h"
 #include "agent_process.h"
 #include "crashsim/agent.h"
 #include "crashsim/codes.h"
@@ -230,6 +231,143 @@ TEST(StopProcess, AStopOnAnIdleRunnerIsAcceptedAsAlreadyIdleAndWritesNothing) {
   EXPECT_TRUE(after.alreadyIdle);
   EXPECT_FALSE(token.cancelled());
   EXPECT_EQ(store->ledgerHash(), ledger);
+}
+
+}  // namespace
+
+namespace {
+
+// Stop during a continuation run: a run killed with call-2 committed and never dispatched (P1#2)
+// is continued by `recover`; that process is stopped when its continuation run has T1 of the
+// re-issued call-2 (its P2#1). The continuation run ends cancelled with the not_started closure;
+// the next recovery continues from it, re-issues the call once and finishes the task.
+TEST(StopProcess, AStopDuringAContinuationRunEndsItCancelledAndTheNextResumeFinishes) {
+  testutil::AgentSandbox box;
+  const fs::path sc = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json";
+  {
+    testutil::AgentProcess seed(
+        kAgent, {"seed", "--workspace", box.ws().string(), "--scenario", sc.string()}, {},
+        box.base / "seed.log");
+    ASSERT_EQ(seed.reap().exitCode, 0);
+  }
+  {
+    testutil::AgentProcess crash(kAgent, agentArgs("run", box, sc), {{"CRASHSIM_ARM", "P1:2"}},
+                                 box.base / "run.log");
+    ASSERT_TRUE(crash.waitForControlLine(std::chrono::seconds(20)).has_value());
+    crash.kill();
+    ASSERT_TRUE(crash.reap().signaled);
+  }
+  {
+    testutil::AgentProcess recover(kAgent, agentArgs("recover", box, sc),
+                                   {{"CRASHSIM_ARM", "P2:1"}, {"CRASHSIM_FAILPOINT_MODE", "stop"}},
+                                   box.base / "recover1.log");
+    ASSERT_TRUE(recover.waitForControlLine(std::chrono::seconds(20)).has_value());
+    recover.signal(SIGINT);
+    const testutil::AgentExit e = recover.reap();
+    EXPECT_TRUE(e.exited && e.exitCode == 1) << e.exitCode;  // the continuation was cancelled
+  }
+  {
+    auto st = RuntimeStore::open(box.store());
+    const auto runs = st->listRuns();
+    ASSERT_EQ(runs.size(), 2u);
+    const RunHeader& cont = runs[0].runId == "run-write-config-port-1" ? runs[1] : runs[0];
+    EXPECT_EQ(cont.status, "cancelled");
+    EXPECT_EQ(cont.abortSource, "user_stop");
+    const auto ev = st->readRunEvents(cont.sessionId, cont.runId);
+    ASSERT_FALSE(ev.empty());
+    EXPECT_TRUE(ev.back().event.isTerminal());
+    ASSERT_GE(ev.size(), 2u);
+    EXPECT_EQ(errorCode(ev[ev.size() - 2].event), "not_started");
+  }
+  EXPECT_EQ(EffectsLog::read(box.store() / "effects.jsonl").size(), 1u);  // only call-1 ran
+  testutil::AgentProcess again(kAgent, agentArgs("recover", box, sc), {},
+                               box.base / "recover2.log");
+  const testutil::AgentExit e = again.reap();
+  EXPECT_TRUE(e.exited && e.exitCode == 0) << e.exitCode;
+  const auto effects = EffectsLog::read(box.store() / "effects.jsonl");
+  ASSERT_EQ(effects.size(), 2u);
+  EXPECT_EQ(effects[1].value("callId", ""), "call-2~1");  // re-issued once, under a new id
+  std::ifstream in(box.ws() / "config.json");
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "{\"name\":\"demo\",\"port\":4000}\n");
+  auto st = RuntimeStore::open(box.store());
+  EXPECT_EQ(st->listRuns().size(), 3u);
+  for (const auto& h : st->listRuns()) EXPECT_NE(h.status, "running") << h.runId;
+}
+
+}  // namespace
+
+namespace {
+
+struct FaultedStop {
+  testutil::AgentExit exit;
+  std::string log;
+};
+
+// write-config-port stopped at P2#2 (the Write through T1, never started) while the store's
+// disk is full for the next `faults` WAL writes after the batch's P12 (CRASHSIM_FAULT_AFTER).
+FaultedStop stopWithFullDisk(const testutil::AgentSandbox& box, const fs::path& sc, int faults) {
+  {
+    testutil::AgentProcess seed(
+        kAgent, {"seed", "--workspace", box.ws().string(), "--scenario", sc.string()}, {},
+        box.base / "seed.log");
+    seed.reap();
+  }
+  testutil::AgentProcess agent(kAgent, agentArgs("run", box, sc),
+                               {{"CRASHSIM_ARM", "P2:2"},
+                                {"CRASHSIM_FAILPOINT_MODE", "stop"},
+                                {"CRASHSIM_FAULT_AFTER", "P12:" + std::to_string(faults)}},
+                               box.base / "run.log");
+  FaultedStop out;
+  if (!agent.waitForControlLine(std::chrono::seconds(20))) return out;
+  agent.signal(SIGINT);
+  out.exit = agent.reap();
+  std::ifstream in(box.base / "run.log");
+  out.log.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return out;
+}
+
+TEST(StopProcess, ATerminationCommitThatFailsIsRetriedAsTheSameBatchAndLandsOnce) {
+  testutil::AgentSandbox box;
+  const fs::path sc = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json";
+  const FaultedStop r = stopWithFullDisk(box, sc, 2);  // attempts 1 and 2 fail, 3 commits
+  EXPECT_TRUE(r.exit.exited && r.exit.exitCode == 1) << r.log;
+  std::unique_ptr<RuntimeStore> st;
+  StoppedRun run = read(box, st);
+  ASSERT_EQ(run.terminals.size(), 1u) << r.log;
+  EXPECT_EQ(run.header.status, "cancelled");
+  ASSERT_TRUE(run.response.has_value());
+  EXPECT_EQ(errorCode((*run.response)->event), "not_started");
+  EXPECT_EQ(testutil::pragma(st->handle(), "SELECT count(*) FROM runtime_turn_finalize"), "1");
+}
+
+TEST(StopProcess, ATerminationCommitThatNeverLandsAdmitsNothingAndRestartSealsOnce) {
+  testutil::AgentSandbox box;
+  const fs::path sc = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json";
+  const FaultedStop r = stopWithFullDisk(box, sc, 100);
+  EXPECT_TRUE(r.exit.exited && r.exit.exitCode == 1) << r.log;
+  EXPECT_NE(r.log.find("\"status\":\"recovery_required\""), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("termination_commit_failed"), std::string::npos) << r.log;
+  {
+    std::unique_ptr<RuntimeStore> st;
+    StoppedRun run = read(box, st);
+    EXPECT_TRUE(run.terminals.empty());
+    EXPECT_EQ(run.header.status, "running");
+    for (const auto& e : run.events)  // no closure of the Write reached the store
+      EXPECT_FALSE(e.event.contentKind == ContentKind::function_response &&
+                   e.event.callId == "call-2");
+  }
+  EXPECT_EQ(effectLines(box), 1);  // the Write never started
+  // The fault cleared: restart recovery writes the run's only terminal; the unstarted Write is
+  // indeterminate to a process without memory, its reconciler sees the prior state and parks.
+  testutil::AgentProcess recover(kAgent, agentArgs("recover", box, sc), {},
+                                 box.base / "recover.log");
+  recover.reap();
+  std::unique_ptr<RuntimeStore> st;
+  StoppedRun run = read(box, st);
+  EXPECT_EQ(run.terminals.size(), 1u);
+  EXPECT_NE(run.header.status, "running");
+  EXPECT_EQ(effectLines(box), 1);
 }
 
 }  // namespace
