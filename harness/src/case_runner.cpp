@@ -505,11 +505,8 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   return ref;
 }
 
-CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& opts) {
-  auto started = std::chrono::steady_clock::now();
-  CaseOutcome out;
-  Checks c;
-  auto& rec = out.record;
+reports::CaseRecord caseRecordOf(const CaseId& id, const RunOptions& opts) {
+  reports::CaseRecord rec;
   rec.id = id.str();
   rec.scenario = id.scenario;
   rec.failpoint = id.failpointName();
@@ -524,6 +521,15 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     rec.recoveryHit = 1;
   }
   rec.reproduce = reproduceLine(id, opts);
+  return rec;
+}
+
+CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& opts) {
+  auto started = std::chrono::steady_clock::now();
+  CaseOutcome out;
+  Checks c;
+  auto& rec = out.record;
+  rec = caseRecordOf(id, opts);
   auto say = [&](std::string s) {
     if (opts.verbose) out.log.push_back(std::move(s));
   };

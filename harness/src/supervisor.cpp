@@ -185,16 +185,24 @@ bool readControlLine(int fd, std::string& buf, Clock::time_point deadline, std::
   }
 }
 
+namespace {
+// Spawns `spec` armed at (failpoint, hit) with a control pipe; a spawn failure is r.error.
+Spawned spawnArmed(SpawnSpec& spec, const std::string& failpoint, int hit, ChildResult& r) {
+  spec.env["CRASHSIM_ARM"] = fmt::format("{}:{}", failpoint, hit);
+  Spawned s = spawn(spec, true);
+  if (s.pid < 0)
+    r.error = s.error;
+  else
+    r.spawned = true;
+  return s;
+}
+}  // namespace
+
 ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   ChildResult r;
   auto start = Clock::now();
-  spec.env["CRASHSIM_ARM"] = fmt::format("{}:{}", failpoint, hit);
-  Spawned s = spawn(spec, true);
-  if (s.pid < 0) {
-    r.error = s.error;
-    return r;
-  }
-  r.spawned = true;
+  Spawned s = spawnArmed(spec, failpoint, hit, r);
+  if (!r.spawned) return r;
   auto deadline = start + spec.timeout;
   // Read until the first newline, EOF or the deadline.
   std::string buf;
@@ -215,16 +223,11 @@ ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
                        const std::optional<std::string>& killAt) {
   ChildResult r;
   auto start = Clock::now();
-  spec.env["CRASHSIM_ARM"] = fmt::format("{}:{}", failpoint, hit);
   spec.env["CRASHSIM_FAILPOINT_MODE"] = "stop";
   spec.env["CRASHSIM_STOP_COUNT"] = "2";  // resume only after both Stops were taken
   if (killAt) spec.env["CRASHSIM_ARM_AFTER_STOP"] = *killAt + ":1";
-  Spawned s = spawn(spec, true);
-  if (s.pid < 0) {
-    r.error = s.error;
-    return r;
-  }
-  r.spawned = true;
+  Spawned s = spawnArmed(spec, failpoint, hit, r);
+  if (!r.spawned) return r;
   auto deadline = start + spec.timeout;
   std::string buf;
   if (readControlLine(s.controlRead, buf, deadline, r.controlLine, r.timedOut)) {

@@ -89,23 +89,10 @@ CaseOutcome guardedRunCase(const CaseId& id, const Reference& ref, const RunOpti
     return runCase(id, ref, ro);
   } catch (const std::exception& e) {
     CaseOutcome oc;
-    oc.record.id = id.str();
-    oc.record.scenario = id.scenario;
-    oc.record.failpoint = id.failpointName();
-    oc.record.hit = id.hit;
-    oc.record.mode = id.mode;
-    if (id.recoveryFailpoint) {
-      oc.record.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
-      oc.record.recoveryHit = id.recoveryHit.value_or(1);
-    }
-    if (id.stopKill) {
-      oc.record.recoveryFailpoint = failpointName(*id.stopKill);
-      oc.record.recoveryHit = 1;
-    }
+    oc.record = caseRecordOf(id, ro);
     for (auto n : reports::kCheckNames) oc.record.checks[std::string(n)] = {"n/a", "case aborted"};
     oc.record.checks["V1"] = {"fail", std::string("case aborted: ") + e.what()};
     oc.record.verdict = "fail";
-    oc.record.reproduce = reproduceLine(id, ro);
     return oc;
   }
 }

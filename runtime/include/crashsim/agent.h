@@ -111,12 +111,12 @@ struct RunSummary {
   Json toJson() const;
 };
 
-// How a turn ends; turned into the terminal RuntimeEvent + header by commitTurnTerminal().
+// How a turn ends by itself; turned into the terminal RuntimeEvent + header by
+// commitTurnTerminal(). (A Stop ends it through the termination plan instead.)
 struct TurnEnd {
-  std::string status;  // completed | failed | cancelled
+  std::string status;  // completed | failed
   std::optional<std::string> failureClass;
   std::optional<std::string> message;
-  std::optional<std::string> abortSource;
 };
 
 // The Stop path's settings. Without a store directory there is no watchdog.

@@ -165,7 +165,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
           accepted([&] { return store_.append(text); });
           history.push_back(text);
         }
-        end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt, std::nullopt};
+        end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt};
         break;
       }
       CRASHSIM_FAILPOINT(P0);
@@ -191,12 +191,11 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
   } catch (const Stopped&) {
     stopped = true;
   } catch (const Error& e) {
-    end = TurnEnd{std::string(code::failed), e.code(), e.what(), std::nullopt};
+    end = TurnEnd{std::string(code::failed), e.code(), e.what()};
     summary.errorCode = e.code();
     summary.errorMessage = e.what();
   } catch (const std::exception& e) {
-    end =
-        TurnEnd{std::string(code::failed), std::string(code::agent_error), e.what(), std::nullopt};
+    end = TurnEnd{std::string(code::failed), std::string(code::agent_error), e.what()};
     summary.errorCode = code::agent_error;
     summary.errorMessage = e.what();
   }
@@ -359,7 +358,6 @@ void AgentRunner::commitTurnTerminal(RunHeader& header, const TurnEnd& end) {
     fact.failureClass = end.failureClass.value_or(std::string(code::agent_error));
     fact.message = end.message;
   }
-  if (end.status == code::cancelled) fact.abortSource = end.abortSource.value_or("user");
   std::lock_guard lk(acceptMutex_);
   header = commitTerminalFacts(store_, header, terminalEvent(header, fact));
   sealed_ = true;

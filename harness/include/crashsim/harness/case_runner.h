@@ -74,6 +74,10 @@ WorkspaceSnapshot snapshotWorkspace(const std::filesystem::path& dir);
 // Per-callId execution counts from an effects log (JSON lines with "callId").
 std::map<std::string, int> readEffects(const std::filesystem::path& file);
 
+// The record of a case before any check ran: its identity (a double fault's second point in
+// recoveryFailpoint) and its reproduce line.
+reports::CaseRecord caseRecordOf(const CaseId& id, const RunOptions& opts);
+
 // The reproduce line printed for every failure.
 std::string reproduceLine(const CaseId& id, const RunOptions& opts);
 
