@@ -10,6 +10,11 @@
 // then --shard I/N (primary cases by position ≡ I mod N; a double fault goes with its primary,
 // so shards are disjoint and their union is the whole selection).
 //
+// Stop mode (--mode stop): the primaries are the same agent-run points P0–P9 with a Stop instead
+// of the kill; with double faults each primary whose Stop reaches a termination batch (P0–P7)
+// also gets +K:P12#1 and +K:P13#1 (process "stop" in `reach`). No barrier and no recovery-process
+// point is stopped.
+//
 // Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
 // the contract does not fix how many transactions or file steps a run takes. They are planned
 // from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
@@ -28,7 +33,7 @@ namespace crashsim::harness {
 struct PlanSelection {
   std::vector<std::string> failpoints;  // empty = all ("P4", "P10", "S", "F")
   std::vector<std::string> caseGlobs;   // empty = all
-  std::string mode = "kill";
+  std::string mode = "kill";  // kill | powerloss | stop
   int states = 2;     // powerloss: seeded crash states per (scenario, failpoint, hit)
   uint64_t seed = 0;  // powerloss: mixed into the state seeds
   bool doubleFaults = false;
@@ -45,7 +50,7 @@ struct PlannedCase {
 // Predicted reach of one (scenario, failpoint) — "agent" rows for P0–P9 in the agent run,
 // "recovery" rows for P8–P11 in the recovery processes of the primary cases (double faults).
 struct PlannedReach {
-  std::string scenario, failpoint, process;  // process: "agent" | "recovery"
+  std::string scenario, failpoint, process;  // process: "agent" | "recovery" | "stop"
   int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
   int planned = 0;    // selected cases that kill there (this shard)
 };

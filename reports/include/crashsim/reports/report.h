@@ -52,7 +52,7 @@ struct CaseRecord {
   std::string scenario;   // scenario id
   std::string failpoint;  // "P4"
   int hit = 0;            // 1-based
-  std::string mode;       // "kill" | "powerloss"
+  std::string mode;       // "kill" | "powerloss" | "stop"
   // double fault: the recovery kill point (kill), or the Stop-path kill point P12/P13 (stop)
   std::optional<std::string> recoveryFailpoint;
   std::optional<int> recoveryHit;
