@@ -33,7 +33,7 @@ namespace crashsim::harness {
 struct PlanSelection {
   std::vector<std::string> failpoints;  // empty = all ("P4", "P10", "S", "F")
   std::vector<std::string> caseGlobs;   // empty = all
-  std::string mode = "kill";  // kill | powerloss | stop
+  std::string mode = "kill";            // kill | powerloss | stop
   int states = 2;     // powerloss: seeded crash states per (scenario, failpoint, hit)
   uint64_t seed = 0;  // powerloss: mixed into the state seeds
   bool doubleFaults = false;
