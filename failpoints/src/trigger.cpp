@@ -88,17 +88,22 @@ void writeAll(int fd, const std::string& text) {
 
 void atexitWriteHits() { writeHitCountsIfRequested(); }
 
+// The "<id>:<n>" arming in environment variable `var`, if set. Throws std::invalid_argument
+// naming the variable.
+std::optional<Arming> armingFromEnv(const char* var) {
+  const char* text = env(var);
+  if (text == nullptr) return std::nullopt;
+  try {
+    return parseArming(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(kTriggerTag) + ": " + var + ": " + e.what());
+  }
+}
+
 // Parses the environment into `s` (caller holds the mutex). Throws std::invalid_argument.
 void initLocked(TriggerState& s) {
   if (s.initialised) return;
-  std::optional<Arming> arming;
-  if (const char* arm = env("CRASHSIM_ARM")) {
-    try {
-      arming = parseArming(arm);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_ARM: " + e.what());
-    }
-  }
+  const std::optional<Arming> arming = armingFromEnv("CRASHSIM_ARM");
   int controlFd = 2;
   if (const char* fdText = env("CRASHSIM_CONTROL_FD")) {
     const std::string_view v(fdText);
@@ -134,26 +139,11 @@ void initLocked(TriggerState& s) {
       throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_STOP_COUNT '" + n +
                                   "' must be 1..9");
   }
-  std::optional<Arming> faultAfter;
-  if (const char* f = env("CRASHSIM_FAULT_AFTER")) {
-    try {
-      faultAfter = parseArming(f);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(kTriggerTag) + ": CRASHSIM_FAULT_AFTER: " + e.what());
-    }
-  }
-  std::optional<Arming> afterStop;
-  if (const char* arm = env("CRASHSIM_ARM_AFTER_STOP")) {
-    if (!stopMode)
-      throw std::invalid_argument(std::string(kTriggerTag) +
-                                  ": CRASHSIM_ARM_AFTER_STOP needs CRASHSIM_FAILPOINT_MODE=stop");
-    try {
-      afterStop = parseArming(arm);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(kTriggerTag) +
-                                  ": CRASHSIM_ARM_AFTER_STOP: " + e.what());
-    }
-  }
+  const std::optional<Arming> faultAfter = armingFromEnv("CRASHSIM_FAULT_AFTER");
+  const std::optional<Arming> afterStop = armingFromEnv("CRASHSIM_ARM_AFTER_STOP");
+  if (afterStop && !stopMode)
+    throw std::invalid_argument(std::string(kTriggerTag) +
+                                ": CRASHSIM_ARM_AFTER_STOP needs CRASHSIM_FAILPOINT_MODE=stop");
   bool powerloss = false;
   if (const char* pl = env("CRASHSIM_POWERLOSS")) {
     const std::string_view p(pl);
