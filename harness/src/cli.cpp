@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/harness/durability.h"
@@ -18,6 +20,7 @@
 #include "crashsim/harness/scenario.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/harness/sweep.h"
+#include "crashsim/json.h"
 #include "crashsim/reports/report.h"
 #include "ledger_commands.h"
 #include "store_commands.h"
@@ -27,20 +30,41 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Bounds of the numeric options: a worker is a thread and a child process at a time.
+constexpr int kMaxJobs = 256;
+constexpr int kMaxShards = 100000;
+
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 std::pair<int, int> parseShard(const std::string& s) {
-  auto slash = s.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("");
-    int i = std::stoi(s.substr(0, slash)), n = std::stoi(s.substr(slash + 1));
-    if (n < 1 || i < 0 || i >= n) throw std::invalid_argument("");
-    return {i, n};
-  } catch (const std::exception&) {
-    throw UsageError("--shard must be I/N with 0 <= I < N, got " + s);
-  }
+  auto number = [&](std::string_view t, int& v) {
+    auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
+  const auto slash = s.find('/');
+  int i = -1, n = 0;
+  if (slash == std::string::npos || !number(std::string_view(s).substr(0, slash), i) ||
+      !number(std::string_view(s).substr(slash + 1), n) || n < 1 || n > kMaxShards || i < 0 ||
+      i >= n)
+    throw UsageError(
+        fmt::format("--shard must be I/N with 0 <= I < N <= {}, got {}", kMaxShards, s));
+  return {i, n};
+}
+
+// --out is checked before any work starts: an existing directory we may write, or a path whose
+// nearest existing ancestor is one (the reports create the rest). Nothing is created here.
+void requireWritableOut(const std::string& out) {
+  if (out.empty()) return;
+  std::error_code ec;
+  fs::path p = fs::absolute(out, ec);
+  if (ec) throw UsageError("--out " + out + ": " + ec.message());
+  while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  if (!fs::is_directory(p, ec))
+    throw UsageError("--out " + out + ": " + p.string() + " is not a directory");
+  if (::access(p.c_str(), W_OK | X_OK) != 0)
+    throw UsageError("--out " + out + ": " + p.string() + " is not writable");
 }
 
 int cmdScenarios(const fs::path& dir, bool json) {
@@ -205,10 +229,12 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
   std::vector<nlohmann::json> docs;
   size_t durability = 0;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) throw UsageError("cannot read " + f);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded()) throw UsageError(f + " is not JSON");
+    nlohmann::json j;
+    try {
+      j = parseJson(readInput(f));
+    } catch (const Error& e) {
+      throw UsageError(f + ": " + e.code() + ": " + e.what());
+    }
     durability += isDurabilityJson(j) ? 1 : 0;
     docs.push_back(std::move(j));
   }
@@ -270,11 +296,12 @@ int runCli(int argc, char** argv) {
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
                    "instead of the kill, judged by the termination contract)")
       ->check(CLI::IsMember({"kill", "powerloss", "stop"}));
-  sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores)")
-      ->check(CLI::PositiveNumber);
+  sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(CLI::Range(1, kMaxJobs));
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
-  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss: mixed into the state seeds)");
+  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss: mixed into the state seeds)")
+      ->check(CLI::NonNegativeNumber);
   sweep
       ->add_option("--states", so.states,
                    "powerloss: seeded crash states per (scenario, failpoint, hit) (default 2)")
@@ -362,8 +389,8 @@ int runCli(int argc, char** argv) {
       "sweeps (FULL and NORMAL) → durability.json, .md, .html");
   DurabilityOptions dopts;
   durability->add_option("--out", out, "output directory (default: current directory)");
-  durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores)")
-      ->check(CLI::PositiveNumber);
+  durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(CLI::Range(1, kMaxJobs));
   durability->add_option("--scenario", dopts.scenarios,
                          "scenario id (repeatable; default write-config-port, bash-touch-marker)");
   durability->add_option("--states", dopts.states, "power-loss crash states per case (default 2)")
@@ -406,6 +433,7 @@ int runCli(int argc, char** argv) {
                  i && n) {
         std::tie(so.shardIndex, so.shardTotal) = parseShard(std::string(i) + "/" + n);
       }
+      requireWritableOut(out);
       if (!out.empty()) so.out = fs::path(out);
       so.scenarioDir = scenarioDir;
       so.reproduceExtra = extra;
@@ -436,8 +464,12 @@ int runCli(int argc, char** argv) {
     if (*resolve) return ledgerResolve(readInput(file), highWater);
     if (*argsHash) return ledgerArgsHash(tool, readInput(file));
     if (*prefix) return ledgerPrefixDigest(readInput(file));
-    if (*merge) return cmdMerge(files, out);
+    if (*merge) {
+      requireWritableOut(out);
+      return cmdMerge(files, out);
+    }
     if (*durability) {
+      requireWritableOut(out);
       dopts.scenarioDir = scenarioDir;
       return cmdDurability(dopts, out);
     }
@@ -454,6 +486,9 @@ int runCli(int argc, char** argv) {
     return 2;
   } catch (const reports::ReportError& e) {
     std::cerr << "crashsim: " << e.what() << "\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "crashsim: " << e.code() << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "crashsim: " << e.what() << "\n";

@@ -26,15 +26,27 @@ void printError(std::string_view code, const std::string& message, const Json& i
 }  // namespace
 
 std::string readInput(const std::string& file) {
-  std::stringstream ss;
-  if (file.empty() || file == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot read " + file);
-    ss << in.rdbuf();
+  const bool stdinInput = file.empty() || file == "-";
+  std::error_code ec;
+  if (!stdinInput && !std::filesystem::is_regular_file(file, ec))
+    throw Error(code::input_unreadable, file + " is not a regular file");
+  std::ifstream in;
+  if (!stdinInput) {
+    in.open(file, std::ios::binary);
+    if (!in) throw Error(code::input_unreadable, "cannot read " + file);
   }
-  return ss.str();
+  std::istream& src = stdinInput ? std::cin : in;
+  std::string text;
+  char buf[1 << 16];
+  while (src.read(buf, sizeof buf) || src.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(src.gcount()));
+    if (text.size() > kMaxInputBytes)
+      throw Error(code::input_too_large, (stdinInput ? std::string("standard input") : file) +
+                                             " is larger than " +
+                                             std::to_string(kMaxInputBytes >> 20) + " MiB");
+  }
+  if (src.bad()) throw Error(code::input_unreadable, "cannot read " + file);
+  return text;
 }
 
 int ledgerResolve(const std::string& input, std::optional<uint64_t> expectedHighWater) {

@@ -53,13 +53,17 @@ Scenario loadScenario(const std::filesystem::path& file) {
 std::vector<Scenario> loadScenarioDir(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
     throw std::runtime_error("scenario directory " + dir.string() + " does not exist");
-  std::vector<Scenario> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".json")
-      out.push_back(loadScenario(e.path()));
-  std::sort(out.begin(), out.end(),
-            [](const Scenario& a, const Scenario& b) { return a.id < b.id; });
-  return out;
+  try {
+    std::vector<Scenario> out;
+    for (auto& spec : crashsim::loadScenarioDirectory(dir)) {
+      const std::filesystem::path file = spec.source;
+      out.push_back(fromSpec(std::move(spec), file));
+    }
+    return out;
+  } catch (const crashsim::Error& e) {
+    throw std::runtime_error(e.code() + ": " + e.what() +
+                             (e.path().empty() ? "" : " at " + e.path()));
+  }
 }
 
 std::filesystem::path defaultScenarioDir() {

@@ -294,7 +294,7 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   refs.resize(chosen.size());
   {
     std::atomic<size_t> next{0};
-    std::vector<std::thread> ts;
+    std::vector<std::jthread> ts;  // joined on unwinding too (a failed thread start)
     for (int t = 0; t < jobs; ++t)
       ts.emplace_back([&] {
         for (size_t i; (i = next++) < chosen.size();) {
@@ -433,9 +433,10 @@ reports::Report runSweep(const SweepOptions& opts) {
       cv.notify_all();
     }
   };
-  std::vector<std::thread> ts;
-  for (int t = 0; t < jobs; ++t) ts.emplace_back(worker);
-  for (auto& t : ts) t.join();
+  {
+    std::vector<std::jthread> ts;  // joined on unwinding too (a failed thread start)
+    for (int t = 0; t < jobs; ++t) ts.emplace_back(worker);
+  }
   progress(true);
   if (opts.progressTty) std::fprintf(stderr, "\n");
 

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "crashsim/json_limits.h"
+
 namespace crashsim::reports {
 
 std::string_view crashsimVersion() { return CRASHSIM_VERSION; }
@@ -267,7 +269,11 @@ Report readReportFile(const std::filesystem::path& file) {
   ss << in.rdbuf();
   Json j;
   try {
-    j = Json::parse(ss.str());
+    const std::string text = ss.str();
+    if (jsonTextDepth(text) > kMaxJsonDepth)
+      throw ReportError(file.string() + ": json_too_deep: nests deeper than " +
+                        std::to_string(kMaxJsonDepth) + " levels");
+    j = Json::parse(text);
   } catch (const Json::exception& e) {
     throw ReportError(file.string() + " is not JSON: " + e.what());
   }

@@ -230,6 +230,13 @@ inline constexpr std::string_view continuation_abandoned_before_provider_dispatc
 
 // Codec (spec a, a.6)
 inline constexpr std::string_view invalid_json = "invalid_json";
+// JSON nested deeper than kMaxJsonDepth (crashsim/json_limits.h): refused by every reader and
+// writer; in a stored row it is a damaged store (fail closed).
+inline constexpr std::string_view json_too_deep = "json_too_deep";
+// An input (a ledger file, a JSON-lines stream, a report) larger than the command reads.
+inline constexpr std::string_view input_too_large = "input_too_large";
+// An input path that is not a readable regular file (a directory, missing, no permission).
+inline constexpr std::string_view input_unreadable = "input_unreadable";
 inline constexpr std::string_view not_strict_json = "not_strict_json";
 inline constexpr std::string_view event_decode_error = "event_decode_error";
 inline constexpr std::string_view unknown_key = "unknown_key";

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "crashsim/json_limits.h"
+
 namespace crashsim {
 
 using Json = nlohmann::json;
@@ -17,7 +19,9 @@ using Json = nlohmann::json;
 // ("\ud800" not followed by a low surrogate: a UTF-8 string cannot carry one, so such input is
 // rejected rather than altered) and numbers that overflow a double (1e400).
 // Duplicate keys: the last one wins (as JSON.parse).
-Json parseJson(std::string_view text);
+// Text nesting deeper than maxDepth (crashsim/json_limits.h) → Error(code::json_too_deep),
+// before anything is parsed; a JSON array of stored values reads with kMaxJsonDepth + 1.
+Json parseJson(std::string_view text, size_t maxDepth = kMaxJsonDepth);
 
 // Stable JSON (spec a.6): JSON.stringify of the value with every object's keys inserted in
 // ascending UTF-16 code-unit order, exactly as the reference encoder does. Because JavaScript

@@ -81,11 +81,18 @@ struct Scenario {
   size_t callCount() const;
 };
 
-// Parses and validates a scenario object. `source` names it in error messages.
+// Parses and validates a scenario object. `source` names it in error messages. Every tool in
+// $.tools and every call's name is a built-in tool (once each in $.tools), and every call's args
+// fit that tool's closed schema (ToolRuntime::argsProblem); otherwise scenario_invalid.
 Scenario parseScenario(const Json& value, const std::string& source = "<scenario>");
-// Loads one file (must be strict JSON). I/O failures are scenario_invalid as well.
+// A scenario file is at most this large.
+inline constexpr size_t kMaxScenarioBytes = 4u << 20;
+// Loads one file: strict JSON (scenario_invalid), at most kMaxScenarioBytes, no key twice in one
+// object (scenario_invalid), nested at most kMaxJsonDepth (json_too_deep). I/O failures are
+// scenario_invalid as well.
 Scenario loadScenario(const std::filesystem::path& file);
-// Loads every *.json file of a directory, sorted by scenario id.
+// Loads every *.json file of a directory, sorted by scenario id. Each file is named <id>.json
+// and no id appears twice (scenario_invalid).
 std::vector<Scenario> loadScenarioDirectory(const std::filesystem::path& dir);
 
 // Writes the seed files into `workspace` (creating parent directories). Refuses paths that

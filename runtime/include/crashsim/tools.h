@@ -134,6 +134,11 @@ class ToolRuntime {
   static std::string recoveryModeOf(std::string_view toolName);
   // The built-in tool names, sorted.
   static std::vector<std::string> builtinTools();
+  // The closed args schema of a built-in tool (every key required, all strings): why `args`
+  // does not fit it ("missing argument 'path'", …), or nullopt when it does. Preflight refuses
+  // such a call with tool_args_invalid; the scenario loader refuses such a script. The tool must
+  // be a built-in one.
+  static std::optional<std::string> argsProblem(std::string_view toolName, const Json& args);
 
  private:
   WorkspaceIdentity workspace_;

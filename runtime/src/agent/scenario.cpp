@@ -10,6 +10,7 @@
 #include "agent/scenario_after_crash.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/tools.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -102,8 +103,19 @@ Scenario parseScenario(const Json& v, const std::string& source) {
       s.files = val.fileMap(v["workspace"]["files"], "$.workspace.files");
     }
   }
+  const std::vector<std::string> builtins = ToolRuntime::builtinTools();
+  auto builtin = [&](const std::string& name) {
+    return std::find(builtins.begin(), builtins.end(), name) != builtins.end();
+  };
   if (v.contains("tools")) {
     s.tools = val.strings(v["tools"], "$.tools");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < s.tools.size(); ++i) {
+      const std::string tp = "$.tools[" + std::to_string(i) + "]";
+      if (!builtin(s.tools[i]))
+        val.fail(tp, "unknown tool " + s.tools[i] + " (Bash, Edit, Read, Write)");
+      if (!seen.insert(s.tools[i]).second) val.fail(tp, "duplicate tool " + s.tools[i]);
+    }
   } else {
     s.tools = {"Read", "Write", "Edit", "Bash"};
   }
@@ -131,7 +143,11 @@ Scenario parseScenario(const Json& v, const std::string& source) {
         call.id = val.string(calls[k]["id"], cp + ".id");
         call.name = val.string(calls[k]["name"], cp + ".name");
         call.args = calls[k]["args"];
-        if (!call.args.is_object()) val.fail(cp + ".args", "must be an object");
+        // A call the model makes names a built-in tool with args of its closed schema: a tool
+        // refused as unavailable is one left out of $.tools, not a name nothing implements.
+        if (!builtin(call.name))
+          val.fail(cp + ".name", "unknown tool " + call.name + " (Bash, Edit, Read, Write)");
+        if (auto bad = ToolRuntime::argsProblem(call.name, call.args)) val.fail(cp + ".args", *bad);
         if (!callIds.insert(call.id).second) val.fail(cp + ".id", "duplicate call id " + call.id);
         step.calls.push_back(std::move(call));
       }
@@ -173,6 +189,36 @@ Scenario parseScenario(const Json& v, const std::string& source) {
   return s;
 }
 
+namespace {
+
+// A scenario is a hand-written file: besides the limits every reader enforces (parseJson's
+// depth), a key given twice in one object is refused instead of silently taking the last.
+Json parseScenarioText(const fs::path& file, const std::string& text) {
+  if (text.size() > kMaxScenarioBytes)
+    throw Error(code::scenario_invalid,
+                file.string() + ": larger than " + std::to_string(kMaxScenarioBytes) + " bytes",
+                "$");
+  parseJson(text);  // depth (json_too_deep) and strict syntax (invalid_json) first
+  std::vector<std::set<std::string>> open;
+  std::string duplicate;
+  Json::parser_callback_t keys = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) open.emplace_back();
+    if (event == Json::parse_event_t::object_end) open.pop_back();
+    if (event == Json::parse_event_t::key &&
+        !open.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  Json value = Json::parse(text, keys);
+  if (!duplicate.empty())
+    throw Error(code::scenario_invalid,
+                file.string() + ": the key \"" + duplicate + "\" is given twice in one object",
+                "$");
+  return value;
+}
+
+}  // namespace
+
 Scenario loadScenario(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(code::scenario_invalid, file.string() + ": cannot be read");
@@ -180,8 +226,9 @@ Scenario loadScenario(const fs::path& file) {
   buffer << in.rdbuf();
   Json value;
   try {
-    value = Json::parse(buffer.str());
-  } catch (const std::exception& e) {
+    value = parseScenarioText(file, buffer.str());
+  } catch (const Error& e) {
+    if (e.code() != code::invalid_json) throw;
     throw Error(code::scenario_invalid, file.string() + ": not valid JSON: " + e.what(), "$");
   }
   Scenario s = parseScenario(value, file.string());
@@ -199,6 +246,11 @@ std::vector<Scenario> loadScenarioDirectory(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
     Scenario s = loadScenario(entry.path());
+    if (entry.path().filename() != s.id + ".json")
+      throw Error(
+          code::scenario_invalid,
+          entry.path().string() + ": a scenario file is named <id>.json (" + s.id + ".json)",
+          "$.id");
     if (!ids.insert(s.id).second) {
       throw Error(code::scenario_invalid,
                   entry.path().string() + ": duplicate scenario id " + s.id);

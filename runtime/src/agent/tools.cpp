@@ -77,7 +77,7 @@ std::vector<Json> EffectsLog::read(const fs::path& path) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     try {
-      out.push_back(Json::parse(line));
+      out.push_back(parseJson(line));
     } catch (const std::exception& e) {
       throw Error(code::invalid_json, path.string() + ": malformed effects line: " + e.what());
     }
@@ -255,6 +255,13 @@ std::string ToolRuntime::recoveryModeOf(std::string_view toolName) {
   return std::string(code::never_auto_retry);
 }
 
+std::optional<std::string> ToolRuntime::argsProblem(std::string_view toolName, const Json& args) {
+  if (toolName == "Read") return checkArgs(args, {"path"});
+  if (toolName == "Write") return checkArgs(args, {"path", "content"});
+  if (toolName == "Edit") return checkArgs(args, {"path", "old_string", "new_string"});
+  return checkArgs(args, {"command"});  // Bash
+}
+
 PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
   const auto builtins = builtinTools();
   const bool builtin = std::find(builtins.begin(), builtins.end(), call.toolName) != builtins.end();
@@ -268,12 +275,8 @@ PreflightDecision ToolRuntime::preflight(const ToolCallRequest& call) const {
     return refuse(code::tool_permission_denied,
                   "permission denied: tool " + call.toolName + " is on the deny list");
   }
-  std::optional<std::string> bad;
-  if (call.toolName == "Read") bad = checkArgs(call.args, {"path"});
-  if (call.toolName == "Write") bad = checkArgs(call.args, {"path", "content"});
-  if (call.toolName == "Edit") bad = checkArgs(call.args, {"path", "old_string", "new_string"});
-  if (call.toolName == "Bash") bad = checkArgs(call.args, {"command"});
-  if (bad) return refuse(code::tool_args_invalid, call.toolName + ": " + *bad);
+  if (auto bad = argsProblem(call.toolName, call.args))
+    return refuse(code::tool_args_invalid, call.toolName + ": " + *bad);
 
   PreflightDecision d;
   d.kind = PreflightDecision::Kind::dispatch;

@@ -12,6 +12,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/json_limits.h"
 
 namespace crashsim {
 namespace {
@@ -91,7 +92,7 @@ const icu::Collator& rootCollator() {
 }
 
 // Strict-JSON validation of args (a.6): finite numbers, valid nodes only.
-void requireStrictJson(const Json& v) {
+void requireStrictJson(const Json& v, size_t depth = 0) {
   switch (v.type()) {
     case Json::value_t::number_float:
       if (!std::isfinite(v.get<double>())) {
@@ -100,7 +101,8 @@ void requireStrictJson(const Json& v) {
       return;
     case Json::value_t::array:
     case Json::value_t::object:
-      for (const auto& e : v) requireStrictJson(e);
+      requireJsonValueDepth(++depth);
+      for (const auto& e : v) requireStrictJson(e, depth);
       return;
     case Json::value_t::binary:
     case Json::value_t::discarded:

@@ -21,11 +21,19 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/json_limits.h"
 #include "event/utf8.h"
 
 namespace crashsim {
 
-Json parseJson(std::string_view text) {
+Json parseJson(std::string_view text, size_t maxDepth) {
+  if (jsonTextDepth(text, maxDepth) > maxDepth)
+    throw Error(code::json_too_deep,
+                "JSON text nests deeper than " + std::to_string(maxDepth) + " levels");
+  // nlohmann ends its input at a NUL byte, so "{}\0garbage" would parse as {}; a raw NUL is
+  // never JSON (RFC 8259: control characters are escaped even inside strings).
+  if (text.find('\0') != std::string_view::npos)
+    throw Error(code::invalid_json, "invalid JSON: a NUL byte in the text");
   try {
     return Json::parse(text.data(), text.data() + text.size(), nullptr, /*allow_exceptions=*/true,
                        /*ignore_comments=*/false);
@@ -153,7 +161,7 @@ bool keyNeedsReorder(const std::string& key) {
   return false;
 }
 
-void appendStable(std::string& out, const Json& v) {
+void appendStable(std::string& out, const Json& v, size_t depth) {
   switch (v.type()) {
     case Json::value_t::null:
       out += "null";
@@ -170,17 +178,19 @@ void appendStable(std::string& out, const Json& v) {
       appendNumber(out, v);
       return;
     case Json::value_t::array: {
+      requireJsonValueDepth(++depth);
       out.push_back('[');
       bool first = true;
       for (const auto& e : v) {
         if (!first) out.push_back(',');
         first = false;
-        appendStable(out, e);
+        appendStable(out, e, depth);
       }
       out.push_back(']');
       return;
     }
     case Json::value_t::object: {
+      requireJsonValueDepth(++depth);
       const auto& obj = v.get_ref<const Json::object_t&>();
       out.push_back('{');
       bool reorder = false;
@@ -194,7 +204,7 @@ void appendStable(std::string& out, const Json& v) {
         if (!first) out.push_back(',');
         appendEscapedString(out, k);
         out.push_back(':');
-        appendStable(out, val);
+        appendStable(out, val, depth);
       };
       if (!reorder) {
         bool first = true;
@@ -228,7 +238,7 @@ void appendStable(std::string& out, const Json& v) {
 
 std::string stableJson(const Json& value) {
   std::string out;
-  appendStable(out, value);
+  appendStable(out, value, 0);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
+#include "crashsim/json_limits.h"
 #include "event/utf8.h"
 
 namespace crashsim {
@@ -58,7 +59,7 @@ constexpr int64_t kMaxSafeInteger = 9007199254740991;  // Number.MAX_SAFE_INTEGE
 
 // Pass 1: numbers become the IEEE double JavaScript sees; integral values within ±2^53 are
 // stored as integers, all others as doubles (so -0 → 0, 1.0 → 1, 2^63 → 9.223372036854776e18).
-void normalizeValue(Json& v, const Path& path) {
+void normalizeValue(Json& v, const Path& path, size_t depth = 0) {
   switch (v.type()) {
     case Json::value_t::number_float: {
       const double d = v.get<double>();
@@ -84,14 +85,16 @@ void normalizeValue(Json& v, const Path& path) {
       }
       return;
     case Json::value_t::array: {
+      if (++depth > kMaxJsonDepth) fail(code::json_too_deep, path, "nests too deep");
       size_t i = 0;
-      for (auto& e : v) normalizeValue(e, path[i++]);
+      for (auto& e : v) normalizeValue(e, path[i++], depth);
       return;
     }
     case Json::value_t::object:
+      if (++depth > kMaxJsonDepth) fail(code::json_too_deep, path, "nests too deep");
       for (auto& [k, e] : v.get_ref<Obj&>()) {
         if (!detail::isValidUtf8(k)) fail(code::not_strict_json, path, "key is not valid UTF-8");
-        normalizeValue(e, path / k);
+        normalizeValue(e, path / k, depth);
       }
       return;
     case Json::value_t::null:
@@ -974,7 +977,7 @@ std::vector<RuntimeEvent> decodeRuntimeEventList(std::string_view text) {
   if (text[start] == '[') {
     Json arr;
     try {
-      arr = parseJson(text);
+      arr = parseJson(text, kMaxJsonDepth + 1);  // the array, then events as the store holds them
     } catch (const Error& e) {
       throw EventListError(e, std::nullopt);
     }

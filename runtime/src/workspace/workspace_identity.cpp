@@ -225,7 +225,7 @@ std::optional<WorkspaceIdentity> readWorkspaceIdentity(const fs::path& path) {
   bytes.resize(got);
   Json marker;
   try {
-    marker = Json::parse(bytes);
+    marker = parseJson(bytes);
   } catch (const std::exception&) {
     badMarker(file, "it is not valid JSON");
   }
