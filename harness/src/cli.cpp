@@ -301,7 +301,13 @@ int runCli(int argc, char** argv) {
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
   sweep->add_option("--seed", so.seed, "seed (recorded; powerloss: mixed into the state seeds)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : std::string("must be a decimal number >= 0");
+          },
+          "UINT", "decimal"));
   sweep
       ->add_option("--states", so.states,
                    "powerloss: seeded crash states per (scenario, failpoint, hit) (default 2)")

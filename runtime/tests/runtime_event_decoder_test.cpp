@@ -10,6 +10,8 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
+#include "crashsim/json.h"
+#include "crashsim/json_limits.h"
 #include "crashsim/runtime_event.h"
 
 namespace crashsim {
@@ -1056,6 +1058,59 @@ TEST(RuntimeEventToString, EnumsSpellTheContractValues) {
   EXPECT_EQ(toString(ContentKind::none), "none");
   EXPECT_EQ(toString(Lane::recovery_decision), "recovery_decision");
   EXPECT_EQ(toString(Lane::conflict), "conflict");
+}
+
+// #22: 100,000 nested levels crashed every reader (unbounded recursion in the decoder's
+// normalisation and the args hash's strict-JSON check). Expected: json_too_deep, no crash.
+std::string nested(size_t depth, const std::string& leaf = "1") {
+  return std::string(depth, '[') + leaf + std::string(depth, ']');
+}
+
+TEST(JsonDepthLimit, DeepTextIsRefusedByEveryReader) {
+  const std::string deep = nested(100000);
+  auto codeOf = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(codeOf([&] { parseJson(deep); }), "json_too_deep");
+  EXPECT_EQ(codeOf([&] { decodeRuntimeEventList(deep); }), "json_too_deep");
+  EXPECT_EQ(codeOf([&] { decodeRuntimeEventList(deep + "\n"); }), "json_too_deep");
+  // Exactly at the limit parses; one more level does not. Brackets inside strings do not count.
+  EXPECT_NO_THROW(parseJson(nested(kMaxJsonDepth)));
+  EXPECT_EQ(codeOf([&] { parseJson(nested(kMaxJsonDepth + 1)); }), "json_too_deep");
+  EXPECT_NO_THROW(parseJson(nested(kMaxJsonDepth, "\"[[[[\\\"[[\"")));
+}
+
+TEST(JsonDepthLimit, DeepValuesBuiltInMemoryAreRefusedByTheWalkers) {
+  Json v = 1;
+  // 1,000 levels: past the limit, yet shallow enough for nlohmann's own recursive copy.
+  for (size_t i = 0; i < 1000; ++i) v = Json::array({std::move(v)});
+  auto codeOf = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(codeOf([&] { stableJson(v); }), "json_too_deep");
+  EXPECT_EQ(codeOf([&] { canonicalArgsHash("Bash", v); }), "json_too_deep");
+  Json ev = {{"args", v}};
+  EXPECT_EQ(codeOf([&] { decodeRuntimeEvent(ev); }), "json_too_deep");
+}
+
+TEST(JsonStrictText, ANulByteEndsNothing) {
+  // nlohmann stops at a NUL byte; "{}\0garbage" was read as {}.
+  try {
+    parseJson(std::string("{}\0garbage", 10));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "invalid_json");
+  }
 }
 
 }  // namespace

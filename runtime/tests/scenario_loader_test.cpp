@@ -159,6 +159,60 @@ TEST(ScenarioLoader, NonJsonFileIsScenarioInvalidNamingTheFile) {
   EXPECT_THROW(loadScenario(p), Error);
 }
 
+// #22: the loader accepted tools nothing implements, args outside the closed tool schemas, keys
+// given twice, files not named <id>.json and JSON deep enough to crash the agent.
+TEST(ScenarioLoader, UnknownToolsAndArgsOutsideTheSchemaAreRefused) {
+  Json j = minimal();
+  j["tools"] = Json::array({"Bash", "Fly"});
+  EXPECT_EQ(errorOf(j), std::make_pair(std::string("scenario_invalid"), std::string("$.tools[1]")));
+  j = minimal();
+  j["tools"] = Json::array({"Bash", "Bash"});
+  EXPECT_EQ(errorOf(j).second, "$.tools[1]");
+  j = minimal();
+  j["model"][0]["calls"][0]["name"] = "Fly";
+  EXPECT_EQ(errorOf(j).second, "$.model[0].calls[0].name");
+  j = minimal();
+  j["model"][0]["calls"][0]["args"] = Json{{"command", "true"}, {"shell", "zsh"}};
+  EXPECT_EQ(errorOf(j).second, "$.model[0].calls[0].args");
+  j = minimal();
+  j["model"][0]["calls"][0]["args"] = Json{{"command", Json::array({"true"})}};
+  EXPECT_EQ(errorOf(j).second, "$.model[0].calls[0].args");
+}
+
+TEST(ScenarioLoader, FilesWithDuplicateKeysWrongNamesOrDeepJsonAreRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("crashsim-scenario-dir-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << text;
+  };
+  auto loadCode = [&](const fs::path& p) {
+    try {
+      fs::is_directory(p) ? (void)loadScenarioDirectory(p) : (void)loadScenario(p);
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::string("accepted");
+  };
+  write("mini.json", minimal().dump());
+  EXPECT_EQ(loadCode(dir), "accepted");
+  write("other.json", minimal().dump());  // id mini in other.json
+  EXPECT_EQ(loadCode(dir), "scenario_invalid");
+  fs::remove(dir / "other.json");
+  std::string dup = minimal().dump();
+  dup.insert(1, R"("user":"first",)");
+  write("mini.json", dup);
+  EXPECT_EQ(loadCode(dir / "mini.json"), "scenario_invalid");
+  Json deep = minimal();
+  std::string text = deep.dump();
+  text.insert(text.size() - 1,
+              ",\"description\":" + std::string(100000, '[') + std::string(100000, ']'));
+  write("mini.json", text);
+  EXPECT_EQ(loadCode(dir / "mini.json"), "json_too_deep");
+  fs::remove_all(dir);
+}
+
 TEST(ScriptedModel, DecidesNextStepFromHistory) {
   const Scenario s = loadScenario(kScenarioDir / "parallel-calls.json");
   ScriptedModel model(s);
