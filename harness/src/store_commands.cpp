@@ -39,12 +39,6 @@ int guarded(const char* command, bool json, const std::function<int()>& body) {
   return 2;
 }
 
-void requireStore(const std::string& storeDir) {
-  std::error_code ec;
-  if (!fs::exists(fs::path(storeDir) / "runtime.sqlite", ec))
-    throw Error(code::store_open_failed, "no runtime store at " + storeDir);
-}
-
 std::vector<RuntimeEvent> runEvents(const RuntimeStore& store, const RunHeader& h) {
   std::vector<RuntimeEvent> out;
   for (auto& se : store.readRunEvents(h.sessionId, h.runId)) out.push_back(std::move(se.event));
@@ -103,7 +97,6 @@ bool sameRun(const Json& a, const Json& b) {
 }
 
 int inspect(const std::string& storeDir, bool json) {
-  requireStore(storeDir);
   StoreOptions so;
   so.readOnly = true;
   auto store = RuntimeStore::open(storeDir, so);
@@ -164,7 +157,6 @@ int inspect(const std::string& storeDir, bool json) {
 }
 
 int resume(const ResumeArgs& args) {
-  requireStore(args.storeDir);
   std::optional<Scenario> scenario;
   if (args.scenarioFile) scenario = loadScenario(*args.scenarioFile);
   HostStartupOptions options;

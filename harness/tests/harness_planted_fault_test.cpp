@@ -160,9 +160,12 @@ TEST(PlantedFault, RepairSealingAnInterruptedRunCompletedFailsV7AndTheRecoveryRe
 
 // Unnamed crash points: T2 split into two transactions (the response, then journal + CAS) opens
 // a window no named failpoint sees (P5 is inside the first, P6 after the second). The store
-// COMMIT barrier between them does: the online projection lags the ledger (V6).
+// COMMIT barrier between them does: the online projection lags the ledger (V6), and host
+// start-up's self-check refuses that store (store_projection_mismatch), so recovery fails
+// closed instead of finishing the run (V8).
 TEST(PlantedFault, T2SplitInTwoTransactionsFailsV6AtABarrierOnly) {
-  expectCaughtExactly("t2_split_commit", "--scenario write-config-port --failpoint S", {"V6"});
+  expectCaughtExactly("t2_split_commit", "--scenario write-config-port --failpoint S",
+                      {"V6", "V8"});
   int rc = -1;
   auto failed = failedChecks("t2_split_commit", "--scenario write-config-port --no-barriers", &rc);
   EXPECT_EQ(rc, 0) << "no named failpoint falls between the two commits";

@@ -1066,16 +1066,19 @@ std::string nested(size_t depth, const std::string& leaf = "1") {
   return std::string(depth, '[') + leaf + std::string(depth, ']');
 }
 
+// The stable code f throws, or "accepted".
+template <typename F>
+std::string codeOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return "accepted";
+}
+
 TEST(JsonDepthLimit, DeepTextIsRefusedByEveryReader) {
   const std::string deep = nested(100000);
-  auto codeOf = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return std::string("accepted");
-  };
   EXPECT_EQ(codeOf([&] { parseJson(deep); }), "json_too_deep");
   EXPECT_EQ(codeOf([&] { decodeRuntimeEventList(deep); }), "json_too_deep");
   EXPECT_EQ(codeOf([&] { decodeRuntimeEventList(deep + "\n"); }), "json_too_deep");
@@ -1089,14 +1092,6 @@ TEST(JsonDepthLimit, DeepValuesBuiltInMemoryAreRefusedByTheWalkers) {
   Json v = 1;
   // 1,000 levels: past the limit, yet shallow enough for nlohmann's own recursive copy.
   for (size_t i = 0; i < 1000; ++i) v = Json::array({std::move(v)});
-  auto codeOf = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return std::string("accepted");
-  };
   EXPECT_EQ(codeOf([&] { stableJson(v); }), "json_too_deep");
   EXPECT_EQ(codeOf([&] { canonicalArgsHash("Bash", v); }), "json_too_deep");
   Json ev = {{"args", v}};

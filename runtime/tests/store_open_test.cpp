@@ -102,7 +102,9 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
          "DROP INDEX runtime_events_terminal; DROP TABLE runtime_turn_finalize; INSERT INTO "
          "runtime_capabilities (capability, version) VALUES "
          "('runtime_workspace_version_authority', 1); PRAGMA user_version = 1;");
+  writeStoreManifest(dir.path, 1);  // as a version-1 store records itself
   auto s = RuntimeStore::open(dir.path);
+  EXPECT_EQ(readStoreManifest(dir.path), kSchemaVersion);  // the migration is recorded
   EXPECT_EQ(pragma(s->handle(), "PRAGMA user_version"), std::to_string(kSchemaVersion));
   EXPECT_EQ(pragma(s->handle(),
                    "SELECT count(*) FROM runtime_capabilities WHERE capability = "

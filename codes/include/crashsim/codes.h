@@ -206,6 +206,16 @@ inline constexpr std::string_view continuation_dry_run = "continuation_dry_run";
 // A failure that is not a crashsim::Error (a bug or a library exception), wrapped at the CLI.
 inline constexpr std::string_view internal_error = "internal_error";
 inline constexpr std::string_view store_corrupt = "store_corrupt";
+// Store manifest (crashsim/store.h): it records that the directory holds a store, and the
+// database is missing or has lost its schema (never re-created); or the manifest is unreadable.
+inline constexpr std::string_view store_data_lost = "store_data_lost";
+inline constexpr std::string_view store_manifest_invalid = "store_manifest_invalid";
+// Store self-checks (RuntimeStore::checkIntact), each naming what differs.
+inline constexpr std::string_view store_foreign_key_violation = "store_foreign_key_violation";
+inline constexpr std::string_view store_event_seq_gap = "store_event_seq_gap";
+inline constexpr std::string_view store_event_order_conflict = "store_event_order_conflict";
+inline constexpr std::string_view store_run_header_missing = "store_run_header_missing";
+inline constexpr std::string_view store_projection_mismatch = "store_projection_mismatch";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";
 inline constexpr std::string_view repair_ambiguous = "repair_ambiguous";

@@ -45,14 +45,6 @@ inline size_t jsonTextDepth(std::string_view text, size_t limit = kMaxJsonDepth)
   return deepest;
 }
 
-// Throws Error(code::json_too_deep) naming `what` when `text` nests deeper than kMaxJsonDepth
-// (for readers that parse with nlohmann directly: the reports; the runtime uses parseJson).
-inline void requireJsonTextDepth(std::string_view text, std::string_view what) {
-  if (jsonTextDepth(text) > kMaxJsonDepth)
-    throw Error(code::json_too_deep, std::string(what) + " nests deeper than " +
-                                         std::to_string(kMaxJsonDepth) + " levels");
-}
-
 // The walkers' guard: throws Error(code::json_too_deep) when a value's depth passes the limit.
 inline void requireJsonValueDepth(size_t depth) {
   if (depth > kMaxJsonDepth)

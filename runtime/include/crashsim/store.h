@@ -55,6 +55,24 @@ struct StoreOptions {
   bool walBatching = true;
 };
 
+// The store manifest: <storeDir>/runtime.manifest, {"format":"crashsim-runtime-store",
+// "schemaVersion":n}. A writable open writes it (temp file, fsync, rename, directory fsync,
+// through crashsim/durable_fs.h so the power-loss model sees it) once the schema is committed
+// and durable, and rewrites it after a migration. From then on the directory is known to hold a
+// store: an open (writable or not) whose database is missing, or whose schema version is below
+// the manifest's (an empty or truncated file, a deleted WAL that held the schema), fails closed
+// with code::store_data_lost and writes nothing — it never re-creates an empty store. A store
+// without a manifest (older stores) is opened as before and gets one at its first writable
+// open. Deleting the manifest together with the data is not detectable here.
+inline constexpr const char* kStoreManifestName = "runtime.manifest";
+// The manifest's schemaVersion; nullopt when there is none; code::store_manifest_invalid when it
+// is not a regular file of at most 4 KiB holding exactly the object above.
+std::optional<int64_t> readStoreManifest(const std::filesystem::path& storeDir);
+void writeStoreManifest(const std::filesystem::path& storeDir, int64_t schemaVersion);
+// Throws unless <storeDir>/runtime.sqlite exists as a regular file: code::store_data_lost when
+// the manifest records a store, code::store_open_failed when there is no store at all.
+void requireRuntimeStore(const std::filesystem::path& storeDir);
+
 // AgentRun header (projection of a run; status written only after its terminal fact).
 struct RunHeader {
   std::string sessionId, runId, invocationId, turnId;
@@ -242,8 +260,21 @@ class RuntimeStore {
   std::string ledgerHash() const;      // sha256 over every runtime_events row, for "unchanged"
   std::string integrityCheck() const;  // PRAGMA integrity_check result ("ok")
   std::string quickCheck() const;      // PRAGMA quick_check result ("ok")
-  // The check every reader and writer of a store runs first (host start-up, inspect): throws
-  // Error(code::store_corrupt) with the first problem unless quickCheck() is "ok".
+  // The self-checks every reader and writer of a store runs first (host start-up, resume,
+  // inspect), in one read transaction; reads only. Each failure throws its own code naming
+  // the first problem:
+  //   store_corrupt                quickCheck() is not "ok" (damaged pages or indexes);
+  //   store_foreign_key_violation  a projection or claim row references a missing event;
+  //   store_event_seq_gap          an invocation's event_seq values are not 1..n (a deleted
+  //                                RuntimeEvent);
+  //   store_event_order_conflict   an invocation's events were stored out of event_seq order
+  //                                (rowids ascend with event_seq: swapped or renumbered rows);
+  //   store_run_header_missing     RuntimeEvents of a run without its agent_runs header (with
+  //                                the same invocation);
+  //   store_projection_mismatch    tool_operations / tool_journal_events differ from the rows
+  //                                the ledger implies (the rebuild of f.8, computed, not written).
+  // A header without events is legal (a continuation target before its start, spec e.8); a
+  // ledger the scanner rejects is left to the resolver, which reports it per run.
   void checkIntact() const;
   // Copies the store's committed state with SQLite's online backup API into a NEW database
   // <dir>/runtime.sqlite (a consistent snapshot, even beside a live writer). Reads only.

@@ -225,9 +225,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   HostStartupReport report;
   report.dryRun = options.dryRun;
   const fs::path& storeDir = options.storeDir;
-  std::error_code ec;
-  if (!fs::exists(storeDir / "runtime.sqlite", ec))
-    throw Error(code::store_open_failed, "no runtime store at " + storeDir.string());
+  requireRuntimeStore(storeDir);
   // Open (and check) the store: the real one under the host lock, or a private copy.
   std::optional<HostLock> lock;
   std::optional<ScratchDir> scratch;

@@ -63,22 +63,11 @@ void insertJournal(Connection& c, const std::string& journalId, const ToolOperat
 using store_detail::Connection;
 using store_detail::ImmediateTx;
 
-namespace {
-struct PendingJournal {
-  int64_t rowid = 0;  // rowid of its runtime event = the order online commits wrote it in
-  std::string id, state, eventId;
-  std::optional<std::string> metadata;
-  double committedAt = 0;
-  size_t op = 0;
-};
-}  // namespace
+namespace store_detail {
 
-RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
-  std::lock_guard lk(store_detail::mutexOf(*this));
-  Connection& c = store_detail::connectionOf(*this);
-  ImmediateTx tx(c);
+LedgerProjection projectLedger(Connection& c) {
   std::vector<int64_t> rowids;
-  auto stored = store_detail::readAllEvents(c, &rowids);
+  auto stored = readAllEvents(c, &rowids);
   std::vector<RuntimeEvent> events;
   events.reserve(stored.size());
   for (const auto& s : stored) events.push_back(s.event);
@@ -88,13 +77,13 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
                 "Corrupt tool RuntimeEvent ledger: " + scan.issues.front().code + " at " +
                     scan.issues.front().eventId);
   }
-  c.execScript(
-      "DELETE FROM tool_journal_events WHERE operation_id IN (SELECT operation_id FROM "
-      "tool_operations WHERE dispatch_event_id IS NOT NULL);"
-      "DELETE FROM tool_operations WHERE dispatch_event_id IS NOT NULL;");
-
-  std::vector<ToolOperationRow> ops;
-  std::vector<PendingJournal> journals;
+  struct Pending {
+    int64_t rowid = 0;  // rowid of its runtime event = the order online commits wrote it in
+    JournalRow row;
+    size_t op = 0;
+  };
+  LedgerProjection out;
+  std::vector<Pending> journals;
   for (const auto& sop : scan.operations) {
     if (!sop.dispatch) continue;
     if (!sop.call) {
@@ -120,15 +109,22 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
     row.recoveryMode = td.recoveryMode;
     row.callEventId = call.id;
     row.dispatchEventId = d.id;
-    const size_t opIndex = ops.size();
+    const size_t opIndex = out.operations.size();
     auto add = [&](size_t ev, std::string id, std::string_view state, bool metadata) {
-      PendingJournal j;
+      Pending j;
       j.rowid = rowids[ev];
-      j.id = std::move(id);
-      j.state = state;
-      j.eventId = events[ev].id;
-      if (metadata) j.metadata = stableJson(events[ev].json.at("actions").at("toolRecovery"));
-      j.committedAt = stored[ev].committedAt;
+      j.row.journalEventId = std::move(id);
+      j.row.operationId = row.operationId;
+      j.row.invocationId = row.invocationId;
+      j.row.runId = row.runId;
+      j.row.turnId = row.turnId;
+      j.row.state = state;
+      j.row.runtimeEventId = events[ev].id;
+      j.row.canonicalArgsHash = row.canonicalArgsHash;
+      j.row.recoveryMode = row.recoveryMode;
+      if (metadata)
+        j.row.metadataJson = stableJson(events[ev].json.at("actions").at("toolRecovery"));
+      j.row.committedAt = stored[ev].committedAt;
       j.op = opIndex;
       journals.push_back(std::move(j));
     };
@@ -155,17 +151,36 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
       row.currentState = code::prepared;
     }
     row.version = 1 + tailEntries;
-    ops.push_back(std::move(row));
+    out.operations.push_back(std::move(row));
   }
-  std::stable_sort(
-      journals.begin(), journals.end(),
-      [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
-  for (const auto& r : ops) store_detail::insertOperationRow(c, r);
-  for (const auto& j : journals) {
-    store_detail::insertJournal(c, j.id, ops[j.op], j.state, j.eventId, j.metadata, j.committedAt);
+  std::stable_sort(journals.begin(), journals.end(),
+                   [](const Pending& a, const Pending& b) { return a.rowid < b.rowid; });
+  for (auto& j : journals) {
+    out.journal.push_back(std::move(j.row));
+    out.journalOperation.push_back(j.op);
+  }
+  return out;
+}
+
+}  // namespace store_detail
+
+RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  ImmediateTx tx(c);
+  const store_detail::LedgerProjection p = store_detail::projectLedger(c);
+  c.execScript(
+      "DELETE FROM tool_journal_events WHERE operation_id IN (SELECT operation_id FROM "
+      "tool_operations WHERE dispatch_event_id IS NOT NULL);"
+      "DELETE FROM tool_operations WHERE dispatch_event_id IS NOT NULL;");
+  for (const auto& r : p.operations) store_detail::insertOperationRow(c, r);
+  for (size_t i = 0; i < p.journal.size(); ++i) {
+    const JournalRow& j = p.journal[i];
+    store_detail::insertJournal(c, j.journalEventId, p.operations[p.journalOperation[i]], j.state,
+                                j.runtimeEventId, j.metadataJson, j.committedAt);
   }
   tx.commit();
-  return {ops.size(), journals.size()};
+  return {p.operations.size(), p.journal.size()};
 }
 
 }  // namespace crashsim

@@ -5,9 +5,11 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "crashsim/codes.h"
@@ -179,6 +181,18 @@ int64_t readUserVersion(Connection& c) {
   auto st = c.prepare("PRAGMA user_version");
   if (!st.step()) throw Error(code::store_corrupt, "PRAGMA user_version returned no row");
   return st.int64(0);
+}
+
+// A database below the schema version its manifest records has lost data (store.h).
+void requireManifestSchema(const std::filesystem::path& storeDir,
+                           const std::optional<int64_t>& manifest, int64_t userVersion) {
+  if (!manifest || userVersion >= *manifest) return;
+  throw Error(code::store_data_lost,
+              "the store manifest in " + storeDir.string() + " records schema version " +
+                  std::to_string(*manifest) + " but runtime.sqlite has version " +
+                  std::to_string(userVersion) +
+                  (userVersion == 0 ? " (no schema: empty, truncated or its WAL lost)" : "") +
+                  ": the store's data is lost (nothing was re-created)");
 }
 
 [[noreturn]] void throwNewer(int64_t v) {
@@ -428,6 +442,9 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
       options.synchronous != "EXTRA" && options.synchronous != "OFF") {
     throw Error(code::store_open_failed, "unsupported synchronous setting " + options.synchronous);
   }
+  // A directory whose manifest records a store must still hold its database: never create it.
+  const std::optional<int64_t> manifest = readStoreManifest(storeDir);
+  if (options.readOnly || manifest) requireRuntimeStore(storeDir);
   std::error_code ec;
   if (!options.readOnly) {
     std::filesystem::create_directories(storeDir, ec);
@@ -435,8 +452,6 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
       throw Error(code::store_open_failed,
                   "cannot create store directory " + storeDir.string() + ": " + ec.message());
     }
-  } else if (!std::filesystem::exists(im.file, ec)) {
-    throw Error(code::store_open_failed, "no runtime store at " + im.file.string());
   }
   // NOMUTEX: one thread at a time uses a RuntimeStore (store.h), whose own caches are not
   // synchronised either, so a per-connection mutex protects nothing (~2% of a T1+T2 in
@@ -466,6 +481,7 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   if (options.readOnly) {
     c.execScript("PRAGMA foreign_keys = ON; PRAGMA query_only = ON");
     int64_t v = readUserVersion(c);
+    requireManifestSchema(storeDir, manifest, v);
     if (v > kSchemaVersion) throwNewer(v);
     if (v != kSchemaVersion) {
       throw Error(code::schema_version_mismatch,
@@ -477,8 +493,9 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
     return s;
   }
   // Fail closed on a newer schema before anything could modify the file (journal mode
-  // switch included).
+  // switch included), and on a database that lost the schema its manifest records.
   int64_t v = readUserVersion(c);
+  requireManifestSchema(storeDir, manifest, v);
   if (v > kSchemaVersion) throwNewer(v);
   // A new store gets 1 KiB pages (an existing one keeps its own; SQLite ignores the pragma
   // once the file has pages). A tool commit dirties one page in each of about a dozen B-trees,
@@ -499,6 +516,13 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   c.execScript("PRAGMA cache_size = -16384");
   migrate(c);
   checkCapabilities(c);
+  if (!manifest || *manifest < kSchemaVersion) {
+    // The manifest may only claim a schema that a power cut cannot take: below FULL a commit is
+    // not synced, so checkpoint (which syncs the WAL, then the database) first.
+    if (options.synchronous != "FULL" && options.synchronous != "EXTRA")
+      c.execScript("PRAGMA wal_checkpoint(FULL)");
+    writeStoreManifest(storeDir, kSchemaVersion);
+  }
   return s;
 }
 
@@ -783,17 +807,123 @@ std::string RuntimeStore::quickCheck() const {
   return checkPragma(*impl_->conn, "PRAGMA quick_check");
 }
 
-void RuntimeStore::checkIntact() const {
-  const std::string check = quickCheck();
-  if (check == "ok") return;
-  // The first problem line (quick_check heads its list with "*** in database main ***").
-  std::string first = check.substr(0, check.find('\n'));
-  if (first.rfind("***", 0) == 0 && check.find('\n') != std::string::npos) {
-    const size_t start = check.find('\n') + 1;
-    first = check.substr(start, check.find('\n', start) - start);
+namespace {
+// The first difference between the stored tool projections and the rows runtime_events alone
+// imply; empty when they agree, or when the scanner rejects the ledger (then the resolver
+// reports that corruption for the run, where readers see it).
+std::string projectionDifference(const RuntimeStore& store, Connection& c) {
+  store_detail::LedgerProjection rebuilt;
+  try {
+    rebuilt = store_detail::projectLedger(c);
+  } catch (const Error& e) {
+    if (e.code() == code::store_corrupt) return {};
+    throw;
   }
-  throw Error(code::store_corrupt,
-              "integrity check of " + impl_->file.string() + " failed: " + first);
+  // Rows of operations without a dispatch are not rebuilt (rebuildProjections keeps them).
+  std::vector<ToolOperationRow> online;
+  std::set<std::string> rebuiltIds;
+  for (ToolOperationRow& r : store.listToolOperations())
+    if (r.dispatchEventId) online.push_back(std::move(r));
+  std::sort(rebuilt.operations.begin(), rebuilt.operations.end(),
+            [](const auto& a, const auto& b) { return a.operationId < b.operationId; });
+  for (size_t i = 0; i < std::max(online.size(), rebuilt.operations.size()); ++i) {
+    if (i >= online.size())
+      return "tool_operations lacks " + rebuilt.operations[i].operationId +
+             ", which the ledger implies";
+    if (i >= rebuilt.operations.size() ||
+        online[i].operationId != rebuilt.operations[i].operationId)
+      return "tool_operations holds " + online[i].operationId + ", which the ledger does not imply";
+    const ToolOperationRow& a = online[i];
+    const ToolOperationRow& b = rebuilt.operations[i];
+    if (!(a == b)) {
+      return "tool_operations row " + a.operationId + " is " + a.currentState + " v" +
+             std::to_string(a.version) + " (result " + a.resultEventId.value_or("none") +
+             "), the ledger implies " + b.currentState + " v" + std::to_string(b.version) +
+             " (result " + b.resultEventId.value_or("none") + ")";
+    }
+    rebuiltIds.insert(a.operationId);
+  }
+  std::vector<JournalRow> journal;
+  for (JournalRow& j : store.listJournal())
+    if (rebuiltIds.count(j.operationId)) journal.push_back(std::move(j));
+  for (size_t i = 0; i < std::max(journal.size(), rebuilt.journal.size()); ++i) {
+    if (i >= journal.size())
+      return "tool_journal_events lacks " + rebuilt.journal[i].journalEventId;
+    if (i >= rebuilt.journal.size())
+      return "tool_journal_events holds " + journal[i].journalEventId +
+             ", which the ledger does not imply";
+    if (!(journal[i] == rebuilt.journal[i])) {
+      return "tool_journal_events entry " + std::to_string(i + 1) + " is " +
+             journal[i].journalEventId + " (" + journal[i].state + "), the ledger implies " +
+             rebuilt.journal[i].journalEventId + " (" + rebuilt.journal[i].state + ")";
+    }
+  }
+  return {};
+}
+}  // namespace
+
+void RuntimeStore::checkIntact() const {
+  const std::string where = " in " + impl_->file.string();
+  const std::string check = quickCheck();
+  if (check != "ok") {
+    // The first problem line (quick_check heads its list with "*** in database main ***").
+    std::string first = check.substr(0, check.find('\n'));
+    if (first.rfind("***", 0) == 0 && check.find('\n') != std::string::npos) {
+      const size_t start = check.find('\n') + 1;
+      first = check.substr(start, check.find('\n', start) - start);
+    }
+    throw Error(code::store_corrupt,
+                "integrity check of " + impl_->file.string() + " failed: " + first);
+  }
+  std::lock_guard lk(impl_->mu);
+  Connection& c = *impl_->conn;
+  // One read transaction: every check sees the same commit.
+  c.execScript("BEGIN");
+  struct EndRead {
+    Connection& c;
+    ~EndRead() {
+      try {
+        c.execScript("COMMIT");
+      } catch (...) {
+      }
+    }
+  } endRead{c};
+  if (auto st = c.prepare("PRAGMA foreign_key_check"); st.step()) {
+    throw Error(
+        code::store_foreign_key_violation,
+        st.text(0) + " row " + st.text(1) + " references a missing " + st.text(2) + " row" + where);
+  }
+  if (auto st = c.prepare(
+          "SELECT invocation_id, COUNT(*), MIN(event_seq), MAX(event_seq) FROM runtime_events "
+          "GROUP BY invocation_id HAVING MIN(event_seq) <> 1 OR MAX(event_seq) <> COUNT(*) "
+          "LIMIT 1");
+      st.step()) {
+    throw Error(code::store_event_seq_gap,
+                "invocation " + st.text(0) + " holds " + std::to_string(st.int64(1)) +
+                    " events numbered " + std::to_string(st.int64(2)) + ".." +
+                    std::to_string(st.int64(3)) + " (a RuntimeEvent is missing)" + where);
+  }
+  // Events are appended in event_seq order, so their rowids ascend with event_seq.
+  if (auto st = c.prepare(
+          "SELECT a.invocation_id, a.event_seq FROM runtime_events a JOIN runtime_events b "
+          "ON b.invocation_id = a.invocation_id AND b.event_seq = a.event_seq + 1 "
+          "WHERE b.rowid < a.rowid LIMIT 1");
+      st.step()) {
+    throw Error(code::store_event_order_conflict,
+                "invocation " + st.text(0) + ": event_seq " + std::to_string(st.int64(1) + 1) +
+                    " was stored before event_seq " + std::to_string(st.int64(1)) + where);
+  }
+  if (auto st = c.prepare(
+          "SELECT DISTINCT e.session_id, e.run_id, e.invocation_id FROM runtime_events e "
+          "WHERE NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.session_id = e.session_id "
+          "AND r.run_id = e.run_id AND r.invocation_id = e.invocation_id) LIMIT 1");
+      st.step()) {
+    throw Error(code::store_run_header_missing,
+                "run " + st.text(0) + "/" + st.text(1) + " (invocation " + st.text(2) +
+                    ") has RuntimeEvents but no agent_runs header" + where);
+  }
+  if (const std::string diff = projectionDifference(*this, c); !diff.empty())
+    throw Error(code::store_projection_mismatch, diff + where);
 }
 
 void RuntimeStore::backupTo(const std::filesystem::path& dir) const {

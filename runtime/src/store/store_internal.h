@@ -226,6 +226,16 @@ std::recursive_mutex& mutexOf(RuntimeStore& store);
 // the rebuild (f.8): a whole tool_operations row, and one tool_journal_events entry of an
 // operation (its identity columns come from op).
 void insertOperationRow(Connection& c, const ToolOperationRow& row);
+// The tool projection rows runtime_events alone imply (spec f.8), through the shared scanner:
+// operations in ledger order, journal rows in the order online commits wrote them (their
+// events' rowids), journalOperation[i] = the index of journal[i]'s operation. Throws
+// code::store_corrupt on a ledger the scanner rejects.
+struct LedgerProjection {
+  std::vector<ToolOperationRow> operations;
+  std::vector<JournalRow> journal;
+  std::vector<size_t> journalOperation;
+};
+LedgerProjection projectLedger(Connection& c);
 void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);

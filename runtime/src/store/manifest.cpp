@@ -1,0 +1,90 @@
+// manifest.cpp — the store manifest (crashsim/store.h, StoreManifest): the durable record that a
+// store directory holds a runtime store, so that a lost database is never re-created empty.
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "crashsim/codes.h"
+#include "crashsim/durable_fs.h"
+#include "crashsim/store.h"
+
+namespace crashsim {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr std::string_view kFormat = "crashsim-runtime-store";
+constexpr size_t kMaxManifestBytes = 4096;
+
+[[noreturn]] void invalid(const fs::path& file, const std::string& why) {
+  throw Error(code::store_manifest_invalid, "store manifest " + file.string() + " " + why);
+}
+}  // namespace
+
+std::optional<int64_t> readStoreManifest(const fs::path& storeDir) {
+  const fs::path file = storeDir / kStoreManifestName;
+  std::error_code ec;
+  const auto status = fs::symlink_status(file, ec);
+  if (ec || status.type() == fs::file_type::not_found) return std::nullopt;
+  if (status.type() != fs::file_type::regular) invalid(file, "is not a regular file");
+  std::ifstream in(file, std::ios::binary);
+  std::string text(kMaxManifestBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) invalid(file, "cannot be read");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxManifestBytes) invalid(file, "is larger than 4096 bytes");
+  Json j;
+  try {
+    j = parseJson(text);
+  } catch (const Error& e) {
+    invalid(file, "is not JSON: " + std::string(e.what()));
+  }
+  if (!j.is_object() || j.size() != 2 || j.value("format", "") != kFormat ||
+      !j.contains("schemaVersion") || !j["schemaVersion"].is_number_integer() ||
+      j["schemaVersion"].get<int64_t>() < 1) {
+    invalid(file, "is not {\"format\":\"crashsim-runtime-store\",\"schemaVersion\":<n ≥ 1>}");
+  }
+  return j["schemaVersion"].get<int64_t>();
+}
+
+void writeStoreManifest(const fs::path& storeDir, int64_t schemaVersion) {
+  const fs::path file = storeDir / kStoreManifestName;
+  const fs::path tmp = storeDir / (std::string(kStoreManifestName) + ".tmp-" +
+                                   std::to_string(static_cast<long>(::getpid())));
+  const std::string bytes =
+      stableJson(Json{{"format", kFormat}, {"schemaVersion", schemaVersion}}) + "\n";
+  DurableFs& dfs = durableFs();
+  try {
+    std::error_code ec;
+    if (fs::exists(tmp, ec)) dfs.removeFile(tmp);  // left by a crashed writer with our pid
+    if (!dfs.createFile(tmp, bytes, 0644)) {
+      throw Error(code::store_open_failed, "cannot create " + tmp.string());
+    }
+    dfs.fsyncFile(tmp);
+    dfs.rename(tmp, file);
+    dfs.fsyncDir(storeDir);
+  } catch (const Error& e) {
+    throw Error(code::store_open_failed,
+                "cannot write the store manifest: " + std::string(e.what()));
+  }
+}
+
+void requireRuntimeStore(const fs::path& storeDir) {
+  const std::optional<int64_t> manifest = readStoreManifest(storeDir);
+  const fs::path db = storeDir / "runtime.sqlite";
+  std::error_code ec;
+  const auto status = fs::symlink_status(db, ec);
+  if (!ec && status.type() == fs::file_type::regular) return;
+  if (!ec && status.type() != fs::file_type::not_found) {
+    throw Error(code::store_open_failed, db.string() + " is not a regular file");
+  }
+  if (manifest) {
+    throw Error(code::store_data_lost,
+                "the store manifest in " + storeDir.string() + " records schema version " +
+                    std::to_string(*manifest) + " but " + db.string() +
+                    " is missing: the store's data is lost (nothing was re-created)");
+  }
+  throw Error(code::store_open_failed, "no runtime store at " + storeDir.string());
+}
+
+}  // namespace crashsim

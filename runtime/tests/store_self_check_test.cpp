@@ -1,0 +1,226 @@
+// Damaged stores fail closed (issue #22): the store manifest (a lost database is never
+// re-created empty) and RuntimeStore::checkIntact's self-checks, each on a hand-damaged copy of
+// a real store: the expected code comes from store.h's contract, the damage from the issue's
+// list (a deleted event, swapped event_seq, a deleted dispatch, a missing header, a projection
+// edited alone).
+#include <map>
+
+#include "store_test_util.h"
+
+using namespace crashsim;
+using namespace crashsim::testutil;
+
+namespace {
+
+// Every file of a directory with its bytes: "writes nothing" means this map is unchanged.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    out[e.path().filename().string()] = readBytes(e.path());
+  return out;
+}
+
+// A store as a crashed tool run leaves it: the user event, a completed call (T1 + T2), a text
+// event and a prepared-only call (T1), seq 1..7 of one invocation.
+struct ToolStore {
+  TempDir dir;
+  Ident id;
+  Call done, open;
+  ToolStore() {
+    done.callId = "call-done";
+    open.callId = "call-open";
+    auto s = RuntimeStore::open(dir.path);
+    s->createRun(header(id));
+    s->append(userEvent(id));
+    s->commitToolPrepared(t1(done));
+    s->commitToolOutcome(t2(done));
+    s->append(textEvent(id, "text-1", 3500));
+    s->commitToolPrepared(t1(open, 3600));
+  }
+  void check(bool readOnly = false) const {
+    StoreOptions o;
+    o.readOnly = readOnly;
+    RuntimeStore::open(dir.path, o)->checkIntact();
+  }
+  // checkIntact must fail with `code` in a read-only open that leaves every byte as it was,
+  // and in a writable open (host start-up).
+  std::string expectFailClosed(std::string_view code) const {
+    const auto before = snapshot(dir.path);
+    std::string m = expectCode([&] { check(true); }, code);
+    EXPECT_EQ(snapshot(dir.path), before) << "a read-only check wrote to the store";
+    expectCode([&] { check(false); }, code);
+    return m;
+  }
+};
+
+TEST(StoreSelfCheck, AnIntactStorePassesEveryCheckAlsoAfterARebuild) {
+  ToolStore t;
+  t.check(true);
+  t.check(false);
+  RuntimeStore::open(t.dir.path)->rebuildProjections();
+  t.check(false);
+  // A continuation target's header before its start holds no events: legal (spec e.8).
+  Ident target;
+  target.run = "run-2";
+  target.invocation = "invocation-2";
+  RuntimeStore::open(t.dir.path)->createRun(header(target));
+  t.check(false);
+}
+
+TEST(StoreSelfCheck, ADeletedEventIsAnEventSeqGap) {
+  ToolStore t;
+  rawSql(t.dir.db(), "DELETE FROM runtime_events WHERE event_id = 'text-1'");
+  const std::string m = t.expectFailClosed(code::store_event_seq_gap);
+  EXPECT_NE(m.find("invocation-1 holds 6 events numbered 1..7"), std::string::npos) << m;
+}
+
+TEST(StoreSelfCheck, ADeletedFirstEventIsAnEventSeqGap) {
+  ToolStore t;
+  rawSql(t.dir.db(), "DELETE FROM runtime_events WHERE event_id = 'user-1'");
+  t.expectFailClosed(code::store_event_seq_gap);
+}
+
+TEST(StoreSelfCheck, SwappedEventSeqIsAnOrderConflict) {
+  ToolStore t;
+  // Seq: user 1, done call 2, dispatch 3, response 4, text 5, open call 6, dispatch 7. The text
+  // event and the open call trade numbers; the set stays 1..7, so only the order check sees it.
+  rawSql(t.dir.db(),
+         "UPDATE runtime_events SET event_seq = 1000 WHERE event_seq = 5;"
+         "UPDATE runtime_events SET event_seq = 5 WHERE event_seq = 6;"
+         "UPDATE runtime_events SET event_seq = 6 WHERE event_seq = 1000;");
+  const std::string m = t.expectFailClosed(code::store_event_order_conflict);
+  EXPECT_NE(m.find("invocation-1"), std::string::npos) << m;
+}
+
+TEST(StoreSelfCheck, ADeletedDispatchStillReferencedIsAForeignKeyViolation) {
+  ToolStore t;
+  rawSql(t.dir.db(),
+         "DELETE FROM runtime_events WHERE event_id = " + sqlQuote(t.done.dispatchEvent()));
+  const std::string m = t.expectFailClosed(code::store_foreign_key_violation);
+  EXPECT_NE(m.find("references a missing runtime_events row"), std::string::npos) << m;
+}
+
+TEST(StoreSelfCheck, AMissingHeaderIsReported) {
+  ToolStore t;
+  rawSql(t.dir.db(), "DELETE FROM agent_runs");
+  const std::string m = t.expectFailClosed(code::store_run_header_missing);
+  EXPECT_NE(m.find("run session-1/run-1 (invocation invocation-1)"), std::string::npos) << m;
+}
+
+TEST(StoreSelfCheck, AHeaderOfAnotherInvocationIsReported) {
+  ToolStore t;
+  rawSql(t.dir.db(), "UPDATE agent_runs SET invocation_id = 'invocation-9'");
+  t.expectFailClosed(code::store_run_header_missing);
+}
+
+TEST(StoreSelfCheck, AnOperationRowEditedAloneIsAProjectionMismatch) {
+  ToolStore t;
+  rawSql(t.dir.db(),
+         "UPDATE tool_operations SET current_state = 'prepared', version = 1, "
+         "result_event_id = NULL WHERE operation_id = " +
+             sqlQuote(t.done.op()));
+  const std::string m = t.expectFailClosed(code::store_projection_mismatch);
+  EXPECT_NE(m.find("is prepared v1 (result none), the ledger implies outcome_committed v2"),
+            std::string::npos)
+      << m;
+}
+
+TEST(StoreSelfCheck, AMissingOrExtraProjectionRowIsAProjectionMismatch) {
+  {
+    ToolStore t;
+    rawSql(t.dir.db(), "DELETE FROM tool_journal_events WHERE journal_event_id = " +
+                           sqlQuote(t.done.op() + "_outcome"));
+    t.expectFailClosed(code::store_projection_mismatch);
+  }
+  {
+    ToolStore t;
+    rawSql(t.dir.db(),
+           "DELETE FROM tool_journal_events WHERE operation_id = " + sqlQuote(t.open.op()) +
+               "; DELETE FROM tool_operations WHERE operation_id = " + sqlQuote(t.open.op()));
+    const std::string m = t.expectFailClosed(code::store_projection_mismatch);
+    EXPECT_NE(m.find("tool_operations lacks " + t.open.op()), std::string::npos) << m;
+  }
+}
+
+// --- the store manifest ---
+
+TEST(StoreManifest, ANewStoreRecordsItselfDurably) {
+  TempDir dir;
+  RuntimeStore::open(dir.path);
+  EXPECT_EQ(readBytes(dir.path / "runtime.manifest"),
+            "{\"format\":\"crashsim-runtime-store\",\"schemaVersion\":" +
+                std::to_string(kSchemaVersion) + "}\n");
+  EXPECT_EQ(readStoreManifest(dir.path), kSchemaVersion);
+  for (const auto& e : fs::directory_iterator(dir.path))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+TEST(StoreManifest, AStoreWithoutOneGetsItAtItsFirstWritableOpenNeverAtARead) {
+  ToolStore t;
+  fs::remove(t.dir.path / "runtime.manifest");
+  const auto before = snapshot(t.dir.path);
+  t.check(true);
+  EXPECT_EQ(snapshot(t.dir.path), before);
+  EXPECT_FALSE(readStoreManifest(t.dir.path));
+  RuntimeStore::open(t.dir.path);
+  EXPECT_EQ(readStoreManifest(t.dir.path), kSchemaVersion);
+}
+
+TEST(StoreManifest, ADeletedDatabaseFailsClosedAndIsNeverRecreated) {
+  ToolStore t;
+  for (const char* f : {"runtime.sqlite", "runtime.sqlite-wal", "runtime.sqlite-shm"})
+    fs::remove(t.dir.path / f);
+  const auto before = snapshot(t.dir.path);
+  StoreOptions ro;
+  ro.readOnly = true;
+  expectCode([&] { RuntimeStore::open(t.dir.path, ro); }, code::store_data_lost);
+  const std::string m = expectCode([&] { RuntimeStore::open(t.dir.path); }, code::store_data_lost);
+  EXPECT_NE(m.find("is missing"), std::string::npos) << m;
+  expectCode([&] { requireRuntimeStore(t.dir.path); }, code::store_data_lost);
+  EXPECT_EQ(snapshot(t.dir.path), before);
+}
+
+TEST(StoreManifest, ADatabaseThatLostItsSchemaFailsClosed) {
+  // The data of a small store lives in its WAL until a checkpoint: the database file alone,
+  // copied while the writer is live (as a SIGKILL leaves it when the -wal is then deleted),
+  // holds no schema.
+  TempDir copy;
+  {
+    TempDir dir;
+    auto live = RuntimeStore::open(dir.path);
+    live->createRun(header(Ident{}));
+    live->append(userEvent(Ident{}));
+    fs::copy_file(dir.db(), copy.db());
+    fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
+  }
+  const std::string m = expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
+  EXPECT_NE(m.find("runtime.sqlite has version 0"), std::string::npos) << m;
+  // A truncated database: the same.
+  std::filesystem::resize_file(copy.db(), 0);
+  for (const auto& e : fs::directory_iterator(copy.path))
+    if (e.path().filename() != "runtime.sqlite" && e.path().filename() != "runtime.manifest")
+      fs::remove(e.path());
+  const auto before = snapshot(copy.path);
+  StoreOptions ro;
+  ro.readOnly = true;
+  expectCode([&] { RuntimeStore::open(copy.path, ro); }, code::store_data_lost);
+  expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
+  EXPECT_EQ(snapshot(copy.path), before);
+}
+
+TEST(StoreManifest, AnUnreadableManifestFailsClosed) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "{}", "not json", "{\"format\":\"crashsim-runtime-store\",\"schemaVersion\":0}",
+           "{\"format\":\"other\",\"schemaVersion\":4}",
+           "{\"format\":\"crashsim-runtime-store\",\"schemaVersion\":4,\"x\":1}",
+           std::string(5000, ' ')}) {
+    ToolStore t;
+    {
+      std::ofstream out(t.dir.path / "runtime.manifest", std::ios::binary | std::ios::trunc);
+      out << bad;
+    }
+    expectCode([&] { RuntimeStore::open(t.dir.path); }, code::store_manifest_invalid);
+  }
+}
+
+}  // namespace
