@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <map>
@@ -349,6 +350,92 @@ TEST_F(ResumeTest, ADamagedStoreGivesOneErrorInEveryCommand) {
   EXPECT_EQ(after.count("runtime.sqlite"), 1u);
   EXPECT_EQ(after["runtime.sqlite"], expected["runtime.sqlite"]);
 }
+
+// A crashed store (write-config-port killed at P6#2: one Write finished, its WAL holds every
+// commit) damaged as issue #22 found it: every command fails closed with the code store.h names
+// for that damage — inspect, resume, resume --dry-run and crashsim-agent recover alike — and
+// none of them changes runtime.sqlite or re-creates a lost one.
+struct Damage {
+  std::string name;
+  std::string sql;    // run on the crashed store by a separate connection ("" = none)
+  std::string files;  // then: "drop-wal" (delete -wal, -shm), "truncate-db" (and drop-wal)
+  std::string_view code;
+};
+class DamagedStoreTest : public ResumeTest, public ::testing::WithParamInterface<Damage> {};
+
+void damageWithSql(const fs::path& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  const std::string msg = err ? err : "";
+  sqlite3_free(err);
+  sqlite3_close(h);
+  ASSERT_EQ(rc, SQLITE_OK) << msg;
+}
+
+TEST_P(DamagedStoreTest, EveryCommandFailsClosedWithTheDamagesCode) {
+  const Damage& d = GetParam();
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P6:2"));
+  const fs::path storeDir = dir / "store";
+  ASSERT_TRUE(fs::exists(storeDir / "runtime.manifest"));
+  if (!d.sql.empty()) damageWithSql(storeDir / "runtime.sqlite", d.sql);
+  if (!d.files.empty()) {
+    ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-wal"));
+    fs::remove(storeDir / "runtime.sqlite-wal");
+    fs::remove(storeDir / "runtime.sqlite-shm");
+    if (d.files == "truncate-db") fs::resize_file(storeDir / "runtime.sqlite", 0);
+  }
+  auto before = hashFiles(storeDir);
+  const Resume inspect = crashsim("inspect --json " + store());
+  const Resume dry = crashsim("resume --dry-run --json " + store());
+  EXPECT_EQ(hashFiles(storeDir), before) << "a read-only command wrote to the store";
+  const Resume resume = crashsim("resume --json " + store() + " --workspace " + ws());
+  const test::Cmd recover = sh(agentBinary().string() + " recover --store " + store() +
+                               " --workspace " + ws() + " --scenario " + sc.string());
+  for (const Resume* r : {&inspect, &dry, &resume}) {
+    EXPECT_EQ(r->exitCode, 2) << r->out;
+    ASSERT_TRUE(r->json.is_object()) << r->out;
+    EXPECT_EQ(r->json["error"]["code"], d.code) << r->out;
+  }
+  EXPECT_EQ(recover.exitCode, 2) << recover.out;
+  EXPECT_NE(recover.out.find(std::string(d.code)), std::string::npos) << recover.out;
+  auto after = hashFiles(storeDir);
+  EXPECT_EQ(after.count("runtime.sqlite"), before.count("runtime.sqlite"));
+  EXPECT_EQ(after["runtime.sqlite"], before["runtime.sqlite"]);
+  EXPECT_EQ(after.count("runtime.sqlite-wal"), before.count("runtime.sqlite-wal"));
+  EXPECT_EQ(executions(storeDir, "call-2"), 1u);  // nothing ran the finished Write again
+}
+
+// Events of the crashed run that no projection row references (deleting one is a gap only).
+const std::string kUnreferenced =
+    "SELECT rowid FROM runtime_events WHERE event_id NOT IN (SELECT call_event_id FROM "
+    "tool_operations UNION SELECT dispatch_event_id FROM tool_operations UNION SELECT "
+    "result_event_id FROM tool_operations WHERE result_event_id IS NOT NULL UNION SELECT "
+    "runtime_event_id FROM tool_journal_events) ORDER BY event_seq DESC LIMIT 1 OFFSET 1";
+
+INSTANTIATE_TEST_SUITE_P(
+    Damages, DamagedStoreTest,
+    ::testing::Values(
+        Damage{"DeletedWal", "", "drop-wal", code::store_data_lost},
+        Damage{"TruncatedDatabase", "", "truncate-db", code::store_data_lost},
+        Damage{"DeletedEventInTheMiddle",
+               "DELETE FROM runtime_events WHERE rowid = (" + kUnreferenced + ")", "",
+               code::store_event_seq_gap},
+        Damage{"SwappedEventSeq",
+               "UPDATE runtime_events SET event_seq = 100000 WHERE event_seq = 1;"
+               "UPDATE runtime_events SET event_seq = 1 WHERE event_seq = 2;"
+               "UPDATE runtime_events SET event_seq = 2 WHERE event_seq = 100000;",
+               "", code::store_event_order_conflict},
+        Damage{"DeletedDispatch",
+               "DELETE FROM runtime_events WHERE event_id = (SELECT dispatch_event_id FROM "
+               "tool_operations ORDER BY operation_id LIMIT 1)",
+               "", code::store_foreign_key_violation},
+        Damage{"DeletedHeader", "DELETE FROM agent_runs", "", code::store_run_header_missing},
+        Damage{"OperationRowEditedAlone", "UPDATE tool_operations SET version = version + 1", "",
+               code::store_projection_mismatch}),
+    [](const auto& info) { return info.param.name; });
 
 // No store is an error, not an empty store: all three commands exit 2 with store_open_failed
 // and none of them creates the directory.
