@@ -216,6 +216,8 @@ inline constexpr std::string_view store_event_seq_gap = "store_event_seq_gap";
 inline constexpr std::string_view store_event_order_conflict = "store_event_order_conflict";
 inline constexpr std::string_view store_run_header_missing = "store_run_header_missing";
 inline constexpr std::string_view store_projection_mismatch = "store_projection_mismatch";
+// The -wal holds commits SQLite's recovery would silently drop (a damaged frame before them).
+inline constexpr std::string_view store_wal_frames_lost = "store_wal_frames_lost";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";
 inline constexpr std::string_view repair_ambiguous = "repair_ambiguous";

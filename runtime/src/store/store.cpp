@@ -445,6 +445,12 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   // A directory whose manifest records a store must still hold its database: never create it.
   const std::optional<int64_t> manifest = readStoreManifest(storeDir);
   if (options.readOnly || manifest) requireRuntimeStore(storeDir);
+  // Before SQLite replays the WAL (and a writer checkpoints what it replayed).
+  if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal");
+      !lost.empty()) {
+    throw Error(code::store_wal_frames_lost,
+                (storeDir / "runtime.sqlite-wal").string() + ": " + lost);
+  }
   std::error_code ec;
   if (!options.readOnly) {
     std::filesystem::create_directories(storeDir, ec);

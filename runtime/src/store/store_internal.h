@@ -236,6 +236,10 @@ struct LedgerProjection {
   std::vector<size_t> journalOperation;
 };
 LedgerProjection projectLedger(Connection& c);
+// Evidence, read from the -wal file itself, that SQLite's WAL recovery would drop acknowledged
+// commits (a damaged frame followed by two or more commit frames of the current WAL
+// generation, wal_check.cpp); empty when there is none. Reads only.
+std::string walLossEvidence(const std::filesystem::path& wal);
 void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);
