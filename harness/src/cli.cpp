@@ -22,6 +22,7 @@
 #include "crashsim/harness/sweep.h"
 #include "crashsim/json.h"
 #include "crashsim/reports/report.h"
+#include "crashsim/reports/schema_validator.h"
 #include "ledger_commands.h"
 #include "store_commands.h"
 
@@ -224,6 +225,17 @@ int cmdDurability(DurabilityOptions opts, const std::string& out) {
   return durabilityExitCode(doc);
 }
 
+// A report `report merge` reads or writes must follow its schema (report.schema.json or
+// durability.schema.json): a usage error naming the first violation otherwise.
+void requireSchema(bool durability, const nlohmann::json& doc, const std::string& what) {
+  const auto violations = reports::validateSchema(
+      durability ? reports::durabilitySchema() : reports::reportSchema(), doc);
+  if (violations.empty()) return;
+  throw UsageError(fmt::format("{}: report_schema_violation: {} {} (and {} more)", what,
+                               violations.front().path, violations.front().message,
+                               violations.size() - 1));
+}
+
 // `crashsim report merge`: sweep shard/platform reports, or durability reports; never both.
 int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
   std::vector<nlohmann::json> docs;
@@ -235,7 +247,9 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
     } catch (const Error& e) {
       throw UsageError(f + ": " + e.code() + ": " + e.what());
     }
-    durability += isDurabilityJson(j) ? 1 : 0;
+    const bool isDurability = isDurabilityJson(j);
+    requireSchema(isDurability, j, f);
+    durability += isDurability ? 1 : 0;
     docs.push_back(std::move(j));
   }
   if (durability > 0 && durability < docs.size())
@@ -249,6 +263,7 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
     } catch (const std::runtime_error& e) {
       throw UsageError(std::string("report merge: ") + e.what());
     }
+    requireSchema(true, merged, "the merged durability report");
     writeDurability(merged, out);
     std::cerr << fmt::format("merged {} durability report(s): {} platform(s) → {}\n", docs.size(),
                              merged["platforms"].size(), out);
@@ -257,6 +272,7 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
   std::vector<reports::Report> rs;
   for (const auto& f : files) rs.push_back(reports::readReportFile(f));
   auto merged = reports::mergeReports(rs);
+  requireSchema(false, reports::toJson(merged), "the merged report");
   reports::writeAll(merged, out);
   std::cerr << fmt::format("merged {} report(s): {} cases, {} failed → {}\n", rs.size(),
                            merged.summary.total, merged.summary.failed, out);

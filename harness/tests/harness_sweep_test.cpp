@@ -1,6 +1,8 @@
 // `crashsim sweep` end to end with the real agent: reports validate, determinism, sharding.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "crashsim/reports/report.h"
@@ -79,5 +81,28 @@ TEST(Sweep, ShardsAreDisjointAndMergeIntoTheFullSweep) {
                 (d / "s0" / "report.json").string() + " --out " + (d / "bad").string() + " 2>&1");
   EXPECT_EQ(dup.exitCode, 2);
   EXPECT_NE(dup.out.find("refusing to merge"), std::string::npos) << dup.out;
+  // A shard report that breaks report.schema.json is refused before anything is written, so a
+  // merge never writes a report that fails its own schema.
+  const nlohmann::json s0 = loadJson(d / "s0" / "report.json");
+  const std::vector<std::function<void(nlohmann::json&)>> breaks = {
+      [](nlohmann::json& r) { r["cases"][0]["verdict"] = "maybe"; },
+      [](nlohmann::json& r) { r["cases"][0].erase("checks"); },
+      [](nlohmann::json& r) { r["cases"][0]["id"] = "no-slashes"; },
+      [](nlohmann::json& r) { r["summary"]["total"] = -1; },
+      [](nlohmann::json& r) { r["unexpected"] = true; },
+      [](nlohmann::json& r) { r["cases"] = "none"; },
+  };
+  for (size_t i = 0; i < breaks.size(); ++i) {
+    nlohmann::json bad = s0;
+    breaks[i](bad);
+    const fs::path file = d / ("bad-" + std::to_string(i) + ".json");
+    std::ofstream(file) << bad.dump();
+    const fs::path out = d / ("bad-out-" + std::to_string(i));
+    auto r = sh(cs() + " report merge " + file.string() + " " +
+                (d / "s1" / "report.json").string() + " --out " + out.string() + " 2>&1");
+    EXPECT_EQ(r.exitCode, 2) << i << ": " << r.out;
+    EXPECT_NE(r.out.find("report_schema_violation"), std::string::npos) << i << ": " << r.out;
+    EXPECT_FALSE(fs::exists(out / "report.json")) << i;
+  }
   fs::remove_all(d);
 }

@@ -147,4 +147,19 @@ std::vector<SchemaViolation> validateSchema(const nlohmann::json& schema,
   return std::move(v.out);
 }
 
+namespace detail {
+extern const char* const kReportSchemaText;
+extern const char* const kDurabilitySchemaText;
+}  // namespace detail
+
+const nlohmann::json& reportSchema() {
+  static const nlohmann::json schema = nlohmann::json::parse(detail::kReportSchemaText);
+  return schema;
+}
+
+const nlohmann::json& durabilitySchema() {
+  static const nlohmann::json schema = nlohmann::json::parse(detail::kDurabilitySchemaText);
+  return schema;
+}
+
 }  // namespace crashsim::reports

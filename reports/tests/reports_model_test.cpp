@@ -89,6 +89,15 @@ TEST(ReportJson, SchemaRejectsBadVerdictMissingCheckAndBadCaseId) {
   EXPECT_NE(all.find("missing required property p95CaseMs"), std::string::npos) << all;
 }
 
+// The schemas compiled into the library are the ones in the source tree (a stale copy would
+// let `report merge` accept what the published schema refuses).
+TEST(ReportJson, CompiledInSchemasAreTheSourceTreesSchemas) {
+  EXPECT_EQ(reportSchema(), loadSchema());
+  std::ifstream in(std::filesystem::path(CRASHSIM_SOURCE_DIR) / "reports" /
+                   "durability.schema.json");
+  EXPECT_EQ(durabilitySchema(), Json::parse(in));
+}
+
 TEST(ReportJson, ValidatorRefusesUnsupportedKeywords) {
   Json schema = {{"type", "object"}, {"oneOf", Json::array()}};
   EXPECT_THROW(validateSchema(schema, Json::object()), std::invalid_argument);

@@ -22,4 +22,8 @@ struct SchemaViolation {
 std::vector<SchemaViolation> validateSchema(const nlohmann::json& schema,
                                             const nlohmann::json& instance);
 
+// reports/report.schema.json and reports/durability.schema.json, compiled into the library.
+const nlohmann::json& reportSchema();
+const nlohmann::json& durabilitySchema();
+
 }  // namespace crashsim::reports
