@@ -1,9 +1,8 @@
-// manifest.cpp — the store manifest (crashsim/store.h, StoreManifest): the durable record that a
-// store directory holds a runtime store, so that a lost database is never re-created empty.
+// manifest.cpp — the store manifest (crashsim/store.h, kStoreManifestName): the durable record that
+// a store directory holds a runtime store, so that a lost database is never re-created empty.
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "crashsim/codes.h"
 #include "crashsim/durable_fs.h"

@@ -13,7 +13,6 @@
 // ambiguous (a torn in-flight commit looks the same) and, like a WAL cut at a frame boundary, is
 // not detectable here (README, fault model).
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <vector>
 
