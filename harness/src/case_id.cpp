@@ -78,13 +78,17 @@ CaseId parseCaseId(std::string_view text) {
     id.seed = seed;
     mode = mode.substr(0, at);
   }
-  if (mode != "kill" && mode != "powerloss" && mode != "stop")
+  if (mode != "kill" && mode != "powerloss" && mode != "stop" && mode != "corrupt")
     throw std::invalid_argument(
-        fmt::format("case id {}: mode must be kill, powerloss or stop", text));
-  if (mode == "powerloss" && !id.seed)
+        fmt::format("case id {}: mode must be kill, powerloss, stop or corrupt", text));
+  const bool seeded = mode == "powerloss" || mode == "corrupt";
+  if (seeded && !id.seed)
     throw std::invalid_argument(
-        fmt::format("case id {}: powerloss needs its crash-state seed, e.g. powerloss@17", text));
-  if (mode != "powerloss" && id.seed)
+        fmt::format("case id {}: {} needs its seed, e.g. {}@17", text, mode, mode));
+  if (seeded && plus != std::string_view::npos)
+    throw std::invalid_argument(
+        fmt::format("case id {}: {} cases have no double fault", text, mode));
+  if (!seeded && id.seed)
     throw std::invalid_argument(fmt::format("case id {}: {} takes no @seed", text, mode));
   id.mode = std::string(mode);
   if (id.isBarrier() && mode != "kill")

@@ -14,6 +14,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
+#include "crashsim/harness/corrupt_checks.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/supervisor.h"
@@ -22,7 +23,9 @@
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
 #include "verdicts/barrier.h"
+#include "verdicts/c1_corrupt.h"
 #include "verdicts/coverage.h"
+#include "verdicts/fail_closed.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/recovery_kill_state.h"
 #include "verdicts/stop.h"
@@ -411,6 +414,103 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
                 r.exitCode, recover, c);
 }
 
+// A corrupt case (--mode corrupt): the kill as in kill mode (its kill case verifies V2–V8 of
+// this crash state), the seeded damage, then inspect and recovery judged by C1
+// (verdicts/c1_corrupt.h).
+template <class Say>
+void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
+                    const fs::path& dir, Checks& c, reports::CaseRecord& rec, Say& say) {
+  const Scenario& sc = ref.scenario;
+  const fs::path store = dir / "store", ws = dir / "ws";
+  copyDir(ref.templateWorkspace, ws);
+  SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(15000);
+  const ChildResult child = runArmed(run, id.failpointName(), id.hit);
+  say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
+                  child.controlLine, child.describe()));
+  CaseId killCase = id;
+  killCase.mode = "kill";
+  killCase.seed.reset();
+  for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"})
+    c.na(v, "corrupt mode: the undamaged crash state is verified by " + killCase.str() +
+                "; C1 judges the damaged one");
+  if (auto v1 = killProblem(child, id.failpointName(), id.hit, run, store); !v1.empty()) {
+    c.fail("V1", v1);
+    c.na("C1", "no crash state (V1 failed)");
+    return;
+  }
+  if (opts.keepDir) {
+    copyDir(store, dir / "crashed" / "store");
+    copyDir(ws, dir / "crashed" / "ws");
+  }
+  AppliedCorruption applied;
+  try {
+    applied = applyCorruption(store, id.seed.value_or(0));
+  } catch (const std::exception& e) {
+    c.fail("V1", std::string("applying the damage: ") + e.what());
+    c.na("C1", "no damaged store (V1 failed)");
+    return;
+  }
+  c.pass("V1");
+  rec.corruption = applied.record;
+  say(fmt::format("damage {}: {} ({})", applied.record.kind, applied.record.detail,
+                  applied.record.detectable ? "must be refused"
+                  : applied.mayGoUnnoticed  ? "undetectable by design"
+                                            : "must be refused or change nothing"));
+  if (opts.keepDir)
+    std::ofstream(dir / "corruption.json") << Json{{"kind", applied.record.kind},
+                                                   {"detail", applied.record.detail},
+                                                   {"detectable", applied.record.detectable},
+                                                   {"mayGoUnnoticed", applied.mayGoUnnoticed}}
+                                                  .dump()
+                                           << "\n";
+
+  CorruptObservation o;
+  const StoreFiles damaged = storeFiles(store);
+  SpawnSpec inspect;
+  inspect.exe = opts.crashsim.empty() ? locateCrashsim() : opts.crashsim;
+  inspect.args = {"inspect", store.string(), "--json"};
+  inspect.stdoutFile = dir / "inspect.stdout";
+  inspect.stderrFile = dir / "inspect.stderr";
+  o.inspect = runToEnd(inspect);
+  o.inspectCode = failClosedCodeOf(inspect.stdoutFile);
+  o.inspectChanged = storeFilesChange(damaged, storeFiles(store));
+  say(fmt::format("crashsim inspect: {} {}", o.inspect.describe(), o.inspectCode));
+
+  const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
+  if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
+  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  const auto effectsAtCrash = readEffects(store / "effects.jsonl");
+  const StoreFiles beforeRecover = storeFiles(store);
+  SpawnSpec recover = agentCommand(opts, sc, "recover", store, ws);
+  recover.timeout = std::chrono::milliseconds(20000);
+  recover.stderrFile = dir / "recover.stderr";
+  recover.stdoutFile = dir / "recover.stdout";
+  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  o.recover = runToEnd(recover);
+  o.recoverCode = failClosedCodeOf(recover.stdoutFile);
+  say(fmt::format("recovery to the end: {} {}", o.recover.describe(), o.recoverCode));
+  if (o.recover.exited && o.recover.exitCode == 2) {
+    o.recoverChanged = storeFilesChange(beforeRecover, storeFiles(store));
+    o.toolRan = readEffects(store / "effects.jsonl") != effectsAtCrash;
+    o.workspaceChanged = snapshotWorkspace(ws) != atCrash;
+  } else if (o.recover.exited) {
+    Checks outcome;
+    const CaseExpectation x = expectCase(sc, id.failpoint, id.hit);
+    checkRecovery(killCase, sc, x, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
+                  o.recover.exitCode, recover, outcome);
+    o.contractOutcome = outcome;
+    try {
+      o.completedWithoutResponse = completedWithoutResponse(*RuntimeStore::open(store));
+    } catch (const std::exception& e) {
+      o.completedWithoutResponse = std::string("the recovered store does not open: ") + e.what();
+    }
+  }
+  judgeCorruption(applied, o, *rec.corruption, c);
+}
+
 }  // namespace
 
 fs::path defaultWorkRoot(const std::string& mode) {
@@ -566,6 +666,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   if (id.mode == "stop") {
     runStopCase(id, ref, opts, dir, c, say);
+    return finish();
+  }
+  if (id.mode == "corrupt") {
+    runCorruptCase(id, ref, opts, dir, c, rec, say);
     return finish();
   }
   if (id.mode != "kill" && id.mode != "powerloss") {

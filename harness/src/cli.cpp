@@ -310,13 +310,16 @@ int runCli(int argc, char** argv) {
   sweep
       ->add_option("--mode", so.mode,
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
-                   "instead of the kill, judged by the termination contract)")
-      ->check(CLI::IsMember({"kill", "powerloss", "stop"}));
+                   "instead of the kill, judged by the termination contract), corrupt (a seeded "
+                   "damage to the store files after the kill)")
+      ->check(CLI::IsMember({"kill", "powerloss", "stop", "corrupt"}));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
       ->check(CLI::Range(1, kMaxJobs));
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
-  sweep->add_option("--seed", so.seed, "seed (recorded; powerloss: mixed into the state seeds)")
+  sweep
+      ->add_option("--seed", so.seed,
+                   "seed (recorded; powerloss, corrupt: mixed into the state seeds)")
       ->check(CLI::Validator(
           [](const std::string& v) {
             return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
@@ -326,7 +329,7 @@ int runCli(int argc, char** argv) {
           "UINT", "decimal"));
   sweep
       ->add_option("--states", so.states,
-                   "powerloss: seeded crash states per (scenario, failpoint, hit) (default 2)")
+                   "powerloss, corrupt: seeded states per (scenario, failpoint, hit) (default 2)")
       ->check(CLI::Range(1, 1000));
   sweep
       ->add_option("--synchronous", so.synchronous,

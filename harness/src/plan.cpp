@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "crashsim/harness/corrupt_checks.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/reports/report.h"
@@ -85,6 +86,9 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   if (sel.doubleFaults && sel.mode == "powerloss")
     throw std::runtime_error(
         "--double-faults is kill mode only: the recovery kill is a process kill, not a power cut");
+  if (sel.doubleFaults && sel.mode == "corrupt")
+    throw std::runtime_error(
+        "--double-faults is kill mode only: a corrupt case damages the crash state of one kill");
   SweepPlan plan;
   std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow;
   auto reach = [&](const std::string& sc, int fp, const char* process) -> PlannedReach& {
@@ -113,8 +117,9 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         id.hit = h;
         id.mode = sel.mode;
         std::vector<CaseId> ids;
-        if (sel.mode == "powerloss") {
-          for (uint64_t seed : powerlossSeeds(id, sel.seed, sel.states)) {
+        if (sel.mode == "powerloss" || sel.mode == "corrupt") {
+          for (uint64_t seed : sel.mode == "corrupt" ? corruptSeeds(id, sel.seed, sel.states)
+                                                     : powerlossSeeds(id, sel.seed, sel.states)) {
             id.seed = seed;
             ids.push_back(id);
           }

@@ -16,6 +16,7 @@
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/store.h"
+#include "verdicts/fail_closed.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -152,36 +153,6 @@ std::map<std::string, std::string> callsOfEvents(const fs::path& storeDir) {
     // Descriptions only: a copy that does not open names its events without calls.
   }
   return out;
-}
-
-// Completed-implies-response over every run of an open store: "" when it holds.
-std::string completedWithoutResponse(const RuntimeStore& store) {
-  for (const auto& h : store.listRuns()) {
-    std::vector<RuntimeEvent> events;
-    for (auto& se : store.readRunEvents(h.sessionId, h.runId)) events.push_back(se.event);
-    auto res = resolveRecovery(events);
-    for (const auto& d : res.decisions) {
-      if (d.status != code::completed) continue;
-      const bool present = d.responseRuntimeEventId &&
-                           std::any_of(events.begin(), events.end(), [&](const RuntimeEvent& e) {
-                             return !e.partial && e.id == *d.responseRuntimeEventId &&
-                                    e.contentKind == ContentKind::function_response &&
-                                    e.callId == d.toolCallId;
-                           });
-      if (!present)
-        return fmt::format(
-            "run {}: the resolver reports {} completed ({}) but its function_response {} is not "
-            "in the ledger",
-            h.runId, d.toolCallId, d.reason, d.responseRuntimeEventId.value_or("(none)"));
-    }
-  }
-  return "";
-}
-
-bool isStableFailClosedCode(const std::string& c) {
-  return c == code::store_open_failed || c == code::store_corrupt ||
-         c == code::schema_version_mismatch || c == code::schema_newer_than_supported ||
-         c.find("corruption") != std::string::npos;
 }
 
 std::string readText(const fs::path& p) {
@@ -332,15 +303,7 @@ void checkPowerlossRecovery(const PowerlossFindings& f, const fs::path& store,
   auto effects = readEffects(store / "effects.jsonl");
   if (f.damaged) {
     // Fail closed: recovery refuses with a stable code and runs nothing.
-    std::string code;
-    std::string out = readText(recoverStdout);
-    for (std::istringstream lines(out); std::getline(lines, out);) {
-      try {
-        auto j = Json::parse(out);
-        if (j.contains("error")) code = j["error"].value("code", "");
-      } catch (...) {
-      }
-    }
+    const std::string code = failClosedCodeOf(recoverStdout);
     if (recover.exited && recover.exitCode == 0)
       failCheck(checks, "D2", "recovery exited 0 on a damaged store (" + f.damage + ")");
     else if (!isStableFailClosedCode(code))

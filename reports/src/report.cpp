@@ -138,6 +138,13 @@ Json toJson(const Report& r) {
               {"reasons", reasons},
               {"reproduce", c.reproduce},
               {"durationMs", round3(c.durationMs)}};
+    if (c.corruption)
+      j["corruption"] = {{"kind", c.corruption->kind},
+                         {"detail", c.corruption->detail},
+                         {"detectable", c.corruption->detectable},
+                         {"outcome", c.corruption->outcome},
+                         {"code", c.corruption->code},
+                         {"recovery", c.corruption->recovery}};
     if (c.recoveryFailpoint) j["recoveryFailpoint"] = *c.recoveryFailpoint;
     if (c.recoveryHit) j["recoveryHit"] = *c.recoveryHit;
     cases.push_back(std::move(j));
@@ -252,6 +259,11 @@ Report reportFromJson(const Json& j) {
       }
       cr.reproduce = c.at("reproduce");
       cr.durationMs = c.at("durationMs");
+      if (c.contains("corruption")) {
+        const auto& k = c.at("corruption");
+        cr.corruption = Corruption{k.at("kind"),    k.at("detail"), k.at("detectable"),
+                                   k.at("outcome"), k.at("code"),   k.at("recovery")};
+      }
       r.cases.push_back(std::move(cr));
     }
     return r;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -144,6 +145,28 @@ std::string renderJunit(const Report& r) {
   return out;
 }
 
+namespace {
+
+// Corrupt mode: per damage kind {cases, detectable, failed_closed, recovered, undetectable,
+// unsafe}; empty when no case carries a corruption.
+std::map<std::string, std::array<int, 6>> corruptionRows(const Report& r) {
+  std::map<std::string, std::array<int, 6>> rows;
+  for (const auto& c : r.cases) {
+    if (!c.corruption) continue;
+    auto& n = rows[c.corruption->kind];
+    ++n[0];
+    n[1] += c.corruption->detectable;
+    const auto& o = c.corruption->outcome;
+    n[2] += o == "failed_closed";
+    n[3] += o == "recovered";
+    n[4] += o == "undetectable";
+    n[5] += o == "unsafe" || o.empty();
+  }
+  return rows;
+}
+
+}  // namespace
+
 std::string renderMarkdown(const Report& r) {
   std::string out = "# crashsim crash sweep\n\n";
   out += fmt::format("**{}** — {} cases, {} passed, {} failed.\n\n",
@@ -198,6 +221,25 @@ std::string renderMarkdown(const Report& r) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", mdEscape(c.scenario),
                          c.process, c.failpoint, c.predicted, c.planned, c.run, c.passed, c.failed,
                          c.skipped());
+    out += "\n";
+  }
+  if (const auto rows = corruptionRows(r); !rows.empty()) {
+    // Corrupt mode: per damage class, how the host handled it; then the undetectable column.
+    out +=
+        "## Corruption\n\n| damage | cases | must be detected | failed closed | recovered | "
+        "undetectable | unsafe |\n|---|---|---|---|---|---|---|\n";
+    for (const auto& [kind, n] : rows)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", kind, n[0], n[1], n[2], n[3],
+                         n[4], n[5]);
+    out += "\nUndetectable by design, and what recovery did:\n\n";
+    int listed = 0;
+    for (const auto& c : r.cases) {
+      if (!c.corruption || c.corruption->outcome != "undetectable") continue;
+      if (++listed > 50) break;
+      out += fmt::format("- `{}` {}: {}\n", c.id, mdEscape(c.corruption->detail),
+                         mdEscape(c.corruption->recovery));
+    }
+    if (listed == 0) out += "- none\n";
     out += "\n";
   }
   if (r.summary.failed > 0) {
@@ -306,6 +348,18 @@ std::string renderHtml(const Report& r) {
   out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", mode " + xmlEscape(r.selection.mode) +
          ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
   out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;
+  if (const auto rows = corruptionRows(r); !rows.empty()) {
+    out +=
+        "<h2>Corruption</h2>\n<table>\n<tr><th>damage</th><th>cases</th><th>must be "
+        "detected</th><th>failed closed</th><th>recovered</th><th>undetectable</th><th>unsafe</th>"
+        "</tr>\n";
+    for (const auto& [kind, n] : rows)
+      out += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></"
+          "tr>\n",
+          kind, n[0], n[1], n[2], n[3], n[4], n[5]);
+    out += "</table>\n";
+  }
   out += "<h2>Cases</h2>\n<table>\n<tr><th>case</th><th>verdict</th>";
   // V1–V9, then the optional checks (D1, D2) that at least one case evaluated.
   std::vector<std::string_view> columns(kCheckNames.begin(), kCheckNames.end());

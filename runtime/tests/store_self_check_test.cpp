@@ -193,8 +193,10 @@ TEST(StoreManifest, ADatabaseThatLostItsSchemaFailsClosed) {
     fs::copy_file(dir.db(), copy.db());
     fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
   }
+  const auto lostWal = snapshot(copy.path);
   const std::string m = expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
   EXPECT_NE(m.find("runtime.sqlite has version 0"), std::string::npos) << m;
+  EXPECT_EQ(snapshot(copy.path), lostWal) << "the refused open left a -wal or -shm behind";
   // A truncated database: the same.
   std::filesystem::resize_file(copy.db(), 0);
   for (const auto& e : fs::directory_iterator(copy.path))
@@ -204,6 +206,25 @@ TEST(StoreManifest, ADatabaseThatLostItsSchemaFailsClosed) {
   StoreOptions ro;
   ro.readOnly = true;
   expectCode([&] { RuntimeStore::open(copy.path, ro); }, code::store_data_lost);
+  expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
+  EXPECT_EQ(snapshot(copy.path), before);
+}
+
+TEST(StoreManifest, AWalThatKeptNoCommitFailsClosedAndIsNotDeleted) {
+  // The WAL cut inside its first frame: SQLite's recovery finds no commit, so the database
+  // shows no schema. Refusing it must not checkpoint on close, which would delete the -wal.
+  TempDir copy;
+  {
+    TempDir dir;
+    auto live = RuntimeStore::open(dir.path);
+    live->createRun(header(Ident{}));
+    live->append(userEvent(Ident{}));
+    fs::copy_file(dir.db(), copy.db());
+    fs::copy_file(dir.path / "runtime.sqlite-wal", copy.path / "runtime.sqlite-wal");
+    fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
+  }
+  fs::resize_file(copy.path / "runtime.sqlite-wal", 32 + 24 + 100);
+  const auto before = snapshot(copy.path);
   expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
   EXPECT_EQ(snapshot(copy.path), before);
 }

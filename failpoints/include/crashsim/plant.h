@@ -29,6 +29,8 @@
 //                                the +K:P13 double faults (--mode stop --double-faults)
 //   late_result_after_seal       T2 ignores the run seal, so a tool result that comes back after
 //                                the watchdog sealed the run lands → stop_process_test
+//   host_ignores_integrity_check host start-up skips the store self-checks (checkIntact) → C1
+//                                under --mode corrupt only
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -28,7 +28,10 @@ struct Checks {
     if (m[v].status != "fail") m[v] = reports::Check{"fail", std::move(reason)};
   }
   void na(const char* v, std::string reason) { m[v] = reports::Check{"n/a", std::move(reason)}; }
-  bool failed(const char* v) const { return m.at(v).status == "fail"; }
+  bool failed(const char* v) const {
+    auto it = m.find(v);
+    return it != m.end() && it->second.status == "fail";
+  }
 };
 
 // The whole file ("" when it cannot be read).

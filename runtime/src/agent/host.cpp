@@ -242,7 +242,8 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   } else {
     lock.emplace(storeDir);
     store = RuntimeStore::open(storeDir);
-    store->checkIntact();
+    // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
+    if (!planted("host_ignores_integrity_check")) store->checkIntact();
   }
   std::optional<WorkspaceIdentity> workspace;
   if (options.workspaceDir) {

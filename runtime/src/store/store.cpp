@@ -463,6 +463,7 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   // synchronised either, so a per-connection mutex protects nothing (~2% of a T1+T2 in
   // instructions).
   int rc = SQLITE_OK;
+  std::set<std::string_view> existedBefore;  // of "-wal", "-shm": what a writer found
   if (options.readOnly) {
     rc = openReadOnly(im.file, &im.db, im.scratch);
     if (im.db) sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
@@ -472,6 +473,11 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
     const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
     if (options.walBatching && (options.synchronous == "FULL" || options.synchronous == "EXTRA")) {
       if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
+    }
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::filesystem::path f = im.file;
+      f += suffix;
+      if (std::filesystem::exists(f, ec)) existedBefore.insert(suffix);
     }
     rc = sqlite3_open_v2(im.file.c_str(), &im.db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
@@ -499,10 +505,27 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
     return s;
   }
   // Fail closed on a newer schema before anything could modify the file (journal mode
-  // switch included), and on a database that lost the schema its manifest records.
-  int64_t v = readUserVersion(c);
-  requireManifestSchema(storeDir, manifest, v);
-  if (v > kSchemaVersion) throwNewer(v);
+  // switch included), and on a database that lost the schema its manifest records, leaving
+  // the directory as it was: no checkpoint on close (SQLite would fold the -wal into the
+  // database and delete it) and no -wal / -shm left behind that this open created.
+  int64_t v = 0;
+  sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  try {
+    v = readUserVersion(c);
+    requireManifestSchema(storeDir, manifest, v);
+    if (v > kSchemaVersion) throwNewer(v);
+  } catch (const Error&) {
+    im.conn.reset();
+    sqlite3_close_v2(im.db);
+    im.db = nullptr;
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::filesystem::path f = im.file;
+      f += suffix;
+      if (!existedBefore.count(suffix)) std::filesystem::remove(f, ec);
+    }
+    throw;
+  }
+  sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
   // A new store gets 1 KiB pages (an existing one keeps its own; SQLite ignores the pragma
   // once the file has pages). A tool commit dirties one page in each of about a dozen B-trees,
   // so the page size sets the bytes each commit syncs; the CPU cost is the same (callgrind,

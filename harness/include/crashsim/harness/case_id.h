@@ -1,13 +1,14 @@
 // crashsim/harness/case_id.h — case names: "scenario/P4#2/kill", "scenario/P4#1/kill+R:P10#1",
-// "scenario/P6#1/powerloss@17", the unnamed barriers "scenario/S#7/kill", "scenario/F#3/kill"
-// (the k-th store COMMIT / file-tool durability step the agent run reaches, crashsim/failpoints.h),
-// and Stop cases "scenario/P4#1/stop" (a Stop delivered at the point instead of a kill) with their
-// double faults "scenario/P4#1/stop+K:P12#1" (the stopping process then SIGKILLed at a Stop-path
-// failpoint, P12 or P13, before restart recovery).
+// "scenario/P6#1/powerloss@17", "scenario/P6#1/corrupt@23", the unnamed barriers
+// "scenario/S#7/kill", "scenario/F#3/kill" (the k-th store COMMIT / file-tool durability step the
+// agent run reaches, crashsim/failpoints.h), and Stop cases "scenario/P4#1/stop" (a Stop delivered
+// at the point instead of a kill) with their double faults "scenario/P4#1/stop+K:P12#1" (the
+// stopping process then SIGKILLed at a Stop-path failpoint, P12 or P13, before restart recovery).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
-// A powerloss case always names the seed of its crash state (crashsim/powerloss.h): the same
-// seed reproduces the same state; a kill case has none. The
+// A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
+// case the seed of its damage (crashsim/harness/corrupt_checks.h): the same seed reproduces the
+// same state; a kill case has none. The
 // primary failpoint kills the agent run; the optional recovery failpoint kills the first
 // recovery process (a double fault), after which recovery runs again. Case ids sort
 // deterministically by (scenario, failpoint number, hit, mode, recovery failpoint, hit).
@@ -26,7 +27,7 @@ struct CaseId {
   int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F)
   int hit = 1;        // 1-based
   std::string mode = "kill";
-  std::optional<uint64_t> seed;  // powerloss: the crash-state seed (required); kill: none
+  std::optional<uint64_t> seed;  // powerloss / corrupt: the state's seed (required); else none
   std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
   std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1

@@ -33,9 +33,9 @@ namespace crashsim::harness {
 struct PlanSelection {
   std::vector<std::string> failpoints;  // empty = all ("P4", "P10", "S", "F")
   std::vector<std::string> caseGlobs;   // empty = all
-  std::string mode = "kill";            // kill | powerloss | stop
-  int states = 2;     // powerloss: seeded crash states per (scenario, failpoint, hit)
-  uint64_t seed = 0;  // powerloss: mixed into the state seeds
+  std::string mode = "kill";            // kill | powerloss | stop | corrupt
+  int states = 2;     // powerloss / corrupt: seeded states per (scenario, failpoint, hit)
+  uint64_t seed = 0;  // powerloss / corrupt: mixed into the state seeds
   bool doubleFaults = false;
   bool barriers = true;  // kill mode: plan the S/F barrier cases too
   int shardIndex = 0, shardTotal = 1;

@@ -37,7 +37,10 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   D1 every commit acknowledged before the crash is present after reopen
 //   D2 fail-closed: no `completed` without a durable response, no tool run twice, a damaged
 //      store refused with a stable code
-inline constexpr std::array<std::string_view, 2> kOptionalCheckNames = {"D1", "D2"};
+// and the corruption check (--mode corrupt; harness/include/crashsim/harness/corrupt_checks.h):
+//   C1 a damaged store fails closed with a stable code, or recovers to the contract's outcome;
+//      inspect never writes; nothing crashes or hangs
+inline constexpr std::array<std::string_view, 3> kOptionalCheckNames = {"D1", "D2", "C1"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
@@ -46,20 +49,34 @@ struct Check {
   bool operator==(const Check&) const = default;
 };
 
+// The damage of a corrupt case (--mode corrupt) and what the host made of it.
+struct Corruption {
+  std::string kind;         // one of crashsim::harness::kCorruptionKinds ("wal_bitflip", …)
+  std::string detail;       // what exactly was damaged ("WAL frame 7 of 12, byte 30, bit 3")
+  bool detectable = false;  // the README's rules say the runtime must refuse this store
+  // "failed_closed" | "recovered" (the kill case's V8 outcome) | "undetectable" (a damage
+  // undetectable by design, recovered to another outcome) | "unsafe" (C1 failed) | "" (not judged)
+  std::string outcome;
+  std::string code;      // the stable code of a fail-closed refusal
+  std::string recovery;  // "undetectable": what recovery did instead of the contract's outcome
+  bool operator==(const Corruption&) const = default;
+};
+
 // One case: (scenario, failpoint, hit, mode[, recovery failpoint and hit for double faults]).
 struct CaseRecord {
   std::string id;         // "write-config-port/P4#1/kill" or ".../kill+R:P10#1"
   std::string scenario;   // scenario id
   std::string failpoint;  // "P4"
   int hit = 0;            // 1-based
-  std::string mode;       // "kill" | "powerloss" | "stop"
+  std::string mode;       // "kill" | "powerloss" | "stop" | "corrupt"
   // double fault: the recovery kill point (kill), or the Stop-path kill point P12/P13 (stop)
   std::optional<std::string> recoveryFailpoint;
   std::optional<int> recoveryHit;
-  std::string verdict;                  // "pass" | "fail"
-  std::map<std::string, Check> checks;  // V1..V9, every one present; D1, D2 when evaluated
-  std::string reproduce;                // one shell line that reproduces the case
-  double durationMs = 0;                // timing (excluded from determinism)
+  std::string verdict;                   // "pass" | "fail"
+  std::map<std::string, Check> checks;   // V1..V9, every one present; D1, D2, C1 when evaluated
+  std::optional<Corruption> corruption;  // corrupt mode: the damage and its outcome
+  std::string reproduce;                 // one shell line that reproduces the case
+  double durationMs = 0;                 // timing (excluded from determinism)
   bool operator==(const CaseRecord&) const = default;
 };
 

@@ -1,0 +1,354 @@
+// The corruption case: seeded damage to a crashed store (see crashsim/harness/corrupt_checks.h).
+// Which damage is detectable follows the README's rules ("Damaged stores fail closed"), computed
+// here from the store files as they were before the damage, never from the runtime's answer.
+#include "crashsim/harness/corrupt_checks.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kDb = "runtime.sqlite";
+constexpr const char* kWal = "runtime.sqlite-wal";
+constexpr const char* kManifest = "runtime.manifest";
+constexpr size_t kWalHeader = 32, kFrameHeader = 24;
+
+// splitmix64: a portable stream of choices from the seed (std distributions are not portable).
+struct Choices {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  uint64_t below(uint64_t n) { return n == 0 ? 0 : next() % n; }
+};
+
+std::string readBytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeBytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+uint32_t be32(const std::string& b, size_t at) {
+  auto u = [&](size_t i) { return uint32_t{static_cast<unsigned char>(b[at + i])}; };
+  return (u(0) << 24) | (u(1) << 16) | (u(2) << 8) | u(3);
+}
+
+// The WAL's layout as SQLite's file format documents it: page size and, per complete frame,
+// whether it is a commit frame of the header's generation (its salts).
+struct WalLayout {
+  bool present = false;  // a -wal with a complete header
+  size_t frameSize = 0;
+  std::vector<bool> commit;  // per complete frame
+  size_t commitsAfter(size_t frame) const {
+    size_t n = 0;
+    for (size_t i = frame + 1; i < commit.size(); ++i) n += commit[i];
+    return n;
+  }
+  size_t commits() const {
+    size_t n = 0;
+    for (bool c : commit) n += c;
+    return n;
+  }
+};
+
+WalLayout walLayout(const std::string& wal) {
+  WalLayout w;
+  if (wal.size() < kWalHeader) return w;
+  const uint32_t pageSize = be32(wal, 8);
+  if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) != 0) return w;
+  w.present = true;
+  w.frameSize = kFrameHeader + pageSize;
+  const uint32_t salt1 = be32(wal, 16), salt2 = be32(wal, 20);
+  for (size_t at = kWalHeader; at + w.frameSize <= wal.size(); at += w.frameSize)
+    w.commit.push_back(be32(wal, at + 4) != 0 && be32(wal, at + 8) == salt1 &&
+                       be32(wal, at + 12) == salt2);
+  return w;
+}
+
+// Whether the database file alone (without its WAL) holds the schema the manifest records:
+// the header's user_version (offset 60) against the manifest's schemaVersion. No manifest: the
+// runtime has no record to detect a loss by, so the answer is "holds" (nothing to detect).
+bool dbAloneHoldsSchema(const fs::path& store) {
+  int recorded = 0;
+  try {
+    recorded = nlohmann::json::parse(readBytes(store / kManifest)).value("schemaVersion", 0);
+  } catch (...) {
+    return true;
+  }
+  const std::string db = readBytes(store / kDb);
+  if (db.size() < 100 || db.compare(0, 16, std::string("SQLite format 3\0", 16)) != 0) return false;
+  return static_cast<int>(be32(db, 60)) >= recorded;
+}
+
+// A read-write connection to the crashed store for row damage (as someone with the sqlite3
+// shell would make it).
+struct Db {
+  sqlite3* db = nullptr;
+  explicit Db(const fs::path& file) {
+    if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+      std::string m = db ? sqlite3_errmsg(db) : "out of memory";
+      sqlite3_close_v2(db);
+      throw std::runtime_error("cannot open " + file.string() + ": " + m);
+    }
+    sqlite3_busy_timeout(db, 5000);
+  }
+  ~Db() { sqlite3_close_v2(db); }
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string m = err ? err : "?";
+      sqlite3_free(err);
+      throw std::runtime_error(sql.substr(0, 60) + ": " + m);
+    }
+  }
+  // Each row's columns as text.
+  std::vector<std::vector<std::string>> rows(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
+      throw std::runtime_error(sql.substr(0, 60) + ": " + sqlite3_errmsg(db));
+    std::vector<std::vector<std::string>> out;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      std::vector<std::string> r;
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        const auto* t = sqlite3_column_text(st, i);
+        r.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      out.push_back(std::move(r));
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+};
+
+std::string sqlQuoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// Damage to one byte range of a file: a flipped bit or zeroed bytes.
+struct FileDamage {
+  std::string detail;
+  size_t frame = SIZE_MAX;  // the WAL frame the damage falls in (SIZE_MAX: header / none)
+  bool applied = false;
+};
+
+FileDamage flipBit(const fs::path& file, Choices& ch) {
+  std::string b = readBytes(file);
+  if (b.empty()) return {"the file is empty: nothing to flip"};
+  const size_t at = ch.below(b.size());
+  const int bit = static_cast<int>(ch.below(8));
+  b[at] = static_cast<char>(b[at] ^ (1 << bit));
+  writeBytes(file, b);
+  return {fmt::format("byte {} of {}, bit {}", at, b.size(), bit), SIZE_MAX, true};
+}
+
+}  // namespace
+
+std::vector<uint64_t> corruptSeeds(const CaseId& primary, uint64_t sweepSeed, int states) {
+  // FNV-1a of "scenario/P<n>#<hit>" mixed with the sweep seed, below 10^6 so ids stay short.
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : fmt::format("corrupt:{}/P{}#{}", primary.scenario, primary.failpoint, primary.hit))
+    h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  h ^= sweepSeed * 0x9E3779B97F4A7C15ull;
+  const uint64_t base = h % 1000000;
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < states; ++i) seeds.push_back(base + static_cast<uint64_t>(i));
+  return seeds;
+}
+
+AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
+  AppliedCorruption a;
+  auto& r = a.record;
+  r.kind = std::string(kCorruptionKinds[seed % kCorruptionKinds.size()]);
+  Choices ch{seed};
+  const fs::path db = store / kDb, wal = store / kWal;
+  const std::string walBefore = fs::exists(wal) ? readBytes(wal) : std::string();
+  const WalLayout layout = walLayout(walBefore);
+  const bool schemaInDb = dbAloneHoldsSchema(store);
+  // Every WAL frame is lost from `frame` on (SQLite's replay stops there): detectable when two
+  // commits of this generation follow it (README), or when nothing of the schema survives.
+  auto walStopAt = [&](size_t frame, const std::string& what) {
+    r.detail = what;
+    const size_t after = frame == SIZE_MAX ? layout.commits() : layout.commitsAfter(frame);
+    const size_t before = frame == SIZE_MAX ? 0 : layout.commits() - after;
+    r.detectable = after >= 2 || (!schemaInDb && before == 0 && layout.commits() > 0);
+    a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
+  };
+
+  if (r.kind.rfind("db_", 0) == 0) {
+    // A small store's data lives in its WAL, so damage to the database file alone would hit only
+    // pages the WAL supersedes: first fold the WAL in, as a clean close or an auto-checkpoint
+    // (past 16 MiB) leaves a store, so the damage lands on the ledger's own pages.
+    Db(db).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  if (r.kind == "db_bitflip") {
+    auto d = flipBit(db, ch);
+    r.detail = "runtime.sqlite (checkpointed) " + d.detail;
+    a.mayGoUnnoticed = d.applied;  // a bit inside a value SQLite does not checksum
+  } else if (r.kind == "db_zero_page") {
+    std::string b = readBytes(db);
+    if (b.size() < 100) {
+      r.detail = "runtime.sqlite has no page to zero";
+    } else {
+      uint32_t ps = (static_cast<uint32_t>(static_cast<unsigned char>(b[16])) << 8) |
+                    static_cast<unsigned char>(b[17]);
+      if (ps == 1) ps = 65536;
+      if (ps < 512) ps = 4096;
+      const size_t pages = (b.size() + ps - 1) / ps, page = ch.below(pages);
+      const size_t from = page * ps, to = std::min(b.size(), from + ps);
+      std::fill(b.begin() + static_cast<std::ptrdiff_t>(from),
+                b.begin() + static_cast<std::ptrdiff_t>(to), '\0');
+      writeBytes(db, b);
+      r.detail = fmt::format("runtime.sqlite (checkpointed) page {} of {} zeroed", page + 1, pages);
+      // A live page fails SQLite's checks or the decoder; a page the WAL supersedes, or a free
+      // one, changes nothing: either way the store must not recover to another outcome.
+    }
+  } else if (r.kind == "db_truncate") {
+    const auto size = fs::exists(db) ? fs::file_size(db) : 0;
+    const auto to = ch.below(size);
+    if (size > 0) fs::resize_file(db, to);
+    r.detail = fmt::format("runtime.sqlite (checkpointed) cut from {} to {} bytes", size, to);
+    // An empty database file makes SQLite start a new database and drop the WAL: the manifest
+    // records a store, so that is data lost. A shorter file loses only pages the WAL does not
+    // supersede, which SQLite reads as zeros: refused, or nothing changed.
+    r.detectable = size > 0 && to == 0;
+  } else if (r.kind == "wal_bitflip" || r.kind == "wal_zero_frame") {
+    if (!layout.present || layout.commit.empty()) {
+      r.detail = "no WAL frames to damage";
+    } else if (r.kind == "wal_bitflip") {
+      std::string b = walBefore;
+      const size_t at = ch.below(b.size());
+      const int bit = static_cast<int>(ch.below(8));
+      b[at] = static_cast<char>(b[at] ^ (1 << bit));
+      writeBytes(wal, b);
+      const size_t frame = at < kWalHeader ? SIZE_MAX : (at - kWalHeader) / layout.frameSize;
+      if (frame != SIZE_MAX && frame >= layout.commit.size()) {
+        r.detail = fmt::format("WAL byte {} (after the last complete frame), bit {}", at, bit);
+      } else {
+        walStopAt(frame, frame == SIZE_MAX ? fmt::format("WAL header byte {}, bit {}", at, bit)
+                                           : fmt::format("WAL frame {} of {}, byte {}, bit {}",
+                                                         frame + 1, layout.commit.size(), at, bit));
+      }
+    } else {
+      std::string b = walBefore;
+      const size_t frame = ch.below(layout.commit.size());
+      const size_t from = kWalHeader + frame * layout.frameSize;
+      std::fill(b.begin() + static_cast<std::ptrdiff_t>(from),
+                b.begin() + static_cast<std::ptrdiff_t>(from + layout.frameSize), '\0');
+      writeBytes(wal, b);
+      walStopAt(frame, fmt::format("WAL frame {} of {} zeroed", frame + 1, layout.commit.size()));
+    }
+  } else if (r.kind == "wal_truncate") {
+    if (walBefore.empty()) {
+      r.detail = "no WAL to cut";
+    } else {
+      const size_t to = ch.below(walBefore.size());
+      fs::resize_file(wal, to);
+      size_t kept = 0;  // commit frames that survive the cut
+      for (size_t i = 0; i < layout.commit.size(); ++i)
+        if (kWalHeader + (i + 1) * layout.frameSize <= to) kept += layout.commit[i];
+      r.detail = fmt::format("WAL cut from {} to {} bytes ({} of {} commits kept)",
+                             walBefore.size(), to, kept, layout.commits());
+      // A cut looks like a crash before the lost commits (README): only a cut that takes the
+      // schema itself is detectable (the manifest records it).
+      r.detectable = !schemaInDb && kept == 0 && layout.commits() > 0;
+      a.mayGoUnnoticed = !r.detectable && kept < layout.commits();
+    }
+  } else if (r.kind == "wal_delete") {
+    if (!fs::exists(wal)) {
+      r.detail = "no WAL to delete";
+    } else {
+      fs::remove(wal);
+      r.detail = fmt::format("runtime.sqlite-wal deleted ({} commits)", layout.commits());
+      r.detectable = !schemaInDb && layout.commits() > 0;
+      a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
+    }
+  } else {
+    Db d(db);
+    if (r.kind == "event_delete") {
+      auto rows = d.rows(
+          "SELECT e.event_id, e.event_kind, e.event_seq, e.invocation_id, (SELECT max(event_seq) "
+          "FROM runtime_events m WHERE m.invocation_id = e.invocation_id) FROM runtime_events e "
+          "ORDER BY e.rowid");
+      if (rows.empty()) throw std::runtime_error("event_delete: the crashed store has no event");
+      const auto& row = rows[ch.below(rows.size())];
+      d.exec("DELETE FROM runtime_events WHERE event_id = " + sqlQuoted(row[0]));
+      const bool last = row[2] == row[4];
+      r.detail = fmt::format("event {} #{} of invocation {} deleted{}", row[1], row[2], row[3],
+                             last ? " (its last)" : "");
+      r.detectable = !last;  // an event_seq gap (README: store_event_seq_gap)
+      a.mayGoUnnoticed = last;
+    } else if (r.kind == "event_duplicate") {
+      auto rows =
+          d.rows("SELECT event_id, event_kind, event_seq FROM runtime_events ORDER BY rowid");
+      if (rows.empty()) throw std::runtime_error("event_duplicate: the crashed store has no event");
+      const auto& row = rows[ch.below(rows.size())];
+      d.exec(
+          "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, "
+          "event_seq, event_kind, is_terminal, payload_json, committed_at) SELECT event_id || "
+          "'-copy', session_id, invocation_id, run_id, turn_id, (SELECT max(event_seq) + 1 FROM "
+          "runtime_events m WHERE m.invocation_id = e.invocation_id), event_kind, is_terminal, "
+          "payload_json, committed_at FROM runtime_events e WHERE event_id = " +
+          sqlQuoted(row[0]));
+      r.detail = fmt::format("event {} #{} appended again as a copy", row[1], row[2]);
+      a.mayGoUnnoticed = true;
+    } else if (r.kind == "event_seq_swap") {
+      auto inv = d.rows(
+          "SELECT invocation_id FROM runtime_events GROUP BY invocation_id HAVING count(*) >= 2 "
+          "ORDER BY invocation_id");
+      if (inv.empty()) {
+        r.detail = "no invocation with two events";
+      } else {
+        const std::string id = inv[ch.below(inv.size())][0];
+        auto rows = d.rows("SELECT event_id, event_seq FROM runtime_events WHERE invocation_id = " +
+                           sqlQuoted(id) + " ORDER BY event_seq");
+        const size_t i = ch.below(rows.size());
+        size_t j = ch.below(rows.size() - 1);
+        if (j >= i) ++j;
+        d.exec("BEGIN");
+        d.exec("UPDATE runtime_events SET event_seq = 1000000000 WHERE event_id = " +
+               sqlQuoted(rows[i][0]));
+        d.exec("UPDATE runtime_events SET event_seq = " + rows[i][1] +
+               " WHERE event_id = " + sqlQuoted(rows[j][0]));
+        d.exec("UPDATE runtime_events SET event_seq = " + rows[j][1] +
+               " WHERE event_id = " + sqlQuoted(rows[i][0]));
+        d.exec("COMMIT");
+        r.detail =
+            fmt::format("event_seq {} and {} of invocation {} swapped", rows[i][1], rows[j][1], id);
+        r.detectable = true;  // out of commit order (README: store_event_order_conflict)
+      }
+    } else if (r.kind == "header_delete") {
+      auto rows = d.rows("SELECT session_id, run_id FROM agent_runs ORDER BY rowid");
+      if (rows.empty()) {
+        r.detail = "no run header";
+      } else {
+        const auto& row = rows[ch.below(rows.size())];
+        d.exec("DELETE FROM agent_runs WHERE session_id = " + sqlQuoted(row[0]) +
+               " AND run_id = " + sqlQuoted(row[1]));
+        r.detail = "run header " + row[1] + " deleted";
+        r.detectable = true;  // README: store_run_header_missing
+      }
+    }
+  }
+  return a;
+}
+
+}  // namespace crashsim::harness
