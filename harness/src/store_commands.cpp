@@ -31,7 +31,7 @@ int guarded(const char* command, bool json, const std::function<int()>& body) {
     message = e.what();
   } catch (const std::exception& e) {
     code = std::string(code::internal_error);
-    message = e.what();
+    message = printableUtf8(e.what());
   }
   if (json)
     std::cout << stableJson(Json{{"error", {{"code", code}, {"message", message}}}}) << "\n";

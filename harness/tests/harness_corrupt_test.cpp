@@ -13,6 +13,7 @@
 #include "crashsim/reports/schema_validator.h"
 #include "test_util.h"
 #include "verdicts/c1_corrupt.h"
+#include "verdicts/fail_closed.h"
 
 using namespace crashsim::harness::test;
 using nlohmann::json;
@@ -152,6 +153,18 @@ TEST(CorruptVerdict, EveryMishandlingFailsC1) {
   auto unsafe = done;
   unsafe.completedWithoutResponse = "run r: c1 completed without its function_response";
   EXPECT_EQ(judge(damage(false, true), unsafe), "fail") << "completed without a response";
+}
+
+// A refusal counts as failing closed only with a code the contract spells, and not with the two
+// that say the runtime met the damage without recognising it.
+TEST(FailClosedCode, OnlyContractCodesThatNameTheProblemCount) {
+  for (const char* good : {"store_corrupt", "store_schema_damaged", "store_event_seq_gap",
+                           "row_payload_identity_mismatch", "termination_batch_conflict",
+                           "json_too_deep", "run_terminal_fact_missing"})
+    EXPECT_TRUE(harness::isStableFailClosedCode(good)) << good;
+  for (const char* bad : {"", "sqlite_error", "internal_error", "store_made_up", "Store_corrupt",
+                          "store_corrupt ", "not a code"})
+    EXPECT_FALSE(harness::isStableFailClosedCode(bad)) << bad;
 }
 
 // The whole mode over one scenario: every damage kind at every reached point, C1 green, the

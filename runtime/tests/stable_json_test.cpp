@@ -205,3 +205,14 @@ TEST(ParseJson, AcceptsSurrogatePairsAndEmitsRawUtf8) {
 
 }  // namespace
 }  // namespace crashsim
+
+// An error message quoting damaged stored bytes must still fit a JSON error line: every byte
+// outside a well-formed UTF-8 sequence prints as \xNN, well-formed text is kept as it is.
+TEST(ErrorMessage, DamagedBytesPrintAsEscapesSoTheJsonErrorLineCanBeWritten) {
+  const crashsim::Error e("store_corrupt",
+                          "a\xff b \xc3\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf \xe2\x82");
+  EXPECT_EQ(std::string(e.what()),
+            "a\\xFF b \xc3\xa9 \\xED\\xA0\\x80 \\xF4\\x90\\x80\\x80 \\xC0\\xAF \\xE2\\x82");
+  EXPECT_NO_THROW(crashsim::stableJson(crashsim::Json(e.what())));
+  EXPECT_EQ(std::string(crashsim::Error("c", "\xf0\x9f\x98\x80 ok").what()), "\xf0\x9f\x98\x80 ok");
+}

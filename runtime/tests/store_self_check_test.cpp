@@ -229,6 +229,31 @@ TEST(StoreManifest, AWalThatKeptNoCommitFailsClosedAndIsNotDeleted) {
   EXPECT_EQ(snapshot(copy.path), before);
 }
 
+// A flipped bit in sqlite_master's SQL text renames a column: SQLite still opens the file and
+// quick_check passes, so only a comparison with the schema the migrations build sees it.
+TEST(StoreSchema, ARenamedColumnFailsClosedAtEveryOpen) {
+  ToolStore t;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(t.dir.db().c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const char* sql =
+        "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = replace(sql, "
+        "'runtime_event_id', 'runtime_event_iD') WHERE sql LIKE '%runtime_event_id%'; "
+        "PRAGMA writable_schema = OFF;";
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_close(db);
+  }
+  StoreOptions ro;
+  ro.readOnly = true;
+  const auto before = snapshot(t.dir.path);
+  const std::string m =
+      expectCode([&] { RuntimeStore::open(t.dir.path, ro); }, code::store_schema_damaged);
+  EXPECT_NE(m.find("differs from the schema"), std::string::npos) << m;
+  EXPECT_EQ(snapshot(t.dir.path), before);
+  expectCode([&] { RuntimeStore::open(t.dir.path); }, code::store_schema_damaged);
+}
+
 TEST(StoreManifest, AnUnreadableManifestFailsClosed) {
   for (const std::string& bad : std::vector<std::string>{
            "", "{}", "not json", "{\"format\":\"crashsim-runtime-store\",\"schemaVersion\":0}",

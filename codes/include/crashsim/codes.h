@@ -218,6 +218,8 @@ inline constexpr std::string_view store_run_header_missing = "store_run_header_m
 inline constexpr std::string_view store_projection_mismatch = "store_projection_mismatch";
 // The -wal holds commits SQLite's recovery would silently drop (a damaged frame before them).
 inline constexpr std::string_view store_wal_frames_lost = "store_wal_frames_lost";
+// sqlite_master differs from the schema the migrations build (a renamed column, a lost index).
+inline constexpr std::string_view store_schema_damaged = "store_schema_damaged";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";
 inline constexpr std::string_view repair_ambiguous = "repair_ambiguous";

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "crashsim/code_list.h"
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
 #include "verdicts/verdict.h"
@@ -13,9 +14,8 @@
 namespace crashsim::harness {
 
 bool isStableFailClosedCode(const std::string& c) {
-  return c.rfind("store_", 0) == 0 || c.rfind("schema_", 0) == 0 ||
-         c.find("corruption") != std::string::npos || c == code::json_too_deep ||
-         c == code::row_payload_identity_mismatch;
+  if (c == code::internal_error || c == code::sqlite_error) return false;
+  return std::find(std::begin(kAllCodes), std::end(kAllCodes), c) != std::end(kAllCodes);
 }
 
 std::string failClosedCodeOf(const std::filesystem::path& stdoutFile) {

@@ -14,9 +14,10 @@
 
 namespace crashsim::harness {
 
-// Whether `code` is a stable code for a store the runtime refuses to trust: store_* (damage,
-// lost data, lost WAL frames, failed self-checks), schema_*, *corruption*, json_too_deep and
-// row_payload_identity_mismatch (a row whose columns disagree with its payload).
+// Whether `code` is a stable code for a store the runtime refuses to trust: one the contract
+// spells (crashsim/codes.h: store_corrupt, store_event_seq_gap, json_too_deep,
+// termination_batch_conflict, ...), and not one of the two that say the runtime did not
+// recognise the damage itself: sqlite_error (SQLite's error passed through) and internal_error.
 bool isStableFailClosedCode(const std::string& code);
 
 // The code of the last {"error":{"code":…}} line a host printed to `stdoutFile` ("" if none).

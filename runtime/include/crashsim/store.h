@@ -263,7 +263,8 @@ class RuntimeStore {
   // The self-checks every reader and writer of a store runs first (host start-up, resume,
   // inspect), in one read transaction; reads only. Each failure throws its own code naming
   // the first problem:
-  //   store_corrupt                quickCheck() is not "ok" (damaged pages or indexes);
+  //   store_corrupt                integrityCheck() is not "ok" (damaged pages, or an index
+  //                                that disagrees with its table);
   //   store_foreign_key_violation  a projection or claim row references a missing event;
   //   store_event_seq_gap          an invocation's event_seq values are not 1..n (a deleted
   //                                RuntimeEvent);

@@ -160,8 +160,8 @@ std::optional<std::string> checkArgs(const Json& args, std::initializer_list<con
     if (!args.contains(k)) return std::string("missing argument '") + k + "'";
     if (!args[k].is_string()) return std::string("argument '") + k + "' must be a string";
   }
-  for (const auto& [k, v] : args.items()) {
-    (void)v;
+  for (const auto& item : args.items()) {
+    const std::string& k = item.key();
     if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) ==
         keys.end()) {
       return "unknown argument '" + k + "'";
