@@ -348,6 +348,20 @@ SpawnSpec agentCommand(const RunOptions& opts, const Scenario& sc, const char* c
   return s;
 }
 
+// `crashsim-agent recover` run to its end in a case folder: its output in recover.stdout and
+// recover.stderr, the failpoint hits it reached in recover-hits.json, the model inputs it sent
+// in model-inputs.jsonl; 20 s to finish.
+SpawnSpec recoveryToEnd(const RunOptions& opts, const Scenario& sc, const fs::path& store,
+                        const fs::path& ws, const fs::path& dir) {
+  SpawnSpec s = agentCommand(opts, sc, "recover", store, ws);
+  s.timeout = std::chrono::milliseconds(20000);
+  s.stderrFile = dir / "recover.stderr";
+  s.stdoutFile = dir / "recover.stdout";
+  s.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
+  s.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  return s;
+}
+
 // A Stop case (--mode stop): the Stop at the point (and with +K: the kill on the Stop path), the
 // terminated state, then recovery to the end. A kill inside the termination batch (P12) leaves a
 // crash state, judged as the kill case it equals (stop::killEquivalent).
@@ -392,12 +406,7 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
     checkStoppedState(sc, sx, id.stopKill != kStopP13, store, dir, opts, c);
   }
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
-  SpawnSpec recover = agentCommand(opts, sc, "recover", store, ws);
-  recover.timeout = std::chrono::milliseconds(20000);
-  recover.stderrFile = dir / "recover.stderr";
-  recover.stdoutFile = dir / "recover.stdout";
-  recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
-  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   const ChildResult r = runToEnd(recover);
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (!equivalent) {
@@ -484,11 +493,7 @@ void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& op
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
   const auto effectsAtCrash = readEffects(store / "effects.jsonl");
   const StoreFiles beforeRecover = storeFiles(store);
-  SpawnSpec recover = agentCommand(opts, sc, "recover", store, ws);
-  recover.timeout = std::chrono::milliseconds(20000);
-  recover.stderrFile = dir / "recover.stderr";
-  recover.stdoutFile = dir / "recover.stdout";
-  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   o.recover = runToEnd(recover);
   o.recoverCode = failClosedCodeOf(recover.stdoutFile);
   say(fmt::format("recovery to the end: {} {}", o.recover.describe(), o.recoverCode));
@@ -744,22 +749,18 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
 
-  SpawnSpec recover;
-  recover.exe = opts.agent;
-  recover.args = {"recover",   "--store",    store.string(),  "--workspace",
-                  ws.string(), "--scenario", sc.file.string()};
-  recover.timeout = std::chrono::milliseconds(20000);
-
   // --- double fault: kill the recovery process, then check the intermediate state --------
   if (id.isDoubleFault()) {
-    recover.stderrFile = dir / "recover1.stderr";
-    recover.stdoutFile = dir / "recover1.stdout";
+    SpawnSpec first = agentCommand(opts, sc, "recover", store, ws);
+    first.timeout = std::chrono::milliseconds(20000);
+    first.stderrFile = dir / "recover1.stderr";
+    first.stdoutFile = dir / "recover1.stdout";
     auto rfp = failpointName(*id.recoveryFailpoint);
     int rhit = id.recoveryHit.value_or(1);
-    auto r1 = runArmed(recover, rfp, rhit);
+    auto r1 = runArmed(first, rfp, rhit);
     say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
                     r1.describe()));
-    if (auto bad = killProblem(r1, rfp, rhit, recover, store); !bad.empty())
+    if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty())
       c.fail("V1", "the recovery process: " + bad);
     else if (!c.failed("V1"))
       c.pass("V1");
@@ -769,10 +770,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
 
   // --- V8: recovery to the end ----------------------------------------------------------
-  recover.stderrFile = dir / "recover.stderr";
-  recover.stdoutFile = dir / "recover.stdout";
-  recover.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
-  recover.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   auto r = runToEnd(recover);
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (powerloss) checkPowerlossRecovery(plFindings, store, r, recover.stdoutFile, c.m);
