@@ -198,6 +198,23 @@ Json toJson(const Report& r) {
   return j;
 }
 
+namespace {
+// One count of a coverage row: an integer in 0..kMaxCoverageCount, in every input and in the
+// merge's sums over shards, so that no sum leaves int.
+constexpr int64_t kMaxCoverageCount = 100'000'000;
+int coverageCount(const Json& row, const char* key) {
+  const Json& v = row.at(key);
+  const bool ok = v.is_number_unsigned() ? v.get<uint64_t>() <= kMaxCoverageCount
+                  : v.is_number_integer()
+                      ? v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxCoverageCount
+                      : false;
+  if (!ok)
+    throw ReportError(
+        fmt::format("coverage {} is {}, not a count in 0..{}", key, v.dump(), kMaxCoverageCount));
+  return static_cast<int>(v.get<int64_t>());
+}
+}  // namespace
+
 Report reportFromJson(const Json& j) {
   try {
     Report r;
@@ -219,10 +236,26 @@ Report reportFromJson(const Json& j) {
     if (sel.contains("caseGlobs"))
       r.selection.caseGlobs = sel.at("caseGlobs").get<std::vector<std::string>>();
     if (j.contains("coverage"))
-      for (const auto& c : j.at("coverage"))
-        r.coverage.push_back({c.at("scenario"), c.at("failpoint"), c.at("process"),
-                              c.at("predicted"), c.at("planned"), c.at("run"), c.at("passed"),
-                              c.at("failed")});
+      for (const auto& c : j.at("coverage")) {
+        CoverageRow row{c.at("scenario"),
+                        c.at("failpoint"),
+                        c.at("process"),
+                        coverageCount(c, "predicted"),
+                        coverageCount(c, "planned"),
+                        coverageCount(c, "run"),
+                        coverageCount(c, "passed"),
+                        coverageCount(c, "failed")};
+        // The counts a sweep writes: every case run passed or failed, and ran only if planned.
+        if (row.passed + row.failed != row.run || row.run > row.planned ||
+            coverageCount(c, "skipped") != row.skipped())
+          throw ReportError(fmt::format(
+              "coverage row {}/{}/{} is inconsistent: planned {}, run {}, passed {}, failed {}, "
+              "skipped {} (a sweep writes passed + failed = run <= planned, skipped = planned - "
+              "run)",
+              row.scenario, row.failpoint, row.process, row.planned, row.run, row.passed,
+              row.failed, coverageCount(c, "skipped")));
+        r.coverage.push_back(row);
+      }
     if (j.contains("manifest")) {
       const auto& m = j.at("manifest");
       r.manifest = Manifest{m.at("cases"), m.at("digest"), m.at("sweepCases"), m.at("sweepDigest")};
@@ -370,6 +403,10 @@ Report mergeReports(const std::vector<Report>& reports) {
         out.coverage.push_back(row);
         continue;
       }
+      if (int64_t{it->planned} + row.planned > kMaxCoverageCount)
+        throw ReportError(
+            fmt::format("refusing to merge: coverage {}/{}/{} plans more than {} cases",
+                        row.scenario, row.failpoint, row.process, kMaxCoverageCount));
       it->planned += row.planned;
       it->run += row.run;
       it->passed += row.passed;

@@ -109,6 +109,43 @@ TEST(ReportJson, RoundTripsThroughJson) {
   EXPECT_EQ(renderJson(back), renderJson(r));
 }
 
+// Found by report_merge_fuzz: a schema-valid row with run > planned merged into a report whose
+// skipped count is negative. A row's counts must be what a sweep writes.
+TEST(ReportJson, RefusesACoverageRowWhoseCountsASweepCannotWrite) {
+  auto r = makeReport();
+  r.coverage = {{"write-config-port", "P4", "agent", 2, 2, 2, 1, 1}};
+  const Json good = toJson(r);
+  EXPECT_NO_THROW(reportFromJson(good));
+  auto with = [&](const char* key, Json value) {
+    Json j = good;
+    j["coverage"][0][key] = std::move(value);
+    return j;
+  };
+  for (const Json& bad : {with("run", 3), with("passed", 2), with("failed", 0), with("skipped", 1),
+                          with("planned", 1), with("predicted", -1),
+                          with("planned", 3'000'000'000LL), with("run", 2.5)}) {
+    try {
+      reportFromJson(bad);
+      ADD_FAILURE() << "accepted " << bad["coverage"][0].dump();
+    } catch (const ReportError& e) {
+      EXPECT_NE(std::string(e.what()).find("coverage"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Merge, RefusesCoverageSumsBeyondTheCountLimit) {
+  auto a = makeReport(), b = makeReport();
+  a.shards = {{0, 2}};
+  b.shards = {{1, 2}};
+  a.cases.resize(1);
+  b.cases.erase(b.cases.begin());
+  a.coverage = {{"write-config-port", "P4", "agent", 1, 60'000'000, 0, 0, 0}};
+  b.coverage = a.coverage;
+  EXPECT_THROW(mergeReports({a, b}), ReportError);
+  b.coverage[0].planned = 1;
+  EXPECT_NO_THROW(mergeReports({a, b}));
+}
+
 TEST(ReportJson, SummaryCountsAndNearestRankTiming) {
   auto r = makeReport();
   EXPECT_EQ(r.summary.total, 3);
