@@ -6,7 +6,9 @@
 #   2. the main job exactly as a user runs it (./ci/sweep.sh: release preset, -O3), with
 #      CRASHSIM_WERROR=ON so that a warning only -O3 sees still turns CI red;
 #   3. a bounded sanitizer sweep (ci/asan-sweep.sh: every failpoint P0-P11 at least once, and
-#      the Stop path) with the asan build's crashsim and instrumented agent.
+#      the Stop path) with the asan build's crashsim and instrumented agent;
+#   4. the libFuzzer targets (ci/fuzz.sh: clang 14, the fuzz preset), 20 s each over their
+#      corpus and kept crashers; a finding fails CI and leaves its input in out/fuzz/<target>/.
 # The suite runs once, under the sanitizers, rather than once plain and again under ASan: on
 # the 2-core CI machine three builds of the tree and two runs of the suite did not fit in CI's
 # 90 minutes. The sanitizer build runs the same tests with asserts on and every memory access
@@ -65,4 +67,5 @@ main_job() {
 }
 phase "main job: ./ci/sweep.sh (release)" main_job
 phase "asan: bounded sweep" ./ci/asan-sweep.sh
+phase "fuzz: libFuzzer, 20 s per target" ./ci/fuzz.sh 20
 report

@@ -180,19 +180,24 @@ TEST(StoreManifest, ADeletedDatabaseFailsClosedAndIsNeverRecreated) {
   EXPECT_EQ(snapshot(t.dir.path), before);
 }
 
+// A small store with one run, copied into `copy` while its writer is live (as a SIGKILL leaves
+// it): the database file and the manifest, and the -wal that holds all of its data if withWal.
+void copyLiveStore(const TempDir& copy, bool withWal) {
+  TempDir dir;
+  auto live = RuntimeStore::open(dir.path);
+  live->createRun(header(Ident{}));
+  live->append(userEvent(Ident{}));
+  fs::copy_file(dir.db(), copy.db());
+  if (withWal) fs::copy_file(dir.path / "runtime.sqlite-wal", copy.path / "runtime.sqlite-wal");
+  fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
+}
+
 TEST(StoreManifest, ADatabaseThatLostItsSchemaFailsClosed) {
   // The data of a small store lives in its WAL until a checkpoint: the database file alone,
   // copied while the writer is live (as a SIGKILL leaves it when the -wal is then deleted),
   // holds no schema.
   TempDir copy;
-  {
-    TempDir dir;
-    auto live = RuntimeStore::open(dir.path);
-    live->createRun(header(Ident{}));
-    live->append(userEvent(Ident{}));
-    fs::copy_file(dir.db(), copy.db());
-    fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
-  }
+  copyLiveStore(copy, /*withWal=*/false);
   const auto lostWal = snapshot(copy.path);
   const std::string m = expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);
   EXPECT_NE(m.find("runtime.sqlite has version 0"), std::string::npos) << m;
@@ -214,15 +219,7 @@ TEST(StoreManifest, AWalThatKeptNoCommitFailsClosedAndIsNotDeleted) {
   // The WAL cut inside its first frame: SQLite's recovery finds no commit, so the database
   // shows no schema. Refusing it must not checkpoint on close, which would delete the -wal.
   TempDir copy;
-  {
-    TempDir dir;
-    auto live = RuntimeStore::open(dir.path);
-    live->createRun(header(Ident{}));
-    live->append(userEvent(Ident{}));
-    fs::copy_file(dir.db(), copy.db());
-    fs::copy_file(dir.path / "runtime.sqlite-wal", copy.path / "runtime.sqlite-wal");
-    fs::copy_file(dir.path / "runtime.manifest", copy.path / "runtime.manifest");
-  }
+  copyLiveStore(copy, /*withWal=*/true);
   fs::resize_file(copy.path / "runtime.sqlite-wal", 32 + 24 + 100);
   const auto before = snapshot(copy.path);
   expectCode([&] { RuntimeStore::open(copy.path); }, code::store_data_lost);

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Bounded libFuzzer runs (part of ./ci/test.sh): installs clang 14 and its runtime from Debian
+# when missing, builds the fuzz preset (README "Fuzzing") and runs every target for SECONDS
+# (default 30) over its committed corpus and kept crashers, new inputs going to a scratch
+# folder. A crash, a leak, a timeout or an out-of-memory is a finding: the input is written to
+# OUT_DIR/<target>/ and the script exits 1 (keep it under fuzz/crashers/<target>/ once fixed).
+# Usage: ./ci/fuzz.sh [SECONDS] [OUT_DIR]   (default 30, out/fuzz); exit 2 on a set-up failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+out=${2:-out/fuzz}
+missing=()
+for p in clang-14 libclang-rt-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ci/fuzz.sh: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+    exit 2
+fi
+if ! { cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$(nproc)"; }; then
+  echo "ci/fuzz.sh: the fuzz build failed" >&2
+  exit 2
+fi
+rc=0
+for t in runtime_event_fuzz ledger_resolve_fuzz args_hash_fuzz scenario_fuzz report_merge_fuzz; do
+  [ -d "fuzz/corpus/$t" ] || {
+    echo "ci/fuzz.sh: no corpus fuzz/corpus/$t" >&2
+    exit 2
+  }
+  rm -rf "$out/$t" "$out/work/$t"
+  mkdir -p "$out/$t" "$out/work/$t"
+  dirs=("fuzz/corpus/$t")
+  [ -d "fuzz/crashers/$t" ] && dirs+=("fuzz/crashers/$t")
+  if ./build/fuzz/fuzz/"$t" "$out/work/$t" "${dirs[@]}" -max_total_time="$seconds" \
+    -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$out/$t/" -print_final_stats=1 \
+    >"$out/$t.log" 2>&1; then
+    echo "ci/fuzz.sh: $t: $(grep -o 'number_of_executed_units: [0-9]*' "$out/$t.log" |
+      cut -d' ' -f2) executions in ${seconds}s, no finding"
+  else
+    echo "ci/fuzz.sh: $t: FINDING, see $out/$t.log and $out/$t/" >&2
+    tail -30 "$out/$t.log" >&2
+    rc=1
+  fi
+done
+exit $rc
