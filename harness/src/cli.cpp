@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_runner.h"
@@ -261,7 +262,7 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
     try {
       merged = mergeDurability(docs);
     } catch (const std::runtime_error& e) {
-      throw UsageError(std::string("report merge: ") + e.what());
+      throw UsageError(fmt::format("report merge: {}: {}", code::report_merge_refused, e.what()));
     }
     requireSchema(true, merged, "the merged durability report");
     writeDurability(merged, out);
@@ -270,8 +271,19 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
     return durabilityExitCode(merged);
   }
   std::vector<reports::Report> rs;
-  for (const auto& f : files) rs.push_back(reports::readReportFile(f));
-  auto merged = reports::mergeReports(rs);
+  for (const auto& f : files) {
+    try {
+      rs.push_back(reports::readReportFile(f));
+    } catch (const reports::ReportError& e) {
+      throw UsageError(fmt::format("{}: {}", code::report_invalid, e.what()));
+    }
+  }
+  reports::Report merged;
+  try {
+    merged = reports::mergeReports(rs);
+  } catch (const reports::ReportError& e) {
+    throw UsageError(fmt::format("report merge: {}: {}", code::report_merge_refused, e.what()));
+  }
   requireSchema(false, reports::toJson(merged), "the merged report");
   reports::writeAll(merged, out);
   std::cerr << fmt::format("merged {} report(s): {} cases, {} failed → {}\n", rs.size(),

@@ -80,7 +80,7 @@ TEST(Sweep, ShardsAreDisjointAndMergeIntoTheFullSweep) {
   auto dup = sh(cs() + " report merge " + (d / "s0" / "report.json").string() + " " +
                 (d / "s0" / "report.json").string() + " --out " + (d / "bad").string() + " 2>&1");
   EXPECT_EQ(dup.exitCode, 2);
-  EXPECT_NE(dup.out.find("refusing to merge"), std::string::npos) << dup.out;
+  EXPECT_NE(dup.out.find("report_merge_refused: refusing to merge"), std::string::npos) << dup.out;
   // A shard report that breaks report.schema.json is refused before anything is written, so a
   // merge never writes a report that fails its own schema.
   const nlohmann::json s0 = loadJson(d / "s0" / "report.json");
@@ -104,5 +104,17 @@ TEST(Sweep, ShardsAreDisjointAndMergeIntoTheFullSweep) {
     EXPECT_NE(r.out.find("report_schema_violation"), std::string::npos) << i << ": " << r.out;
     EXPECT_FALSE(fs::exists(out / "report.json")) << i;
   }
+  // A schema-valid shard whose coverage row ran more cases than it planned (report_merge_fuzz's
+  // finding) is refused with its own code, nothing written.
+  nlohmann::json inconsistent = s0;
+  ASSERT_FALSE(inconsistent["coverage"].empty());
+  inconsistent["coverage"][0]["run"] = inconsistent["coverage"][0]["planned"].get<int>() + 1;
+  std::ofstream(d / "inconsistent.json") << inconsistent.dump();
+  auto r = sh(cs() + " report merge " + (d / "inconsistent.json").string() + " " +
+              (d / "s1" / "report.json").string() + " --out " + (d / "inc-out").string() + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_NE(r.out.find("report_invalid:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is inconsistent"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(d / "inc-out" / "report.json"));
   fs::remove_all(d);
 }

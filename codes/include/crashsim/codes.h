@@ -251,6 +251,12 @@ inline constexpr std::string_view json_too_deep = "json_too_deep";
 inline constexpr std::string_view input_too_large = "input_too_large";
 // An input path that is not a readable regular file (a directory, missing, no permission).
 inline constexpr std::string_view input_unreadable = "input_unreadable";
+// `report merge`: a report that follows its schema but holds what no sweep writes (a coverage
+// row that ran more cases than it planned, a format version this build does not read, ...).
+inline constexpr std::string_view report_invalid = "report_invalid";
+// `report merge`: valid reports that are not parts of one sweep (different versions or case
+// sets, a shard missing or given twice, overlapping cases).
+inline constexpr std::string_view report_merge_refused = "report_merge_refused";
 inline constexpr std::string_view not_strict_json = "not_strict_json";
 inline constexpr std::string_view event_decode_error = "event_decode_error";
 inline constexpr std::string_view unknown_key = "unknown_key";
