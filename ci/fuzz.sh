@@ -27,11 +27,11 @@ for t in runtime_event_fuzz ledger_resolve_fuzz args_hash_fuzz scenario_fuzz rep
     echo "ci/fuzz.sh: no corpus fuzz/corpus/$t" >&2
     exit 2
   }
-  rm -rf "$out/$t" "$out/work/$t"
-  mkdir -p "$out/$t" "$out/work/$t"
+  rm -rf "$out/$t" "$out/scratch/$t"
+  mkdir -p "$out/$t" "$out/scratch/$t"
   dirs=("fuzz/corpus/$t")
   [ -d "fuzz/crashers/$t" ] && dirs+=("fuzz/crashers/$t")
-  if ./build/fuzz/fuzz/"$t" "$out/work/$t" "${dirs[@]}" -max_total_time="$seconds" \
+  if ./build/fuzz/fuzz/"$t" "$out/scratch/$t" "${dirs[@]}" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$out/$t/" -print_final_stats=1 \
     >"$out/$t.log" 2>&1; then
     echo "ci/fuzz.sh: $t: $(grep -o 'number_of_executed_units: [0-9]*' "$out/$t.log" |
