@@ -72,12 +72,35 @@ constexpr std::array<CatalogueEntry, kStopCount> kStopCatalogue{{
      "settled by the closures; repair fixes the header from the fact", false},
 }};
 
+// The continuation admission (spec e.9 steps 8-9, g's claim saga): after the claim (P11), the
+// target run header, then the durable runtime_admission start, then the first provider call.
+constexpr std::array<CatalogueEntry, kAdmissionCount> kAdmissionCatalogue{{
+    {Id::P14, "P14",
+     "continuation target run created, continuation-start not committed (recovery process)",
+     "continuation target run created before the continuation start", "after_terminal_event",
+     "claim + target run header (created), no start, no target events",
+     "claim repair: deterministic repair start + abandoned terminal from the existing header; a "
+     "later continuation resumes from it",
+     true},
+    {Id::P15, "P15",
+     "continuation-start (runtime_admission) committed, provider not called (recovery process)",
+     "continuation start committed before provider admission", "after_terminal_event",
+     "claim + target run + its runtime_admission start, no terminal",
+     "claim saga leaves the live start alone; run recovery seals the target like any crashed run "
+     "(the host's store lock excludes a live provider call elsewhere); a later continuation "
+     "resumes from it",
+     true},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
 
 const std::array<CatalogueEntry, kCount>& catalogue() { return kCatalogue; }
 const std::array<CatalogueEntry, kStopCount>& stopCatalogue() { return kStopCatalogue; }
+const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue() {
+  return kAdmissionCatalogue;
+}
 
 std::optional<Id> parseId(std::string_view text) {
   if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
@@ -89,6 +112,8 @@ std::optional<Id> parseId(std::string_view text) {
   if (text.size() == 3 && text[1] == '0') return std::nullopt;  // "P01" is not an id
   if (value < kCount) return static_cast<Id>(value);
   if (value < kCount + kStopCount) return kStopCatalogue[value - kCount].id;
+  if (value < kCount + kStopCount + kAdmissionCount)
+    return kAdmissionCatalogue[value - kCount - kStopCount].id;
   return std::nullopt;
 }
 
@@ -107,6 +132,8 @@ std::string_view name(Id id) {
 const CatalogueEntry& entry(Id id) {
   for (const auto& e : kStopCatalogue)
     if (e.id == id) return e;
+  for (const auto& e : kAdmissionCatalogue)
+    if (e.id == id) return e;
   return kCatalogue.at(static_cast<size_t>(id));
 }
 
@@ -124,6 +151,7 @@ std::string catalogueJson(int indent) {
   };
   for (const auto& e : kCatalogue) add(e, false);
   for (const auto& e : kStopCatalogue) add(e, true);
+  for (const auto& e : kAdmissionCatalogue) add(e, false);
   return rows.dump(indent);
 }
 
@@ -140,6 +168,7 @@ std::string catalogueText() {
   };
   for (const auto& e : kCatalogue) add(e, false);
   for (const auto& e : kStopCatalogue) add(e, true);
+  for (const auto& e : kAdmissionCatalogue) add(e, false);
   return out.str();
 }
 
@@ -154,7 +183,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P13, S or F)");
+                                std::string(idText) + "' (expected P0..P15, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

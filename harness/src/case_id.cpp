@@ -8,7 +8,7 @@
 namespace crashsim::harness {
 namespace {
 
-// "P4#2" → (4, 2).
+// "P4#2" → (4, 2); "P14#1" → (kAdmissionP14, 1). P12/P13 are named only after +K:.
 std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   auto hash = text.find('#');
   if (hash == 1 && (text[0] == 'S' || text[0] == 'F')) {
@@ -25,9 +25,11 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   int fp = -1, hit = 0;
   auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
   auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
-  if (a.ec != std::errc() || a.ptr != text.data() + hash || fp < 0 || fp > 11 ||
-      (hash > 2 && text[1] == '0'))
+  if (a.ec != std::errc() || a.ptr != text.data() + hash || fp < 0 ||
+      (fp > 11 && fp != 14 && fp != 15) || (hash > 2 && text[1] == '0'))
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
+  if (fp == 14) fp = kAdmissionP14;
+  if (fp == 15) fp = kAdmissionP15;
   if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
     throw std::invalid_argument(
         fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
@@ -41,6 +43,8 @@ std::string failpointName(int fp) {
   if (fp == kBarrierF) return "F";
   if (fp == kStopP12) return "P12";
   if (fp == kStopP13) return "P13";
+  if (fp == kAdmissionP14) return "P14";
+  if (fp == kAdmissionP15) return "P15";
   return fmt::format("P{}", fp);
 }
 
@@ -49,7 +53,9 @@ std::string CaseId::failpointName() const { return harness::failpointName(failpo
 std::string CaseId::str() const {
   std::string s = fmt::format("{}/{}#{}/{}", scenario, failpointName(), hit, mode);
   if (seed) s += fmt::format("@{}", *seed);
-  if (recoveryFailpoint) s += fmt::format("+R:P{}#{}", *recoveryFailpoint, recoveryHit.value_or(1));
+  if (recoveryFailpoint)
+    s += fmt::format("+R:{}#{}", harness::failpointName(*recoveryFailpoint),
+                     recoveryHit.value_or(1));
   if (stopKill) s += fmt::format("+K:{}#1", harness::failpointName(*stopKill));
   return s;
 }
@@ -65,6 +71,10 @@ CaseId parseCaseId(std::string_view text) {
         text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
+  if (id.failpoint >= kStopP12)
+    throw std::invalid_argument(
+        fmt::format("case id {}: {} is reached only by a recovery process (+R:{}#1)", text,
+                    id.failpointName(), id.failpointName()));
   std::string_view rest = text.substr(s2 + 1);
   auto plus = rest.find('+');
   std::string_view mode = rest.substr(0, plus);
@@ -111,7 +121,7 @@ CaseId parseCaseId(std::string_view text) {
     if (r.substr(0, 2) != "R:")
       throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit>", text));
     auto [fp, hit] = parsePoint(r.substr(2), text);
-    if (fp >= 12 || id.isBarrier())
+    if (fp == kBarrierS || fp == kBarrierF || id.isBarrier())
       throw std::invalid_argument(
           fmt::format("case id {}: barrier cases (S, F) are primary kills only", text));
     id.recoveryFailpoint = fp;

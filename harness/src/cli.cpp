@@ -110,14 +110,14 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   if (it == all.end()) throw UsageError("unknown scenario " + id.scenario);
   // The case must be one the sweep would plan (the oracle's prediction); otherwise say which are.
   {
-    auto reachList = [](const std::array<int, 12>& h) {
+    auto reachList = [](const auto& h) {  // hits per failpoint number
       std::string list;
-      for (int fp = 0; fp < 12; ++fp)
-        if (h[static_cast<size_t>(fp)] > 0)
-          list += fmt::format(
-              "{}P{}#1{}", list.empty() ? "" : ", ", fp,
-              h[static_cast<size_t>(fp)] > 1 ? fmt::format("-{}", h[static_cast<size_t>(fp)]) : "");
-      return list;
+      for (size_t fp = 0; fp < h.size(); ++fp)
+        if (h[fp] > 0)
+          list +=
+              fmt::format("{}{}#1{}", list.empty() ? "" : ", ", failpointName(static_cast<int>(fp)),
+                          h[fp] > 1 ? fmt::format("-{}", h[fp]) : "");
+      return list.empty() ? std::string("no failpoint") : list;
     };
     const auto hits = predictedHits(*it);
     const auto fp = static_cast<size_t>(id.failpoint);
@@ -135,9 +135,7 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
       if (rfp < 8 || id.recoveryHit.value_or(1) > rhits[static_cast<size_t>(rfp)])
         throw UsageError(fmt::format("case {} is never reached: the recovery of {} reaches {}",
                                      id.str(), id.str().substr(0, id.str().find('+')),
-                                     rhits[8] + rhits[9] + rhits[10] + rhits[11] > 0
-                                         ? reachList(rhits)
-                                         : "no recovery failpoint"));
+                                     reachList(rhits)));
     }
   }
   RunOptions ro;
@@ -318,7 +316,7 @@ int runCli(int argc, char** argv) {
   std::string shard, out;
   sweep->add_option("--scenario", so.scenarios, "scenario id (repeatable)");
   sweep->add_option("--failpoint", so.failpoints,
-                    "failpoint P0..P13, or the barriers S / F (repeatable)");
+                    "failpoint P0..P15, or the barriers S / F (repeatable)");
   sweep
       ->add_option("--mode", so.mode,
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
@@ -351,7 +349,7 @@ int runCli(int argc, char** argv) {
   sweep->add_option("--out", out, "write report.json, junit.xml, report.md, report.html here");
   sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
   sweep->add_flag("--double-faults", so.doubleFaults,
-                  "also kill the recovery process at P8/P9/P10/P11 hits (--mode stop: the "
+                  "also kill the recovery process at P8/P9/P10/P11/P14/P15 hits (--mode stop: the "
                   "stopping process at P12/P13)");
   sweep->add_flag("!--no-barriers", so.barriers,
                   "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");

@@ -204,28 +204,39 @@ RecoveryKillExpectation expectRecoveryKill(int rfp, int rhit) {
   e.run = rhit;
   switch (rfp) {
     case 8:
-      e.exactlyThatManyRuns = rhit == 1;
+      e.runs = rhit == 1 ? 1 : 0;
       break;
     case 9:
       e.terminalFact = true;
       break;
     case 10:
       e.run = 1;
-      e.exactlyThatManyRuns = true;
+      e.runs = 1;
       e.armedIndeterminate = true;
       break;
-    default:  // 11
+    default:  // P11, P14, P15: the crashed run is sealed before any claim
       e.run = 1;
-      e.exactlyThatManyRuns = true;
+      e.runs = rfp == 11 ? 1 : 2;  // P14, P15: the target run exists too
       e.terminalFact = e.terminalHeader = true;
-      e.claimWithoutStart = true;
+      e.claim = true;
+      e.targetHeader = rfp != 11;
+      e.claimStart = rfp == kAdmissionP15 ? std::string(c::runtime_admission) : "";
+      e.targetEvents = rfp == kAdmissionP15 ? 1 : 0;
       break;
   }
   return e;
 }
 
-std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
-  std::array<int, 12> h{};
+std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id) {
+  if (id.recoveryFailpoint == 11 || id.recoveryFailpoint == kAdmissionP14)
+    return ClaimSettlement{std::string(c::claim_repair), true};
+  if (id.recoveryFailpoint == kAdmissionP15)
+    return ClaimSettlement{std::string(c::runtime_admission), false};
+  return std::nullopt;
+}
+
+std::array<int, kPoints> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
+  std::array<int, kPoints> h{};
   const CaseExpectation x = expectCase(s, fp, hit);
   if (!x.ok || fp == 9) return h;
   h[8] = h[9] = 1;  // repair: recovered terminal fact, then the header
@@ -242,7 +253,7 @@ std::array<int, 12> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
                                      x.outcome == Outcome::completed_bundle ||
                                      x.outcome == Outcome::completed_ran_once || fp == 8);
   if (continues) {
-    h[11] = 1;
+    h[11] = h[kAdmissionP14] = h[kAdmissionP15] = 1;
     h[8] += 1;
     h[9] += 1;
   }

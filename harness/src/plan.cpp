@@ -20,12 +20,14 @@ int parseFailpoint(const std::string& fp) {
   if (fp == "F") return kBarrierF;
   if (fp == "P12") return kStopP12;
   if (fp == "P13") return kStopP13;
+  if (fp == "P14") return kAdmissionP14;
+  if (fp == "P15") return kAdmissionP15;
   if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
       fp.find_first_not_of("0123456789", 1) != std::string::npos ||
       (fp.size() == 3 && fp[1] == '0'))
-    throw std::runtime_error("unknown failpoint " + fp + " (P0..P13, S, F)");
+    throw std::runtime_error("unknown failpoint " + fp + " (P0..P15, S, F)");
   int n = std::stoi(fp.substr(1));
-  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P13, S, F)");
+  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P15, S, F)");
   return n;
 }
 
@@ -41,7 +43,7 @@ bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
 }
 
 std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
-  std::vector<bool> fpWanted(16, sel.failpoints.empty());
+  std::vector<bool> fpWanted(kPoints, sel.failpoints.empty());
   for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
   return fpWanted;
 }
@@ -66,7 +68,9 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
                     const std::vector<BarrierHits>& barrierHits) {
   const std::vector<bool> fpWanted = wantedFailpoints(sel);
   const bool stopMode = sel.mode == "stop";
-  if (stopMode && (fpWanted[10] || fpWanted[11] || fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+  if (stopMode &&
+      (fpWanted[10] || fpWanted[11] || fpWanted[kAdmissionP14] || fpWanted[kAdmissionP15] ||
+       fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
@@ -78,7 +82,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }) &&
       !plansBarriers(sel))
     throw std::runtime_error(
-        "--failpoint P10/P11 are reached only by a recovery process: add --double-faults");
+        "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
+        "--double-faults");
 
   // The recovery kill is a process kill: under --mode powerloss it would be a plain kill wearing
   // a power-loss label (D1/D2 would judge nothing). Refused until the recovery runs over the
@@ -127,13 +132,13 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
           ids.push_back(id);
         }
         const auto recovery = sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h)
-                                                            : std::array<int, 12>{};
+                                                            : std::array<int, kPoints>{};
         for (const auto& pid : ids) {
           Group g;
           g.primary = {pid, si};
           g.primarySelected =
               fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
-          for (int rfp = 8; rfp <= 11; ++rfp) {
+          for (int rfp : kRecoveryPoints) {
             if (recovery[static_cast<size_t>(rfp)] > 0 && pid == ids.front())
               reach(sc.id, rfp, "recovery").predicted += recovery[static_cast<size_t>(rfp)];
             for (int rh = 1; rh <= recovery[static_cast<size_t>(rfp)]; ++rh) {
@@ -208,7 +213,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   plan.sweepManifestDigest = reports::manifestDigest(allIds);
   auto key = [](const PlannedReach& r) {
     const int fp = parseFailpoint(r.failpoint);
-    return std::make_tuple(r.scenario, r.process, fp >= kStopP12 ? fp - 2 : fp);  // P12 after P11
+    // P12..P15 right after P11 (a process reaches either them or the barriers S, F).
+    return std::make_tuple(r.scenario, r.process, fp >= kStopP12 ? fp - 2 : fp);
   };
   std::sort(plan.reach.begin(), plan.reach.end(),
             [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });

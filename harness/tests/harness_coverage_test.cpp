@@ -96,7 +96,8 @@ TEST(Coverage, ListPlansWithoutRunningAndTheManifestLocksTheCaseSet) {
   ASSERT_EQ(list.exitCode, 0);
   // From the contract: P4 is reached by each of the two dispatched calls (Read, Write); the
   // Write's recovery seals the run (P8, P9), commits the completed bundle (P10) and continues
-  // (P11, then the continuation's own terminal: P8#2, P9#2); the Read's recovery parks.
+  // (the claim P11, its target run P14, its start P15, then the continuation's own terminal:
+  // P8#2, P9#2); the Read's recovery parks.
   const std::string want =
       "write-config-port/P4#1/kill\n"
       "write-config-port/P4#1/kill+R:P8#1\n"
@@ -107,14 +108,16 @@ TEST(Coverage, ListPlansWithoutRunningAndTheManifestLocksTheCaseSet) {
       "write-config-port/P4#2/kill+R:P9#1\n"
       "write-config-port/P4#2/kill+R:P9#2\n"
       "write-config-port/P4#2/kill+R:P10#1\n"
-      "write-config-port/P4#2/kill+R:P11#1\n";
+      "write-config-port/P4#2/kill+R:P11#1\n"
+      "write-config-port/P4#2/kill+R:P14#1\n"
+      "write-config-port/P4#2/kill+R:P15#1\n";
   EXPECT_EQ(list.out, want);
   std::ofstream(d / "manifest.txt") << want;
-  auto run = sh(cs() + sel + " --expect-cases 10 --expect-manifest " +
+  auto run = sh(cs() + sel + " --expect-cases 12 --expect-manifest " +
                 (d / "manifest.txt").string() + " --out " + (d / "out").string() + " 2>&1");
   ASSERT_EQ(run.exitCode, 0) << run.out;
   auto rep = json::parse(slurp(d / "out" / "report.json"));
-  EXPECT_EQ(rep["cases"].size(), 10u);
+  EXPECT_EQ(rep["cases"].size(), 12u);
   std::vector<std::string> ids;
   for (const auto& c : rep["cases"]) ids.push_back(c["id"]);
   EXPECT_EQ(rep["manifest"]["digest"], crashsim::reports::manifestDigest(ids));

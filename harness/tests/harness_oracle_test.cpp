@@ -139,6 +139,52 @@ TEST(OracleExpectation, HitsFollowWhereEachFailpointSits) {
   EXPECT_EQ(h[11], 0);
 }
 
+// The recovery of a case that continues reaches the continuation admission once each (claim P11,
+// target run P14, start P15); one that parks never does. Bug: a plan that never schedules the
+// admission kills, or schedules them where the recovery parks (cases that can never be reached).
+TEST(OracleExpectation, OnlyAContinuingRecoveryReachesTheContinuationAdmission) {
+  const Scenario s = twoStepScenario();
+  const auto cont = predictedRecoveryHits(s, 7, 2);  // the last step answered: continues
+  for (int f : {11, kAdmissionP14, kAdmissionP15}) EXPECT_EQ(cont[static_cast<size_t>(f)], 1) << f;
+  EXPECT_EQ(cont[8], 2);  // the crashed run's recovered terminal, then the continuation's own
+  const auto parked = predictedRecoveryHits(s, 3, 1);  // the Write mid-replace: parks
+  for (int f : {11, kAdmissionP14, kAdmissionP15})
+    EXPECT_EQ(parked[static_cast<size_t>(f)], 0) << f;
+}
+
+// The state each continuation admission kill leaves (catalogue durableState) and how the claim
+// saga settles it (spec g). Bugs: a target run created before the claim's window (P11 holds it),
+// a start written before its target run, a saga that abandons a live runtime_admission start.
+TEST(OracleExpectation, ContinuationAdmissionKillsFollowTheCatalogue) {
+  const auto p11 = expectRecoveryKill(11, 1), p14 = expectRecoveryKill(kAdmissionP14, 1),
+             p15 = expectRecoveryKill(kAdmissionP15, 1);
+  for (const auto* e : {&p11, &p14, &p15}) {
+    EXPECT_TRUE(e->claim);
+    EXPECT_TRUE(e->terminalFact && e->terminalHeader);  // the crashed run is sealed first
+  }
+  EXPECT_EQ(p11.runs, 1);  // "claim without start": no target run yet
+  EXPECT_FALSE(p11.targetHeader);
+  EXPECT_EQ(p14.runs, 2);  // "claim + target run header (created), no start, no target events"
+  EXPECT_TRUE(p14.targetHeader);
+  EXPECT_EQ(p14.claimStart, "");
+  EXPECT_EQ(p14.targetEvents, 0);
+  EXPECT_EQ(p15.runs, 2);  // "claim + target run + its runtime_admission start, no terminal"
+  EXPECT_EQ(p15.claimStart, code::runtime_admission);
+  EXPECT_EQ(p15.targetEvents, 1);
+  EXPECT_NE(std::string(fp::entry(fp::Id::P14).durableState).find("no start"), std::string::npos);
+  EXPECT_NE(std::string(fp::entry(fp::Id::P15).durableState).find("runtime_admission"),
+            std::string::npos);
+  CaseId id = parseCaseId("s/P6#1/kill+R:P14#1");
+  ASSERT_TRUE(expectClaimSettlement(id));
+  EXPECT_EQ(expectClaimSettlement(id)->startKind, code::claim_repair);
+  EXPECT_TRUE(expectClaimSettlement(id)->abandoned);
+  id.recoveryFailpoint = kAdmissionP15;
+  EXPECT_EQ(expectClaimSettlement(id)->startKind, code::runtime_admission);
+  EXPECT_FALSE(expectClaimSettlement(id)->abandoned);
+  id.recoveryFailpoint = 10;
+  EXPECT_FALSE(expectClaimSettlement(id));
+}
+
 TEST(OracleExpectation, ArmedOperationIsTheKthCallReachingTheFailpoint) {
   auto s = twoStepScenario();
   auto x = expectCase(s, 4, 1);  // first dispatched call = c2 (Write)
@@ -239,6 +285,16 @@ TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {
   EXPECT_EQ(b.str(), "s/S#7/kill");
   EXPECT_EQ(parseCaseId("s/F#3/kill").str(), "s/F#3/kill");
   EXPECT_LT(parseCaseId("s/P11#1/kill+R:P10#1"), b);  // barriers sort after the named points
+  // The continuation admission points are recovery kills only, and sort after P11.
+  auto p14 = parseCaseId("s/P4#1/kill+R:P14#1");
+  EXPECT_EQ(*p14.recoveryFailpoint, kAdmissionP14);
+  EXPECT_EQ(p14.str(), "s/P4#1/kill+R:P14#1");
+  EXPECT_EQ(parseCaseId("s/P4#1/kill+R:P15#1").str(), "s/P4#1/kill+R:P15#1");
+  EXPECT_LT(parseCaseId("s/P4#1/kill+R:P11#1"), p14);
+  EXPECT_LT(p14, parseCaseId("s/P4#1/kill+R:P15#1"));
+  for (auto bad : {"s/P14#1/kill", "s/P15#1/kill", "s/P13#1/kill+R:P14#1", "s/P4#1/kill+R:P16#1",
+                   "s/P4#1/kill+R:P12#1", "s/P4#1/kill+R:P014#1", "s/P4#1/stop+R:P14#1"})
+    EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
   for (auto bad : {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash",
                    "s/P04#1/kill", "s/P4#1/kill+P10#1", "s/S#0/kill", "s/S7/kill",
                    "s/S#1/kill+R:P10#1", "s/P4#1/kill+R:S#1", "s/F#1/powerloss@3", "s/X#1/kill"})

@@ -61,6 +61,14 @@ void expectCaught(const std::string& plant, const std::string& args, const std::
   EXPECT_TRUE(failed.count(check)) << plant << " must fail " << check;
 }
 
+// The plant is invisible to this selection: every case passes and the sweep exits 0 (`why`).
+void expectUnseen(const std::string& plant, const std::string& args, const std::string& why) {
+  int rc = -1;
+  auto failed = failedChecks(plant, args, &rc);
+  EXPECT_EQ(rc, 0) << why;
+  EXPECT_TRUE(failed.empty()) << why;
+}
+
 }  // namespace
 
 TEST(PlantedFault, ResolverCallingDispatchWithoutResponseCompletedFailsV4) {
@@ -86,19 +94,13 @@ TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
 TEST(PlantedFault, ToolRenameNeverMadeDurableFailsV8UnderPowerLossOnly) {
   expectCaught("tool_skips_dir_fsync",
                "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "V8");
-  int rc = -1;
-  auto failed =
-      failedChecks("tool_skips_dir_fsync", "--scenario write-config-port --failpoint P6", &rc);
-  EXPECT_EQ(rc, 0) << "a process kill keeps the un-fsynced rename";
-  EXPECT_TRUE(failed.empty());
+  expectUnseen("tool_skips_dir_fsync", "--scenario write-config-port --failpoint P6",
+               "a process kill keeps the un-fsynced rename");
 }
 
 TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
-  int rc = -1;
-  auto failed =
-      failedChecks("none", "--scenario write-config-port --failpoint P4 --failpoint P6", &rc);
-  EXPECT_EQ(rc, 0);
-  EXPECT_TRUE(failed.empty());
+  expectUnseen("none", "--scenario write-config-port --failpoint P4 --failpoint P6",
+               "no plant, no failure");
 }
 
 // V1: a killed agent must leave no normal-exit marker; an agent that writes it before the run
@@ -166,10 +168,8 @@ TEST(PlantedFault, RepairSealingAnInterruptedRunCompletedFailsV7AndTheRecoveryRe
 TEST(PlantedFault, T2SplitInTwoTransactionsFailsV6AtABarrierOnly) {
   expectCaughtExactly("t2_split_commit", "--scenario write-config-port --failpoint S",
                       {"V6", "V8"});
-  int rc = -1;
-  auto failed = failedChecks("t2_split_commit", "--scenario write-config-port --no-barriers", &rc);
-  EXPECT_EQ(rc, 0) << "no named failpoint falls between the two commits";
-  EXPECT_TRUE(failed.empty());
+  expectUnseen("t2_split_commit", "--scenario write-config-port --no-barriers",
+               "no named failpoint falls between the two commits");
 }
 
 // Double-fault state at P11: the claim must be durable alone (no target run yet). A target run
@@ -180,16 +180,40 @@ TEST(PlantedFault, TargetRunBeforeTheClaimWindowFailsTheP11StateCheckOnly) {
                       "--scenario write-config-port --failpoint P11 --double-faults", {"V3"});
 }
 
+// The continuation admission (P14, P15): each window's own bug is caught only by the double
+// faults at that window. A saga that refuses a target header without a start never finishes a
+// recovery killed at P14 (it passes at P11, where no header exists yet).
+TEST(PlantedFault, ClaimRepairRefusingAnExistingTargetFailsV8AtP14Only) {
+  expectCaughtExactly("claim_repair_requires_absent_target",
+                      "--scenario write-config-port --failpoint P14 --double-faults", {"V8"});
+  expectUnseen("claim_repair_requires_absent_target",
+               "--scenario write-config-port --failpoint P11 --double-faults",
+               "at P11 the target header does not exist yet");
+}
+
+// Spec g: the claim saga leaves a runtime_admission start alone. One that abandons it like its
+// own claim_repair start still lets recovery finish the task; only the check of how the killed
+// continuation's claim was settled sees the abandoned terminal.
+TEST(PlantedFault, ClaimSagaAbandoningALiveStartFailsV8AtP15Only) {
+  expectCaughtExactly("claim_saga_abandons_live_start",
+                      "--scenario write-config-port --failpoint P15 --double-faults", {"V8"});
+}
+
+// The live start and its claim's start fields are one transaction: a start the claim never
+// records is seen in the state the P15 kill left (V3), and the next recovery fails closed (V8).
+TEST(PlantedFault, AdmissionStartTheClaimNeverRecordsFailsV3AtP15) {
+  expectCaughtExactly("admission_start_skips_claim_update",
+                      "--scenario write-config-port --failpoint P15 --double-faults", {"V3", "V8"});
+}
+
 // D1: a store that acknowledges commits without syncing them (synchronous OFF under a FULL
 // label) loses acknowledged facts in a power cut. A process kill cannot see it.
 TEST(PlantedFault, CommitsAcknowledgedWithoutASyncFailD1UnderPowerLoss) {
   expectCaught("store_acknowledges_unsynced",
                "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "D1");
-  int rc = -1;
-  auto failed = failedChecks("store_acknowledges_unsynced",
-                             "--scenario write-config-port --failpoint P6 --no-barriers", &rc);
-  EXPECT_EQ(rc, 0) << "a process kill keeps the page cache";
-  EXPECT_TRUE(failed.empty());
+  expectUnseen("store_acknowledges_unsynced",
+               "--scenario write-config-port --failpoint P6 --no-barriers",
+               "a process kill keeps the page cache");
 }
 
 // V8 replay: the continuation keeps a trimmed, unanswered call in the history it hands the model

@@ -227,7 +227,7 @@ TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
   predicted[2] = predicted[5] = 2;
   predicted[3] = 1;
   predicted[8] = 1;
-  std::array<int, 14> reached{};
+  std::array<int, kPoints> reached{};
   for (int i = 0; i < 12; ++i) reached[static_cast<size_t>(i)] = predicted[static_cast<size_t>(i)];
   reached[kBarrierS] = 5;
   reached[kBarrierF] = 3;

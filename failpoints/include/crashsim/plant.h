@@ -31,6 +31,12 @@
 //                                the watchdog sealed the run lands → stop_process_test
 //   host_ignores_integrity_check host start-up skips the store self-checks (checkIntact) → C1
 //                                under --mode corrupt only
+//   claim_repair_requires_absent_target  the claim saga refuses a target header without a start
+//                                → V8 of the +R:P14 double faults
+//   claim_saga_abandons_live_start  the claim saga abandons a runtime_admission start like its
+//                                own → V8 of the +R:P15 double faults
+//   admission_start_skips_claim_update  the live start is appended, the claim never records it
+//                                → V3 + V8 of the +R:P15 double faults
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -13,30 +13,34 @@
 #include <optional>
 #include <string>
 
+#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/oracle.h"
 #include "verdicts/verdict.h"
 
 namespace crashsim::harness {
 
-// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT): P0–P11, then the barriers S and F;
-// nullopt when the file is missing or unreadable (an agent without failpoints, a failed write):
-// never a silent zero.
-std::optional<std::array<int, 14>> readHits(const std::filesystem::path& p);
+// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), indexed by failpoint number (P0–P11,
+// the barriers S and F, P12–P15); nullopt when the file is missing or unreadable (an agent
+// without failpoints, a failed write): never a silent zero.
+std::optional<std::array<int, kPoints>> readHits(const std::filesystem::path& p);
 
 // "" when `reached` equals `predicted` over failpoints [from, to]; otherwise which differs, with
 // `what` naming the process ("the reference run").
 std::string reachDifference(const std::array<int, 12>& predicted,
-                            const std::array<int, 14>& reached, int from, int to, const char* what);
+                            const std::array<int, kPoints>& reached, int from, int to,
+                            const char* what);
 
 // "" when the barriers reached at least the contract's lower bound for a run with `predicted`
 // named hits: every T1 (P2), T2 (P5) and terminal fact (P8) is a store COMMIT (S), and every
 // atomic file replace (P3) takes at least fsync, rename and fsync-dir (F).
 std::string barrierBoundProblem(const std::array<int, 12>& predicted,
-                                const std::array<int, 14>& reached);
+                                const std::array<int, kPoints>& reached);
 
 // V3 (the recovery's reach): the unarmed recovery of a primary case wrote hit counts to
-// `hitsFile` that reach exactly the recovery kills P8–P11 the oracle planned for it (`want`,
-// predictedRecoveryHits) — the double faults of that case are the recovery's real windows.
-void checkRecoveryReach(const std::filesystem::path& hitsFile, const std::array<int, 12>& want,
+// `hitsFile` that reach exactly the recovery kills (kRecoveryPoints: P8–P11, P14, P15) the oracle
+// planned for it (`want`, predictedRecoveryHits) — the double faults of that case are the
+// recovery's real windows.
+void checkRecoveryReach(const std::filesystem::path& hitsFile, const std::array<int, kPoints>& want,
                         Checks& c);
 
 }  // namespace crashsim::harness

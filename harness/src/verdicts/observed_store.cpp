@@ -101,7 +101,7 @@ std::string firstChangedTable(const std::map<std::string, std::string>& before,
 std::vector<ClaimRow> claims(const fs::path& storeDir) {
   Db db = openReadOnly(storeDir);
   Stmt s = prepare(db.get(),
-                   "SELECT claim_id, source_run_id, target_run_id, start_event_id FROM "
+                   "SELECT claim_id, source_run_id, target_run_id, start_event_id, start_kind FROM "
                    "runtime_continuation_claims ORDER BY claimed_at, claim_id");
   std::vector<ClaimRow> out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) {
@@ -111,6 +111,8 @@ std::vector<ClaimRow> claims(const fs::path& storeDir) {
     r.targetRunId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 2));
     if (sqlite3_column_type(s.get(), 3) != SQLITE_NULL)
       r.startEventId = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 3));
+    if (sqlite3_column_type(s.get(), 4) != SQLITE_NULL)
+      r.startKind = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 4));
     out.push_back(std::move(r));
   }
   return out;

@@ -27,6 +27,7 @@ std::string firstChangedTable(const std::map<std::string, std::string>& before,
 struct ClaimRow {
   std::string claimId, sourceRunId, targetRunId;
   std::optional<std::string> startEventId;  // absent: claimed, continuation-start not committed
+  std::optional<std::string> startKind;     // runtime_admission | claim_repair (with a start)
 };
 std::vector<ClaimRow> claims(const std::filesystem::path& storeDir);
 

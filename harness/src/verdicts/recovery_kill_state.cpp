@@ -15,6 +15,39 @@ namespace crashsim::harness {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
+namespace {
+
+// P11, P14, P15: the one claim row, its start and its target run as the boundary leaves them.
+void checkClaimState(const RecoveryKillExpectation& want, const std::vector<RunHeader>& runs,
+                     const fs::path& store, const std::string& at, Checks& c) {
+  const auto rows = observed::claims(store);
+  const std::string wantStart = want.claimStart.empty() ? "no start" : want.claimStart;
+  if (rows.size() != 1) {
+    c.fail("V3", fmt::format("{}: {} claim row(s), the contract expects one ({})", at, rows.size(),
+                             wantStart));
+    return;
+  }
+  const auto& claim = rows[0];
+  const std::string start = claim.startKind.value_or("no start");
+  if (start != wantStart)
+    c.fail("V3",
+           fmt::format("{}: the claim has {}, the contract expects {}", at, start, wantStart));
+  if (int n = observed::eventsOfRun(store, claim.targetRunId); n != want.targetEvents)
+    c.fail("V3", fmt::format("{}: the claimed target run {} has {} event(s), expected {}", at,
+                             claim.targetRunId, n, want.targetEvents));
+  auto target = std::find_if(runs.begin(), runs.end(),
+                             [&](const RunHeader& h) { return h.runId == claim.targetRunId; });
+  if ((target != runs.end()) != want.targetHeader)
+    c.fail("V3", fmt::format("{}: the claimed target run {} {} a header, the contract expects {}",
+                             at, claim.targetRunId, target != runs.end() ? "has" : "has no",
+                             want.targetHeader ? "one" : "none"));
+  else if (target != runs.end() && isTerminalStatus(target->status))
+    c.fail("V3", fmt::format("{}: the claimed target run {} is already {}", at, claim.targetRunId,
+                             target->status));
+}
+
+}  // namespace
+
 // V3/V4 on the state a killed recovery process left (double faults): expectRecoveryKill.
 void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                             const RuntimeStore& st, const fs::path& store, Checks& c) {
@@ -27,9 +60,10 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
     return a.createdAt < b.createdAt;
   });
   if (runs.size() < static_cast<size_t>(want.run) ||
-      (want.exactlyThatManyRuns && runs.size() != static_cast<size_t>(want.run))) {
-    c.fail("V3", fmt::format("{}: {} run(s) in the store, the contract expects {}{}", at,
-                             runs.size(), want.exactlyThatManyRuns ? "" : "at least ", want.run));
+      (want.runs > 0 && runs.size() != static_cast<size_t>(want.runs))) {
+    c.fail("V3",
+           fmt::format("{}: {} run(s) in the store, the contract expects {}{}", at, runs.size(),
+                       want.runs > 0 ? "" : "at least ", want.runs > 0 ? want.runs : want.run));
     return;
   }
   const RunHeader& h = runs[static_cast<size_t>(want.run - 1)];
@@ -62,18 +96,7 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
     if (auto bad = modelDisagreement(events, res, "the ledger " + at); !bad.empty())
       c.fail("V4", bad);
   }
-  if (want.claimWithoutStart) {
-    const auto rows = observed::claims(store);
-    const auto open = std::count_if(rows.begin(), rows.end(),
-                                    [](const observed::ClaimRow& r) { return !r.startEventId; });
-    if (rows.size() != 1 || open != 1)
-      c.fail("V3", fmt::format("{}: {} claim row(s), {} without a start; the contract expects one "
-                               "claim without a start",
-                               at, rows.size(), open));
-    else if (int n = observed::eventsOfRun(store, rows[0].targetRunId); n != 0)
-      c.fail("V3", fmt::format("{}: the claimed target run {} has {} event(s), expected none", at,
-                               rows[0].targetRunId, n));
-  }
+  if (want.claim) checkClaimState(want, runs, store, at, c);
   if (!c.failed("V3")) c.pass("V3");
   if (!c.failed("V4") && want.armedIndeterminate) c.pass("V4");
 }

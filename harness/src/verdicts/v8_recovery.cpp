@@ -10,6 +10,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
+#include "verdicts/observed_store.h"
 #include "verdicts/v4_decisions.h"
 #include "verdicts/workspace_expect.h"
 
@@ -251,6 +252,30 @@ std::string replayProblem(const std::string& modelLog,
   return "";
 }
 
+std::string claimSettlementProblem(const fs::path& store, const ClaimSettlement& want) {
+  const auto claims = observed::claims(store);  // in claim order: the killed one is the first
+  if (claims.empty()) return "no continuation claim after recovery";
+  const auto& claim = claims.front();
+  if (claim.startKind != want.startKind)
+    return fmt::format("the killed continuation's claim {} has start {}, the contract expects {}",
+                       claim.claimId, claim.startKind.value_or("none"), want.startKind);
+  for (const auto& run : observed::runs(store)) {
+    if (run.runId != claim.targetRunId) continue;
+    const std::string failureClass = run.header.value("failureClass", "");
+    const bool abandoned = failureClass == code::continuation_abandoned_before_provider_dispatch;
+    if (run.status != code::failed || abandoned != want.abandoned)
+      return fmt::format(
+          "the killed continuation's target {} is {} ({}), the contract expects "
+          "failed {} {}",
+          run.runId, run.status, failureClass.empty() ? "-" : failureClass,
+          want.abandoned ? "with" : "without",
+          code::continuation_abandoned_before_provider_dispatch);
+    return "";
+  }
+  return fmt::format("the killed continuation's target {} has no header after recovery",
+                     claim.targetRunId);
+}
+
 void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                    const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
                    const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
@@ -302,6 +327,9 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
     if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
       if (auto bad = replayProblem(readFile(it->second), firstReplay); !bad.empty())
         c.fail("V8", "replay: " + bad);
+    if (auto want = expectClaimSettlement(id))
+      if (auto bad = claimSettlementProblem(store, *want); !bad.empty())
+        c.fail("V8", "claim saga: " + bad);
     const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
     if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
       c.fail("V8", "history after recovery: " + bad);

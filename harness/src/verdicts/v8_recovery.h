@@ -57,6 +57,11 @@ void checkExecutions(const Scenario& sc, const std::vector<int>& want,
 void checkFinishedWorkspace(const Scenario& sc, const Reference& ref,
                             const std::filesystem::path& ws, Checks& c);
 
+// "" when the first continuation claim (the one a recovery kill at P11, P14 or P15 left) was
+// settled as spec g's claim saga says (`want`, expectClaimSettlement): its start kind, and its
+// target run failed with or without the saga's abandoned terminal.
+std::string claimSettlementProblem(const std::filesystem::path& store, const ClaimSettlement& want);
+
 // V8 after `crashsim-agent recover` (spawned by `recover`) exited with `exitCode`: executions,
 // terminal runs, history, and the named case's park or finish (oracle `x`) or the barrier case's
 // (`barrierFacts`); `afterCrash`: the scenario's external change was applied at the crash. Also

@@ -321,8 +321,9 @@ struct ContinuationExecution {
 // workspace_identity_changed, background_operation_started, tool_catalog_changed,
 // workspace_checkpoint_changed), claims (not acquired → continuation_claim_conflict),
 // checks legacy/target-run conflicts (continuation_claim_conflict, target_run_conflict),
-// [P11], creates the target run, re-inspects safety, commits the runtime_admission
-// continuation-start and returns the history. Only after this returns may the provider run.
+// [P11], creates the target run, [P14], re-inspects safety, commits the runtime_admission
+// continuation-start, [P15], and returns the history. Only after this returns may the provider
+// run.
 // Also: continuation_in_progress (same session already resuming in this process),
 // run_active (another run of the session is running), capability_unavailable.
 ContinuationExecution executeContinuation(RuntimeStore& store, const ContinuationPlan& plan,

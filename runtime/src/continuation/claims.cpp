@@ -5,6 +5,7 @@
 #include "continuation/internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -555,6 +556,11 @@ WriteResult commitStart(RuntimeStore& store, const ContinuationClaim& claim,
     throw Error(
         code::continuation_start_invalid,
         "Continuation start must be target event #1 (got " + std::to_string(ins.eventSeq) + ")");
+  }
+  // Planted bug: the live start is appended but the claim never records it (V3 at P15).
+  if (kind == code::runtime_admission && planted("admission_start_skips_claim_update")) {
+    tx.commit();
+    return WriteResult{true, 1};
   }
   auto up = c.prepare(
       "UPDATE runtime_continuation_claims SET start_event_id = ?2, start_kind = ?3 "

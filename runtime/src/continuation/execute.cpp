@@ -238,6 +238,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   CRASHSIM_FAILPOINT(P11);
   // 8. target run, safety again, durable continuation-start.
   if (!targetEarly) store.createRun(th);
+  CRASHSIM_FAILPOINT(P14);  // target run without its start: the claim saga repairs it
   reinspect(plan, host);
   const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
   RuntimeEvent start =
@@ -248,6 +249,9 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
     throw Error(code::continuation_start_conflict,
                 "continuation-start already existed; provider admission is never re-issued");
   }
+  // The durable runtime_admission start before any provider call: from here on a crash leaves
+  // a continuation nobody may repair or repeat (continuation_started_indeterminate).
+  CRASHSIM_FAILPOINT(P15);
   // 9. only now may the provider be called.
   ContinuationExecution ex;
   ex.targetHeader = th;

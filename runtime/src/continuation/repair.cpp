@@ -4,6 +4,7 @@
 #include "continuation/internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -33,6 +34,9 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
   store_detail::Connection& c = conn(store);
   const ContinuationClaim& claim = state.claim;
   std::optional<RunHeader> header = readHeader(c, claim.target.sessionId, claim.target.runId);
+  // Planted bug: the saga assumes a target header exists only once a start does (V8 at P14).
+  if (header && !state.startEventId && planted("claim_repair_requires_absent_target"))
+    repairFail("target of claim " + claim.claimId + " exists without a continuation-start");
   if (!header) {
     act.actions.push_back("created_target_header");
     if (!dryRun) store.createRun(claim.targetRunHeader);
@@ -58,7 +62,8 @@ void repairOne(RuntimeStore& store, const ClaimState& state, bool dryRun, ClaimR
   } else if (immutableHeaderJson(*header) != immutableHeaderJson(claim.targetRunHeader)) {
     repairFail("target header of claim " + claim.claimId + " is incompatible with the claim");
   }
-  if (*startKind == code::runtime_admission) {
+  // Planted bug: the saga abandons a live runtime_admission start like its own (V8 at P15).
+  if (*startKind == code::runtime_admission && !planted("claim_saga_abandons_live_start")) {
     act.actions.push_back("left_runtime_admission");
     return;
   }

@@ -28,7 +28,7 @@ struct CaseId {
   int hit = 1;        // 1-based
   std::string mode = "kill";
   std::optional<uint64_t> seed;  // powerloss / corrupt: the state's seed (required); else none
-  std::optional<int> recoveryFailpoint;
+  std::optional<int> recoveryFailpoint;  // P0..P11, kAdmissionP14 or kAdmissionP15
   std::optional<int> recoveryHit;
   std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
 
@@ -46,7 +46,11 @@ CaseId parseCaseId(std::string_view text);
 inline constexpr int kBarrierS = 12, kBarrierF = 13;  // the unnamed barriers S and F
 // The Stop path's failpoints, numbered as crashsim::failpoints::Id numbers them.
 inline constexpr int kStopP12 = 14, kStopP13 = 15;
+// The continuation admission's failpoints (recovery process only), numbered the same way.
+inline constexpr int kAdmissionP14 = 16, kAdmissionP15 = 17;
+// Every failpoint and barrier number (the size of a per-point hit count array).
+inline constexpr int kPoints = 18;
 
-std::string failpointName(int fp);  // "P4", "S", "F", "P12"
+std::string failpointName(int fp);  // "P4", "S", "F", "P12", "P14"
 
 }  // namespace crashsim::harness

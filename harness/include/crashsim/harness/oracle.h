@@ -12,7 +12,7 @@
 //   P1      once per call, after it is committed, before preflight (refused calls too).
 //   P2, P4, P5, P6  once per dispatched call (passes preflight: T1, implementation, T2).
 //   P3      once per dispatched Write/Edit (temp file written and synced, not renamed).
-//   P8, P9  once per run. P10, P11 only in a recovery process (double faults).
+//   P8, P9  once per run. P10, P11, P14, P15 only in a recovery process (double faults).
 // For P1–P6 the armed operation is the k-th call (scenario order) that reaches the failpoint.
 //
 // Documented choice for replay_safe tools (Read) at P2–P5: parked without a bundle (the
@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crashsim/harness/case_id.h"
 #include "crashsim/harness/scenario.h"
 
 namespace crashsim::harness {
@@ -123,18 +124,45 @@ std::vector<int> expectedExecutions(const Scenario& scenario, const CaseExpectat
 //   P10#1  inside the recovery-bundle commit (rolled back): no bundle, the armed operation is
 //          still indeterminate / dispatch_without_response, no continuation exists.
 //   P11#1  claim committed, continuation-start not: the crashed run is sealed (fact and
-//          header), one claim row has no start and its target run has no events.
+//          header), one claim row has no start and its target run has no events (and no header).
+//   P14#1  target run created, continuation-start not: as P11, but the claim's target run
+//          header exists (not terminal) — still no events.
+//   P15#1  continuation-start committed, provider not called: the claim's start is
+//          runtime_admission and is the target run's only event; the target is not terminal.
 struct RecoveryKillExpectation {
-  int run = 1;  // the run the kill concerns
-  bool exactlyThatManyRuns = false;
-  bool terminalFact = false;        // P9 (and P11: the crashed run is sealed)
-  bool terminalHeader = false;      // P11
+  int run = 1;                      // the run the kill concerns
+  int runs = 0;                     // runs the store holds (0: at least `run`)
+  bool terminalFact = false;        // P9 (and P11, P14, P15: the crashed run is sealed)
+  bool terminalHeader = false;      // P11, P14, P15
   bool armedIndeterminate = false;  // P10
-  bool claimWithoutStart = false;   // P11
+  // P11, P14, P15: exactly one claim row, whose start kind is `claimStart` ("" = no start yet),
+  // and whose target run holds `targetEvents` events (its continuation-start, if any, only) and
+  // has a non-terminal header (`targetHeader`) or none.
+  bool claim = false;
+  std::string claimStart;
+  int targetEvents = 0;
+  bool targetHeader = false;
 };
 RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHit);
 
-// Hits of the recovery-side failpoints P8–P11 the first, unarmed recovery process of the
+// The failpoints a recovery process can be killed at (double faults), in case-id order.
+inline constexpr std::array<int, 6> kRecoveryPoints = {8, 9, 10, 11, kAdmissionP14, kAdmissionP15};
+
+// How recovery must settle the continuation claim a recovery kill left (spec g's claim saga),
+// for a recovery killed at P11, P14 or P15 (nullopt for the other points):
+//   P11, P14  no start: the saga commits the claim_repair start and the deterministic failed
+//             terminal (failureClass continuation_abandoned_before_provider_dispatch);
+//   P15       a runtime_admission start: the saga leaves it alone; the target is then a crashed
+//             run like any other (README "Deviations": this host holds the store's process lock,
+//             so no provider call of it can be live elsewhere): run recovery seals it, never with
+//             the saga's abandoned terminal.
+struct ClaimSettlement {
+  std::string startKind;  // claim_repair | runtime_admission
+  bool abandoned;         // the target's failed header carries the saga's failure class
+};
+std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id);
+
+// Hits of the recovery-side failpoints P8–P11, P14, P15 the first, unarmed recovery process of the
 // primary case (failpoint, hit) must reach, from the contract's recovery order alone (spec g,
 // c, i, e; DESIGN.md "Failpoints"): the double faults the sweep plans for that case.
 //   - the crashed run has no terminal fact (every kill but P9): startup repair seals it — one
@@ -144,9 +172,10 @@ RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHi
 //     recovery bundle (P10);
 //   - recovery continues (the outcome re-issues or goes on: P0, P1, completed bundle, P6, P7,
 //     and P8, whose sealed run ended without its final answer) and nothing parks it (afterCrash,
-//     replay gap): one continuation claim (P11), and the continuation run commits its own
-//     terminal fact (P8) and header (P9).
-// Indices 0–7 are zero: the continuation run's own tool boundaries are not planned as kills.
-std::array<int, 12> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
+//     replay gap): one continuation claim (P11), its target run (P14) and start (P15), and the
+//     continuation run commits its own terminal fact (P8) and header (P9).
+// Indexed by failpoint number (case_id.h). Indices 0–7 are zero: the continuation run's own tool
+// boundaries are not planned as kills.
+std::array<int, kPoints> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
 
 }  // namespace crashsim::harness

@@ -48,7 +48,8 @@ struct PlannedCase {
 };
 
 // Predicted reach of one (scenario, failpoint) — "agent" rows for P0–P9 in the agent run,
-// "recovery" rows for P8–P11 in the recovery processes of the primary cases (double faults).
+// "recovery" rows for P8–P11, P14, P15 in the recovery processes of the primary cases (double
+// faults).
 struct PlannedReach {
   std::string scenario, failpoint, process;  // process: "agent" | "recovery" | "stop"
   int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
