@@ -22,8 +22,8 @@ json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
 
 TEST(Durability, ReportMeasuresThePlatformAndMergesTwoPlatformsIntoOneMatrix) {
   auto d = freshDir("crashsim-durability");
-  // One scenario: the whole report, every matrix row and a NORMAL loss, in a third of the
-  // default selection's time (each case starts several sanitized processes in CI).
+  // One scenario: the whole report, every matrix row and a NORMAL loss, in about half the
+  // default selection's time under ASan (each case starts several sanitized processes in CI).
   auto r = sh(cs() + " durability --jobs 2 --scenario write-config-port --out " +
               (d / "a").string() + " 2>&1");
   EXPECT_EQ(r.exitCode, 0) << r.out;
