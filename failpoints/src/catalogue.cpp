@@ -1,5 +1,5 @@
-// The failpoint catalogues P0–P11 and P12–P13 (DESIGN.md "Failpoints", spec b): stable data, one
-// place.
+// The failpoint catalogues P0–P11, P12–P13, P14–P15 and P16–P17 (DESIGN.md "Failpoints", spec b):
+// stable data, one place.
 //
 // This file is linked by production code (the `crashsim` CLI prints it); it contains no
 // trigger code. Everything that reads the environment or blocks lives in trigger.cpp.
@@ -92,6 +92,23 @@ constexpr std::array<CatalogueEntry, kAdmissionCount> kAdmissionCatalogue{{
      true},
 }};
 
+// The legacy JSONL import (crashsim/store.h kLegacyJsonlName, seed Phase 2): batches of the
+// generic writer, then the manifest that ends the import.
+constexpr std::array<CatalogueEntry, kImportCount> kImportCatalogue{{
+    {Id::P16, "P16", "inside a legacy JSONL import batch, before its COMMIT",
+     "batch import of legacy RuntimeEvent JSONL (one batch)", "before_function_call",
+     "the earlier batches only (this one rolled back), no manifest; the JSONL unchanged",
+     "the next writable open imports again: stored events are exact retries, the rest is "
+     "imported once",
+     false},
+    {Id::P17, "P17",
+     "legacy JSONL import batch committed, next batch (or the manifest) not written",
+     "between legacy import batches", "before_function_call",
+     "every batch up to this one, no manifest; the JSONL unchanged",
+     "the next writable open imports the rest once; every imported event is stored exactly once",
+     false},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
@@ -101,6 +118,7 @@ const std::array<CatalogueEntry, kStopCount>& stopCatalogue() { return kStopCata
 const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue() {
   return kAdmissionCatalogue;
 }
+const std::array<CatalogueEntry, kImportCount>& importCatalogue() { return kImportCatalogue; }
 
 std::optional<Id> parseId(std::string_view text) {
   if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
@@ -114,6 +132,8 @@ std::optional<Id> parseId(std::string_view text) {
   if (value < kCount + kStopCount) return kStopCatalogue[value - kCount].id;
   if (value < kCount + kStopCount + kAdmissionCount)
     return kAdmissionCatalogue[value - kCount - kStopCount].id;
+  if (value < kCount + kStopCount + kAdmissionCount + kImportCount)
+    return kImportCatalogue[value - kCount - kStopCount - kAdmissionCount].id;
   return std::nullopt;
 }
 
@@ -134,6 +154,8 @@ const CatalogueEntry& entry(Id id) {
     if (e.id == id) return e;
   for (const auto& e : kAdmissionCatalogue)
     if (e.id == id) return e;
+  for (const auto& e : kImportCatalogue)
+    if (e.id == id) return e;
   return kCatalogue.at(static_cast<size_t>(id));
 }
 
@@ -152,6 +174,7 @@ std::string catalogueJson(int indent) {
   for (const auto& e : kCatalogue) add(e, false);
   for (const auto& e : kStopCatalogue) add(e, true);
   for (const auto& e : kAdmissionCatalogue) add(e, false);
+  for (const auto& e : kImportCatalogue) add(e, false);
   return rows.dump(indent);
 }
 
@@ -169,6 +192,7 @@ std::string catalogueText() {
   for (const auto& e : kCatalogue) add(e, false);
   for (const auto& e : kStopCatalogue) add(e, true);
   for (const auto& e : kAdmissionCatalogue) add(e, false);
+  for (const auto& e : kImportCatalogue) add(e, false);
   return out.str();
 }
 
@@ -183,7 +207,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P15, S or F)");
+                                std::string(idText) + "' (expected P0..P17, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

@@ -410,6 +410,10 @@ int runCli(int argc, char** argv) {
   argsHash->add_option("FILE", file, "args JSON; - or absent = stdin");
   auto* prefix = ledger->add_subcommand("prefix-digest", "prefix digest of {identity, events}");
   prefix->add_option("FILE", file, "input JSON; - or absent = stdin");
+  auto* exportCmd =
+      ledger->add_subcommand("export", "a store's RuntimeEvents as legacy JSONL on stdout");
+  std::string exportStoreDir;
+  exportCmd->add_option("STORE", exportStoreDir, "store directory")->required();
 
   auto* report = app.add_subcommand("report", "report tools");
   report->require_subcommand(1);
@@ -499,6 +503,7 @@ int runCli(int argc, char** argv) {
     if (*resolve) return ledgerResolve(readInput(file), highWater);
     if (*argsHash) return ledgerArgsHash(tool, readInput(file));
     if (*prefix) return ledgerPrefixDigest(readInput(file));
+    if (*exportCmd) return exportStore(exportStoreDir);
     if (*merge) {
       requireWritableOut(out);
       return cmdMerge(files, out);

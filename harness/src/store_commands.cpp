@@ -242,4 +242,15 @@ int resumeStore(const ResumeArgs& args) {
   return guarded("resume", args.json, [&] { return resume(args); });
 }
 
+int exportStore(const std::string& storeDir) {
+  return guarded("ledger export", false, [&] {
+    StoreOptions so;
+    so.readOnly = true;
+    auto store = RuntimeStore::open(storeDir, so);
+    store->checkIntact();  // a damaged store is not exported as if it were whole
+    exportLegacyJsonl(*store, std::cout);
+    return 0;
+  });
+}
+
 }  // namespace crashsim::harness

@@ -28,4 +28,9 @@ struct ResumeArgs {
 // parked/blocked (reasons printed), 2 usage, environment or damaged store.
 int resumeStore(const ResumeArgs& args);
 
+// `crashsim ledger export STORE`: the store's RuntimeEvents as legacy JSONL on stdout
+// (crashsim/store.h exportLegacyJsonl), after the same self-checks as inspect. Read-only.
+// Exit 0, or 2 with the error line.
+int exportStore(const std::string& storeDir);
+
 }  // namespace crashsim::harness

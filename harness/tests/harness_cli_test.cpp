@@ -27,15 +27,16 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(sh(cs() + " inspect /nonexistent-store 2>/dev/null").exitCode, 2);
 }
 
-TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAndAdmissionRows) {
+TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {
   auto r = sh(cs() + " failpoints --json");
   ASSERT_EQ(r.exitCode, 0);
   auto j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 16u);
-  for (int i = 0; i < 16; ++i) {
+  ASSERT_EQ(j.size(), 18u);
+  for (int i = 0; i < 18; ++i) {
     EXPECT_EQ(j[i]["id"], "P" + std::to_string(i)) << i;
     EXPECT_EQ(j[i]["stopPath"], i == 12 || i == 13) << i;
-    EXPECT_EQ(j[i]["recoveryProcess"], i == 10 || i == 11 || i >= 14) << i;
+    // P16, P17: the first writable open of a legacy directory (primary process).
+    EXPECT_EQ(j[i]["recoveryProcess"], i == 10 || i == 11 || i == 14 || i == 15) << i;
     EXPECT_FALSE(j[i]["durableState"].get<std::string>().empty()) << i;
   }
   EXPECT_EQ(sh(cs() + " failpoints").exitCode, 0);
@@ -164,7 +165,7 @@ TEST(CrashsimCli, VersionNamesThisBuildAndTheAgentItDrives) {
   EXPECT_EQ(r.exitCode, 0) << r.out;
   EXPECT_EQ(r.out.rfind("crashsim 0.", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("agent: crashsim-agent 0."), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("failpoints P0-P15 compiled in"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failpoints P0-P17 compiled in"), std::string::npos) << r.out;
   // Without a command and without --version: a usage error.
   EXPECT_EQ(sh(cs() + " 2>/dev/null").exitCode, 2);
 }

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -456,6 +457,74 @@ TEST_F(ResumeTest, AMissingStoreIsAnErrorAndIsNeverCreated) {
   EXPECT_FALSE(fs::exists(missing));
   EXPECT_EQ(crashsim("resume " + store() + " --scenario " + (dir / "none.json").string()).exitCode,
             2);
+}
+
+// A legacy-only directory (runtime-events.jsonl, no database; crashsim/store.h): the read-only
+// commands read the legacy ledger and write no byte; the first writer imports it and never
+// rewrites it; its export imports into an empty directory with the same decisions and plans.
+// Expected from the contract: a call without its response under the legacy protocol is
+// indeterminate / legacy_dispatch_unknown (spec c), so every plan is blocked or parked (exit 1).
+TEST_F(ResumeTest, ALegacyJsonlDirectoryIsReadWithoutWritingAndImportedByTheFirstWriter) {
+  const fs::path legacy = dir / "legacy";
+  fs::create_directories(legacy);
+  auto event = [](const std::string& id, double ts, const char* role, const char* author) {
+    return Json{{"id", id},
+                {"invocationId", "inv-legacy"},
+                {"runId", "run-legacy"},
+                {"sessionId", "session-legacy"},
+                {"turnId", "turn-legacy"},
+                {"ts", ts},
+                {"partial", false},
+                {"role", role},
+                {"author", author}};
+  };
+  Json user = event("legacy-user", 1000, "user", "user");
+  user["content"] = {{"kind", "text"}, {"text", "deploy"}};
+  Json call = event("legacy-call", 1001, "model", "agent");
+  call["content"] = {{"kind", "function_call"},
+                     {"id", "call-1"},
+                     {"name", "Bash"},
+                     {"args", {{"command", "./deploy.sh"}}}};
+  const std::string bytes = user.dump() + "\n" + call.dump() + "\n";
+  std::ofstream(legacy / "runtime-events.jsonl", std::ios::binary) << bytes;
+  const auto before = hashFiles(legacy);
+  const std::string dirArg = legacy.string();
+  const std::string unknown(code::legacy_dispatch_unknown);
+
+  const Resume inspect = crashsim("inspect --json " + dirArg);
+  EXPECT_EQ(inspect.exitCode, 1) << inspect.out;
+  EXPECT_NE(inspect.out.find(unknown), std::string::npos) << inspect.out;
+  const Resume exported = crashsim("ledger export " + dirArg);
+  EXPECT_EQ(exported.exitCode, 0) << exported.out;
+  std::vector<std::string> ids;
+  for (size_t at = 0, end; (end = exported.out.find('\n', at)) != std::string::npos; at = end + 1)
+    ids.push_back(Json::parse(exported.out.substr(at, end - at)).value("id", ""));
+  EXPECT_EQ(ids, (std::vector<std::string>{"legacy-user", "legacy-call"}));
+  EXPECT_EQ(crashsim("resume --dry-run --json " + dirArg).exitCode, 1);
+  EXPECT_EQ(hashFiles(legacy), before);
+
+  // The first writer imports: repair seals the run, the Bash call stays unknown and never runs.
+  const Resume real = crashsim("resume --json " + dirArg);
+  EXPECT_EQ(real.exitCode, 1) << real.out;
+  EXPECT_NE(real.out.find(unknown), std::string::npos) << real.out;
+  EXPECT_TRUE(fs::exists(legacy / "runtime.manifest"));
+  EXPECT_EQ(test::slurp(legacy / "runtime-events.jsonl"), bytes);
+
+  // Export → import into an empty directory: the same decisions and plans, run by run.
+  const Resume after = crashsim("ledger export " + dirArg);
+  ASSERT_EQ(after.exitCode, 0) << after.out;
+  const fs::path copy = dir / "copy";
+  fs::create_directories(copy);
+  std::ofstream(copy / "runtime-events.jsonl", std::ios::binary) << after.out;
+  const Resume a = crashsim("inspect --json " + dirArg);
+  const Resume b = crashsim("inspect --json " + copy.string());
+  ASSERT_TRUE(a.json.contains("runs")) << a.out;
+  ASSERT_TRUE(b.json.contains("runs")) << b.out;
+  ASSERT_EQ(a.json["runs"].size(), 1u);
+  ASSERT_EQ(b.json["runs"].size(), 1u);
+  for (const char* key : {"resolution", "plan", "events"})
+    EXPECT_EQ(a.json["runs"][0][key], b.json["runs"][0][key]) << key;
+  EXPECT_EQ(a.json["runs"][0]["header"]["status"], b.json["runs"][0]["header"]["status"]);
 }
 
 // The safe-boundary feature flag is the host's (spec e.1): off → every plan parks.

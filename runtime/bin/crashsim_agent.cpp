@@ -1,5 +1,5 @@
 // crashsim-agent: the instrumented child the harness kills and stops (built with failpoints
-// P0–P15).
+// P0–P17).
 //
 //   crashsim-agent seed    --workspace DIR --scenario FILE
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crashsim-agent ") + CRASHSIM_VERSION +
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
-                                        " (failpoints P0-P15 compiled in)"
+                                        " (failpoints P0-P17 compiled in)"
 #else
                                         " (no failpoints)"
 #endif

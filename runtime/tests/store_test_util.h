@@ -297,4 +297,44 @@ void expectLedger(F&& fn, std::string_view code, std::string_view ledgerCode) {
   ADD_FAILURE() << "expected LedgerError(" << code << ", " << ledgerCode << ")";
 }
 
+// A legacy ledger as a JSONL host wrote it: no protocol marker, unbound responses, no
+// dispatch. Run r = 0..runs-1 in its own invocation: user, call, response, text, terminal —
+// except the last run, which ends after a call without a response (the host died there).
+struct Legacy {
+  std::vector<Json> lines;
+  std::vector<Ident> runs;
+};
+inline Legacy legacyLedger(int runs) {
+  Legacy l;
+  for (int r = 0; r < runs; ++r) {
+    Ident id;
+    id.invocation = "inv-" + std::to_string(r);
+    id.run = "run-" + std::to_string(r);
+    id.turn = "turn-" + std::to_string(r);
+    l.runs.push_back(id);
+    const std::string p = "r" + std::to_string(r) + "-";
+    const double t = 1000.0 * (r + 1);
+    l.lines.push_back(userEvent(id, p + "user", false, t).json);
+    Call c;
+    c.id = id;
+    c.callId = "call-" + std::to_string(r);
+    l.lines.push_back(callEvent(c, t + 1).json);
+    if (r == runs - 1) break;
+    l.lines.push_back(responseEvent(c, t + 2, false, false, p + "response").json);
+    l.lines.push_back(textEvent(id, p + "text", t + 3).json);
+    l.lines.push_back(terminalEvent(id, p + "end", t + 4).json);
+  }
+  return l;
+}
+
+inline std::string jsonl(const std::vector<Json>& lines) {
+  std::string out;
+  for (const Json& j : lines) out += j.dump() + "\n";  // nlohmann's order, not stable JSON
+  return out;
+}
+
+inline void writeFile(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
 }  // namespace crashsim::testutil

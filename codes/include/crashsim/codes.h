@@ -220,6 +220,14 @@ inline constexpr std::string_view store_projection_mismatch = "store_projection_
 inline constexpr std::string_view store_wal_frames_lost = "store_wal_frames_lost";
 // sqlite_master differs from the schema the migrations build (a renamed column, a lost index).
 inline constexpr std::string_view store_schema_damaged = "store_schema_damaged";
+// Legacy RuntimeEvent JSONL import (crashsim/store.h, kLegacyJsonlName): a line that is not one
+// decodable RuntimeEvent (or a file that cannot be read), and a line carrying a fact only the
+// dedicated SQLite writers produce (T1/T2/recovery/continuation/workspace facts, the protocol
+// marker). Both name the line; nothing is written and the JSONL is left as it is.
+inline constexpr std::string_view legacy_jsonl_invalid = "legacy_jsonl_invalid";
+inline constexpr std::string_view legacy_jsonl_unsupported_fact = "legacy_jsonl_unsupported_fact";
+// An output (an export) that could not be written completely.
+inline constexpr std::string_view output_unwritable = "output_unwritable";
 inline constexpr std::string_view row_payload_identity_mismatch = "row_payload_identity_mismatch";
 inline constexpr std::string_view sqlite_error = "sqlite_error";
 inline constexpr std::string_view repair_ambiguous = "repair_ambiguous";

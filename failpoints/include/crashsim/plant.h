@@ -37,6 +37,9 @@
 //                                own → V8 of the +R:P15 double faults
 //   admission_start_skips_claim_update  the live start is appended, the claim never records it
 //                                → V3 + V8 of the +R:P15 double faults
+//   legacy_manifest_first        the legacy JSONL import writes the manifest before its
+//                                batches, so a crash inside it ends the import for good
+//                                → store_crash_test (P16/P17)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

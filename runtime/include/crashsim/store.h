@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct StoreOptions {
   // The committed rows are the same either way, after a kill or a power cut at any COMMIT
   // (store_wal_batch_crash_test).
   bool walBatching = true;
+  // Legacy import (kLegacyJsonlName): events per import transaction.
+  size_t legacyImportBatchEvents = 256;
 };
 
 // The store manifest: <storeDir>/runtime.manifest, {"format":"crashsim-runtime-store",
@@ -69,9 +72,32 @@ inline constexpr const char* kStoreManifestName = "runtime.manifest";
 // is not a regular file of at most 4 KiB holding exactly the object above.
 std::optional<int64_t> readStoreManifest(const std::filesystem::path& storeDir);
 void writeStoreManifest(const std::filesystem::path& storeDir, int64_t schemaVersion);
-// Throws unless <storeDir>/runtime.sqlite exists as a regular file: code::store_data_lost when
-// the manifest records a store, code::store_open_failed when there is no store at all.
+// Throws unless <storeDir>/runtime.sqlite exists as a regular file or a legacy import is pending
+// (legacyImportPending): code::store_data_lost when the manifest records a store,
+// code::store_open_failed when there is no store at all.
 void requireRuntimeStore(const std::filesystem::path& storeDir);
+
+// Legacy RuntimeEvent JSONL (seed Phase 2): <storeDir>/runtime-events.jsonl, one RuntimeEvent
+// (the contract's shape, a) per line, as a host without SQLite wrote it. It is read only while
+// the directory has no manifest (legacyImportPending):
+//   * the first writable open imports it — the whole file is decoded first (a line that is not
+//     one RuntimeEvent → code::legacy_jsonl_invalid naming the line, nothing written; a line
+//     with a fact only the dedicated writers make: T1 dispatch, bound response, recovery,
+//     continuation-start or workspace fact, the protocol marker →
+//     code::legacy_jsonl_unsupported_fact), partial events are skipped (UI state, j.5), then
+//     the events go through the generic writer's checks in StoreOptions::legacyImportBatchEvents
+//     per transaction ([P16] inside a batch, [P17] after each commit), each run getting its
+//     header (running; terminal from a valid terminal fact) with its first event, and
+//     committed_at = the event's ts. The manifest is written after the last batch, so a crash
+//     anywhere before it re-imports at the next open, every stored event an exact retry (no-op);
+//     a writer's error names the line too (run_sealed, runtime_identity_conflict, ...);
+//   * a read-only open reads a private copy: the database as it is (if any) with the import
+//     completed there, so inspecting a legacy-only or half-imported directory writes nothing;
+//   * once the manifest exists, the JSONL is never read again (SQLite is the only authority).
+// The JSONL is never deleted or rewritten.
+inline constexpr const char* kLegacyJsonlName = "runtime-events.jsonl";
+// True when <storeDir> holds a legacy JSONL and no manifest (its import has not completed).
+bool legacyImportPending(const std::filesystem::path& storeDir);
 
 // AgentRun header (projection of a run; status written only after its terminal fact).
 struct RunHeader {
@@ -170,7 +196,9 @@ class LedgerError : public Error {
 class RuntimeStore {
  public:
   // Opens (creating and migrating when writable) <storeDir>/runtime.sqlite. A schema newer
-  // than kSchemaVersion fails closed (code::schema_newer_than_supported) without writing.
+  // than kSchemaVersion fails closed (code::schema_newer_than_supported) without writing. A
+  // pending legacy JSONL (kLegacyJsonlName) is imported by a writable open and read through a
+  // private copy by a read-only one.
   static std::unique_ptr<RuntimeStore> open(const std::filesystem::path& storeDir,
                                             StoreOptions options = {});
   ~RuntimeStore();
@@ -293,9 +321,20 @@ class RuntimeStore {
 
  private:
   RuntimeStore();
+  // open() without the legacy view: imports *legacyJsonl when given (writable opens only).
+  static std::unique_ptr<RuntimeStore> openImpl(const std::filesystem::path& storeDir,
+                                                StoreOptions options,
+                                                const std::filesystem::path* legacyJsonl);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   friend struct StoreAccess;
 };
+
+// Writes every RuntimeEvent of the store as legacy JSONL (kLegacyJsonlName's format): one
+// canonical event per line, ordered by (invocation, event_seq), each row decoded and checked.
+// A ledger of legacy facts imports back to the same ledgerHash(); one holding the dedicated
+// writers' facts is refused by the import (legacy_jsonl_unsupported_fact): claims, projections
+// and the termination keys are not RuntimeEvents. code::output_unwritable when `out` fails.
+void exportLegacyJsonl(const RuntimeStore& store, std::ostream& out);
 
 }  // namespace crashsim

@@ -74,6 +74,7 @@ void requireRuntimeStore(const fs::path& storeDir) {
   std::error_code ec;
   const auto status = fs::symlink_status(db, ec);
   if (!ec && status.type() == fs::file_type::regular) return;
+  if (legacyImportPending(storeDir)) return;  // the first writer imports it
   if (!ec && status.type() != fs::file_type::not_found) {
     throw Error(code::store_open_failed, db.string() + " is not a regular file");
   }

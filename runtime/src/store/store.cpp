@@ -478,6 +478,41 @@ RuntimeStore::~RuntimeStore() = default;
 
 std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& storeDir,
                                                  StoreOptions options) {
+  const std::filesystem::path jsonl = storeDir / kLegacyJsonlName;
+  if (!legacyImportPending(storeDir)) return openImpl(storeDir, options, nullptr);
+  if (!options.readOnly) return openImpl(storeDir, options, &jsonl);
+  // A read-only open of a directory whose legacy import has not completed: a private copy of
+  // the database (if any) with the import completed there, deleted on close.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "crashsim-legacy-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw Error(code::store_open_failed, "cannot create a scratch directory in " +
+                                             std::filesystem::temp_directory_path().string());
+  }
+  const std::filesystem::path scratch = tmpl;
+  try {
+    std::error_code ec;
+    if (std::filesystem::symlink_status(storeDir / "runtime.sqlite", ec).type() !=
+        std::filesystem::file_type::not_found) {
+      openImpl(storeDir, options, nullptr)->backupTo(scratch);
+    }
+    StoreOptions view;
+    view.synchronous = "OFF";  // a private copy: nothing to keep across a crash
+    view.walBatching = false;
+    view.legacyImportBatchEvents = options.legacyImportBatchEvents;
+    auto s = openImpl(scratch, view, &jsonl);
+    s->impl_->scratch = scratch;
+    s->impl_->conn->execScript("PRAGMA query_only = ON");
+    return s;
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch, ec);
+    throw;
+  }
+}
+
+std::unique_ptr<RuntimeStore> RuntimeStore::openImpl(const std::filesystem::path& storeDir,
+                                                     StoreOptions options,
+                                                     const std::filesystem::path* legacyJsonl) {
   std::unique_ptr<RuntimeStore> s(new RuntimeStore());
   auto& im = *s->impl_;
   im.dir = storeDir;
@@ -490,6 +525,9 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   // A directory whose manifest records a store must still hold its database: never create it.
   const std::optional<int64_t> manifest = readStoreManifest(storeDir);
   if (options.readOnly || manifest) requireRuntimeStore(storeDir);
+  // Decoded in full before anything is created: a bad line fails closed with nothing written.
+  std::vector<store_detail::LegacyLine> legacy;
+  if (legacyJsonl) legacy = store_detail::readLegacyJsonl(*legacyJsonl);
   // Before SQLite replays the WAL (and a writer checkpoints what it replayed).
   if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal");
       !lost.empty()) {
@@ -592,6 +630,10 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
   migrate(c);
   requireSchema(c, im.file);
   checkCapabilities(c);
+  // Planted bug: the manifest (which ends every later import) is written before the batches.
+  if (legacyJsonl && planted("legacy_manifest_first")) writeStoreManifest(storeDir, kSchemaVersion);
+  if (legacyJsonl)
+    store_detail::importLegacyEvents(c, *legacyJsonl, legacy, options.legacyImportBatchEvents);
   if (!manifest || *manifest < kSchemaVersion) {
     // The manifest may only claim a schema that a power cut cannot take: below FULL a commit is
     // not synced, so checkpoint (which syncs the WAL, then the database) first.
@@ -619,30 +661,41 @@ void RuntimeStore::createRun(const RunHeader& header) {
     throw Error(code::run_header_conflict,
                 "Run header conflict for " + header.sessionId + "/" + header.runId);
   }
-  auto ins = c.prepare(
-      "INSERT INTO agent_runs (session_id, run_id, invocation_id, turn_id, status, header_json, "
-      "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-  ins.bind(1, header.sessionId)
-      .bind(2, header.runId)
-      .bind(3, header.invocationId)
-      .bind(4, header.turnId)
-      .bind(5, header.status)
-      .bind(6, json)
-      .bind(7, header.createdAt)
-      .bind(8, header.updatedAt);
-  ins.exec();
+  store_detail::insertRunHeader(c, header);
   tx.commit();
 }
 
-std::optional<RunHeader> RuntimeStore::readRun(const std::string& sessionId,
-                                               const std::string& runId) const {
-  std::lock_guard lk(impl_->mu);
-  auto st = impl_->conn->prepare(
+namespace store_detail {
+void insertRunHeader(Connection& c, const RunHeader& h) {
+  auto ins = c.prepare(
+      "INSERT INTO agent_runs (session_id, run_id, invocation_id, turn_id, status, header_json, "
+      "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  ins.bind(1, h.sessionId)
+      .bind(2, h.runId)
+      .bind(3, h.invocationId)
+      .bind(4, h.turnId)
+      .bind(5, h.status)
+      .bind(6, stableJson(h.toJson()))
+      .bind(7, h.createdAt)
+      .bind(8, h.updatedAt);
+  ins.exec();
+}
+
+std::optional<RunHeader> readRunHeader(Connection& c, const std::string& sessionId,
+                                       const std::string& runId) {
+  auto st = c.prepare(
       "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
       "WHERE session_id = ?1 AND run_id = ?2");
   st.bind(1, sessionId).bind(2, runId);
   if (!st.step()) return std::nullopt;
   return headerFromRow(st);
+}
+}  // namespace store_detail
+
+std::optional<RunHeader> RuntimeStore::readRun(const std::string& sessionId,
+                                               const std::string& runId) const {
+  std::lock_guard lk(impl_->mu);
+  return store_detail::readRunHeader(*impl_->conn, sessionId, runId);
 }
 
 std::vector<RunHeader> RuntimeStore::listRuns(const std::optional<std::string>& sessionId) const {
@@ -656,7 +709,7 @@ std::vector<RunHeader> RuntimeStore::listRuns(const std::optional<std::string>& 
   return out;
 }
 
-namespace {
+namespace store_detail {
 void writeHeader(Connection& c, const RunHeader& h, const std::string& json) {
   auto up = c.prepare(
       "UPDATE agent_runs SET status = ?3, header_json = ?4, updated_at = ?5, invocation_id = ?6, "
@@ -670,7 +723,7 @@ void writeHeader(Connection& c, const RunHeader& h, const std::string& json) {
       .bind(7, h.turnId);
   up.exec();
 }
-}  // namespace
+}  // namespace store_detail
 
 void RuntimeStore::markRunTerminal(const RunHeader& header) {
   std::lock_guard lk(impl_->mu);

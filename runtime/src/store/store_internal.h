@@ -244,4 +244,22 @@ void insertJournal(Connection& c, const std::string& journalId, const ToolOperat
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);
 
+// Run header rows (store.cpp): insert a new one, read one (checked like readRun), and overwrite
+// an existing one's status, json, updatedAt, invocation and turn.
+void insertRunHeader(Connection& c, const RunHeader& header);
+std::optional<RunHeader> readRunHeader(Connection& c, const std::string& sessionId,
+                                       const std::string& runId);
+void writeHeader(Connection& c, const RunHeader& header, const std::string& json);
+
+// Legacy JSONL import (legacy_import.cpp, crashsim/store.h kLegacyJsonlName). readLegacyJsonl
+// decodes the whole file (its 1-based line numbers kept) and writes nothing;
+// importLegacyEvents inserts them through the generic writer in batches ([P16], [P17]).
+struct LegacyLine {
+  size_t line = 0;
+  RuntimeEvent event;
+};
+std::vector<LegacyLine> readLegacyJsonl(const std::filesystem::path& file);
+void importLegacyEvents(Connection& c, const std::filesystem::path& file,
+                        const std::vector<LegacyLine>& lines, size_t batchEvents);
+
 }  // namespace crashsim::store_detail

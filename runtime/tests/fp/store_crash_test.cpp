@@ -39,7 +39,7 @@ struct Crash {
 
 // Runs `action` in a forked child armed per `crash`; returns true when it died by SIGKILL.
 bool runKilled(const fs::path& storeDir, const Crash& crash,
-               const std::function<void(RuntimeStore&)>& action) {
+               const std::function<void(RuntimeStore&)>& action, StoreOptions options = {}) {
   pid_t pid = ::fork();
   if (pid == 0) {
     failpoints::resetForTesting();
@@ -48,7 +48,7 @@ bool runKilled(const fs::path& storeDir, const Crash& crash,
       ::setenv("CRASHSIM_FAILPOINT_MODE", "self", 1);
     }
     try {
-      auto s = RuntimeStore::open(storeDir);
+      auto s = RuntimeStore::open(storeDir, options);
       if (crash.killAtRowChange > 0) {
         gKillAt = crash.killAtRowChange;
         gRowChanges = 0;
@@ -273,6 +273,72 @@ TEST_F(StoreCrashTest, RepairKilledAtP9IsRepairedFromTheFact) {
   EXPECT_EQ(h->status, "failed");
   EXPECT_EQ(h->failureClass, "app_restarted");
   EXPECT_FALSE(startupRepair(*s, RepairMode::strict).changed());
+}
+
+// --- the legacy JSONL import (P16 inside a batch, P17 after a batch's COMMIT) ---
+//
+// 12 legacy events in batches of 5: three batches, so P16 and P17 are each hit exactly three
+// times (ceil(12 / 5), from the batch size alone). The kill state the catalogue names: at P16#k
+// the first k-1 batches, at P17#k the first k; no manifest, the JSONL unchanged. The next open
+// imports the rest once: the ledger of an uninterrupted import, every event exactly once.
+// Returns "" when all of that holds, else the first difference.
+std::string legacyImportCrashProblem(const std::string& arm, const char* plant = nullptr) {
+  const Legacy l = legacyLedger(3);
+  const std::string bytes = jsonl(l.lines);
+  constexpr size_t kBatch = 5;
+  StoreOptions o;
+  o.legacyImportBatchEvents = kBatch;
+  TempDir reference, dir;
+  writeFile(reference.path / kLegacyJsonlName, bytes);
+  writeFile(dir.path / kLegacyJsonlName, bytes);
+  const std::string whole = RuntimeStore::open(reference.path, o)->ledgerHash();
+  if (plant) ::setenv("CRASHSIM_PLANT", plant, 1);
+  const bool killed = runKilled(
+      dir.path, {arm, 0}, [](RuntimeStore&) {}, o);
+  ::unsetenv("CRASHSIM_PLANT");
+  if (!killed) return arm + " was not reached";
+  const auto colon = arm.find(':');
+  const size_t k = std::stoul(arm.substr(colon + 1));
+  const size_t batches = arm.substr(0, colon) == "P16" ? k - 1 : k;
+  const size_t kept = std::min(l.lines.size(), batches * kBatch);
+  if (readBytes(dir.path / kLegacyJsonlName) != bytes) return "the JSONL changed";
+  if (!legacyImportPending(dir.path)) return "the import is recorded complete after the kill";
+  if (fs::exists(dir.db())) {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(dir.db().c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+    const std::string n = pragma(db, "SELECT COUNT(*) FROM runtime_events");
+    sqlite3_close(db);
+    if (n != std::to_string(kept))
+      return "the kill left " + n + " events, the batches before it hold " + std::to_string(kept);
+  } else if (kept != 0) {
+    return "the kill left no database";
+  }
+  auto s = RuntimeStore::open(dir.path, o);
+  s->checkIntact();
+  if (legacyImportPending(dir.path)) return "the second import did not complete";
+  if (s->ledgerHash() != whole) return "the resumed import differs from an uninterrupted one";
+  if (s->readAllEvents().size() != l.lines.size()) return "events imported twice or lost";
+  return "";
+}
+
+TEST(LegacyImportCrash, EveryBatchHitLeavesItsBatchesAndTheNextOpenImportsTheRestOnce) {
+  for (const char* id : {"P16", "P17"}) {
+    for (int k = 1; k <= 3; ++k) {
+      const std::string arm = std::string(id) + ":" + std::to_string(k);
+      EXPECT_EQ(legacyImportCrashProblem(arm), "") << arm;
+    }
+    // A fourth hit does not exist: three batches, one hit each.
+    EXPECT_EQ(legacyImportCrashProblem(std::string(id) + ":4"),
+              std::string(id) + ":4 was not reached");
+  }
+}
+
+// Planted bug: the manifest written before the batches ends the import at the first crash.
+TEST(LegacyImportCrash, AManifestWrittenBeforeTheBatchesIsCaught) {
+  EXPECT_EQ(legacyImportCrashProblem("P16:2", "legacy_manifest_first"),
+            "the import is recorded complete after the kill");
+  EXPECT_EQ(legacyImportCrashProblem("P17:3", "legacy_manifest_first"),
+            "the import is recorded complete after the kill");
 }
 
 }  // namespace
