@@ -8,6 +8,9 @@
 namespace crashsim::harness {
 namespace {
 
+static_assert(kAdmissionP14 == 14 + 2 && kAdmissionP15 == 15 + 2 && kImportP16 == 16 + 2 &&
+              kImportP17 == 17 + 2);
+
 // "P4#2" → (4, 2); "P14#1" → (kAdmissionP14, 1). P12/P13 are named only after +K:.
 std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   auto hash = text.find('#');
@@ -26,10 +29,10 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
   auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
   if (a.ec != std::errc() || a.ptr != text.data() + hash || fp < 0 ||
-      (fp > 11 && fp != 14 && fp != 15) || (hash > 2 && text[1] == '0'))
+      (fp > 11 && (fp < 14 || fp > 17)) || (hash > 2 && text[1] == '0'))
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
-  if (fp == 14) fp = kAdmissionP14;
-  if (fp == 15) fp = kAdmissionP15;
+  // P14..P17 are numbered after S and F (case_id.h): P14 → 16, … P17 → 19.
+  if (fp >= 14) fp += 2;
   if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
     throw std::invalid_argument(
         fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
@@ -45,6 +48,8 @@ std::string failpointName(int fp) {
   if (fp == kStopP13) return "P13";
   if (fp == kAdmissionP14) return "P14";
   if (fp == kAdmissionP15) return "P15";
+  if (fp == kImportP16) return "P16";
+  if (fp == kImportP17) return "P17";
   return fmt::format("P{}", fp);
 }
 
@@ -71,7 +76,7 @@ CaseId parseCaseId(std::string_view text) {
         text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
-  if (id.failpoint >= kStopP12)
+  if (id.failpoint >= kStopP12 && !id.isImport())
     throw std::invalid_argument(
         fmt::format("case id {}: {} is reached only by a recovery process (+R:{}#1)", text,
                     id.failpointName(), id.failpointName()));
@@ -104,6 +109,9 @@ CaseId parseCaseId(std::string_view text) {
   if (id.isBarrier() && mode != "kill")
     throw std::invalid_argument(
         fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
+  if (id.isImport() && mode != "kill")
+    throw std::invalid_argument(
+        fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));
   if (mode == "stop" && id.failpoint > 9)
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,
@@ -124,6 +132,13 @@ CaseId parseCaseId(std::string_view text) {
     if (fp == kBarrierS || fp == kBarrierF || id.isBarrier())
       throw std::invalid_argument(
           fmt::format("case id {}: barrier cases (S, F) are primary kills only", text));
+    // An import kill's recovery reaches only the import (the scenario's run never started),
+    // and only an import kill leaves the import pending for a recovery process.
+    if (id.isImport() != (fp == kImportP16 || fp == kImportP17))
+      throw std::invalid_argument(fmt::format(
+          "case id {}: a legacy import kill (P16, P17) pairs only with a recovery kill at P16 or "
+          "P17, and those only with it",
+          text));
     id.recoveryFailpoint = fp;
     id.recoveryHit = hit;
   }

@@ -26,6 +26,7 @@
 #include "verdicts/c1_corrupt.h"
 #include "verdicts/coverage.h"
 #include "verdicts/fail_closed.h"
+#include "verdicts/legacy_import.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/recovery_kill_state.h"
 #include "verdicts/stop.h"
@@ -423,6 +424,126 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
                 r.exitCode, recover, c);
 }
 
+// The state a kill inside the legacy import left (the agent run's, or with `recovery` the killed
+// recovery's): V2 integrity, V3 the import's durable state (verdicts/legacy_import.h), V5 a
+// read-only `crashsim inspect` of the pending directory succeeds and changes no byte of it.
+void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& store,
+                          const fs::path& dir, const RunOptions& opts, bool recovery, Checks& c) {
+  const std::string when = recovery ? "after the recovery kill: " : "";
+  try {
+    checkIntegrity(store, when, c);
+    for (const auto& bad : importStateProblems(sc, store, expectImportStoredEvents(sc, id), false))
+      c.fail("V3", when + bad);
+    if (!c.failed("V3")) c.pass("V3");
+  } catch (const std::exception& e) {
+    c.fail("V3", when + "error: " + e.what());
+  }
+  SpawnSpec inspect;
+  inspect.exe = opts.crashsim.empty() ? locateCrashsim() : opts.crashsim;
+  inspect.args = {"inspect", store.string(), "--json"};
+  inspect.stdoutFile = dir / "inspect.stdout";
+  inspect.stderrFile = dir / "inspect.stderr";
+  const StoreFiles before = storeFiles(store);
+  const ChildResult r = runToEnd(inspect);
+  if (!r.exited || r.exitCode != 0)
+    c.fail("V5", fmt::format("{}crashsim inspect of the half-imported store: {}: {}", when,
+                             r.describe(), lastLine(inspect.stderrFile)));
+  else if (auto changed = storeFilesChange(before, storeFiles(store)); !changed.empty())
+    c.fail("V5", when + "crashsim inspect (read-only) changed the store directory: " + changed);
+  else if (!c.failed("V5"))
+    c.pass("V5");
+}
+
+// A legacy import case (P16/P17, kill mode): the agent run killed inside its store's legacy
+// import, optionally the first recovery killed there too, then recovery to the end. The
+// scenario's run never started: recovery completes the import and runs nothing (V8).
+template <class Say>
+void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
+                   const fs::path& dir, Checks& c, Say& say) {
+  const Scenario& sc = ref.scenario;
+  const fs::path store = dir / "store", ws = dir / "ws";
+  for (auto v : {"V4", "V6", "V7"})
+    c.na(v, "legacy import case: no run of the scenario exists, only imported legacy runs");
+  CaseId primary = id;
+  primary.recoveryFailpoint.reset();
+  primary.recoveryHit.reset();
+  const fs::path snapshot = crashStateDir(opts, primary);
+  if (id.isDoubleFault() && fs::exists(snapshot / "complete")) {
+    copyDir(snapshot / "store", store);
+    copyDir(snapshot / "ws", ws);
+    say("started from the crash state of " + primary.str());
+  } else {
+    copyDir(ref.templateWorkspace, ws);
+    writeLegacyJsonl(sc, store);
+    SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
+    run.stderrFile = dir / "run.stderr";
+    run.stdoutFile = dir / "run.stdout";
+    run.timeout = std::chrono::milliseconds(15000);
+    const ChildResult child = runArmed(run, id.failpointName(), id.hit);
+    say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
+                    child.controlLine, child.describe()));
+    if (auto v1 = killProblem(child, id.failpointName(), id.hit, run, store); !v1.empty()) {
+      c.fail("V1", v1);
+      for (auto v : {"V2", "V3", "V5", "V8"}) c.na(v, "no crash state (V1 failed)");
+      return;
+    }
+    if (opts.keepDir) {
+      copyDir(store, dir / "crashed" / "store");
+      copyDir(ws, dir / "crashed" / "ws");
+    }
+    if (opts.keepCrashStates && !id.isDoubleFault()) {
+      copyDir(store, snapshot / "store");
+      copyDir(ws, snapshot / "ws");
+      std::ofstream(snapshot / "complete") << id.str() << "\n";
+    }
+    checkImportKillState(primary, sc, store, dir, opts, false, c);
+  }
+  if (id.isDoubleFault()) {
+    SpawnSpec first = agentCommand(opts, sc, "recover", store, ws);
+    first.timeout = std::chrono::milliseconds(20000);
+    first.stderrFile = dir / "recover1.stderr";
+    first.stdoutFile = dir / "recover1.stdout";
+    const auto rfp = failpointName(*id.recoveryFailpoint);
+    const int rhit = id.recoveryHit.value_or(1);
+    const ChildResult r1 = runArmed(first, rfp, rhit);
+    say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
+                    r1.describe()));
+    if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty()) {
+      c.fail("V1", "the recovery process: " + bad);
+      c.na("V8", "the recovery process was not killed where planned (V1 failed)");
+      return;
+    }
+    checkImportKillState(id, sc, store, dir, opts, true, c);
+  }
+  if (!c.failed("V1")) c.pass("V1");
+
+  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
+  const ChildResult r = runToEnd(recover);
+  say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!id.isDoubleFault())
+    checkRecoveryReach(dir / "recover-hits.json", predictedRecoveryHits(sc, id.failpoint, id.hit),
+                       c);
+  if (!r.exited || r.exitCode != 0) {
+    c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
+                             lastLine(recover.stderrFile)));
+    return;
+  }
+  try {
+    for (const auto& bad : importStateProblems(sc, store, importedLegacyEvents(sc).size(), true))
+      c.fail("V8", "after recovery: " + bad);
+    // Nothing of the scenario ran: no tool executed, the workspace is as the kill left it.
+    for (const auto& [call, n] : readEffects(store / "effects.jsonl"))
+      c.fail("V8",
+             fmt::format("{} executed {} time(s), but the scenario's run never started", call, n));
+    if (snapshotWorkspace(ws) != atCrash)
+      c.fail("V8", "recovery changed the workspace although no run of the scenario existed");
+  } catch (const std::exception& e) {
+    c.fail("V8", std::string("error after recovery: ") + e.what());
+  }
+  if (!c.failed("V8")) c.pass("V8");
+}
+
 // A corrupt case (--mode corrupt): the kill as in kill mode (its kill case verifies V2–V8 of
 // this crash state), the seeded damage, then inspect and recovery judged by C1
 // (verdicts/c1_corrupt.h).
@@ -549,6 +670,7 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
     return ref;
   }
   copyDir(ref.templateWorkspace, dir / "ws");
+  writeLegacyJsonl(scenario, dir / "store");  // a legacy store's JSONL (nothing otherwise)
   SpawnSpec run;
   run.exe = opts.agent;
   run.args = {"run",
@@ -595,6 +717,13 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
     ref.problem = bad;
     return ref;
   }
+  for (int fp : {kImportP16, kImportP17})
+    if (ref.hits[static_cast<size_t>(fp)] != predictedImportBatches(scenario)) {
+      ref.problem = fmt::format("the reference run reached {} {} time(s), the oracle predicts {}",
+                                failpointName(fp), ref.hits[static_cast<size_t>(fp)],
+                                predictedImportBatches(scenario));
+      return ref;
+    }
   // The barriers have no prediction (the contract does not fix a run's number of transactions
   // or file steps), only a lower bound.
   if (auto bad = barrierBoundProblem(predictedHits(scenario), ref.hits); !bad.empty()) {
@@ -669,6 +798,18 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     c.fail("V1", "reference run failed: " + ref.problem);
     return finish();
   }
+  // A scenario with a legacy store is swept at its import; its own run is the same as without
+  // one (plan.cpp), and its cases at other points would start from a store without the JSONL.
+  if (id.isImport() != sc.spec.legacyStore.has_value()) {
+    c.fail("V1", sc.spec.legacyStore
+                     ? "scenario " + sc.id + " starts from a legacy store: its cases are P16/P17"
+                     : "P16/P17 are cases of a scenario with a legacy store (legacyStore)");
+    return finish();
+  }
+  if (id.isImport()) {
+    runImportCase(id, ref, opts, dir, c, say);
+    return finish();
+  }
   if (id.mode == "stop") {
     runStopCase(id, ref, opts, dir, c, say);
     return finish();
@@ -677,6 +818,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     runCorruptCase(id, ref, opts, dir, c, rec, say);
     return finish();
   }
+
   if (id.mode != "kill" && id.mode != "powerloss") {
     c.fail("V1", "fault mode " + id.mode + " is not available in this build");
     return finish();

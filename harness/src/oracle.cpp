@@ -235,8 +235,40 @@ std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id) {
   return std::nullopt;
 }
 
+std::vector<Json> importedLegacyEvents(const Scenario& s) {
+  std::vector<Json> out;
+  if (!s.spec.legacyStore) return out;
+  for (const Json& e : s.spec.legacyStore->events)
+    if (!(e.contains("partial") && e["partial"] == true)) out.push_back(e);
+  return out;
+}
+
+int predictedImportBatches(const Scenario& s) {
+  if (!s.spec.legacyStore) return 0;
+  const size_t n = importedLegacyEvents(s).size(), b = s.spec.legacyStore->batchEvents;
+  return static_cast<int>((n + b - 1) / b);
+}
+
+size_t expectImportStoredEvents(const Scenario& s, const CaseId& id) {
+  if (!s.spec.legacyStore) return 0;
+  const size_t n = importedLegacyEvents(s).size(), b = s.spec.legacyStore->batchEvents;
+  auto committed = [&](int fp, int hit) {
+    const size_t batches = static_cast<size_t>(fp == kImportP16 ? hit - 1 : hit);
+    return std::min(n, batches * b);
+  };
+  size_t stored = id.isImport() ? committed(id.failpoint, id.hit) : n;
+  if (id.recoveryFailpoint &&
+      (*id.recoveryFailpoint == kImportP16 || *id.recoveryFailpoint == kImportP17))
+    stored = std::max(stored, committed(*id.recoveryFailpoint, id.recoveryHit.value_or(1)));
+  return stored;
+}
+
 std::array<int, kPoints> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
   std::array<int, kPoints> h{};
+  if (fp == kImportP16 || fp == kImportP17) {
+    h[kImportP16] = h[kImportP17] = predictedImportBatches(s);
+    return h;
+  }
   const CaseExpectation x = expectCase(s, fp, hit);
   if (!x.ok || fp == 9) return h;
   h[8] = h[9] = 1;  // repair: recovered terminal fact, then the header

@@ -22,12 +22,14 @@ int parseFailpoint(const std::string& fp) {
   if (fp == "P13") return kStopP13;
   if (fp == "P14") return kAdmissionP14;
   if (fp == "P15") return kAdmissionP15;
+  if (fp == "P16") return kImportP16;
+  if (fp == "P17") return kImportP17;
   if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
       fp.find_first_not_of("0123456789", 1) != std::string::npos ||
       (fp.size() == 3 && fp[1] == '0'))
-    throw std::runtime_error("unknown failpoint " + fp + " (P0..P15, S, F)");
+    throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
   int n = std::stoi(fp.substr(1));
-  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P15, S, F)");
+  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
   return n;
 }
 
@@ -74,13 +76,16 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
+  if ((fpWanted[kImportP16] || fpWanted[kImportP17]) && !sel.failpoints.empty() &&
+      sel.mode != "kill")
+    throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((fpWanted[kStopP12] || fpWanted[kStopP13]) && !sel.failpoints.empty() &&
       (!stopMode || !sel.doubleFaults))
     throw std::runtime_error(
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }) &&
-      !plansBarriers(sel))
+      !fpWanted[kImportP16] && !fpWanted[kImportP17] && !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");
@@ -112,10 +117,21 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   std::vector<Group> groups;
   for (size_t si = 0; si < scenarios.size(); ++si) {
     const Scenario& sc = scenarios[si];
-    const auto hits = predictedHits(sc);
-    for (int fp = 0; fp < 10; ++fp) {
-      if (hits[static_cast<size_t>(fp)] > 0) reach(sc.id, fp, "agent").predicted += hits[fp];
-      for (int h = 1; h <= hits[static_cast<size_t>(fp)]; ++h) {
+    // The agent run's kill points and their predicted hits. A scenario whose store starts from a
+    // legacy JSONL is swept at its import (kill mode only); its run after the import is the same
+    // as a scenario without one, and is swept there.
+    std::vector<std::pair<int, int>> primaries;
+    if (sc.spec.legacyStore) {
+      if (sel.mode == "kill")
+        for (int fp : {kImportP16, kImportP17})
+          primaries.emplace_back(fp, predictedImportBatches(sc));
+    } else {
+      const auto hits = predictedHits(sc);
+      for (int fp = 0; fp < 10; ++fp) primaries.emplace_back(fp, hits[static_cast<size_t>(fp)]);
+    }
+    for (const auto& [fp, hitCount] : primaries) {
+      if (hitCount > 0) reach(sc.id, fp, "agent").predicted += hitCount;
+      for (int h = 1; h <= hitCount; ++h) {
         CaseId id;
         id.scenario = sc.id;
         id.failpoint = fp;
@@ -166,7 +182,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         }
       }
     }
-    if (!plansBarriers(sel) || barrierHits.empty()) continue;
+    if (sc.spec.legacyStore || !plansBarriers(sel) || barrierHits.empty()) continue;
     if (barrierHits.size() != scenarios.size())
       throw std::logic_error("planSweep: one BarrierHits per scenario");
     for (int fp : {kBarrierS, kBarrierF}) {

@@ -250,3 +250,16 @@ TEST(PlantedFault, AStopHeaderBeforeItsBatchFailsV3OfTheP13DoubleFault) {
   expectCaught("stop_header_before_fact",
                "--mode stop --double-faults --scenario write-config-port --failpoint P13", "V3");
 }
+
+// The legacy import in the sweep: a manifest written before the batches ends the import at the
+// first kill (the P16#1 state already holds it); a re-run that skips runs with a header leaves the
+// run a kill cut half imported (after recovery, and in a killed recovery's state).
+TEST(PlantedFault, AManifestBeforeTheImportBatchesFailsV3OfTheImportCases) {
+  expectCaught("legacy_manifest_first", "--scenario legacy-import", "V3");
+}
+
+TEST(PlantedFault, AnImportReRunSkippingStartedRunsFailsV8OfTheImportCases) {
+  expectCaught("legacy_import_skips_started_runs", "--scenario legacy-import", "V8");
+  expectCaught("legacy_import_skips_started_runs",
+               "--scenario legacy-import --double-faults --failpoint P17", "V3");
+}

@@ -39,7 +39,10 @@
 //                                → V3 + V8 of the +R:P15 double faults
 //   legacy_manifest_first        the legacy JSONL import writes the manifest before its
 //                                batches, so a crash inside it ends the import for good
-//                                → store_crash_test (P16/P17)
+//                                → store_crash_test (P16/P17), V3 of the sweep's P16 cases
+//   legacy_import_skips_started_runs  a re-run import skips every run that already has a
+//                                header, so a run a crash cut stays half imported → V3 + V8 of
+//                                the sweep's P16/P17 cases
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

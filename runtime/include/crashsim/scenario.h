@@ -65,6 +65,17 @@ struct AfterCrash {
   std::map<std::string, std::string> symlinks;  // relative path → exact link text
 };
 
+// scenario.legacyStore (scenarios/README.md): the store directory every agent process of the
+// scenario starts from holds a legacy `runtime-events.jsonl` with these events, one per line in
+// this order (the harness writes it before the first process). The first writable open imports
+// it in transactions of `batchEvents` events (StoreOptions::legacyImportBatchEvents), so the
+// import failpoints P16/P17 are reached ceil(events / batchEvents) times each. The events are
+// decoded by the import, not by the scenario loader: a bad one fails the run closed.
+struct LegacyStore {
+  std::vector<Json> events;  // RuntimeEvent objects (non-empty)
+  size_t batchEvents = 0;    // 1..256
+};
+
 struct Scenario {
   std::string id;
   std::string description;
@@ -74,8 +85,9 @@ struct Scenario {
   std::vector<std::string> deny;             // permissions.deny
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
-  std::optional<AfterCrash> afterCrash;  // between-crash-and-recovery mutation (optional)
-  std::filesystem::path source;          // file it was loaded from (empty when parsed from JSON)
+  std::optional<AfterCrash> afterCrash;    // between-crash-and-recovery mutation (optional)
+  std::optional<LegacyStore> legacyStore;  // the store starts from a legacy JSONL (optional)
+  std::filesystem::path source;            // file it was loaded from (empty when parsed from JSON)
 
   // Total number of scripted function calls.
   size_t callCount() const;

@@ -54,6 +54,14 @@ class HostLock {
   int fd_ = -1;
 };
 
+// A writable open imports a pending legacy JSONL in the scenario's batch size (scenario.h).
+StoreOptions storeOptionsOf(const Scenario* scenario) {
+  StoreOptions options;
+  if (scenario && scenario->legacyStore)
+    options.legacyImportBatchEvents = scenario->legacyStore->batchEvents;
+  return options;
+}
+
 ToolPolicy policyOf(const Scenario& scenario) {
   ToolPolicy policy;
   policy.available = scenario.tools;
@@ -177,7 +185,7 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
                        CancellationToken& cancel) {
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
   HostLock lock(paths.storeDir);
-  StoreOptions options;
+  StoreOptions options = storeOptionsOf(&scenario);
   options.synchronous = paths.synchronous;
   options.walBatching = paths.walBatching;
   auto store = RuntimeStore::open(paths.storeDir, options);
@@ -241,7 +249,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     store = RuntimeStore::open(scratch->path);
   } else {
     lock.emplace(storeDir);
-    store = RuntimeStore::open(storeDir);
+    store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
     // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
     if (!planted("host_ignores_integrity_check")) store->checkIntact();
   }

@@ -89,7 +89,7 @@ size_t Scenario::callCount() const {
 Scenario parseScenario(const Json& v, const std::string& source) {
   Validator val(source);
   val.object(v, "$", {"id", "user", "model", "expect"},
-             {"description", "workspace", "tools", "permissions", "afterCrash"});
+             {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore"});
   Scenario s;
   s.id = val.string(v["id"], "$.id");
   static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
@@ -186,6 +186,24 @@ Scenario parseScenario(const Json& v, const std::string& source) {
     }
   }
   if (v.contains("afterCrash")) s.afterCrash = detail::parseAfterCrash(v["afterCrash"], source);
+  if (v.contains("legacyStore")) {
+    const Json& l = v["legacyStore"];
+    val.object(l, "$.legacyStore", {"batchEvents", "events"}, {});
+    const Json& b = l["batchEvents"];
+    if (!b.is_number_unsigned() || b.get<uint64_t>() < 1 || b.get<uint64_t>() > 256)
+      val.fail("$.legacyStore.batchEvents", "must be an integer from 1 to 256");
+    const Json& events = l["events"];
+    if (!events.is_array() || events.empty())
+      val.fail("$.legacyStore.events", "must be a non-empty array of RuntimeEvent objects");
+    LegacyStore legacy;
+    legacy.batchEvents = b.get<size_t>();
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (!events[i].is_object())
+        val.fail("$.legacyStore.events[" + std::to_string(i) + "]", "must be an object");
+      legacy.events.push_back(events[i]);
+    }
+    s.legacyStore = std::move(legacy);
+  }
   return s;
 }
 

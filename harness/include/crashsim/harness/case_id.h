@@ -3,7 +3,9 @@
 // "scenario/S#7/kill", "scenario/F#3/kill" (the k-th store COMMIT / file-tool durability step the
 // agent run reaches, crashsim/failpoints.h), and Stop cases "scenario/P4#1/stop" (a Stop delivered
 // at the point instead of a kill) with their double faults "scenario/P4#1/stop+K:P12#1" (the
-// stopping process then SIGKILLed at a Stop-path failpoint, P12 or P13, before restart recovery).
+// stopping process then SIGKILLed at a Stop-path failpoint, P12 or P13, before restart recovery),
+// and the legacy import's cases "scenario/P16#2/kill", "scenario/P17#1/kill+R:P16#3" (kill mode
+// only, for a scenario whose store starts from a legacy JSONL: crashsim/scenario.h legacyStore).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
@@ -24,11 +26,12 @@ namespace crashsim::harness {
 
 struct CaseId {
   std::string scenario;
-  int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F)
+  int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F), kImportP16, kImportP17
   int hit = 1;        // 1-based
   std::string mode = "kill";
   std::optional<uint64_t> seed;  // powerloss / corrupt: the state's seed (required); else none
-  std::optional<int> recoveryFailpoint;  // P0..P11, kAdmissionP14 or kAdmissionP15
+  // P0..P11, kAdmissionP14, kAdmissionP15, kImportP16 or kImportP17
+  std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
   std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
 
@@ -36,7 +39,8 @@ struct CaseId {
   std::string failpointName() const;  // "P4"
   bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
   bool isStopDoubleFault() const { return stopKill.has_value(); }
-  bool isBarrier() const { return failpoint >= 12; }
+  bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
+  bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
   auto operator<=>(const CaseId&) const = default;
 };
 
@@ -48,8 +52,10 @@ inline constexpr int kBarrierS = 12, kBarrierF = 13;  // the unnamed barriers S 
 inline constexpr int kStopP12 = 14, kStopP13 = 15;
 // The continuation admission's failpoints (recovery process only), numbered the same way.
 inline constexpr int kAdmissionP14 = 16, kAdmissionP15 = 17;
+// The legacy JSONL import's failpoints (the first writable open of a pending legacy store).
+inline constexpr int kImportP16 = 18, kImportP17 = 19;
 // Every failpoint and barrier number (the size of a per-point hit count array).
-inline constexpr int kPoints = 18;
+inline constexpr int kPoints = 20;
 
 std::string failpointName(int fp);  // "P4", "S", "F", "P12", "P14"
 

@@ -146,7 +146,23 @@ struct RecoveryKillExpectation {
 RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHit);
 
 // The failpoints a recovery process can be killed at (double faults), in case-id order.
-inline constexpr std::array<int, 6> kRecoveryPoints = {8, 9, 10, 11, kAdmissionP14, kAdmissionP15};
+inline constexpr std::array<int, 8> kRecoveryPoints = {
+    8, 9, 10, 11, kAdmissionP14, kAdmissionP15, kImportP16, kImportP17};
+
+// The legacy JSONL import (scenario legacyStore), from the scenario and spec j alone: partial
+// events are never imported; the rest are imported in file order, `batchEvents` per
+// transaction, so every writable open of a pending store runs ceil(imported / batchEvents)
+// transactions and reaches P16 (inside each, before its COMMIT) and P17 (after each COMMIT) once
+// per transaction — a re-run after a crash re-runs every batch, the stored events as exact
+// retries. 0 for a scenario without a legacy store.
+int predictedImportBatches(const Scenario& scenario);
+// The legacy lines the import stores (partial events left out), file order.
+std::vector<Json> importedLegacyEvents(const Scenario& scenario);
+// How many of those events the store must hold after a kill at `id`'s import point (and, for a
+// double fault, the recovery's): batches before P16#k are committed ((k-1)·batch events), P17#k
+// is after batch k (k·batch, at most all); a recovery kill keeps what the agent run committed and
+// adds its own batches the same way. The manifest is never written before the last batch.
+size_t expectImportStoredEvents(const Scenario& scenario, const CaseId& id);
 
 // How recovery must settle the continuation claim a recovery kill left (spec g's claim saga),
 // for a recovery killed at P11, P14 or P15 (nullopt for the other points):
@@ -174,6 +190,8 @@ std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id);
 //     and P8, whose sealed run ended without its final answer) and nothing parks it (afterCrash,
 //     replay gap): one continuation claim (P11), its target run (P14) and start (P15), and the
 //     continuation run commits its own terminal fact (P8) and header (P9).
+// After a kill at an import point (P16, P17) the scenario's run never started: recovery re-runs
+// every import batch (P16 and P17 predictedImportBatches() times each) and nothing else.
 // Indexed by failpoint number (case_id.h). Indices 0–7 are zero: the continuation run's own tool
 // boundaries are not planned as kills.
 std::array<int, kPoints> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
