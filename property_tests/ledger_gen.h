@@ -132,9 +132,12 @@ inline rc::Gen<Json> genJson(int depth = 3) {
       {1, rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) { return Json(b); })},
       {3, rc::gen::map(genNumber(),
                        [](double d) {
-                         // keep integral values integral, like JSON.parse would hand them over
+                         // keep integral values integral, like JSON.parse would hand them over;
+                         // -0 becomes 0: an event holding -0 is not lossless (a.6), so the
+                         // writers refuse it (unit tests cover that), and these are values of
+                         // valid events
                          if (d == static_cast<double>(static_cast<int64_t>(d)) &&
-                             std::abs(d) < 9.0e15 && !std::signbit(d))
+                             std::abs(d) < 9.0e15)
                            return Json(static_cast<int64_t>(d));
                          return Json(d);
                        })},

@@ -115,22 +115,23 @@ RC_GTEST_PROP(PrefixProperties, EveryCommittedPrefixResolvesToItsDecisionTableRo
   RC_ASSERT(r.requiresReconciliation == anyIndeterminate);
 }
 
-// Provider replay (spec d.8), as an independent model: partial and hidden events are
-// dropped; every other non-tool event is kept; a function_call / function_response is kept
-// only if its call id is "paired" — some non-partial call with that id is followed by a
-// non-partial response with the same id AND the same tool name. Pairing is defined per call
-// id, so on a corrupted ledger a duplicate call (or response) of a paired id is replayed too;
-// the plan is blocked there (d.7), which assertPlanInvariants checks separately.
+// Provider replay (spec d.8, j.2), as an independent model: partial and hidden events are
+// dropped; every other non-tool event is kept; a function_response is kept only if the latest
+// non-partial function_call with its call id before it names the same tool, and a
+// function_call only if such a response answers it. So a call id reused under another tool
+// name never lets an unanswered call into the replay; on such a corrupted ledger the plan is
+// blocked anyway (d.7), which assertPlanInvariants checks separately.
 std::vector<size_t> expectedReplay(const std::vector<RuntimeEvent>& evs) {
-  std::set<std::string> paired;
+  std::set<size_t> answered;  // event indexes of calls and responses that form a pair
   for (size_t j = 0; j < evs.size(); ++j) {
     const RuntimeEvent& r = evs[j];
     if (r.partial || r.contentKind != ContentKind::function_response) continue;
-    for (size_t i = 0; i < j; ++i) {
+    for (size_t i = j; i-- > 0;) {
       const RuntimeEvent& c = evs[i];
-      if (!c.partial && c.contentKind == ContentKind::function_call && c.callId == r.callId &&
-          c.toolName == r.toolName)
-        paired.insert(r.callId);
+      if (c.partial || c.contentKind != ContentKind::function_call || c.callId != r.callId)
+        continue;
+      if (c.toolName == r.toolName) answered.insert({i, j});
+      break;  // only the latest call of the id counts
     }
   }
   std::vector<size_t> out;
@@ -139,7 +140,7 @@ std::vector<size_t> expectedReplay(const std::vector<RuntimeEvent>& evs) {
     if (e.partial || e.hidden) continue;
     const bool tool = e.contentKind == ContentKind::function_call ||
                       e.contentKind == ContentKind::function_response;
-    if (tool && !paired.count(e.callId)) continue;
+    if (tool && !answered.count(i)) continue;
     out.push_back(i);
   }
   return out;
@@ -149,31 +150,38 @@ void assertReplayPaired(const std::vector<RuntimeEvent>& evs, const ResumePlan& 
   RC_ASSERT(plan.replayEventIndexes == expectedReplay(evs));
 }
 
-// On a settled, uncorrupted history the replay holds whole pairs only: every replayed call
-// is answered by a later replayed response (same id and tool name) and every replayed
-// response answers an earlier replayed call.
-void assertReplayHasOnlyWholePairs(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
+// j.2 on every ledger, corrupted ones included: every replayed call is answered by a later
+// replayed response with the same id and tool name.
+void assertReplayedCallsAnswered(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
   const auto& idx = plan.replayEventIndexes;
   for (size_t k = 0; k < idx.size(); ++k) {
     const RuntimeEvent& e = evs[idx[k]];
-    if (e.contentKind == ContentKind::function_call) {
-      bool answered = false;
-      for (size_t j = k + 1; j < idx.size() && !answered; ++j) {
-        const RuntimeEvent& r = evs[idx[j]];
-        answered = r.contentKind == ContentKind::function_response && r.callId == e.callId &&
-                   r.toolName == e.toolName;
-      }
-      RC_ASSERT(answered);
+    if (e.contentKind != ContentKind::function_call) continue;
+    bool answered = false;
+    for (size_t j = k + 1; j < idx.size() && !answered; ++j) {
+      const RuntimeEvent& r = evs[idx[j]];
+      answered = r.contentKind == ContentKind::function_response && r.callId == e.callId &&
+                 r.toolName == e.toolName;
     }
-    if (e.contentKind == ContentKind::function_response) {
-      bool asked = false;
-      for (size_t j = 0; j < k && !asked; ++j) {
-        const RuntimeEvent& c = evs[idx[j]];
-        asked = c.contentKind == ContentKind::function_call && c.callId == e.callId &&
-                c.toolName == e.toolName;
-      }
-      RC_ASSERT(asked);
+    RC_ASSERT(answered);
+  }
+}
+
+// On a settled, uncorrupted history the replay holds whole pairs only: every replayed call
+// is answered (above) and every replayed response answers an earlier replayed call.
+void assertReplayHasOnlyWholePairs(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
+  assertReplayedCallsAnswered(evs, plan);
+  const auto& idx = plan.replayEventIndexes;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    const RuntimeEvent& e = evs[idx[k]];
+    if (e.contentKind != ContentKind::function_response) continue;
+    bool asked = false;
+    for (size_t j = 0; j < k && !asked; ++j) {
+      const RuntimeEvent& c = evs[idx[j]];
+      asked = c.contentKind == ContentKind::function_call && c.callId == e.callId &&
+              c.toolName == e.toolName;
     }
+    RC_ASSERT(asked);
   }
 }
 
@@ -255,6 +263,7 @@ RC_GTEST_PROP(PlanProperties, PlanInvariantsHoldOnCorruptedLedgersAndOffsetMisma
   const ResumePlan a = buildResumePlan(*events);
   RC_ASSERT(a == buildResumePlan(*events));
   assertPlanInvariants(*events, a);
+  assertReplayedCallsAnswered(*events, a);
   RC_ASSERT(a == buildResumePlan(*events, events->size()));
 
   const uint64_t other = *rc::gen::distinctFrom(static_cast<uint64_t>(events->size()));

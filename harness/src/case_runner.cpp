@@ -454,6 +454,38 @@ void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& 
     c.pass("V5");
 }
 
+// A double fault starts from the crash state its primary case (the same case without the
+// recovery kill) kept, when there is one: copies it into store/ws and returns true.
+template <class Say>
+bool restoreCrashState(const RunOptions& opts, const CaseId& id, const fs::path& store,
+                       const fs::path& ws, Say& say) {
+  CaseId primary = id;
+  primary.recoveryFailpoint.reset();
+  primary.recoveryHit.reset();
+  const fs::path snapshot = crashStateDir(opts, primary);
+  if (!id.isDoubleFault() || !fs::exists(snapshot / "complete")) return false;
+  copyDir(snapshot / "store", store);
+  copyDir(snapshot / "ws", ws);
+  say("started from the crash state of " + primary.str());
+  return true;
+}
+
+// After the armed run's kill: the crashed state beside the recovered one for `crashsim run
+// --keep` (dir/crashed), and a primary's state for its double faults to start from.
+void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& dir,
+                    const fs::path& store, const fs::path& ws) {
+  if (opts.keepDir) {
+    copyDir(store, dir / "crashed" / "store");
+    copyDir(ws, dir / "crashed" / "ws");
+  }
+  if (opts.keepCrashStates && !id.isDoubleFault()) {
+    const fs::path snap = crashStateDir(opts, id);
+    copyDir(store, snap / "store");
+    copyDir(ws, snap / "ws");
+    std::ofstream(snap / "complete") << id.str() << "\n";
+  }
+}
+
 // A legacy import case (P16/P17, kill mode): the agent run killed inside its store's legacy
 // import, optionally the first recovery killed there too, then recovery to the end. The
 // scenario's run never started: recovery completes the import and runs nothing (V8).
@@ -467,12 +499,7 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
   CaseId primary = id;
   primary.recoveryFailpoint.reset();
   primary.recoveryHit.reset();
-  const fs::path snapshot = crashStateDir(opts, primary);
-  if (id.isDoubleFault() && fs::exists(snapshot / "complete")) {
-    copyDir(snapshot / "store", store);
-    copyDir(snapshot / "ws", ws);
-    say("started from the crash state of " + primary.str());
-  } else {
+  if (!restoreCrashState(opts, id, store, ws, say)) {
     copyDir(ref.templateWorkspace, ws);
     writeLegacyJsonl(sc, store);
     SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
@@ -487,15 +514,7 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
       for (auto v : {"V2", "V3", "V5", "V8"}) c.na(v, "no crash state (V1 failed)");
       return;
     }
-    if (opts.keepDir) {
-      copyDir(store, dir / "crashed" / "store");
-      copyDir(ws, dir / "crashed" / "ws");
-    }
-    if (opts.keepCrashStates && !id.isDoubleFault()) {
-      copyDir(store, snapshot / "store");
-      copyDir(ws, snapshot / "ws");
-      std::ofstream(snapshot / "complete") << id.str() << "\n";
-    }
+    keepCrashState(opts, id, dir, store, ws);
     checkImportKillState(primary, sc, store, dir, opts, false, c);
   }
   if (id.isDoubleFault()) {
@@ -830,16 +849,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   const CaseExpectation x =
       id.isBarrier() ? CaseExpectation{} : expectCase(sc, id.failpoint, id.hit);
   barrier::CrashFacts barrierFacts;
-  CaseId primary = id;
-  primary.recoveryFailpoint.reset();
-  primary.recoveryHit.reset();
-  const fs::path snapshot = crashStateDir(opts, primary);
-  if (id.isDoubleFault() && fs::exists(snapshot / "complete")) {
+  if (restoreCrashState(opts, id, store, ws, say)) {
     // The primary case already killed the agent here and verified V1–V7 on this state.
-    copyDir(snapshot / "store", store);
-    copyDir(snapshot / "ws", ws);
-    say("started from the crash state of " + primary.str());
-    for (auto v : {"V3", "V4"}) c.na(v, "crash state verified by case " + primary.str());
+    for (auto v : {"V3", "V4"}) c.na(v, "crash state verified by the primary case");
   } else {
     copyDir(ref.templateWorkspace, ws);
 
@@ -863,18 +875,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         c.na(v, "no crash state (V1 failed)");
       return finish();
     }
-    if (opts.keepDir) {
-      // crashsim run --keep: the state recovery started from, beside the recovered one.
-      copyDir(store, dir / "crashed" / "store");
-      copyDir(ws, dir / "crashed" / "ws");
-    }
-    if (opts.keepCrashStates && !id.isDoubleFault()) {
-      // The double-fault cases of this primary start from exactly this crashed state.
-      const fs::path snap = crashStateDir(opts, id);
-      copyDir(store, snap / "store");
-      copyDir(ws, snap / "ws");
-      std::ofstream(snap / "complete") << id.str() << "\n";
-    }
+    keepCrashState(opts, id, dir, store, ws);
 
     if (id.isBarrier())
       checkBarrierCrashState(sc, store, dir, opts, barrierFacts, c);

@@ -26,6 +26,7 @@
 #include "crashsim/reports/schema_validator.h"
 #include "ledger_commands.h"
 #include "store_commands.h"
+#include "store_script.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -411,16 +412,38 @@ int runCli(int argc, char** argv) {
       ledger->add_subcommand("resolve", "resolver decisions + Phase 0 plan of a RuntimeEvent list");
   resolve->add_option("FILE", file, "JSON array or JSON lines; - or absent = stdin");
   resolve->add_option("--expected-high-water", highWater, "expected runtime event high-water");
+  bool jsonl = false;
+  resolve->add_flag("--jsonl", jsonl, "batch: one ledger (a JSON array) per line, one result each");
   auto* argsHash = ledger->add_subcommand("args-hash", "canonicalArgsHash of strict JSON args");
   std::string tool;
-  argsHash->add_option("--tool", tool, "tool name")->required();
+  argsHash->add_option("--tool", tool, "tool name (with --jsonl: of every line)");
   argsHash->add_option("FILE", file, "args JSON; - or absent = stdin");
+  argsHash->add_flag("--jsonl", jsonl,
+                     "batch: one input per line, {\"toolName\",\"args\"} (args only with --tool)");
   auto* prefix = ledger->add_subcommand("prefix-digest", "prefix digest of {identity, events}");
   prefix->add_option("FILE", file, "input JSON; - or absent = stdin");
+  prefix->add_flag("--jsonl", jsonl, "batch: one {identity, events} per line, one digest each");
   auto* exportCmd =
       ledger->add_subcommand("export", "a store's RuntimeEvents as legacy JSONL on stdout");
   std::string exportStoreDir;
   exportCmd->add_option("STORE", exportStoreDir, "store directory")->required();
+
+  auto* planCmd = ledger->add_subcommand(
+      "plan-continuation",
+      "Phase 1 plan of a document: store script, host facts → the host planner's plan JSON");
+  std::string planFile;
+  planCmd->add_option("FILE", planFile, "plan document JSON; - or absent = stdin");
+
+  auto* storeCmd = app.add_subcommand("store", "store tools");
+  storeCmd->require_subcommand(1);
+  auto* execCmd = storeCmd->add_subcommand(
+      "exec", "run a JSON script of store calls; one result or error code per call");
+  StoreExecArgs execArgs;
+  execCmd->add_option("SCRIPT", execArgs.scriptFile, "script JSON; - = stdin")->required();
+  execCmd->add_option("--store", execArgs.storeDir,
+                      "store directory (created if missing; default: a fresh private store)");
+  execCmd->add_option("--barrier", execArgs.barrier,
+                      "wait until this file exists before opening the store (races)");
 
   auto* report = app.add_subcommand("report", "report tools");
   report->require_subcommand(1);
@@ -507,10 +530,25 @@ int runCli(int argc, char** argv) {
     if (*run) return cmdRun(caseText, keep, scenarioDir, extra, runSync);
     if (*inspect) return inspectStore(storeDir, json);
     if (*resume) return resumeStore(resumeArgs);
-    if (*resolve) return ledgerResolve(readInput(file), highWater);
-    if (*argsHash) return ledgerArgsHash(tool, readInput(file));
-    if (*prefix) return ledgerPrefixDigest(readInput(file));
+    if (*resolve) {
+      auto judge = [&](std::string_view in) { return resolveLedger(in, highWater); };
+      return jsonl ? ledgerBatch(file, judge) : printResult(judge(readInput(file)));
+    }
+    if (*argsHash) {
+      if (!jsonl && tool.empty()) throw UsageError("ledger args-hash: --tool is required");
+      if (!jsonl || !tool.empty()) {
+        auto judge = [&](std::string_view in) { return argsHashOf(tool, in); };
+        return jsonl ? ledgerBatch(file, judge) : printResult(judge(readInput(file)));
+      }
+      return ledgerBatch(file, argsHashOfToolAndArgs);
+    }
+    if (*prefix) {
+      return jsonl ? ledgerBatch(file, prefixDigestOf)
+                   : printResult(prefixDigestOf(readInput(file)));
+    }
     if (*exportCmd) return exportStore(exportStoreDir);
+    if (*planCmd) return planContinuationCommand(planFile);
+    if (*execCmd) return storeExec(execArgs);
     if (*merge) {
       requireWritableOut(out);
       return cmdMerge(files, out);

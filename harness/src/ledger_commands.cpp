@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -18,9 +19,14 @@
 namespace crashsim::harness {
 namespace {
 
-void printError(std::string_view code, const std::string& message, const Json& index) {
-  Json err = {{"error", {{"code", std::string(code)}, {"message", message}, {"index", index}}}};
-  std::cout << stableJson(err) << "\n";
+std::string errorLine(std::string_view code, const std::string& message, const Json& index) {
+  return stableJson(
+      Json{{"error", {{"code", std::string(code)}, {"message", message}, {"index", index}}}});
+}
+
+LedgerResult argsError(const Error& e) {
+  return {errorLine(e.code(), std::string("args must be strict JSON values: ") + e.what(), nullptr),
+          2};
 }
 
 }  // namespace
@@ -49,38 +55,51 @@ std::string readInput(const std::string& file) {
   return text;
 }
 
-int ledgerResolve(const std::string& input, std::optional<uint64_t> expectedHighWater) {
+LedgerResult resolveLedger(std::string_view input, std::optional<uint64_t> expectedHighWater) {
   std::vector<RuntimeEvent> events;
   try {
     events = decodeRuntimeEventList(input);
   } catch (const EventListError& e) {
     std::string msg = e.what();
     if (!e.path().empty()) msg += " at " + e.path();
-    printError(e.code(), msg, e.index() ? Json(*e.index()) : Json(nullptr));
-    return 2;
+    return {errorLine(e.code(), msg, e.index() ? Json(*e.index()) : Json(nullptr)), 2};
   } catch (const Error& e) {
-    printError(e.code(), e.what(), nullptr);
-    return 2;
+    return {errorLine(e.code(), e.what(), nullptr), 2};
   }
   // The plan carries the resolver's resolution.
   const ResumePlan plan = buildResumePlan(events, expectedHighWater);
   Json out = {{"resolution", toJson(plan.resolution)}, {"plan", toJson(plan, events)}};
-  std::cout << stableJson(out) << "\n";
-  return 0;
+  return {stableJson(out), 0};
 }
 
-int ledgerArgsHash(const std::string& tool, const std::string& input) {
+LedgerResult argsHashOf(const std::string& tool, std::string_view input) {
   try {
-    Json args = parseJson(input);
-    std::cout << canonicalArgsHash(tool, args) << "\n";
-    return 0;
+    return {canonicalArgsHash(tool, parseJson(input)), 0};
   } catch (const Error& e) {
-    printError(e.code(), std::string("args must be strict JSON values: ") + e.what(), nullptr);
-    return 2;
+    return argsError(e);
   }
 }
 
-int ledgerPrefixDigest(const std::string& input) {
+LedgerResult argsHashOfToolAndArgs(std::string_view input) {
+  Json doc;
+  try {
+    doc = parseJson(input);
+  } catch (const Error& e) {
+    return argsError(e);
+  }
+  if (!doc.is_object() || !doc.contains("toolName") || !doc["toolName"].is_string() ||
+      !doc.contains("args"))
+    return {errorLine(code::missing_field, "line must be {\"toolName\":string,\"args\":value}",
+                      nullptr),
+            2};
+  try {
+    return {canonicalArgsHash(doc["toolName"].get<std::string>(), doc["args"]), 0};
+  } catch (const Error& e) {
+    return argsError(e);
+  }
+}
+
+LedgerResult prefixDigestOf(std::string_view input) {
   try {
     Json doc = parseJson(input);
     if (!doc.is_object() || !doc.contains("identity") || !doc.contains("events") ||
@@ -102,21 +121,60 @@ int ledgerPrefixDigest(const std::string& input) {
     std::vector<RuntimeEvent> events;
     for (size_t i = 0; i < doc["events"].size(); ++i) {
       try {
-        events.push_back(decodeRuntimeEvent(doc["events"][i]));
+        events.push_back(decodeRuntimeEvent(std::move(doc["events"][i])));
       } catch (const Error& e) {
-        printError(e.code(),
-                   std::string(e.what()) +
-                       (e.path().empty() ? "" : " at [" + std::to_string(i) + "]" + e.path()),
-                   i);
-        return 2;
+        return {
+            errorLine(e.code(),
+                      std::string(e.what()) +
+                          (e.path().empty() ? "" : " at [" + std::to_string(i) + "]" + e.path()),
+                      i),
+            2};
       }
     }
-    std::cout << prefixDigest(identity, events) << "\n";
-    return 0;
+    return {prefixDigest(identity, events), 0};
   } catch (const Error& e) {
-    printError(e.code(), e.what(), nullptr);
-    return 2;
+    return {errorLine(e.code(), e.what(), nullptr), 2};
   }
+}
+
+int printResult(const LedgerResult& result) {
+  std::cout << result.line << "\n";
+  return result.exitCode;
+}
+
+int ledgerBatch(const std::string& file,
+                const std::function<LedgerResult(std::string_view)>& judge) {
+  const bool stdinInput = file.empty() || file == "-";
+  std::error_code ec;
+  if (!stdinInput && !std::filesystem::is_regular_file(file, ec))
+    throw Error(code::input_unreadable, file + " is not a regular file");
+  std::ifstream in;
+  if (!stdinInput) {
+    in.open(file, std::ios::binary);
+    if (!in) throw Error(code::input_unreadable, "cannot read " + file);
+  }
+  std::istream& src = stdinInput ? std::cin : in;
+  std::string line;
+  std::string out;
+  // One result line per input line, written in blocks; a line longer than kMaxInputBytes is
+  // judged as the error it is and skipped, the batch goes on.
+  while (std::getline(src, line)) {
+    if (line.size() > kMaxInputBytes) {
+      out += errorLine(code::input_too_large,
+                       "line is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB",
+                       nullptr);
+    } else {
+      out += judge(line).line;
+    }
+    out += '\n';
+    if (out.size() >= (1u << 16)) {
+      std::cout << out;
+      out.clear();
+    }
+  }
+  if (src.bad()) throw Error(code::input_unreadable, "cannot read " + file);
+  std::cout << out << std::flush;
+  return 0;
 }
 
 }  // namespace crashsim::harness

@@ -178,6 +178,30 @@ TEST(PrefixDigest, RejectsPartialEventsAndForeignIdentity) {
   EXPECT_THROW(prefixDigest(other, events), Error);
 }
 
+// e.7 canonicalises each event first (a.6): an event holding -0 is not lossless (its stable
+// JSON reads back as 0), so it has no digest; a lone surrogate is data and digests as its
+// lower-case escape.
+TEST(PrefixDigest, RefusesMinusZeroAndDigestsLoneSurrogates) {
+  Json j = legacyEvent().json;
+  j["ts"] = parseJson("-0");
+  std::vector<RuntimeEvent> negative{decodeRuntimeEvent(j)};
+  try {
+    prefixDigest(legacyIdentity(), negative);
+    FAIL() << "-0 digested";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "not_losslessly_serializable");
+  }
+  j["ts"] = 0;
+  std::vector<RuntimeEvent> zero{decodeRuntimeEvent(j)};
+  EXPECT_NO_THROW(prefixDigest(legacyIdentity(), zero));
+  j["content"]["text"] = parseJson(R"("a\ud800")");
+  std::vector<RuntimeEvent> lone{decodeRuntimeEvent(j)};
+  j["content"]["text"] = parseJson(R"("a\ud801")");
+  std::vector<RuntimeEvent> other{decodeRuntimeEvent(j)};
+  EXPECT_NE(prefixDigest(legacyIdentity(), lone), prefixDigest(legacyIdentity(), other));
+  EXPECT_NE(encodeRuntimeEvent(lone[0]).find(R"("text":"a\ud800")"), std::string::npos);
+}
+
 TEST(PrefixDigest, DependsOnEveryEventAndItsPosition) {
   std::vector<RuntimeEvent> one{legacyEvent()};
   std::vector<RuntimeEvent> two{legacyEvent(), legacyEvent()};

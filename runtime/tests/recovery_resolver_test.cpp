@@ -468,8 +468,11 @@ TEST(ResolverFlags, HasCorruptionFromDecisionAloneAndRequiresReconciliationOnlyW
   l.call("c2", "call-2", "Write", kWriteArgs);
   l.dispatch("d2", "op-2", "call-2", "Write", kWriteArgs);
   RecoveryResolution r = resolveRecovery(l.events);
-  EXPECT_TRUE(r.issues.empty());
-  EXPECT_EQ(r.decisions[0].status, "corruption");  // half a recovery tail
+  // Half a recovery tail: the decision is corruption and the issue names why (c.4), on the
+  // operation's first recovery fact.
+  EXPECT_EQ(r.issues, (std::vector<ResolverIssue>{{"recovery_fact_shape_conflict", "rec2"}}));
+  EXPECT_EQ(r.decisions[0].status, "corruption");
+  EXPECT_EQ(r.decisions[0].reason, "recovery_fact_corruption");
   EXPECT_EQ(r.decisions[1].status, "indeterminate");
   EXPECT_TRUE(r.hasCorruption);
   EXPECT_FALSE(r.requiresReconciliation);

@@ -345,22 +345,48 @@ TEST(ResumePlanReplay, PairingNeedsLaterNonPartialResponseWithSameIdAndName) {
   EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "model-text", "c2", "r2", "terminal"}));
 }
 
-// d.8: "a non-partial call exists and a later non-partial response with the same call id AND
-// same tool name" -- any earlier call, not only the latest. A reused call id whose second call
-// names another tool is still paired by a response naming the first call's tool, and every
-// visible event of the call id is replayed. (Found by PlanProperties on a corrupted ledger.)
-TEST(ResumePlanReplay, ResponsePairsWithAnyEarlierCallOfItsNameNotOnlyTheLatest) {
+// d.8 + j.2: a response pairs with the LATEST earlier call of its id, and only when that call
+// names the same tool. A reused call id whose second call names another tool leaves the first
+// call's response unpaired: replaying it would hand the model the second call unanswered.
+TEST(ResumePlanReplay, ResponsePairsWithTheLatestCallOfItsIdOnly) {
   Ledger l;
   l.user("user");
   l.call("c-write", "call-1", "Write", Json::object());
   l.call("c-read", "call-1", "Read", Json::object());  // reused call id, other tool
-  l.response("r-write", "call-1", "Write");
+  l.response("r-write", "call-1", "Write");            // latest call of call-1 is a Read
   l.call("c3", "call-3", "Read", Json::object());
   l.call("c3-again", "call-3", "Write", Json::object());
-  l.response("r3", "call-3", "Bash");  // no call of that name: call-3 is not paired
+  l.response("r3", "call-3", "Bash");  // no call of that name: nothing of call-3 is paired
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_TRUE(plan.resolution.hasCorruption);  // duplicate_call
-  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c-write", "c-read", "r-write"}));
+  EXPECT_EQ(plan.disposition, "blocked");
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user"}));
+}
+
+// The latest call of the id names the response's tool: that call and the response are replayed,
+// the earlier call of the id (never answered) is not.
+TEST(ResumePlanReplay, ReusedIdReplaysOnlyTheAnsweredLatestCall) {
+  Ledger l;
+  l.user("user");
+  l.call("c-read", "call-1", "Read", Json::object());
+  l.call("c-write", "call-1", "Write", Json::object());
+  l.response("r-write", "call-1", "Write");
+  ResumePlan plan = buildResumePlan(l.events);
+  EXPECT_EQ(plan.disposition, "blocked");
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c-write", "r-write"}));
+}
+
+// A call of the id after the response does not unpair the earlier pair; the later call is
+// unanswered and stays out.
+TEST(ResumePlanReplay, CallAfterItsIdsResponseIsNotReplayed) {
+  Ledger l;
+  l.user("user");
+  l.call("c1", "call-1", "Write", Json::object());
+  l.response("r1", "call-1", "Write");
+  l.call("c1-again", "call-1", "Write", Json::object());
+  ResumePlan plan = buildResumePlan(l.events);
+  EXPECT_EQ(plan.disposition, "blocked");
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c1", "r1"}));
 }
 
 TEST(ResumePlanDisposition, SafeReplayOnlyWithoutReasonsVerificationOrCorruption) {

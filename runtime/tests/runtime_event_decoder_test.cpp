@@ -672,8 +672,13 @@ TEST(RuntimeEventDecodeNonFinite, NaNAndInfinityAnywhereAreRejected) {
 
 TEST(RuntimeEventDecodeNotStrictJson, InvalidUtf8AndBinary) {
   Json e = userEvent();
-  e["content"]["text"] = std::string("\xED\xA0\x80");
+  // A surrogate pair spelled as two 3-byte sequences is not WTF-8 (a lone surrogate is, a.6).
+  e["content"]["text"] = std::string("\xED\xA0\x80\xED\xB0\x80");
   expectDecodeError(e, "not_strict_json", "$.content.text");
+  e["content"]["text"] = std::string("\xC0\xAF");  // overlong
+  expectDecodeError(e, "not_strict_json", "$.content.text");
+  e["content"]["text"] = std::string("\xED\xA0\x80");  // a lone surrogate: data
+  EXPECT_EQ(encodeRuntimeEvent(decodeRuntimeEvent(e)).find("\\ud800") != std::string::npos, true);
   Json b = callEvent();
   b["content"]["args"] = Json::binary({1});
   expectDecodeError(b, "not_strict_json", "$.content.args");

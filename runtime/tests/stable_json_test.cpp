@@ -95,8 +95,10 @@ TEST(StableJsonEscaping, KeysAreEscapedLikeStrings) {
 }
 
 TEST(StableJsonEscaping, InvalidUtf8IsNotStrictJson) {
-  EXPECT_EQ(errorCodeOf([] { stableJson(Json(std::string("\xED\xA0\x80"))); }),
-            "not_strict_json");  // CESU-style lone surrogate U+D800
+  // A surrogate pair as two 3-byte sequences (CESU-8) is not WTF-8: it would read back as the
+  // pair's code point.
+  EXPECT_EQ(errorCodeOf([] { stableJson(Json(std::string("\xED\xA0\x80\xED\xB0\x80"))); }),
+            "not_strict_json");
   EXPECT_EQ(errorCodeOf([] { stableJson(Json(std::string("\xC3"))); }), "not_strict_json");
   EXPECT_EQ(errorCodeOf([] { stableJson(Json(std::string("\xC0\xAF"))); }), "not_strict_json");
 }
@@ -189,12 +191,68 @@ TEST(ParseJson, RejectsMalformedTextAsInvalidJson) {
   }
 }
 
-TEST(ParseJson, RejectsLoneSurrogatesAndInvalidUtf8) {
-  EXPECT_EQ(errorCodeOf([] { parseJson(R"("\ud800")"); }), "invalid_json");
-  EXPECT_EQ(errorCodeOf([] { parseJson(R"("\udc00x")"); }), "invalid_json");
-  EXPECT_EQ(errorCodeOf([] { parseJson(R"("\ud800\u0041")"); }), "invalid_json");
+// a.6: a JavaScript string may hold a lone surrogate, so "\ud800" is data: it decodes (as
+// WTF-8, the 3-byte form) and stable JSON writes it back as JSON.stringify does, a lower-case
+// escape. Raw surrogate bytes in the TEXT are still invalid UTF-8.
+TEST(ParseJson, LoneSurrogateEscapesAreDataAndRoundTripAsLowerCaseEscapes) {
+  EXPECT_EQ(parseJson(R"("\ud800")").get<std::string>(), "\xED\xA0\x80");
+  EXPECT_EQ(parseJson(R"("\udc00x")").get<std::string>(), "\xED\xB0\x80x");
+  EXPECT_EQ(parseJson(R"("\ud800\u0041")").get<std::string>(),
+            "\xED\xA0\x80"
+            "A");
+  EXPECT_EQ(stableJson(parseJson(R"("\uD800")")), R"("\ud800")");
+  EXPECT_EQ(stableJson(parseJson(R"(["a\uDBFFb","\udfff\ud800",{"\udc01":"\\ud800"}])")),
+            R"(["a\udbffb","\udfff\ud800",{"\udc01":"\\ud800"}])");
+  // a low surrogate before a high one is two lone surrogates, not a pair
+  EXPECT_EQ(stableJson(parseJson(R"("\udc00\ud800")")), R"("\udc00\ud800")");
   EXPECT_EQ(errorCodeOf([] { parseJson("\"\xff\""); }), "invalid_json");
   EXPECT_EQ(errorCodeOf([] { parseJson("\"\xED\xA0\x80\""); }), "invalid_json");
+  EXPECT_EQ(errorCodeOf([] { parseJson(R"("\ud800)"); }), "invalid_json");  // unterminated
+}
+
+// parseJson marks lone surrogates with U+FDD0 on the way through nlohmann; a U+FDD0 that is
+// data, even followed by hex digits, must come back unchanged.
+TEST(ParseJson, NoncharacterFdd0IsDataNextToLoneSurrogates) {
+  const Json v = parseJson("[\"\\ufdd0d800\",\"\xEF\xB7\x90\\ud800\",\"\\ud800\",{\"\\ufdd0\":1}]");
+  EXPECT_EQ(v[0].get<std::string>(),
+            "\xEF\xB7\x90"
+            "d800");
+  EXPECT_EQ(v[1].get<std::string>(), "\xEF\xB7\x90\xED\xA0\x80");
+  EXPECT_EQ(v[2].get<std::string>(), "\xED\xA0\x80");
+  EXPECT_TRUE(v[3].contains("\xEF\xB7\x90"));
+  EXPECT_EQ(parseJson("\"\xEF\xB7\x90\"").get<std::string>(), "\xEF\xB7\x90");
+}
+
+// Keys holding lone surrogates sort by UTF-16 code units: a lone high surrogate before the
+// pair that starts with the same unit when the next unit is smaller (or absent).
+TEST(StableJsonKeyOrder, LoneSurrogateKeysSortByCodeUnits) {
+  EXPECT_EQ(
+      stableJson(parseJson(
+          R"({"\uffff":5,"\ud83d\ude00":4,"\ud83d\ue000":3,"\ud83dA":2,"\ud83d":1,"\ud800":0})")),
+      R"({"\ud800":0,"\ud83d":1,"\ud83dA":2,")"
+      "\xF0\x9F\x98\x80"
+      R"(":4,"\ud83d)"
+      "\xEE\x80\x80"
+      R"(":3,")"
+      "\xEF\xBF\xBF"
+      R"(":5})");
+  EXPECT_TRUE(utf16Less("\xED\xA0\xBD", "\xF0\x9F\x98\x80"));  // D83D < D83D DE00
+  EXPECT_FALSE(utf16Less("\xF0\x9F\x98\x80", "\xED\xA0\xBD"));
+  EXPECT_TRUE(utf16Less("\xF0\x9F\x98\x80", "\xED\xA0\xBD\xEE\x80\x80"));  // DE00 < E000
+}
+
+// JSON.parse("-0") is -0: the sign survives parsing (the lossless check needs it), and stable
+// JSON writes it as 0.
+TEST(ParseJson, MinusZeroKeepsItsSignAndEncodesAsZero) {
+  const Json v = parseJson(R"({"a":-0,"b":[-0,-0.0,-0e3,-0.5,0],"s":"run-0 -0","c":[1,-0]})");
+  EXPECT_TRUE(v["a"].is_number_float() && std::signbit(v["a"].get<double>()));
+  EXPECT_TRUE(std::signbit(v["b"][0].get<double>()));
+  EXPECT_EQ(v["s"], "run-0 -0");
+  EXPECT_TRUE(containsNegativeZero(v));
+  EXPECT_FALSE(containsNegativeZero(parseJson(R"({"s":"-0","n":[0,-0.5,-1]})")));
+  EXPECT_EQ(stableJson(v), R"({"a":0,"b":[0,0,0,-0.5,0],"c":[1,0],"s":"run-0 -0"})");
+  EXPECT_EQ(errorCodeOf([] { parseJson("-01"); }), "invalid_json");
+  EXPECT_EQ(errorCodeOf([] { parseJson("[-0"); }), "invalid_json");
 }
 
 TEST(ParseJson, AcceptsSurrogatePairsAndEmitsRawUtf8) {

@@ -52,8 +52,8 @@ TEST_F(WriterTest, EventWhoseJsonNoLongerDecodesIsNotLosslesslySerializable) {
   const std::string before = store->ledgerHash();
   RuntimeEvent badText = textEvent(id, "text-lone", 1300);
   badText.json["content"]["text"] = std::string(
-      "a\xed\xa0\x80"
-      "b");  // lone surrogate
+      "a\xed\xa0\x80\xed\xb0\x80"
+      "b");  // a surrogate pair as two 3-byte sequences: not WTF-8
   std::string m = expectCode([&] { store->append(badText); }, code::not_losslessly_serializable);
   EXPECT_NE(m.find("text-lone"), std::string::npos) << m;
   RuntimeEvent unknownKey = textEvent(id, "text-key", 1300);
@@ -71,6 +71,38 @@ TEST_F(WriterTest, NumberWhoseStableBytesParseToAnotherValueIsNotLosslesslySeria
   e.json["ts"] = int64_t{9007199254740993};  // the bytes can only say 2^53
   expectCode([&] { store->append(e); }, code::not_losslessly_serializable);
   EXPECT_EQ(store->ledgerHash(), before);
+}
+
+// a.6: stable JSON writes -0 as 0, and JavaScript deep equality tells -0 from 0, so an event
+// holding -0 is not lossless and nothing is written; attachment bytes are the one -0 the
+// decoder normalises (a.2), so that event is written.
+TEST_F(WriterTest, MinusZeroIsNotLosslesslySerializableExceptAttachmentBytes) {
+  const std::string before = store->ledgerHash();
+  Json options = textEvent(id, "text-neg-option", 1300).json;
+  options["content"]["providerOptions"] = parseJson(R"({"temperature":-0})");
+  expectCode([&] { store->append(decode(options)); }, code::not_losslessly_serializable);
+  Json ts = textEvent(id, "text-neg-ts", 1300).json;
+  ts["ts"] = parseJson("-0");
+  expectCode([&] { store->append(decode(ts)); }, code::not_losslessly_serializable);
+  EXPECT_EQ(store->ledgerHash(), before);
+  Json a = textEvent(id, "text-attachment", 1300).json;
+  a["content"]["attachments"] =
+      parseJson(R"([{"kind":"other","name":"n","mimeType":"text/plain","bytes":-0,)"
+                R"("ref":{"kind":"workspace_file","relativePath":"n.txt"}}])");
+  EXPECT_TRUE(store->append(decode(a)).created);
+  auto evs = store->readRunEvents(id.session, id.run);
+  const Json& bytes = evs.back().event.json["content"]["attachments"][0]["bytes"];
+  EXPECT_TRUE(bytes.is_number_integer() && bytes.get<int64_t>() == 0) << bytes;
+}
+
+TEST_F(WriterTest, LoneSurrogateTextIsWrittenAndReadsBackAsItself) {
+  Json j = textEvent(id, "text-lone", 1300).json;
+  j["content"]["text"] = parseJson(R"("a\ud800b")");
+  EXPECT_TRUE(store->append(decode(j)).created);
+  EXPECT_FALSE(store->append(decode(j)).created);  // the idempotent retry compares equal
+  auto evs = store->readRunEvents(id.session, id.run);
+  EXPECT_EQ(evs.back().event.json["content"]["text"], std::string("a\xED\xA0\x80"
+                                                                  "b"));
 }
 
 TEST_F(WriterTest, GenericWriterRejectsReservedToolBoundaryFact) {

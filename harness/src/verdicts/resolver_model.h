@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -164,8 +165,9 @@ inline Exec execOf(const Json& e) {
 }
 
 // f.6 step 2, validity only. `outcome` is the operation's response, if any.
-inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, size_t dispI,
-                        size_t recI, std::optional<size_t> outI, size_t decI) {
+inline std::string bundleFailure(const std::vector<Json>& E, const Op& op, size_t callI,
+                                 size_t dispI, size_t recI, std::optional<size_t> outI,
+                                 size_t decI) {
   const Json& call = E[callI];
   const Json& disp = E[dispI];
   const Json& td = disp["actions"]["toolDispatch"];
@@ -173,66 +175,74 @@ inline bool bundleValid(const std::vector<Json>& E, const Op& op, size_t callI, 
   const std::string callId = str(call["content"], "id");
   const std::string name = str(call["content"], "name");
   // call identity
-  if (laneOf(call) != L::call) return false;
-  if (callId != str(td, "providerToolCallId") || name != str(td, "toolName")) return false;
-  if (!(execOf(call) == execOf(disp))) return false;
+  const std::string callConflict(code::call_identity_conflict);
+  if (laneOf(call) != L::call) return callConflict;
+  if (callId != str(td, "providerToolCallId") || name != str(td, "toolName")) return callConflict;
+  if (!(execOf(call) == execOf(disp))) return callConflict;
   // args hash
   try {
     if (canonicalArgsHash(name, call["content"]["args"]) != str(td, "canonicalArgsHash"))
-      return false;
+      return std::string(code::canonical_args_hash_conflict);
   } catch (...) {
-    return false;
+    return std::string(code::canonical_args_hash_conflict);
   }
   // dispatch identity
   if (str(td, "operationId") != opId || str(disp["refs"], "operationId") != opId ||
       str(disp["refs"], "toolCallId") != callId)
-    return false;
-  if (str(td, "recoveryMode") != std::string(code::reconcile)) return false;
+    return std::string(code::dispatch_identity_conflict);
+  if (str(td, "recoveryMode") != std::string(code::reconcile))
+    return std::string(code::recovery_mode_unsupported);
   const Json& rec = E[recI];
   const Json& dec = E[decI];
   const Json& rtr = rec["actions"]["toolRecovery"];
   const Json& dtr = dec["actions"]["toolRecovery"];
-  if (str(rtr, "kind") != "maka.tool.reconcile_result") return false;
-  if (str(dtr, "kind") != "maka.tool.recovery_decision") return false;
+  if (str(rtr, "kind") != "maka.tool.reconcile_result")
+    return std::string(code::reconcile_fact_invalid);
+  if (str(dtr, "kind") != "maka.tool.recovery_decision")
+    return std::string(code::decision_fact_invalid);
   const Json& rp = rtr["payload"];
   const Json& dp = dtr["payload"];
   // fact identity
   for (const Json* f : {&rec, &dec}) {
-    if (!(execOf(*f) == execOf(call))) return false;
-    if (str((*f)["refs"], "operationId") != opId || str((*f)["refs"], "toolCallId") != callId)
-      return false;
+    if (!(execOf(*f) == execOf(call)) || str((*f)["refs"], "operationId") != opId ||
+        str((*f)["refs"], "toolCallId") != callId)
+      return std::string(code::recovery_fact_identity_conflict);
   }
-  if (str(rp, "operationId") != opId || str(dp, "operationId") != opId) return false;
+  if (str(rp, "operationId") != opId || str(dp, "operationId") != opId)
+    return std::string(code::operation_identity_conflict);
   const std::string observation = str(rp, "observation");
   const std::string disposition = str(dp, "disposition");
   std::vector<std::string> expectedEvidence = {str(call, "id"), str(disp, "id"), str(rec, "id")};
   if (disposition == std::string(code::completed)) {
-    if (!outI) return false;
+    if (!outI) return std::string(code::outcome_required);
     const Json& out = E[*outI];
-    if (laneOf(out) != L::response) return false;
-    if (str(out["content"], "id") != callId || str(out["content"], "name") != name) return false;
-    if (!field(out, "refs") || str(out["refs"], "operationId") != opId ||
-        str(out["refs"], "toolCallId") != callId)
-      return false;
-    if (!(execOf(out) == execOf(call))) return false;
+    if (laneOf(out) != L::response || str(out["content"], "id") != callId ||
+        str(out["content"], "name") != name || !field(out, "refs") ||
+        str(out["refs"], "operationId") != opId || str(out["refs"], "toolCallId") != callId ||
+        !(execOf(out) == execOf(call)))
+      return std::string(code::outcome_identity_conflict);
     const Json* isErr = field(out["content"], "isError");
-    if (isErr && *isErr == true) return false;
-    if (str(dp, "outcomeEventId") != str(out, "id")) return false;
-    if (observation != std::string(code::matches_expected_state)) return false;
-    if (str(dp, "reasonCode") != std::string(code::reconcile_matches_expected_state)) return false;
+    if (isErr && *isErr == true) return std::string(code::outcome_not_successful);
+    if (str(dp, "outcomeEventId") != str(out, "id"))
+      return std::string(code::outcome_reference_conflict);
+    if (observation != std::string(code::matches_expected_state) ||
+        str(dp, "reasonCode") != std::string(code::reconcile_matches_expected_state))
+      return std::string(code::reconcile_decision_conflict);
     expectedEvidence.push_back(str(out, "id"));
   } else if (disposition == std::string(code::parked)) {
-    if (outI) return false;
-    if (observation == std::string(code::matches_expected_state)) return false;
-    if (str(dp, "reasonCode") != "reconcile_" + observation) return false;
+    if (outI) return std::string(code::outcome_for_parked);
+    if (observation == std::string(code::matches_expected_state) ||
+        str(dp, "reasonCode") != "reconcile_" + observation)
+      return std::string(code::reconcile_decision_conflict);
   } else {
-    return false;
+    return std::string(code::decision_fact_invalid);
   }
   const Json* ev = field(dp, "evidenceEventIds");
-  if (!ev || !ev->is_array() || ev->size() != expectedEvidence.size()) return false;
+  if (!ev || !ev->is_array() || ev->size() != expectedEvidence.size())
+    return std::string(code::evidence_order_conflict);
   for (size_t k = 0; k < expectedEvidence.size(); ++k)
-    if ((*ev)[k] != expectedEvidence[k]) return false;
-  return true;
+    if ((*ev)[k] != expectedEvidence[k]) return std::string(code::evidence_order_conflict);
+  return {};
 }
 
 }  // namespace impl
@@ -455,22 +465,30 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
     // 7. recovery tail (c.4) — never over a corruption found by steps 1-3 (fail-closed rule)
     if (d.status != std::string(code::corruption) &&
         (!op.reconciles.empty() || !op.decisions.empty())) {
-      bool valid = op.reconciles.size() == 1 && op.decisions.size() == 1 && op.call &&
-                   op.dispatch && op.opId;
-      if (valid)
-        valid = bundleValid(E, op, *op.call, *op.dispatch, op.reconciles[0], op.response,
-                            op.decisions[0]);
-      if (valid) {
+      std::string failure;
+      if (op.reconciles.size() != 1 || op.decisions.size() != 1 || !op.call || !op.dispatch ||
+          !op.opId) {
+        failure = code::recovery_fact_shape_conflict;
+      } else {
+        failure = bundleFailure(E, op, *op.call, *op.dispatch, op.reconciles[0], op.response,
+                                op.decisions[0]);
+      }
+      if (failure.empty()) {
         std::vector<size_t> order = {*op.call, *op.dispatch, op.reconciles[0]};
         if (op.response) order.push_back(*op.response);
         order.push_back(op.decisions[0]);
         for (size_t k = 1; k < order.size(); ++k)
-          if (order[k - 1] >= order[k]) valid = false;
+          if (order[k - 1] >= order[k]) failure = code::event_order_conflict;
       }
-      if (!valid) {
+      if (!failure.empty()) {
         d.status = std::string(code::corruption),
         d.reason = std::string(code::recovery_fact_corruption);
         d.settlementOrigin.reset();
+        // the failing code is an issue on the operation's first recovery fact
+        size_t first = SIZE_MAX;
+        for (size_t i : op.reconciles) first = std::min(first, i);
+        for (size_t i : op.decisions) first = std::min(first, i);
+        res.issues.push_back({failure, str(E[first], "id")});
       } else {
         const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
         d.settlementOrigin = std::string(code::recovery_bundle);

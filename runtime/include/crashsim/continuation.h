@@ -141,6 +141,9 @@ struct ContinuationClaim {
   double claimedAt = 0;
 
   Json toJson() const;
+  // The inverse of toJson (protocol continuation_claim_v1, closed key set). Shape errors throw
+  // Error(code::continuation_claim_invalid); the e.8 rules are claimContinuation's to check.
+  static ContinuationClaim fromJson(const Json& j);
   // Last boundary segment (the immediate source).
   PrefixIdentity sourceIdentity() const;
   int64_t sourceHighWater() const;

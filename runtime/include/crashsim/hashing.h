@@ -42,8 +42,9 @@ struct PrefixIdentity {
 // prefixDigest (e.7): LP("maka.runtime-prefix.v1") || LP(stableJSON(identity)) ||
 // for each event (event_seq = 1, 2, …): u64be(seq) || LP(stableJSON(canonical event)),
 // with the legacy_automation → automation text-origin exception. Throws
-// Error(code::partial_in_prefix) for a partial event and Error(code::runtime_identity_mismatch)
-// for an event that does not carry the identity.
+// Error(code::partial_in_prefix) for a partial event, Error(code::runtime_identity_mismatch)
+// for an event that does not carry the identity and Error(code::not_losslessly_serializable)
+// for an event holding a -0 (its stable JSON would read back as 0, a.6).
 std::string prefixDigest(const PrefixIdentity& identity, std::span<const RuntimeEvent> events);
 
 // manifestDigest (e.7): LP("maka.runtime-boundary-manifest.v1") ||

@@ -14,10 +14,12 @@ namespace crashsim {
 
 using Json = nlohmann::json;
 
-// Parses exactly one strict JSON value (RFC 8259; no comments, no trailing data).
-// Throws Error(code::invalid_json) on malformed text, invalid UTF-8, lone surrogate escapes
-// ("\ud800" not followed by a low surrogate: a UTF-8 string cannot carry one, so such input is
-// rejected rather than altered) and numbers that overflow a double (1e400).
+// Parses exactly one strict JSON value (RFC 8259; no comments, no trailing data), as
+// JSON.parse does. Strings are WTF-8: an escaped lone surrogate ("\ud800" not part of a pair)
+// is legal JSON and decodes to its 3-byte form (spec a.6: JavaScript strings hold them); raw
+// bytes in the text must still be valid UTF-8. "-0" keeps its sign (the double -0.0).
+// Throws Error(code::invalid_json) on malformed text, invalid UTF-8 and numbers that overflow
+// a double (1e400).
 // Duplicate keys: the last one wins (as JSON.parse).
 // Text nesting deeper than maxDepth (crashsim/json_limits.h) → Error(code::json_too_deep),
 // before anything is parsed; a JSON array of stored values reads with kMaxJsonDepth + 1.
@@ -32,9 +34,15 @@ Json parseJson(std::string_view text, size_t maxDepth = kMaxJsonDepth);
 // characters; '/', DEL, U+2028/2029 unescaped) and ECMAScript Number::toString numbers (1,
 // 1.5, 1e+21, -0 -> 0); int64/uint64 values are converted to double first. A key named
 // "__proto__" is ordinary data.
-// Throws Error(code::not_strict_json) for NaN / +-Infinity, invalid UTF-8, binary or a
+// A lone surrogate in a string is written as a lower-case \udxxx escape.
+// Throws Error(code::not_strict_json) for NaN / +-Infinity, invalid WTF-8, binary or a
 // discarded value.
 std::string stableJson(const Json& value);
+
+// True when the value holds a -0 number anywhere. Stable JSON writes it as 0, so a value that
+// holds one does not survive the lossless round trip of a.6 (JavaScript deep equality tells
+// -0 from 0).
+bool containsNegativeZero(const Json& value);
 
 // The order stable JSON emits object keys in: array-index keys first (numeric ascending),
 // then every other key by utf16Less.

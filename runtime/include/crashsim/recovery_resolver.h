@@ -45,6 +45,10 @@ struct ResolverIssue {
 struct RecoveryResolution {
   std::optional<std::string> toolBoundaryProtocol;  // "t1_after_preflight_v1" or absent
   std::vector<ToolDecision> decisions;              // in scanner operation order
+  // Marker issues, then the scanner's in detection order, then one per operation whose
+  // recovery tail is invalid (c.4): its failing code (a f.6 bundle code such as
+  // outcome_required, or recovery_fact_shape_conflict / event_order_conflict) on the
+  // operation's first recovery fact; that decision's reason stays recovery_fact_corruption.
   std::vector<ResolverIssue> issues;
   bool hasCorruption = false;
   bool requiresReconciliation = false;

@@ -178,9 +178,12 @@ struct RuntimeEvent {
 // actions.runtimeProtocol.toolBoundary other than t1_after_preflight_v1 IS a decode error
 // (invalid_enum), so the resolver only ever sees the valid marker value.
 // Normalisation: every number becomes the double JavaScript sees (integral values with
-// |v| <= 2^53 are stored as integers, everything else as doubles; -0 becomes 0); text content
-// per a.2 (displayText == text dropped, empty attachments/quotes dropped) and text origin
-// {kind:'automation'} becomes {kind:'legacy_automation'} (upstream decodeTurnOrigin).
+// |v| <= 2^53 are stored as integers, everything else as doubles); text content per a.2
+// (displayText == text dropped, empty attachments/quotes dropped, attachment bytes -0 → 0) and
+// text origin {kind:'automation'} becomes {kind:'legacy_automation'} (upstream
+// decodeTurnOrigin). Strings are WTF-8 (lone surrogates are data, a.6). Any other -0 decodes
+// and keeps its sign, so the resolver judges such a ledger, but the event is not lossless:
+// writers and prefixDigest refuse it (not_losslessly_serializable).
 // Lossless: decodeRuntimeEvent(parseJson(encodeRuntimeEvent(e))) == e.
 RuntimeEvent decodeRuntimeEvent(const Json& value);
 // Same, consuming the value (no deep copy): prefer decodeRuntimeEvent(parseJson(text)).

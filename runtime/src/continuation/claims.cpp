@@ -1,5 +1,7 @@
 // claims.cpp — the continuation claim authority and the continuation-start writers (spec e.8,
 // f.7). Every write is one BEGIN IMMEDIATE transaction on the store's connection.
+#include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "continuation/internal.h"
@@ -73,6 +75,50 @@ Json ContinuationClaim::toJson() const {
               {"target", identityJson(target)},
               {"targetRunHeader", targetRunHeader.toJson()},
               {"claimedAt", claimedAt}};
+}
+
+ContinuationClaim ContinuationClaim::fromJson(const Json& j) {
+  static constexpr std::string_view kKeys[] = {"protocol",
+                                               "claimId",
+                                               "boundaryDigest",
+                                               "boundary",
+                                               "providerProjectionVersion",
+                                               "providerReplayDigest",
+                                               "target",
+                                               "targetRunHeader",
+                                               "claimedAt"};
+  if (!j.is_object()) invalidClaim("continuation claim must be an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys))
+      invalidClaim("continuation claim has an unknown key " + it.key());
+  }
+  for (std::string_view k : kKeys) {
+    if (!j.contains(k)) invalidClaim("continuation claim lacks " + std::string(k));
+  }
+  if (j["protocol"] != "continuation_claim_v1")
+    invalidClaim("continuation claim protocol must be continuation_claim_v1");
+  auto str = [&](const char* k) {
+    if (!j[k].is_string())
+      invalidClaim(std::string("continuation claim ") + k + " must be a string");
+    return j[k].get<std::string>();
+  };
+  if (!j["providerProjectionVersion"].is_number_integer() || !j["claimedAt"].is_number())
+    invalidClaim("continuation claim providerProjectionVersion/claimedAt must be numbers");
+  ContinuationClaim c;
+  c.claimId = str("claimId");
+  c.boundaryDigest = str("boundaryDigest");
+  c.providerReplayDigest = str("providerReplayDigest");
+  c.providerProjectionVersion = j["providerProjectionVersion"].get<int>();
+  c.claimedAt = j["claimedAt"].get<double>();
+  try {
+    c.boundary = BoundaryCursor::fromJson(j["boundary"]);
+    c.target = identityFromJson(j["target"]);
+    c.targetRunHeader = RunHeader::fromJson(j["targetRunHeader"]);
+  } catch (const Error& e) {
+    if (e.code() == code::continuation_claim_invalid) throw;
+    invalidClaim(std::string("continuation claim: ") + e.what());
+  }
+  return c;
 }
 
 PrefixIdentity ContinuationClaim::sourceIdentity() const {

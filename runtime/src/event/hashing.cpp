@@ -206,6 +206,11 @@ std::string prefixDigest(const PrefixIdentity& identity, std::span<const Runtime
       throw Error(code::runtime_identity_mismatch,
                   "event " + ev.id + " does not carry the prefix identity");
     }
+    // Each event is canonicalised first (e.7), so one that is not lossless has no digest.
+    if (containsNegativeZero(ev.json)) {
+      throw Error(code::not_losslessly_serializable,
+                  "RuntimeEvent is not losslessly serializable: " + ev.id + " (-0)");
+    }
     appendU64be(bytes, seq);
     // Frozen-bytes exception: a decoded legacy_automation text origin is digested as
     // {kind:'automation', automationId}.

@@ -5,10 +5,14 @@
 // ECMAScript Number::toString numbers. All numbers are treated as IEEE doubles (an int64 held
 // by nlohmann is first converted to the double JavaScript would see).
 //
-// Lone surrogates: JavaScript strings may contain them (and JSON.stringify escapes them as
-// \udxxx). A UTF-8 std::string cannot carry one, and nlohmann rejects "\ud800" escapes that
-// are not part of a pair, so such input is rejected at parse time (code::invalid_json) and
-// invalid UTF-8 inside a programmatically built Json is rejected here (code::not_strict_json).
+// Lone surrogates: JavaScript strings may contain them, and JSON.stringify escapes them as
+// \udxxx. Strings here are WTF-8 (event/utf8.h): parseJson decodes an escaped lone surrogate
+// to its 3-byte form and stable JSON writes it back as the escape. nlohmann itself rejects
+// such escapes, so parseJson hands it a rewritten text when one occurs (see below); invalid
+// UTF-8 inside a programmatically built Json is rejected here (code::not_strict_json).
+//
+// -0: JSON.parse("-0") is the number -0, nlohmann parses it as the integer 0. parseJson keeps
+// the sign (the double -0.0) so the lossless check (a.6) can see it.
 #include "crashsim/json.h"
 
 #include <algorithm>
@@ -26,6 +30,150 @@
 
 namespace crashsim {
 
+namespace {
+
+// The rewrite parseJson applies before nlohmann sees a text that holds an escaped lone
+// surrogate or a "-0" number. A lone surrogate \uDxxx becomes the noncharacter U+FDD0
+// followed by the four lower-case hex digits, and a U+FDD0 already in a string is doubled, so
+// restoreMarked() maps every marked string back without ambiguity. "-0" (an integer token)
+// becomes "-0.0". Returns whether any string was marked.
+constexpr std::string_view kMark = "\xEF\xB7\x90";  // U+FDD0 in UTF-8
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// The code unit of the \uXXXX escape at text[i] (text[i] == '\\'), or -1.
+int32_t escapeUnit(std::string_view text, size_t i) {
+  if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u') return -1;
+  int32_t unit = 0;
+  for (size_t k = 2; k < 6; ++k) {
+    const int h = hexValue(text[i + k]);
+    if (h < 0) return -1;
+    unit = unit * 16 + h;
+  }
+  return unit;
+}
+
+bool needsRewrite(std::string_view text) {
+  // A "-0" number follows a structural character or white space; "run-0" inside a string does
+  // not send the text down the slow path (a false positive would only cost time).
+  for (size_t i = text.find("-0"); i != std::string_view::npos; i = text.find("-0", i + 2)) {
+    if (i == 0 || std::strchr(":[, \t\n\r", text[i - 1]) != nullptr) return true;
+  }
+  for (size_t i = text.find("\\u"); i != std::string_view::npos; i = text.find("\\u", i + 2)) {
+    const int32_t unit = escapeUnit(text, i);
+    if (detail::isSurrogate(unit) || unit == 0xFDD0) return true;
+  }
+  return text.find(kMark) != std::string_view::npos;
+}
+
+bool rewriteForNlohmann(std::string_view text, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  bool marked = false;
+  bool inString = false;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (!inString) {
+      if (c == '"') inString = true;
+      const bool negZero =
+          c == '-' && i + 1 < text.size() && text[i + 1] == '0' &&
+          (i + 2 == text.size() || std::strchr("0123456789.eE", text[i + 2]) == nullptr);
+      out += negZero ? std::string_view("-0.0") : text.substr(i, 1);
+      i += negZero ? 2 : 1;
+      continue;
+    }
+    if (c == '"') {
+      inString = false;
+    } else if (text.compare(i, kMark.size(), kMark) == 0) {
+      out += kMark;
+      out += kMark;
+      marked = true;
+      i += kMark.size();
+      continue;
+    } else if (c == '\\') {
+      const int32_t unit = escapeUnit(text, i);
+      if (unit >= 0xD800 && unit <= 0xDBFF) {
+        const int32_t low = escapeUnit(text, i + 6);
+        if (low >= 0xDC00 && low <= 0xDFFF) {  // a pair: nlohmann decodes it
+          out += text.substr(i, 12);
+          i += 12;
+          continue;
+        }
+      }
+      if (detail::isSurrogate(unit) || unit == 0xFDD0) {
+        out += kMark;
+        if (unit == 0xFDD0) {
+          out += kMark;
+        } else {
+          for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(unit >> shift) & 0xF]);
+        }
+        marked = true;
+        i += 6;
+        continue;
+      }
+      out += text.substr(i, 2);  // any other escape, including \\ and \"
+      i += 2;
+      continue;
+    }
+    out.push_back(c);
+    ++i;
+  }
+  return marked;
+}
+
+// Undoes the marking of rewriteForNlohmann in one string: U+FDD0 U+FDD0 -> U+FDD0, U+FDD0
+// + four hex digits -> the WTF-8 bytes of that lone surrogate.
+std::string restoreMarked(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, kMark.size(), kMark) != 0) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    i += kMark.size();
+    if (s.compare(i, kMark.size(), kMark) == 0) {
+      out += kMark;
+      i += kMark.size();
+      continue;
+    }
+    int32_t unit = 0;
+    for (size_t k = 0; k < 4; ++k) unit = unit * 16 + hexValue(s[i + k]);
+    i += 4;
+    out.push_back(static_cast<char>(0xE0 | (unit >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((unit >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (unit & 0x3F)));
+  }
+  return out;
+}
+
+void restoreMarkedStrings(Json& v) {
+  if (v.is_string()) {
+    std::string& s = v.get_ref<std::string&>();
+    if (s.find(kMark) != std::string::npos) s = restoreMarked(s);
+  } else if (v.is_array()) {
+    for (Json& e : v) restoreMarkedStrings(e);
+  } else if (v.is_object()) {
+    Json::object_t& o = v.get_ref<Json::object_t&>();
+    Json::object_t restored;
+    bool keyChanged = false;
+    for (auto& [k, e] : o) {
+      restoreMarkedStrings(e);
+      keyChanged = keyChanged || k.find(kMark) != std::string::npos;
+    }
+    if (!keyChanged) return;
+    for (auto& [k, e] : o) restored.emplace(restoreMarked(k), std::move(e));
+    o = std::move(restored);
+  }
+}
+
+}  // namespace
+
 Json parseJson(std::string_view text, size_t maxDepth) {
   if (jsonTextDepth(text, maxDepth) > maxDepth)
     throw Error(code::json_too_deep,
@@ -34,11 +182,34 @@ Json parseJson(std::string_view text, size_t maxDepth) {
   // never JSON (RFC 8259: control characters are escaped even inside strings).
   if (text.find('\0') != std::string_view::npos)
     throw Error(code::invalid_json, "invalid JSON: a NUL byte in the text");
+  std::string rewritten;
+  bool marked = false;
+  if (needsRewrite(text)) {
+    marked = rewriteForNlohmann(text, rewritten);
+    text = rewritten;
+  }
   try {
-    return Json::parse(text.data(), text.data() + text.size(), nullptr, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/false);
+    Json value = Json::parse(text.data(), text.data() + text.size(), nullptr,
+                             /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    if (marked) restoreMarkedStrings(value);
+    return value;
   } catch (const Json::exception& e) {
     throw Error(code::invalid_json, std::string("invalid JSON: ") + e.what());
+  }
+}
+
+bool containsNegativeZero(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::number_float:
+      return v.get<double>() == 0 && std::signbit(v.get<double>());
+    case Json::value_t::array:
+    case Json::value_t::object:
+      for (const Json& e : v) {
+        if (containsNegativeZero(e)) return true;
+      }
+      return false;
+    default:
+      return false;
   }
 }
 
@@ -61,10 +232,24 @@ void appendEscapedString(std::string& out, std::string_view s) {
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      if (decodeUtf8(s, i) < 0) {
-        throw Error(code::not_strict_json, "string is not valid UTF-8 (lone surrogate?)");
+      const size_t at = i;
+      const int32_t cp = decodeUtf8(s, i);
+      if (cp < 0) throw Error(code::not_strict_json, "string is not valid UTF-8");
+      if (!detail::isSurrogate(cp)) continue;  // raw UTF-8 is copied with the run
+      // A lone surrogate (WTF-8) is written as JSON.stringify does: a lower-case escape. A
+      // high surrogate directly followed by a low one is not WTF-8 (it would read back as the
+      // pair's code point).
+      size_t next = i;
+      if (cp <= 0xDBFF && next < s.size()) {
+        const int32_t after = decodeUtf8(s, next);
+        if (after >= 0xDC00 && after <= 0xDFFF)
+          throw Error(code::not_strict_json, "string holds a surrogate pair as two sequences");
       }
-      continue;  // raw UTF-8 is copied with the run
+      out.append(s.data() + runStart, at - runStart);
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out.push_back(kHex[(cp >> shift) & 0xF]);
+      runStart = i;
+      continue;
     }
     if (c >= 0x20 && c != '"' && c != '\\') {
       ++i;
@@ -316,7 +501,17 @@ bool utf16Less(std::string_view a, std::string_view b) {
   }
   const uint32_t ua = firstUnit(ca), ub = firstUnit(cb);
   if (ua != ub) return ua < ub;
-  return ca < cb;  // same high surrogate: low surrogate order == code point order
+  if (ca >= 0x10000 && cb >= 0x10000) return ca < cb;  // same high surrogate: low units decide
+  // One side is a lone high surrogate (WTF-8), the other a pair with the same high unit: the
+  // pair's low surrogate is compared with the unit after the lone one (none: shorter first).
+  auto nextUnit = [](std::string_view s, size_t at) -> int64_t {
+    if (at >= s.size()) return -1;
+    const int32_t cp = decodeUtf8(s, at);
+    return cp < 0 ? static_cast<unsigned char>(s[at]) : firstUnit(cp);
+  };
+  const int64_t la = ca >= 0x10000 ? 0xDC00 + ((ca - 0x10000) & 0x3FF) : nextUnit(a, ia);
+  const int64_t lb = cb >= 0x10000 ? 0xDC00 + ((cb - 0x10000) & 0x3FF) : nextUnit(b, ib);
+  return la < lb;
 }
 
 }  // namespace crashsim

@@ -58,12 +58,15 @@ constexpr double kTwo53 = 9007199254740992.0;
 constexpr int64_t kMaxSafeInteger = 9007199254740991;  // Number.MAX_SAFE_INTEGER
 
 // Pass 1: numbers become the IEEE double JavaScript sees; integral values within ±2^53 are
-// stored as integers, all others as doubles (so -0 → 0, 1.0 → 1, 2^63 → 9.223372036854776e18).
+// stored as integers, all others as doubles (1.0 → 1, 2^63 → 9.223372036854776e18). -0 stays
+// the double -0.0: it is legal content, but stable JSON writes it as 0, so canonicalising an
+// event that holds one is refused (not lossless, a.6); only attachment bytes normalise it.
 void normalizeValue(Json& v, const Path& path, size_t depth = 0) {
   switch (v.type()) {
     case Json::value_t::number_float: {
       const double d = v.get<double>();
       if (!std::isfinite(d)) fail(code::non_finite_number, path, "number must be finite");
+      if (d == 0 && std::signbit(d)) return;
       if (std::trunc(d) == d && std::fabs(d) <= kTwo53) v = static_cast<int64_t>(d);
       return;
     }
@@ -80,7 +83,7 @@ void normalizeValue(Json& v, const Path& path, size_t depth = 0) {
       return;
     }
     case Json::value_t::string:
-      if (!detail::isValidUtf8(v.get_ref<const std::string&>())) {
+      if (!detail::isWellFormedWtf8(v.get_ref<const std::string&>())) {
         fail(code::not_strict_json, path, "string is not valid UTF-8");
       }
       return;
@@ -93,7 +96,9 @@ void normalizeValue(Json& v, const Path& path, size_t depth = 0) {
     case Json::value_t::object:
       if (++depth > kMaxJsonDepth) fail(code::json_too_deep, path, "nests too deep");
       for (auto& [k, e] : v.get_ref<Obj&>()) {
-        if (!detail::isValidUtf8(k)) fail(code::not_strict_json, path, "key is not valid UTF-8");
+        if (!detail::isWellFormedWtf8(k)) {
+          fail(code::not_strict_json, path, "key is not valid UTF-8");
+        }
         normalizeValue(e, path / k, depth);
       }
       return;
@@ -212,6 +217,7 @@ std::optional<int64_t> safeInteger(const Json& v) {
     const int64_t i = v.get<int64_t>();
     if (i <= kMaxSafeInteger && i >= -kMaxSafeInteger) return i;
   }
+  if (v.is_number_float() && v.get<double>() == 0) return 0;  // -0 (Number.isSafeInteger(-0))
   return std::nullopt;
 }
 
@@ -333,7 +339,12 @@ void decodeStorageRef(const Json& v, const Path& path) {
   }
 }
 
-void decodeAttachment(const Json& v, const Path& path) {
+void decodeAttachment(Json& v, const Path& path) {
+  // a.2: attachment bytes of -0 becomes 0 (the one place the decoder rewrites a -0).
+  if (auto it = v.find("bytes");
+      v.is_object() && it != v.end() && it->is_number_float() && it->get<double>() == 0) {
+    *it = 0;
+  }
   const Obj& o = asObject(v, path);
   checkKeys(o, path, {"kind", "name", "mimeType", "bytes", "ref"}, {});
   static constexpr std::array<std::string_view, 5> kAttachmentKinds{"image", "pdf", "doc", "code",
@@ -341,7 +352,7 @@ void decodeAttachment(const Json& v, const Path& path) {
   enumIndex(o.at("kind"), path / "kind", kAttachmentKinds);
   reqString(o, "name", path);
   reqString(o, "mimeType", path);
-  reqSafeInteger(o.at("bytes"), path / "bytes", 0);  // -0 was normalised to 0 already
+  reqSafeInteger(o.at("bytes"), path / "bytes", 0);
   decodeStorageRef(o.at("ref"), path / "ref");
 }
 
@@ -415,8 +426,9 @@ void decodeTextContent(Json& content, const Path& path) {
   const std::string& text = reqString(o, "text", path);
   const std::string* displayText = optString(o, "displayText", path);
   for (std::string_view k : {"attachments", "quotes", "inlineReferences"}) {
-    const Json* v = field(o, k);
-    if (!v) continue;
+    auto found = o.find(k);
+    if (found == o.end()) continue;
+    Json* v = &found->second;
     const Path p = path / k;
     if (!v->is_array()) fail(code::wrong_type, p, "must be an array");
     if (k == "attachments") {
@@ -435,7 +447,7 @@ void decodeTextContent(Json& content, const Path& path) {
   optObject(o, "providerOptions", path);
   if (auto it = o.find("origin"); it != o.end()) decodeTurnOrigin(it->second, path / "origin");
   // Normalisation (a.2): displayText equal to text and empty attachments/quotes are dropped;
-  // attachment bytes -0 became 0 in normalizeValue.
+  // attachment bytes -0 became 0 in decodeAttachment.
   if (displayText && *displayText == text) o.erase("displayText");
   for (const char* k : {"attachments", "quotes"}) {
     auto it = o.find(k);

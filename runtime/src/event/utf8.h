@@ -6,8 +6,17 @@
 
 namespace crashsim::detail {
 
-// Decodes one UTF-8 sequence at s[i]; returns the code point and advances i, or returns -1
-// (without advancing) on an invalid sequence: overlong, surrogate, > U+10FFFF, truncated.
+// Strings hold WTF-8: UTF-8, plus the 3-byte encoding of a LONE UTF-16 surrogate
+// (U+D800..U+DFFF). JavaScript strings, and so RuntimeEvent strings (spec a.6), may hold lone
+// surrogates; parseJson decodes an escaped one ("\ud800") to these three bytes, and stable JSON
+// writes them back as the lower-case escape. A surrogate PAIR is always the 4-byte UTF-8 of its
+// code point, never two 3-byte sequences (isWellFormedWtf8 rejects that).
+
+inline bool isSurrogate(int32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+
+// Decodes one WTF-8 sequence at s[i]; returns the code point (a lone surrogate decodes to
+// itself) and advances i, or returns -1 (without advancing) on an invalid sequence: overlong,
+// > U+10FFFF, truncated.
 inline int32_t decodeUtf8(std::string_view s, size_t& i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   if (b0 < 0x80) {
@@ -35,20 +44,25 @@ inline int32_t decodeUtf8(std::string_view s, size_t& i) {
     cp = (cp << 6) | (b & 0x3F);
   }
   if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return -1;
-  if (cp >= 0xD800 && cp <= 0xDFFF) return -1;
   i += static_cast<size_t>(len);
   return cp;
 }
 
-// True when s is well-formed UTF-8 (no lone surrogates can be represented).
-inline bool isValidUtf8(std::string_view s) {
+// True when s is well-formed WTF-8: valid UTF-8 except that lone surrogates may appear, and
+// a high surrogate is never directly followed by a low one (that pair has its own 4-byte
+// encoding, so the 6-byte form would not survive a round trip through JSON text).
+inline bool isWellFormedWtf8(std::string_view s) {
   size_t i = 0;
+  bool afterHigh = false;
   while (i < s.size()) {
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
+      afterHigh = false;
       continue;
     }
-    if (decodeUtf8(s, i) < 0) return false;
+    const int32_t cp = decodeUtf8(s, i);
+    if (cp < 0 || (afterHigh && cp >= 0xDC00 && cp <= 0xDFFF)) return false;
+    afterHigh = cp >= 0xD800 && cp <= 0xDBFF;
   }
   return true;
 }

@@ -2,6 +2,7 @@
 // operation, derived only from the shared scanner and recovery-tail interpreter.
 #include "crashsim/recovery_resolver.h"
 
+#include <algorithm>
 #include <array>
 
 #include "crashsim/codes.h"
@@ -52,8 +53,12 @@ void bindOperation(ToolDecision& d, std::span<const RuntimeEvent> events,
 
 // Decides status, reason and settlement origin of one scanned operation (its event-derived
 // fields are already bound).
+// An invalid recovery tail also adds one issue naming why (its f.6 bundle code,
+// recovery_fact_shape_conflict or event_order_conflict) on the operation's first recovery
+// fact, so the resolver output says more than recovery_fact_corruption.
 void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
-            const detail::ScannedOperation& op, bool newProtocol) {
+            const detail::ScannedOperation& op, bool newProtocol,
+            std::vector<ResolverIssue>& issues) {
   // The codes are chosen first and the strings built once (no reassignment per rule).
   std::string_view status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
   std::string_view reason =
@@ -85,6 +90,9 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
         status = code::corruption;
         reason = code::recovery_fact_corruption;
         origin = {};
+        size_t first = op.reconciles.empty() ? op.decisions.front() : op.reconciles.front();
+        if (!op.decisions.empty()) first = std::min(first, op.decisions.front());
+        issues.push_back({std::move(tail->code), events[first].id});
       } else if (tail->disposition == code::completed) {
         status = code::completed;
         reason = code::recovery_bundle_completed;
@@ -131,7 +139,7 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];
     bindOperation(d, events, ops[k]);
-    decide(d, events, ops[k], newProtocol);
+    decide(d, events, ops[k], newProtocol, issues);
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
   }

@@ -62,17 +62,8 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   constexpr uint32_t kNone = FlatIndex::kEmpty;
   struct CallGroup {
     std::string_view callId;
-    // Tool names of the non-partial calls seen so far (d.8: a response pairs with ANY earlier
-    // call of its name); more than one only when a call id is reused (duplicate_call).
-    std::string_view callName;
-    std::vector<std::string_view> moreCallNames;
+    uint32_t latestCall = kNone;     // index of the latest non-partial call event with this id
     uint32_t lastOperation = kNone;  // last projected operation with this call id
-    bool hasCall = false;
-    bool paired = false;
-    bool hasCallNamed(std::string_view name) const {
-      return hasCall && (callName == name || std::find(moreCallNames.begin(), moreCallNames.end(),
-                                                       name) != moreCallNames.end());
-    }
   };
   std::vector<CallGroup> groups;
   groups.reserve(resolution.decisions.size() + 1);
@@ -84,7 +75,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     });
     if (g == kNone) {
       g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, {}, {}, kNone, false, false});
+      groups.push_back(CallGroup{callId, kNone, kNone});
       groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
     }
     return g;
@@ -156,36 +147,32 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   }
 
   // One pass over the events: responses without a projected operation (d.4, last two
-  // diagnostics) and call pairing for the provider replay (d.8). Replay candidates are
-  // collected in the same pass and calls/responses filtered by pairing afterwards.
-  // Replay candidates: (event index, call group or kNone for non-tool content).
-  std::vector<std::pair<uint32_t, uint32_t>> candidates;
+  // diagnostics) and call pairing for the provider replay (d.8). A response pairs with the
+  // LATEST earlier non-partial call of its id, and only when that call names the same tool; a
+  // call is replayed only when some response paired with it, so the replay never holds an
+  // unanswered call (j.2) even when an id is reused under another tool name. Replay candidates
+  // are collected in the same pass and calls/responses filtered by pairing afterwards.
+  std::vector<uint32_t> candidates;
   candidates.reserve(events.size());
   const size_t n = events.size();
+  std::vector<bool> paired(n, false);
   for (size_t i = 0; i < n; ++i) {
     const RuntimeEvent& e = events[i];
     if (e.partial) continue;
     const bool isCall = e.contentKind == ContentKind::function_call;
     const bool isResponse = e.contentKind == ContentKind::function_response;
-    if (!isCall && !isResponse) {
-      if (!e.hidden) candidates.emplace_back(static_cast<uint32_t>(i), kNone);
+    if (!e.hidden) candidates.push_back(static_cast<uint32_t>(i));
+    if (!isCall && !isResponse) continue;
+    CallGroup& group = groups[groupOf(e.callId)];
+    if (isCall) {
+      group.latestCall = static_cast<uint32_t>(i);
       continue;
     }
-    const uint32_t g = groupOf(e.callId);
-    CallGroup& group = groups[g];
-    if (isCall) {
-      if (!group.hasCall) {
-        group.callName = e.toolName;
-        group.hasCall = true;
-      } else if (!group.hasCallNamed(e.toolName)) {
-        group.moreCallNames.push_back(e.toolName);
-      }
-    } else if (group.hasCallNamed(e.toolName)) {
-      group.paired = true;
+    if (group.latestCall != kNone && events[group.latestCall].toolName == e.toolName) {
+      paired[group.latestCall] = true;
+      paired[i] = true;
     }
     if (e.hidden) continue;
-    candidates.emplace_back(static_cast<uint32_t>(i), g);
-    if (!isResponse) continue;
     if (group.lastOperation == kNone) {
       addDiagnostic(diagnostics, code::unmatched_tool_result);
     } else if (const PlanOperation& op = plan.operations[group.lastOperation];
@@ -219,10 +206,12 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
           : code::blocked;
 
   // d.8 provider replay events: keep content-less and other content events; keep calls and
-  // responses only when their call id is paired.
+  // responses only when paired.
   plan.replayEventIndexes.reserve(candidates.size());
-  for (const auto& [index, group] : candidates) {
-    if (group == kNone || groups[group].paired) plan.replayEventIndexes.push_back(index);
+  for (const uint32_t index : candidates) {
+    const ContentKind kind = events[index].contentKind;
+    const bool tool = kind == ContentKind::function_call || kind == ContentKind::function_response;
+    if (!tool || paired[index]) plan.replayEventIndexes.push_back(index);
   }
   return plan;
 }

@@ -334,6 +334,7 @@ void checkRunNotSealed(Connection& conn, const std::string& sessionId, const std
 std::string canonicalPayload(const RuntimeEvent& event, RuntimeEvent* canonical) {
   std::string payload;
   try {
+    if (containsNegativeZero(event.json)) throw Error(code::not_losslessly_serializable, "-0");
     payload = encodeRuntimeEvent(event);
     // encodeRuntimeEvent is stableJson of the JSON, so equal JSON re-encodes to equal bytes:
     // the stored bytes must parse back to the same JSON and decode.
