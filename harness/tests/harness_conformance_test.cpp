@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "crashsim/hashing.h"
+#include "crashsim/runtime_event.h"
 #include "test_util.h"
 
 using namespace crashsim::harness::test;
@@ -591,6 +592,26 @@ TEST(PlanContinuation, ReplayAndLedgerGates) {
   Ledger c("s1", "r1");
   EXPECT_EQ(reasonsOf(planOf(failedRun(c, {c.model("hello"), c.user("x")}), planDoc("s1", "r1"))),
             Reasons{"provider_resume_head_unsupported"});
+  // A permission request never decided (e.6.1).
+  Ledger p("s1", "r1");
+  json ask = p.model("may I?");
+  ask["actions"] = {{"permissionRequest", {{"requestId", "req-1"}, {"toolName", "Write"}}}};
+  EXPECT_EQ(reasonsOf(planOf(failedRun(p, {p.user("x"), ask, p.user("yes")}), planDoc("s1", "r1"))),
+            Reasons{"pending_permission"});
+  // Text with role tool is not a provider item (e.3.3): the segment is not replayable.
+  Ledger u("s1", "r1");
+  json toolText = u.model("raw tool text");
+  toolText["role"] = "tool";
+  toolText["author"] = "tool";
+  EXPECT_EQ(
+      reasonsOf(planOf(failedRun(u, {u.user("x"), toolText, u.user("y")}), planDoc("s1", "r1"))),
+      Reasons{"provider_replay_unsupported"});
+  // The host hands out the source's own ids (e.6.3).
+  Ledger q("s1", "r1");
+  json reuse = hostFacts();
+  reuse["ids"] = {"inv-r1", "run-new", "turn-new", "claim-new"};
+  EXPECT_EQ(reasonsOf(planOf(usualSource(q), planDoc("s1", "r1", reuse))),
+            Reasons{"continuation_identity_reused"});
   // A non-terminal source: the terminal repair did not succeed (e.6.5).
   Ledger d("s1", "r1");
   EXPECT_EQ(
@@ -805,6 +826,67 @@ TEST(StoreExec, ClaimAndStartWritersFollowF7) {
   EXPECT_EQ(lines[c + 9]["result"]["claims"][0]["startKind"], "runtime_admission");
 }
 
+// f.7: claimContinuation verifies the boundary against the ledger in its transaction. The
+// claim of a terminal source's plan, offered to stores where that source is missing, different,
+// or followed by a target that already has events; a claim over a source prefix that does not
+// end with its terminal (digests computed from its events, e.7); a claim reusing the source's
+// run id as its target.
+TEST(StoreExec, ClaimBoundaryIsVerifiedAgainstTheLedger) {
+  Ledger r("s1", "r1");
+  const std::vector<json> source = usualSource(r);
+  const Outcome plan = planOf(source, planDoc("s1", "r1"));
+  ASSERT_EQ(plan.out["decision"], "continue") << plan.text;
+  const ClaimDoc a = claimFor(plan.out, "claim-a", "run-new", 90000);
+  auto claimOn = [&](std::vector<json> ops, const json& claim) {
+    ops.push_back(op("claimContinuation", {{"claim", claim}}));
+    return exec(ops).back();
+  };
+  // the source run is not in the store
+  Ledger other("s1", "r0");
+  EXPECT_EQ(codeOf(claimOn(usualSource(other), a.claim)), "continuation_boundary_missing");
+  // the source has other events at the boundary's positions (another terminal)
+  Ledger changed("s1", "r1");
+  changed.ts += 7;
+  EXPECT_EQ(codeOf(claimOn(usualSource(changed), a.claim)), "continuation_boundary_changed");
+  // the target run already holds an event
+  std::vector<json> busy = source;
+  Ledger target("s1", "run-new", 80000);
+  target.invocation = "inv-run-new";
+  target.turn = "turn-run-new";
+  json targetHeader = target.header(80000);
+  busy.push_back(op("createRun", targetHeader));
+  busy.push_back(append(target.user("early")));
+  EXPECT_EQ(codeOf(claimOn(busy, a.claim)), "continuation_target_not_empty");
+  // the target reuses the source's run id
+  const ClaimDoc reuse = claimFor(plan.out, "claim-r", "r1", 90000);
+  EXPECT_EQ(codeOf(claimOn(source, reuse.claim)), "continuation_claim_invalid");
+
+  // A source whose prefix does not end with a terminal event: a boundary with the right
+  // digests over its three events.
+  Ledger pending("s1", "r1");
+  std::vector<json> events = {pending.user("write the config"), pending.call("r1-c1"),
+                              pending.response("r1-c1")};
+  std::vector<crashsim::RuntimeEvent> decoded;
+  for (const json& e : events) decoded.push_back(crashsim::decodeRuntimeEvent(crashsim::Json(e)));
+  const crashsim::PrefixIdentity id{"s1", "inv-r1", "r1", "turn-r1"};
+  json segment = {
+      {"protocol", "runtime_prefix_segment_v1"},
+      {"identity",
+       {{"sessionId", "s1"}, {"invocationId", "inv-r1"}, {"runId", "r1"}, {"turnId", "turn-r1"}}},
+      {"position", {{"lastEventSeq", 3}, {"eventCount", 3}, {"lastEventId", events[2]["id"]}}},
+      {"prefixDigest", crashsim::prefixDigest(id, decoded)}};
+  const json segments = json::array({segment});
+  json openPlan = {{"boundary",
+                    {{"protocol", "runtime_boundary_cursor_v1"},
+                     {"segments", segments},
+                     {"manifestDigest", crashsim::manifestDigest(crashsim::Json(segments))}}},
+                   {"providerReplayDigest", "sha256:" + std::string(64, 'c')}};
+  const ClaimDoc notTerminal = claimFor(openPlan, "claim-open", "run-new", 90000);
+  std::vector<json> running{op("createRun", pending.header())};
+  for (const json& e : events) running.push_back(append(e));
+  EXPECT_EQ(codeOf(claimOn(running, notTerminal.claim)), "continuation_boundary_not_terminal");
+}
+
 // e.5: a later plan of the same source classifies the existing claim: no start → repair
 // required; a start and no terminal → started indeterminate; the target ended with a valid
 // terminal fact and header → already exists.
@@ -834,4 +916,12 @@ TEST(PlanContinuation, ExistingClaimIsClassified) {
   claimed.push_back(op("markRunTerminal", done));
   EXPECT_EQ(reasonsOf(planOf(claimed, planDoc("s1", "r1"))),
             Reasons{"continuation_already_exists"});
+  // The failed continuation is itself a source: its V2 edge passes every e.4 check (start,
+  // digest, replay, claim), so its plan continues over two segments.
+  json next = hostFacts();
+  next["ids"] = {"inv-3", "run-3", "turn-3", "claim-3"};
+  const Outcome chained = planOf(claimed, planDoc("s1", "run-new", next));
+  EXPECT_EQ(chained.out["decision"], "continue") << chained.text;
+  EXPECT_EQ(chained.out["lineageDepth"], 2);
+  EXPECT_EQ(chained.out["boundary"]["segments"].size(), 2u);
 }

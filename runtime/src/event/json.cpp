@@ -143,8 +143,8 @@ std::string restoreMarked(std::string_view s) {
       continue;
     }
     int32_t unit = 0;
-    for (size_t k = 0; k < 4; ++k) unit = unit * 16 + hexValue(s[i + k]);
-    i += 4;
+    for (size_t k = 0; k < 4 && i + k < s.size(); ++k) unit = unit * 16 + hexValue(s[i + k]);
+    i += 4;  // every mark rewriteForNlohmann writes is followed by a mark or four hex digits
     out.push_back(static_cast<char>(0xE0 | (unit >> 12)));
     out.push_back(static_cast<char>(0x80 | ((unit >> 6) & 0x3F)));
     out.push_back(static_cast<char>(0x80 | (unit & 0x3F)));
