@@ -253,6 +253,8 @@ int storeExec(const StoreExecArgs& args) {
         line["result"] = runStoreOp(*store, ops[i]);
       } catch (const Error& e) {
         line["error"] = errorJson(e);
+      } catch (const Json::exception& e) {  // an input value of the wrong JSON type
+        line["error"] = Json{{"code", std::string(code::wrong_type)}, {"message", e.what()}};
       }
       std::cout << stableJson(line) << "\n";
     }
@@ -362,8 +364,10 @@ int planContinuationCommand(const std::string& file) {
     for (size_t i = 0; i < ops.size(); ++i) {
       try {
         runStoreOp(*store, ops[i]);
-      } catch (const Error& e) {
-        Json err = errorJson(e);
+      } catch (const std::exception& e) {
+        const auto* error = dynamic_cast<const Error*>(&e);
+        Json err = error ? errorJson(*error)
+                         : Json{{"code", std::string(code::wrong_type)}, {"message", e.what()}};
         err["index"] = i;
         err["op"] = ops[i].op;
         std::cout << stableJson(Json{{"error", err}}) << "\n";

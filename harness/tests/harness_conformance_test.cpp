@@ -488,6 +488,11 @@ TEST(StoreExec, MalformedScriptExitsTwoBeforeAnyOpRuns) {
   EXPECT_NE(r.out.find("invalid_enum"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(d / "store"));  // nothing ran, no store was created
   fs::remove_all(d);
+  // An input value of the wrong JSON type is that op's error; the next op still runs.
+  json claim = {{"protocol", "continuation_claim_v1"}, {"claimId", 7}};
+  auto lines = exec({op("claimContinuation", {{"claim", claim}}), op("listRuns")});
+  EXPECT_NE(codeOf(lines[0]), "ok");
+  EXPECT_EQ(codeOf(lines[1]), "ok");
 }
 
 // ---- spec e.1 / e.2 / e.6 through plan-continuation ------------------------------------------
