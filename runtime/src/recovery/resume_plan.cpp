@@ -2,7 +2,6 @@
 // resolver's decisions, never mutates anything; equal inputs give equal plans.
 #include "crashsim/resume_plan.h"
 
-#include <algorithm>
 
 #include "crashsim/codes.h"
 #include "recovery/flat_index.h"
