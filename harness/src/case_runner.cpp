@@ -339,11 +339,48 @@ void checkStopRecovery(const Scenario& sc, const Reference& ref, const fs::path&
 
 namespace {
 
+// A case's crash budget (reports::kPhaseNames): a stopwatch that is always in one phase, so
+// every millisecond of the case goes to exactly one phase.
+class Phases {
+ public:
+  Phases(std::map<std::string, double>& ms, const char* first)
+      : ms_(ms), phase_(first), since_(Clock::now()) {}
+  // Closes the current phase and starts `phase`.
+  void to(const char* phase) {
+    close();
+    phase_ = phase;
+  }
+  // A child process that ran since the last switch: its spawn, its kill and reaping, and the rest
+  // of its life as `phase`; the current phase goes on.
+  void child(const ChildResult& r, const char* phase) {
+    add("spawn", r.spawnTime);
+    add("kill", r.killReapTime);
+    add(phase, r.elapsed - r.spawnTime - r.killReapTime);
+    since_ += r.elapsed;
+  }
+  // Adds the time since the last switch to the current phase.
+  void close() {
+    const auto now = Clock::now();
+    add(phase_, now - since_);
+    since_ = now;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void add(const char* phase, Clock::duration d) {
+    ms_[phase] += std::chrono::duration<double, std::milli>(d).count();
+  }
+  std::map<std::string, double>& ms_;
+  const char* phase_;
+  Clock::time_point since_;
+};
+
 // The spawn line of `crashsim-agent <command>` on a case's store and workspace.
 SpawnSpec agentCommand(const RunOptions& opts, const Scenario& sc, const char* command,
                        const fs::path& store, const fs::path& ws) {
   SpawnSpec s;
   s.exe = opts.agent;
+  s.agent = true;
   s.args = {command,     "--store",    store.string(),  "--workspace",
             ws.string(), "--scenario", sc.file.string()};
   return s;
@@ -368,7 +405,7 @@ SpawnSpec recoveryToEnd(const RunOptions& opts, const Scenario& sc, const fs::pa
 // crash state, judged as the kill case it equals (stop::killEquivalent).
 template <class Say>
 void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
-                 const fs::path& dir, Checks& c, Say& say) {
+                 const fs::path& dir, Checks& c, Say& say, Phases& ph) {
   const Scenario& sc = ref.scenario;
   const fs::path store = dir / "store", ws = dir / "ws";
   const stop::StopExpectation sx = stop::expectStop(sc, id.failpoint, id.hit);
@@ -381,6 +418,8 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
   std::optional<std::string> killAt;
   if (id.stopKill) killAt = failpointName(*id.stopKill);
   const ChildResult child = runStopped(run, id.failpointName(), id.hit, killAt);
+  ph.child(child, "run");
+  ph.to("verify");
   say(fmt::format("agent run stopped at {}#{}: control '{}' '{}', {}", id.failpointName(), id.hit,
                   child.controlLine, child.secondControlLine, child.describe()));
   if (auto v1 = stopProcessProblem(child, id, sx.runCompletes, run, store); !v1.empty()) {
@@ -409,6 +448,8 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
   SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   const ChildResult r = runToEnd(recover);
+  ph.child(r, "recovery");
+  ph.to("v8");
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (!equivalent) {
     checkStopRecovery(sc, ref, store, ws, r, recover, c);
@@ -491,7 +532,7 @@ void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& di
 // scenario's run never started: recovery completes the import and runs nothing (V8).
 template <class Say>
 void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
-                   const fs::path& dir, Checks& c, Say& say) {
+                   const fs::path& dir, Checks& c, Say& say, Phases& ph) {
   const Scenario& sc = ref.scenario;
   const fs::path store = dir / "store", ws = dir / "ws";
   for (auto v : {"V4", "V6", "V7"})
@@ -507,6 +548,8 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
     run.stdoutFile = dir / "run.stdout";
     run.timeout = std::chrono::milliseconds(15000);
     const ChildResult child = runArmed(run, id.failpointName(), id.hit);
+    ph.child(child, "run");
+    ph.to("verify");
     say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
                     child.controlLine, child.describe()));
     if (auto v1 = killProblem(child, id.failpointName(), id.hit, run, store); !v1.empty()) {
@@ -525,6 +568,8 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
     const auto rfp = failpointName(*id.recoveryFailpoint);
     const int rhit = id.recoveryHit.value_or(1);
     const ChildResult r1 = runArmed(first, rfp, rhit);
+    ph.child(r1, "run");
+    ph.to("verify");
     say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
                     r1.describe()));
     if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty()) {
@@ -539,6 +584,8 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
   SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   const ChildResult r = runToEnd(recover);
+  ph.child(r, "recovery");
+  ph.to("v8");
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (!id.isDoubleFault())
     checkRecoveryReach(dir / "recover-hits.json", predictedRecoveryHits(sc, id.failpoint, id.hit),
@@ -674,6 +721,7 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   ref.templateWorkspace = dir / "template";
   SpawnSpec seed;
   seed.exe = opts.agent;
+  seed.agent = true;
   seed.args = {"seed", "--workspace", ref.templateWorkspace.string(), "--scenario",
                scenario.file.string()};
   seed.stderrFile = dir / "seed.stderr";
@@ -690,15 +738,7 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   }
   copyDir(ref.templateWorkspace, dir / "ws");
   writeLegacyJsonl(scenario, dir / "store");  // a legacy store's JSONL (nothing otherwise)
-  SpawnSpec run;
-  run.exe = opts.agent;
-  run.args = {"run",
-              "--store",
-              (dir / "store").string(),
-              "--workspace",
-              (dir / "ws").string(),
-              "--scenario",
-              scenario.file.string()};
+  SpawnSpec run = agentCommand(opts, scenario, "run", dir / "store", dir / "ws");
   run.env["CRASHSIM_HITS_OUT"] = (dir / "hits.json").string();
   run.stderrFile = dir / "run.stderr";
   run.stdoutFile = dir / "run.stdout";
@@ -786,6 +826,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   auto say = [&](std::string s) {
     if (opts.verbose) out.log.push_back(std::move(s));
   };
+  Phases ph(rec.phasesMs, "setup");
 
   fs::path dir = opts.keepDir
                      ? *opts.keepDir
@@ -796,20 +837,24 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   const Scenario& sc = ref.scenario;
 
   auto finish = [&]() -> CaseOutcome {
-    if (c.m["V9"].reason == "not evaluated") c.na("V9", "not sampled (see --verify-determinism)");
-    rec.checks = c.m;
-    bool anyFail = false;
-    for (const auto& [k, v] : rec.checks) anyFail = anyFail || v.status == "fail";
-    rec.verdict = anyFail ? "fail" : "pass";
+    ph.to("report");
+    {
+      if (c.m["V9"].reason == "not evaluated") c.na("V9", "not sampled (see --verify-determinism)");
+      rec.checks = c.m;
+      bool anyFail = false;
+      for (const auto& [k, v] : rec.checks) anyFail = anyFail || v.status == "fail";
+      rec.verdict = anyFail ? "fail" : "pass";
+      if (opts.keepDir || (anyFail && opts.keepFailures)) {
+        out.keptAt = dir;
+      } else {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    }
+    ph.close();
     rec.durationMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
-    if (opts.keepDir || (anyFail && opts.keepFailures)) {
-      out.keptAt = dir;
-    } else {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
     return out;
   };
 
@@ -826,11 +871,11 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     return finish();
   }
   if (id.isImport()) {
-    runImportCase(id, ref, opts, dir, c, say);
+    runImportCase(id, ref, opts, dir, c, say, ph);
     return finish();
   }
   if (id.mode == "stop") {
-    runStopCase(id, ref, opts, dir, c, say);
+    runStopCase(id, ref, opts, dir, c, say, ph);
     return finish();
   }
   if (id.mode == "corrupt") {
@@ -856,15 +901,14 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     copyDir(ref.templateWorkspace, ws);
 
     // --- the armed agent run -------------------------------------------------------------
-    SpawnSpec run;
-    run.exe = opts.agent;
-    run.args = {"run",       "--store",    store.string(),  "--workspace",
-                ws.string(), "--scenario", sc.file.string()};
+    SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
     run.stderrFile = dir / "run.stderr";
     run.stdoutFile = dir / "run.stdout";
     run.timeout = std::chrono::milliseconds(15000);
     if (powerloss) armPowerloss(run, id, dir, opts.synchronous);
     auto child = runArmed(run, id.failpointName(), id.hit);
+    ph.child(child, "run");
+    ph.to("verify");
     say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
                     child.controlLine, child.describe()));
     std::string v1 = killProblem(child, id.failpointName(), id.hit, run, store);
@@ -875,8 +919,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         c.na(v, "no crash state (V1 failed)");
       return finish();
     }
+    ph.to("setup");
     keepCrashState(opts, id, dir, store, ws);
-
+    ph.to("verify");
     if (id.isBarrier())
       checkBarrierCrashState(sc, store, dir, opts, barrierFacts, c);
     else
@@ -885,6 +930,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
 
   // Another process changes the workspace while the agent is down (scenario afterCrash).
+  ph.to("setup");
   const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
   if (afterCrash) {
     workspace::applyAfterCrash(sc.spec, ws);
@@ -901,6 +947,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     auto rfp = failpointName(*id.recoveryFailpoint);
     int rhit = id.recoveryHit.value_or(1);
     auto r1 = runArmed(first, rfp, rhit);
+    ph.child(r1, "run");
+    ph.to("verify");
     say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
                     r1.describe()));
     if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty())
@@ -915,6 +963,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   // --- V8: recovery to the end ----------------------------------------------------------
   SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
   auto r = runToEnd(recover);
+  ph.child(r, "recovery");
+  ph.to("v8");
   say(fmt::format("recovery to the end: {}", r.describe()));
   if (powerloss) checkPowerlossRecovery(plFindings, store, r, recover.stdoutFile, c.m);
   if (!id.isDoubleFault() && !id.isBarrier() && !powerloss && !c.failed("V1"))

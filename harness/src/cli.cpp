@@ -316,6 +316,11 @@ int runCli(int argc, char** argv) {
   std::string scenarioDirOpt;
   app.add_option("--scenarios", scenarioDirOpt,
                  "scenario directory (default $CRASHSIM_SCENARIOS or the built-in scenarios)");
+  std::string spawnOpt = "fork-server";
+  app.add_option("--spawn", spawnOpt,
+                 "how agent children start: fork-server (default: forked by one `crashsim-agent "
+                 "serve` per worker) or exec (a fresh exec per child)")
+      ->check(CLI::IsMember({"exec", "fork-server"}));
 
   // sweep
   auto* sweep =
@@ -492,6 +497,7 @@ int runCli(int argc, char** argv) {
   }
   fs::path scenarioDir = scenarioDirOpt.empty() ? defaultScenarioDir() : fs::path(scenarioDirOpt);
   std::string extra = scenarioDirOpt.empty() ? "" : " --scenarios " + scenarioDirOpt;
+  setSpawnMethod(spawnOpt == "exec" ? SpawnMethod::exec : SpawnMethod::fork_server);
   // `crashsim run` takes --scenarios before the subcommand; put it first in reproduce lines.
   try {
     if (*sweep) {

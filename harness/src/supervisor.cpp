@@ -14,6 +14,9 @@
 #ifndef BOOST_POSIX_HAS_VFORK
 #define BOOST_POSIX_HAS_VFORK 1
 #endif
+#include <sys/socket.h>
+
+#include <atomic>
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
 #include <boost/process/posix.hpp>
@@ -47,25 +50,39 @@ const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_POWERLOSS_ACKED",
                                   "CRASHSIM_SYNCHRONOUS"};
 
+class ForkServer;
+
 struct Spawned {
   pid_t pid = -1;
   int controlRead = -1;
+  ForkServer* server = nullptr;  // the child's parent when it came from a fork server
   std::string error;
 };
 
-Spawned spawn(const SpawnSpec& spec, bool withControl) {
-  Spawned s;
-  int fds[2] = {-1, -1};
-  if (withControl && ::pipe2(fds, O_CLOEXEC) != 0) {
-    s.error = std::string("pipe2: ") + std::strerror(errno);
-    return s;
+// The child's environment: the harness's own minus the variables it owns, plus spec.env.
+std::vector<std::string> childEnvironment(const SpawnSpec& spec, bool withControl) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  bp::environment env = boost::this_process::environment();
-  for (const char* v : kOwnedVars)
-    if (env.find(v) != env.end()) env.erase(v);
+  for (const char* v : kOwnedVars) env.erase(v);
   for (const auto& [k, v] : spec.env) env[k] = v;
   if (withControl) env["CRASHSIM_CONTROL_FD"] = std::to_string(kControlFd);
-  const int writeFd = fds[1];
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+// Starts `spec` with fork and exec; `fd3` (if not -1) becomes the child's fd 3.
+Spawned spawnExec(const SpawnSpec& spec, const std::vector<std::string>& envList, int fd3) {
+  Spawned s;
+  bp::environment env;
+  for (const auto& kv : envList) {
+    const auto eq = kv.find('=');
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   try {
     auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
     auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
@@ -77,12 +94,12 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
       return bp::child(
           executor..., bp::exe = spec.exe.string(), bp::args = spec.args, env,
           bp::std_in<bp::null, bp::std_out> out.string(), bp::std_err > err.string(),
-          bp::extend::on_exec_setup = [writeFd](auto&) {
-            if (writeFd < 0) return;
-            if (writeFd == kControlFd) {
+          bp::extend::on_exec_setup = [fd3](auto&) {
+            if (fd3 < 0) return;
+            if (fd3 == kControlFd) {
               ::fcntl(kControlFd, F_SETFD, 0);  // keep it across exec
             } else {
-              ::dup2(writeFd, kControlFd);  // the duplicate does not carry O_CLOEXEC
+              ::dup2(fd3, kControlFd);  // the duplicate does not carry O_CLOEXEC
             }
           });
     };
@@ -99,6 +116,145 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
   } catch (const std::exception& e) {
     s.error = std::string("spawn ") + spec.exe.string() + ": " + e.what();
   }
+  return s;
+}
+
+// This worker thread's `crashsim-agent serve` (supervisor.h, fork_server.h in the agent):
+// started on first use, restarted for another agent binary or after it died.
+class ForkServer {
+ public:
+  ~ForkServer() { stop(); }
+
+  // Asks the server for a child running `spec` (argv[0] is the exe, as exec gives it).
+  Spawned spawn(const SpawnSpec& spec, const std::vector<std::string>& env, int controlWrite) {
+    Spawned s;
+    if (!start(spec.exe, s.error)) return s;
+    std::string msg("S", 2);
+    for (const auto& a : argvOf(spec)) msg.append(a).push_back('\0');
+    msg.push_back('\0');
+    for (const auto& kv : env) msg.append(kv).push_back('\0');
+    std::vector<int> fds;
+    for (const auto& f : {spec.stdoutFile, spec.stderrFile}) {
+      const std::string path = f.empty() ? std::string("/dev/null") : f.string();
+      fds.push_back(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+      if (fds.back() < 0) s.error = fmt::format("open {}: {}", path, std::strerror(errno));
+    }
+    if (controlWrite >= 0) fds.push_back(controlWrite);
+    std::string answer;
+    if (s.error.empty()) answer = request(msg, fds, s.error);
+    for (size_t i = 0; i < 2; ++i)
+      if (fds[i] >= 0) ::close(fds[i]);
+    if (!s.error.empty()) return s;
+    if (answer.rfind("pid ", 0) == 0)
+      s.pid = static_cast<pid_t>(std::atoi(answer.c_str() + 4)), s.server = this;
+    else
+      s.error = "fork server: " + answer;
+    return s;
+  }
+
+  // Reaps a child this server forked: its native wait status, or false with `error`.
+  bool reap(pid_t pid, int& status, std::string& error) {
+    const std::string answer = request("W" + std::to_string(pid), {}, error);
+    if (!error.empty()) return false;
+    if (answer.rfind("status ", 0) != 0) {
+      error = "fork server: " + answer;
+      return false;
+    }
+    status = std::atoi(answer.c_str() + 7);
+    return true;
+  }
+
+ private:
+  static std::vector<std::string> argvOf(const SpawnSpec& spec) {
+    std::vector<std::string> a{spec.exe.string()};
+    a.insert(a.end(), spec.args.begin(), spec.args.end());
+    return a;
+  }
+
+  bool start(const std::filesystem::path& exe, std::string& error) {
+    if (sock_ >= 0 && exe == exe_) return true;
+    stop();
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      error = std::string("socketpair: ") + std::strerror(errno);
+      return false;
+    }
+    SpawnSpec serve;
+    serve.exe = exe;
+    serve.args = {"serve"};
+    Spawned s = spawnExec(serve, childEnvironment(serve, false), sv[1]);
+    ::close(sv[1]);
+    if (s.pid < 0) {
+      ::close(sv[0]);
+      error = s.error;
+      return false;
+    }
+    pid_ = s.pid, sock_ = sv[0], exe_ = exe;
+    return true;
+  }
+
+  void stop() {
+    if (sock_ < 0) return;
+    ::close(sock_);  // the server exits at EOF
+    sock_ = -1;
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+
+  // One request and its answer; a dead or silent server is an error (and is restarted).
+  std::string request(const std::string& msg, const std::vector<int>& fds, std::string& error) {
+    iovec io{const_cast<char*>(msg.data()), msg.size()};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)];
+    if (!fds.empty()) {
+      m.msg_control = control;
+      m.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+      cmsghdr* c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+      std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    ssize_t n;
+    while ((n = ::sendmsg(sock_, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    char answer[512];
+    if (n >= 0)
+      while ((n = ::recv(sock_, answer, sizeof answer - 1, 0)) < 0 && errno == EINTR) {
+      }
+    if (n <= 0) {
+      error = fmt::format("fork server {} ({}): {}", exe_.string(), pid_,
+                          n == 0 ? "it exited" : std::strerror(errno));
+      stop();
+      return "";
+    }
+    return std::string(answer, static_cast<size_t>(n));
+  }
+
+  std::filesystem::path exe_;
+  pid_t pid_ = -1;
+  int sock_ = -1;
+};
+
+std::atomic<SpawnMethod> gSpawnMethod{SpawnMethod::fork_server};
+
+Spawned spawn(const SpawnSpec& spec, bool withControl) {
+  Spawned s;
+  int fds[2] = {-1, -1};
+  if (withControl && ::pipe2(fds, O_CLOEXEC) != 0) {
+    s.error = std::string("pipe2: ") + std::strerror(errno);
+    return s;
+  }
+  const auto env = childEnvironment(spec, withControl);
+  if (spec.agent && gSpawnMethod.load() == SpawnMethod::fork_server) {
+    thread_local ForkServer server;
+    s = server.spawn(spec, env, fds[1]);
+  } else {
+    s = spawnExec(spec, env, fds[1]);
+  }
   if (withControl) {
     ::close(fds[1]);
     if (s.pid < 0)
@@ -109,12 +265,16 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
   return s;
 }
 
-void reap(pid_t pid, ChildResult& r) {
+void reap(const Spawned& s, ChildResult& r) {
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      r.error = std::string("waitpid: ") + std::strerror(errno);
-      return;
+  if (s.server != nullptr) {
+    if (!s.server->reap(s.pid, status, r.error)) return;
+  } else {
+    while (::waitpid(s.pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+        r.error = std::string("waitpid: ") + std::strerror(errno);
+        return;
+      }
     }
   }
   if (WIFEXITED(status)) {
@@ -124,6 +284,19 @@ void reap(pid_t pid, ChildResult& r) {
     r.signaled = true;
     r.signal = WTERMSIG(status);
   }
+}
+
+std::chrono::microseconds sinceUs(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t);
+}
+
+// SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime).
+void killAndReap(const Spawned& s, ChildResult& r, bool kill) {
+  const auto t = Clock::now();
+  if (kill) ::kill(s.pid, SIGKILL);
+  if (s.controlRead >= 0) ::close(s.controlRead);
+  reap(s, r);
+  r.killReapTime = sinceUs(t);
 }
 
 int remainingMs(Clock::time_point deadline) {
@@ -151,6 +324,9 @@ WaitResult waitForExit(pid_t pid, Clock::time_point deadline) {
 }
 
 }  // namespace
+
+void setSpawnMethod(SpawnMethod m) { gSpawnMethod.store(m); }
+SpawnMethod spawnMethod() { return gSpawnMethod.load(); }
 
 std::string ChildResult::describe() const {
   if (!error.empty()) return error;
@@ -203,6 +379,7 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   auto start = Clock::now();
   Spawned s = spawnArmed(spec, failpoint, hit, r);
   if (!r.spawned) return r;
+  r.spawnTime = sinceUs(start);
   auto deadline = start + spec.timeout;
   // Read until the first newline, EOF or the deadline.
   std::string buf;
@@ -212,10 +389,8 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   // line and then raises SIGKILL itself: wait for that death (a hang past the deadline is one).
   if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos)
     r.timedOut = waitForExit(s.pid, deadline) == WaitResult::timed_out;
-  ::kill(s.pid, SIGKILL);
-  ::close(s.controlRead);
-  reap(s.pid, r);
-  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  killAndReap(s, r, true);
+  r.elapsed = sinceUs(start);
   return r;
 }
 
@@ -228,6 +403,7 @@ ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
   if (killAt) spec.env["CRASHSIM_ARM_AFTER_STOP"] = *killAt + ":1";
   Spawned s = spawnArmed(spec, failpoint, hit, r);
   if (!r.spawned) return r;
+  r.spawnTime = sinceUs(start);
   auto deadline = start + spec.timeout;
   std::string buf;
   if (readControlLine(s.controlRead, buf, deadline, r.controlLine, r.timedOut)) {
@@ -246,10 +422,8 @@ ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
   } else if (!r.timedOut) {
     r.controlLine = buf;
   }
-  if (r.timedOut) ::kill(s.pid, SIGKILL);
-  ::close(s.controlRead);
-  reap(s.pid, r);
-  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  killAndReap(s, r, r.timedOut);
+  r.elapsed = sinceUs(start);
   return r;
 }
 
@@ -262,9 +436,15 @@ ChildResult runToEnd(SpawnSpec spec) {
     return r;
   }
   r.spawned = true;
+  r.spawnTime = sinceUs(start);
   auto deadline = start + spec.timeout;
   if (const WaitResult w = waitForExit(s.pid, deadline); w != WaitResult::no_pidfd) {
     r.timedOut = w == WaitResult::timed_out;
+  } else if (s.server != nullptr) {
+    r.error =
+        "pidfd_open is not available: a fork-server child cannot be waited for with a "
+        "deadline (use --spawn exec)";
+    r.timedOut = true;
   } else {
     // No pidfd: poll the wait status.
     for (;;) {
@@ -273,7 +453,7 @@ ChildResult runToEnd(SpawnSpec spec) {
       if (w == s.pid) {
         if (WIFEXITED(status)) r.exited = true, r.exitCode = WEXITSTATUS(status);
         if (WIFSIGNALED(status)) r.signaled = true, r.signal = WTERMSIG(status);
-        r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+        r.elapsed = sinceUs(start);
         return r;
       }
       if (Clock::now() > deadline) {
@@ -283,9 +463,8 @@ ChildResult runToEnd(SpawnSpec spec) {
       ::usleep(1000);
     }
   }
-  if (r.timedOut) ::kill(s.pid, SIGKILL);
-  reap(s.pid, r);
-  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  killAndReap(s, r, r.timedOut);
+  r.elapsed = sinceUs(start);
   return r;
 }
 

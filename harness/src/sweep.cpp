@@ -410,6 +410,7 @@ reports::Report runSweep(const SweepOptions& opts) {
         again.keepCrashStates = false;
         CaseOutcome second = guardedRunCase(item.id, ref, again);
         oc.record.checks["V9"] = determinismCheck(oc.record.checks, second.record.checks);
+        oc.record.phasesMs["determinism"] = second.record.durationMs;
         if (oc.record.checks["V9"].status == "fail") oc.record.verdict = "fail";
       }
       std::lock_guard lk(mu);
@@ -457,7 +458,7 @@ reports::Report runSweep(const SweepOptions& opts) {
                                    static_cast<int>(plan.sweepCases), plan.sweepManifestDigest};
   reports::sortCases(rep);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
-  reports::finalizeSummary(rep, wall);
+  reports::finalizeSummary(rep, wall, jobs);
   std::error_code ec;
   if (!opts.keepFailures || rep.summary.failed == 0) fs::remove_all(root, ec);
   printRecap(rep.cases, opts.color);
@@ -467,6 +468,7 @@ reports::Report runSweep(const SweepOptions& opts) {
                rep.summary.total, rep.summary.passed, rep.summary.failed ? red : "",
                rep.summary.failed, rep.summary.failed ? off : "", rep.summary.casesPerSecond,
                rep.summary.medianCaseMs, rep.summary.p95CaseMs, rep.summary.wallSeconds);
+  std::fprintf(stderr, "%s\n", reports::budgetLine(rep).c_str());
   if (opts.out) {
     reports::writeAll(rep, *opts.out);
     std::fprintf(stderr, "reports: %s/{report.json,junit.xml,report.md,report.html}\n",

@@ -92,10 +92,12 @@ void sortCases(Report& report) {
             [&](const CaseRecord& a, const CaseRecord& b) { return key(a) < key(b); });
 }
 
-void finalizeSummary(Report& report, double wallSeconds) {
+void finalizeSummary(Report& report, double wallSeconds, int workers) {
   Summary s;
+  s.workers = workers > 0 ? workers : report.summary.workers;
   std::vector<double> durations;
   for (const auto& c : report.cases) {
+    for (const auto& [phase, ms] : c.phasesMs) s.phasesMs[phase] += ms;
     ++s.total;
     if (c.verdict == "pass")
       ++s.passed;
@@ -107,6 +109,10 @@ void finalizeSummary(Report& report, double wallSeconds) {
   s.casesPerSecond = wallSeconds > 0 ? round3(s.total / wallSeconds) : 0;
   s.medianCaseMs = round3(nearestRank(durations, 0.5));
   s.p95CaseMs = round3(nearestRank(durations, 0.95));
+  s.casesPerSecondPerCore = s.workers > 0 ? round3(s.casesPerSecond / s.workers) : 0;
+  const int space = report.manifest ? report.manifest->sweepCases : 0;
+  s.fractionRun = space > 0 ? round3(static_cast<double>(s.total) / space) : 1;
+  for (auto& [phase, ms] : s.phasesMs) ms = round3(ms);
   report.summary = s;
 }
 
@@ -138,6 +144,11 @@ Json toJson(const Report& r) {
               {"reasons", reasons},
               {"reproduce", c.reproduce},
               {"durationMs", round3(c.durationMs)}};
+    if (!c.phasesMs.empty()) {
+      Json ph = Json::object();
+      for (const auto& [phase, ms] : c.phasesMs) ph[phase] = round3(ms);
+      j["phasesMs"] = ph;
+    }
     if (c.corruption)
       j["corruption"] = {{"kind", c.corruption->kind},
                          {"detail", c.corruption->detail},
@@ -168,7 +179,12 @@ Json toJson(const Report& r) {
               {"casesPerSecond", r.summary.casesPerSecond},
               {"medianCaseMs", r.summary.medianCaseMs},
               {"p95CaseMs", r.summary.p95CaseMs},
-              {"wallSeconds", r.summary.wallSeconds}}},
+              {"wallSeconds", r.summary.wallSeconds},
+              {"budget",
+               {{"workers", r.summary.workers},
+                {"casesPerSecondPerCore", r.summary.casesPerSecondPerCore},
+                {"fractionRun", r.summary.fractionRun},
+                {"phasesMs", r.summary.phasesMs}}}}},
             {"cases", cases}};
   if (!r.platforms.empty()) {
     Json ps = Json::array();
@@ -262,9 +278,20 @@ Report reportFromJson(const Json& j) {
     }
     for (const auto& s : j.at("shards")) r.shards.push_back({s.at("index"), s.at("total")});
     const auto& s = j.at("summary");
-    r.summary = {s.at("total"),          s.at("passed"),       s.at("failed"),
-                 s.at("casesPerSecond"), s.at("medianCaseMs"), s.at("p95CaseMs"),
-                 s.at("wallSeconds")};
+    r.summary.total = s.at("total");
+    r.summary.passed = s.at("passed");
+    r.summary.failed = s.at("failed");
+    r.summary.casesPerSecond = s.at("casesPerSecond");
+    r.summary.medianCaseMs = s.at("medianCaseMs");
+    r.summary.p95CaseMs = s.at("p95CaseMs");
+    r.summary.wallSeconds = s.at("wallSeconds");
+    if (s.contains("budget")) {
+      const auto& b = s.at("budget");
+      r.summary.workers = b.at("workers");
+      r.summary.casesPerSecondPerCore = b.at("casesPerSecondPerCore");
+      r.summary.fractionRun = b.at("fractionRun");
+      for (const auto& [phase, ms] : b.at("phasesMs").items()) r.summary.phasesMs[phase] = ms;
+    }
     for (const auto& c : j.at("cases")) {
       CaseRecord cr;
       cr.id = c.at("id");
@@ -292,6 +319,8 @@ Report reportFromJson(const Json& j) {
       }
       cr.reproduce = c.at("reproduce");
       cr.durationMs = c.at("durationMs");
+      if (c.contains("phasesMs"))
+        for (const auto& [phase, ms] : c.at("phasesMs").items()) cr.phasesMs[phase] = ms;
       if (c.contains("corruption")) {
         const auto& k = c.at("corruption");
         cr.corruption = Corruption{k.at("kind"),    k.at("detail"), k.at("detectable"),
@@ -339,6 +368,7 @@ Report mergeReports(const std::vector<Report>& reports) {
   std::set<std::string> ids;
   std::set<int> shardIndexes;
   double wall = 0;
+  int workers = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
     const Report& r = reports[i];
     if (r.crashsimVersion != first.crashsimVersion)
@@ -378,6 +408,7 @@ Report mergeReports(const std::vector<Report>& reports) {
       out.platforms.push_back(r.platform);
     }
     wall = std::max(wall, r.summary.wallSeconds);  // shards run side by side
+    workers += r.summary.workers;
   }
   std::sort(out.shards.begin(), out.shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
@@ -430,7 +461,7 @@ Report mergeReports(const std::vector<Report>& reports) {
     out.manifest = m;
   }
   sortCases(out);
-  finalizeSummary(out, wall);
+  finalizeSummary(out, wall, workers);
   return out;
 }
 
@@ -438,9 +469,9 @@ Json withoutTimingAndPlatform(const Json& reportJson) {
   Json j = reportJson;
   j.erase("platform");
   j.erase("platforms");
-  for (auto k : {"casesPerSecond", "medianCaseMs", "p95CaseMs", "wallSeconds"})
+  for (auto k : {"casesPerSecond", "medianCaseMs", "p95CaseMs", "wallSeconds", "budget"})
     j["summary"].erase(k);
-  for (auto& c : j["cases"]) c.erase("durationMs");
+  for (auto& c : j["cases"]) c.erase("durationMs"), c.erase("phasesMs");
   return j;
 }
 

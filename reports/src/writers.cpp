@@ -108,6 +108,23 @@ std::string platformLine(const Platform& p) {
 
 }  // namespace
 
+std::string budgetLine(const Report& r) {
+  const auto& s = r.summary;
+  double sum = 0;
+  std::vector<std::pair<double, std::string>> phases;
+  for (const auto& [phase, ms] : s.phasesMs) sum += ms, phases.emplace_back(ms, phase);
+  std::sort(phases.rbegin(), phases.rend());
+  std::string out = fmt::format(
+      "crash budget: {} cases in {:.1f} s on {} worker(s), {:.2f} cases/s per core, {:.1f}% of the "
+      "selection ran; per case",
+      s.total, s.wallSeconds, s.workers, s.casesPerSecondPerCore, s.fractionRun * 100);
+  for (const auto& [ms, phase] : phases)
+    out += fmt::format(" {} {:.1f} ms ({:.0f}%),", phase, s.total > 0 ? ms / s.total : 0,
+                       sum > 0 ? 100 * ms / sum : 0);
+  if (!phases.empty()) out.pop_back();
+  return out;
+}
+
 std::string renderJunit(const Report& r) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out +=
@@ -178,9 +195,10 @@ std::string renderMarkdown(const Report& r) {
   out += "- platform: " + platformLine(r.platform) + "\n";
   for (size_t i = 1; i < r.platforms.size(); ++i)
     out += "- platform: " + platformLine(r.platforms[i]) + "\n";
-  out += fmt::format("- timing: {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, wall {:.1f} s\n\n",
+  out += fmt::format("- timing: {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, wall {:.1f} s\n",
                      r.summary.casesPerSecond, r.summary.medianCaseMs, r.summary.p95CaseMs,
                      r.summary.wallSeconds);
+  out += "- " + budgetLine(r) + "\n\n";
   // Matrix scenario × failpoint: failed/total per cell.
   std::set<std::string> scenarios;
   for (const auto& c : r.cases) scenarios.insert(c.scenario);
@@ -345,6 +363,7 @@ std::string renderHtml(const Report& r) {
       "wall {:.1f} s</p>\n",
       r.summary.total, r.summary.passed, r.summary.failed, r.summary.casesPerSecond,
       r.summary.medianCaseMs, r.summary.p95CaseMs, r.summary.wallSeconds);
+  out += "<p>" + xmlEscape(budgetLine(r)) + "</p>\n";
   out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", mode " + xmlEscape(r.selection.mode) +
          ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
   out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;

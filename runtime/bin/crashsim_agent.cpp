@@ -5,6 +5,7 @@
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin])
+//   crashsim-agent serve   (fd 3: the harness's socket; fork_server.h)
 //
 // Stop (crashsim/termination.h): SIGINT or SIGTERM, or a line "stop" on stdin with
 // --control-stdin, is a Stop request. A dedicated thread takes it (the signals are blocked in
@@ -33,6 +34,7 @@
 // differential crash test of the WAL batching VFS.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -53,6 +55,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
+#include "fork_server.h"
 
 namespace fs = std::filesystem;
 using crashsim::Json;
@@ -142,9 +145,27 @@ void startStopListener(bool controlStdin) {
   }
 }
 
+int agentMain(int argc, char** argv);
+
+// `crashsim-agent serve`: fd 3 must be the harness's SOCK_SEQPACKET socket.
+int serve() {
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
+    return usage("serve: fd 3 is not a SOCK_SEQPACKET socket (the harness starts the server)");
+  return serveForkRequests(3, &agentMain);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "serve") return serve();
+  return agentMain(argc, argv);
+}
+
+namespace {
+
+int agentMain(int argc, char** argv) {
   // Arming is validated before any work: unknown id / malformed → exit 2.
   try {
     crashsim::failpoints::initFromEnvironment();
@@ -275,3 +296,5 @@ int main(int argc, char** argv) {
     return usage(std::string(crashsim::code::internal_error) + ": " + e.what());
   }
 }
+
+}  // namespace

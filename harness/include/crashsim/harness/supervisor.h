@@ -6,6 +6,14 @@
 // from the native wait status (WIFSIGNALED && WTERMSIG == SIGKILL): Boost's exit_code()
 // cannot tell "exit 9" from "killed by signal 9". Every outcome is reported as data — a child
 // that exits, hangs or reports the wrong failpoint never throws out of the supervisor.
+//
+// Agent children (SpawnSpec::agent) come by default from a fork server: each harness thread
+// starts one `crashsim-agent serve` (runtime/bin/fork_server.h) on first use and asks it over a
+// socket for a forked child with the spec's argv, environment, stdout/stderr and control pipe —
+// what exec would give it, without paying exec and the agent's start-up per child. The server is
+// the child's parent: the harness kills the child by pid (valid until reaped) and asks the server
+// to reap it, which returns the native wait status. `--spawn exec` (setSpawnMethod) execs every
+// child instead, for platforms or runtimes where fork is not safe.
 #pragma once
 
 #include <chrono>
@@ -23,7 +31,13 @@ struct SpawnSpec {
   std::map<std::string, std::string> env;        // added to (and overriding) the parent environment
   std::filesystem::path stdoutFile, stderrFile;  // empty = /dev/null
   std::chrono::milliseconds timeout{20000};
+  bool agent = false;  // a crashsim-agent command: spawned through the fork server when enabled
 };
+
+enum class SpawnMethod { exec, fork_server };
+// How agent children are spawned, for the whole process (default fork_server).
+void setSpawnMethod(SpawnMethod m);
+SpawnMethod spawnMethod();
 
 struct ChildResult {
   bool spawned = false;
@@ -35,7 +49,9 @@ struct ChildResult {
   std::string controlLine;        // armed runs: the line the child wrote (without newline)
   std::string secondControlLine;  // stopped runs with a kill point: the Stop-path failpoint's
   std::string error;              // spawn/IO problem, empty when none
-  std::chrono::microseconds elapsed{0};
+  std::chrono::microseconds elapsed{0};       // spawn to reaped
+  std::chrono::microseconds spawnTime{0};     // until the child's pid was known
+  std::chrono::microseconds killReapTime{0};  // the SIGKILL (if any) and the reaping
   bool killedBySigkill() const { return signaled && signal == 9; }
   std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"
 };

@@ -4,7 +4,7 @@
 // reports/report.schema.json). JUnit XML, Markdown and HTML are derived views of the same
 // model. A report is deterministic: the same build and the same seed give byte-identical
 // report.json apart from the timing fields (summary.casesPerSecond, medianCaseMs, p95CaseMs,
-// wallSeconds, cases[].durationMs) and the platform object.
+// wallSeconds, budget, cases[].durationMs, cases[].phasesMs) and the platform object.
 //
 // This library knows nothing about the runtime or the harness: it is data in, files out.
 #pragma once
@@ -62,6 +62,14 @@ struct Corruption {
   bool operator==(const Corruption&) const = default;
 };
 
+// The crash budget's phases of a case, in the order a case runs them (milliseconds each):
+// setup (case folder, workspace seed or the primary's crash state), spawn (until each agent
+// child's pid is known), run (armed children until their failpoint), kill (SIGKILL and reaping),
+// verify (reopen + V2–V7), recovery (the recovery run to its end), v8 (its checks), report
+// (the case record and removing the case folder), determinism (V9's second run, when sampled).
+inline constexpr std::array<std::string_view, 9> kPhaseNames = {
+    "setup", "spawn", "run", "kill", "verify", "recovery", "v8", "report", "determinism"};
+
 // One case: (scenario, failpoint, hit, mode[, recovery failpoint and hit for double faults]).
 struct CaseRecord {
   std::string id;         // "write-config-port/P4#1/kill" or ".../kill+R:P10#1"
@@ -72,11 +80,12 @@ struct CaseRecord {
   // double fault: the recovery kill point (kill), or the Stop-path kill point P12/P13 (stop)
   std::optional<std::string> recoveryFailpoint;
   std::optional<int> recoveryHit;
-  std::string verdict;                   // "pass" | "fail"
-  std::map<std::string, Check> checks;   // V1..V9, every one present; D1, D2, C1 when evaluated
-  std::optional<Corruption> corruption;  // corrupt mode: the damage and its outcome
-  std::string reproduce;                 // one shell line that reproduces the case
-  double durationMs = 0;                 // timing (excluded from determinism)
+  std::string verdict;                     // "pass" | "fail"
+  std::map<std::string, Check> checks;     // V1..V9, every one present; D1, D2, C1 when evaluated
+  std::optional<Corruption> corruption;    // corrupt mode: the damage and its outcome
+  std::string reproduce;                   // one shell line that reproduces the case
+  double durationMs = 0;                   // timing (excluded from determinism)
+  std::map<std::string, double> phasesMs;  // timing: ms per kPhaseNames entry the case ran
   bool operator==(const CaseRecord&) const = default;
 };
 
@@ -91,6 +100,12 @@ struct Platform {
 struct Summary {
   int total = 0, passed = 0, failed = 0;
   double casesPerSecond = 0, medianCaseMs = 0, p95CaseMs = 0, wallSeconds = 0;
+  // The crash budget (report.json summary.budget): parallel workers, cases/s per worker, the
+  // fraction of the selection's case space (manifest.sweepCases) this report ran, and the sum of
+  // every case's phasesMs.
+  int workers = 0;
+  double casesPerSecondPerCore = 0, fractionRun = 0;
+  std::map<std::string, double> phasesMs;
   bool operator==(const Summary&) const = default;
 };
 
@@ -160,7 +175,8 @@ class ReportError : public std::runtime_error {
 
 // Recomputes summary.total/passed/failed and the per-case timing statistics from cases
 // (median and p95 of durationMs, nearest-rank); wallSeconds/casesPerSecond from wallSeconds.
-void finalizeSummary(Report& report, double wallSeconds);
+// `workers` 0 keeps report.summary.workers (a merge passes the sum of its shards').
+void finalizeSummary(Report& report, double wallSeconds, int workers = 0);
 
 // Sorts cases in natural order (scenario, failpoint number, hit, mode, recovery point).
 void sortCases(Report& report);
@@ -170,6 +186,11 @@ Report reportFromJson(const Json& json);  // throws ReportError on a malformed r
 
 // Writers. Each returns the full document text; writeAll writes report.json, junit.xml,
 // report.md and report.html into dir (created if missing).
+// The crash budget in one line (the sweep's terminal summary, the Markdown and the HTML): cases,
+// wall, workers, cases/s per core, the fraction of the selection that ran, then each phase's
+// mean ms per case and share of the summed phase time, largest first.
+std::string budgetLine(const Report& report);
+
 std::string renderJson(const Report& report);  // pretty (2 spaces), trailing newline
 std::string renderJunit(const Report& report);
 std::string renderMarkdown(const Report& report);

@@ -1,0 +1,23 @@
+// crashsim-agent serve: the fork server the harness asks for crash children (AFL-style).
+//
+// The harness starts `crashsim-agent serve` once per sweep worker with one end of an AF_UNIX
+// SOCK_SEQPACKET socket pair on fd 3. The server does the start-up work every child would repeat
+// (exec, static start-up, OpenSSL's configuration), opens no SQLite connection and no store
+// file, and then answers one request per message, in order, until EOF:
+//
+//   spawn:  "S\0" argv[0]\0 … argv[n]\0 \0 KEY=VALUE\0 … — with SCM_RIGHTS fds stdout, stderr
+//           and optionally the control pipe's write end. The server forks; the child puts
+//           /dev/null, stdout, stderr (and the control fd) on fds 0–3, closes every other fd,
+//           replaces its environment with exactly the given one and runs the agent's main with
+//           that argv, then exit()s with its result — what an exec'd agent does, minus the exec.
+//           Reply "pid N" (or "error MESSAGE").
+//   wait:   "W" N — the server (the child's parent) reaps child N with waitpid and replies
+//           "status S" with the native wait status (or "error MESSAGE"): death by SIGKILL is
+//           judged from that status, as for an exec'd child.
+//
+// The harness kills children itself (by pid, which stays valid until the server reaps it on
+// request). The server dies with its harness thread's process (PR_SET_PDEATHSIG).
+#pragma once
+
+// Runs the server loop on `fd`; `agentMain` is the agent's main. Returns the server's exit code.
+int serveForkRequests(int fd, int (*agentMain)(int, char**));
