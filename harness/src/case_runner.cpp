@@ -380,7 +380,7 @@ SpawnSpec agentCommand(const RunOptions& opts, const Scenario& sc, const char* c
                        const fs::path& store, const fs::path& ws) {
   SpawnSpec s;
   s.exe = opts.agent;
-  s.agent = true;
+  s.forkServer = true;
   s.args = {command,     "--store",    store.string(),  "--workspace",
             ws.string(), "--scenario", sc.file.string()};
   return s;
@@ -481,6 +481,7 @@ void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& 
   }
   SpawnSpec inspect;
   inspect.exe = opts.crashsim.empty() ? locateCrashsim() : opts.crashsim;
+  inspect.forkServer = true;
   inspect.args = {"inspect", store.string(), "--json"};
   inspect.stdoutFile = dir / "inspect.stdout";
   inspect.stderrFile = dir / "inspect.stderr";
@@ -667,6 +668,7 @@ void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& op
   const StoreFiles damaged = storeFiles(store);
   SpawnSpec inspect;
   inspect.exe = opts.crashsim.empty() ? locateCrashsim() : opts.crashsim;
+  inspect.forkServer = true;
   inspect.args = {"inspect", store.string(), "--json"};
   inspect.stdoutFile = dir / "inspect.stdout";
   inspect.stderrFile = dir / "inspect.stderr";
@@ -721,7 +723,7 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   ref.templateWorkspace = dir / "template";
   SpawnSpec seed;
   seed.exe = opts.agent;
-  seed.agent = true;
+  seed.forkServer = true;
   seed.args = {"seed", "--workspace", ref.templateWorkspace.string(), "--scenario",
                scenario.file.string()};
   seed.stderrFile = dir / "seed.stderr";

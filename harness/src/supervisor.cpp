@@ -31,6 +31,7 @@ namespace {
 
 constexpr int kControlFd = 3;
 using Clock = std::chrono::steady_clock;
+int remainingMs(Clock::time_point deadline);
 
 // Variables the harness owns: never inherited from the user's environment.
 const char* const kOwnedVars[] = {"CRASHSIM_ARM",
@@ -119,16 +120,22 @@ Spawned spawnExec(const SpawnSpec& spec, const std::vector<std::string>& envList
   return s;
 }
 
-// This worker thread's `crashsim-agent serve` (supervisor.h, fork_server.h in the agent):
-// started on first use, restarted for another agent binary or after it died.
+// This worker thread's `<exe> serve` for one exe (supervisor.h, crashsim/fork_server.h):
+// started on first use, restarted after it died.
 class ForkServer {
  public:
+  ForkServer() = default;
+  ForkServer(const ForkServer&) = delete;
+  ForkServer& operator=(const ForkServer&) = delete;
   ~ForkServer() { stop(); }
 
-  // Asks the server for a child running `spec` (argv[0] is the exe, as exec gives it).
+  // Asks the server for a child running `spec` (argv[0] is the exe, as exec gives it). An exe
+  // that is no fork server of its own (a wrapper script around the agent, another runtime's
+  // binary) is exec'd instead, every time: a forked child would skip what the wrapper does.
   Spawned spawn(const SpawnSpec& spec, const std::vector<std::string>& env, int controlWrite) {
     Spawned s;
     if (!start(spec.exe, s.error)) return s;
+    if (execOnly_) return spawnExec(spec, env, controlWrite);
     std::string msg("S", 2);
     for (const auto& a : argvOf(spec)) msg.append(a).push_back('\0');
     msg.push_back('\0');
@@ -172,8 +179,7 @@ class ForkServer {
   }
 
   bool start(const std::filesystem::path& exe, std::string& error) {
-    if (sock_ >= 0 && exe == exe_) return true;
-    stop();
+    if (sock_ >= 0 || execOnly_) return true;
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
       error = std::string("socketpair: ") + std::strerror(errno);
@@ -190,6 +196,16 @@ class ForkServer {
       return false;
     }
     pid_ = s.pid, sock_ = sv[0], exe_ = exe;
+    // The server says "ready" once warmed up; it must be the exe itself (not a program a wrapper
+    // exec'd), or its children would not be what exec'ing the exe gives.
+    std::string answer = request("", {}, error, Clock::now() + std::chrono::seconds(20));
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid_), ec);
+    if (answer != "ready" || ec || self != std::filesystem::canonical(exe, ec)) {
+      error.clear();
+      stop();
+      execOnly_ = true;
+    }
     return true;
   }
 
@@ -202,8 +218,10 @@ class ForkServer {
     }
   }
 
-  // One request and its answer; a dead or silent server is an error (and is restarted).
-  std::string request(const std::string& msg, const std::vector<int>& fds, std::string& error) {
+  // One request (none when `msg` is empty) and its answer; a dead server, or one silent past
+  // `deadline`, is an error (and is restarted).
+  std::string request(const std::string& msg, const std::vector<int>& fds, std::string& error,
+                      std::optional<Clock::time_point> deadline = std::nullopt) {
     iovec io{const_cast<char*>(msg.data()), msg.size()};
     msghdr m{};
     m.msg_iov = &io;
@@ -218,16 +236,26 @@ class ForkServer {
       c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
       std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
     }
-    ssize_t n;
-    while ((n = ::sendmsg(sock_, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-    }
+    ssize_t n = 0;
+    if (!msg.empty())
+      while ((n = ::sendmsg(sock_, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+      }
     char answer[512];
-    if (n >= 0)
+    bool silent = false;
+    if (n >= 0 && deadline) {
+      pollfd p{sock_, POLLIN, 0};
+      while ((n = ::poll(&p, 1, remainingMs(*deadline))) < 0 && errno == EINTR) {
+      }
+      silent = n == 0;
+    }
+    if (n >= 0 && !silent)
       while ((n = ::recv(sock_, answer, sizeof answer - 1, 0)) < 0 && errno == EINTR) {
       }
     if (n <= 0) {
       error = fmt::format("fork server {} ({}): {}", exe_.string(), pid_,
-                          n == 0 ? "it exited" : std::strerror(errno));
+                          silent   ? "no answer"
+                          : n == 0 ? "it exited"
+                                   : std::strerror(errno));
       stop();
       return "";
     }
@@ -237,6 +265,7 @@ class ForkServer {
   std::filesystem::path exe_;
   pid_t pid_ = -1;
   int sock_ = -1;
+  bool execOnly_ = false;  // the exe is no fork server of its own
 };
 
 std::atomic<SpawnMethod> gSpawnMethod{SpawnMethod::fork_server};
@@ -249,9 +278,9 @@ Spawned spawn(const SpawnSpec& spec, bool withControl) {
     return s;
   }
   const auto env = childEnvironment(spec, withControl);
-  if (spec.agent && gSpawnMethod.load() == SpawnMethod::fork_server) {
-    thread_local ForkServer server;
-    s = server.spawn(spec, env, fds[1]);
+  if (spec.forkServer && gSpawnMethod.load() == SpawnMethod::fork_server) {
+    thread_local std::map<std::filesystem::path, ForkServer> servers;
+    s = servers[spec.exe].spawn(spec, env, fds[1]);
   } else {
     s = spawnExec(spec, env, fds[1]);
   }

@@ -52,7 +52,7 @@ std::pair<ChildResult, std::vector<int>> versionOnFreshThread(const fs::path& ou
   std::thread([&] {
     SpawnSpec s;
     s.exe = agentBinary();
-    s.agent = true;
+    s.forkServer = true;
     s.args = {"--version"};
     s.stdoutFile = out;
     result.first = runToEnd(s);
@@ -90,7 +90,7 @@ TEST(Spawn, ForkServerChildDeathIsJudgedFromTheNativeStatus) {
   ASSERT_EQ(seed.exitCode, 0) << seed.out;
   SpawnSpec run;
   run.exe = agentBinary();
-  run.agent = true;
+  run.forkServer = true;
   run.args = {"run",
               "--store",
               (d / "store").string(),

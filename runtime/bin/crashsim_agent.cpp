@@ -5,7 +5,7 @@
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin])
-//   crashsim-agent serve   (fd 3: the harness's socket; fork_server.h)
+//   crashsim-agent serve   (fd 3: the harness's socket; crashsim/fork_server.h)
 //
 // Stop (crashsim/termination.h): SIGINT or SIGTERM, or a line "stop" on stdin with
 // --control-stdin, is a Stop request. A dedicated thread takes it (the signals are blocked in
@@ -34,7 +34,6 @@
 // differential crash test of the WAL batching VFS.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -51,11 +50,12 @@
 #include "crashsim/durable_fs.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
+#include "crashsim/fork_server.h"
+#include "crashsim/hashing.h"
 #include "crashsim/host.h"
 #include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
-#include "fork_server.h"
 
 namespace fs = std::filesystem;
 using crashsim::Json;
@@ -147,19 +147,14 @@ void startStopListener(bool controlStdin) {
 
 int agentMain(int argc, char** argv);
 
-// `crashsim-agent serve`: fd 3 must be the harness's SOCK_SEQPACKET socket.
-int serve() {
-  int type = 0;
-  socklen_t len = sizeof type;
-  if (::getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
-    return usage("serve: fd 3 is not a SOCK_SEQPACKET socket (the harness starts the server)");
-  return serveForkRequests(3, &agentMain);
-}
+// What every forked child would otherwise load itself: OpenSSL's configuration (first digest).
+void warmUp() { (void)crashsim::sha256Hex(""); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "serve") return serve();
+  if (argc == 2 && std::string_view(argv[1]) == "serve")
+    return crashsim::serveForkRequests("crashsim-agent", &agentMain, &warmUp);
   return agentMain(argc, argv);
 }
 

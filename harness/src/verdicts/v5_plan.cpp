@@ -32,6 +32,7 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     }
     SpawnSpec spec;
     spec.exe = crashsim;
+    spec.forkServer = true;
     spec.args = {"ledger", "resolve", in.string()};
     spec.stdoutFile = outFile;
     spec.stderrFile = work / "v5.stderr";

@@ -7,10 +7,11 @@
 // cannot tell "exit 9" from "killed by signal 9". Every outcome is reported as data — a child
 // that exits, hangs or reports the wrong failpoint never throws out of the supervisor.
 //
-// Agent children (SpawnSpec::agent) come by default from a fork server: each harness thread
-// starts one `crashsim-agent serve` (runtime/bin/fork_server.h) on first use and asks it over a
-// socket for a forked child with the spec's argv, environment, stdout/stderr and control pipe —
-// what exec would give it, without paying exec and the agent's start-up per child. The server is
+// Children of crashsim-agent and crashsim (SpawnSpec::forkServer) come by default from a fork
+// server: each harness thread starts one `<exe> serve` per exe (crashsim/fork_server.h) on first
+// use and asks it over a socket for a forked child with the spec's argv, environment,
+// stdout/stderr and control pipe — what exec would give it, without paying exec, dynamic loading
+// and start-up per child. The server is
 // the child's parent: the harness kills the child by pid (valid until reaped) and asks the server
 // to reap it, which returns the native wait status. `--spawn exec` (setSpawnMethod) execs every
 // child instead, for platforms or runtimes where fork is not safe.
@@ -31,7 +32,9 @@ struct SpawnSpec {
   std::map<std::string, std::string> env;        // added to (and overriding) the parent environment
   std::filesystem::path stdoutFile, stderrFile;  // empty = /dev/null
   std::chrono::milliseconds timeout{20000};
-  bool agent = false;  // a crashsim-agent command: spawned through the fork server when enabled
+  // The exe is crashsim-agent or crashsim, which serve forks (crashsim/fork_server.h): the child
+  // comes from this thread's `<exe> serve` unless the spawn method is exec.
+  bool forkServer = false;
 };
 
 enum class SpawnMethod { exec, fork_server };

@@ -1,4 +1,4 @@
-#include "fork_server.h"
+#include "crashsim/fork_server.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "crashsim/hashing.h"
-
+namespace crashsim {
 namespace {
 
 constexpr size_t kMaxRequest = 1 << 20;
@@ -81,11 +80,21 @@ void wait(int fd, const char* pidText) {
 
 }  // namespace
 
-int serveForkRequests(int fd, int (*agentMain)(int, char**)) {
+int serveForkRequests(const char* program, int (*agentMain)(int, char**), void (*warmUp)()) {
+  constexpr int fd = 3;
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET) {
+    std::fprintf(stderr,
+                 "%s: serve: fd 3 is not a SOCK_SEQPACKET socket (the harness starts the "
+                 "server)\n",
+                 program);
+    return 2;
+  }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() == 1) return 0;  // the harness is already gone
-  // What every child would otherwise load itself: OpenSSL's configuration (first digest).
-  (void)crashsim::sha256Hex("");
+  if (warmUp != nullptr) warmUp();
+  reply(fd, "ready");
   std::vector<char> buf(kMaxRequest + 1);
   for (;;) {
     iovec io{buf.data(), kMaxRequest};
@@ -118,3 +127,5 @@ int serveForkRequests(int fd, int (*agentMain)(int, char**)) {
     for (int f : fds) ::close(f);
   }
 }
+
+}  // namespace crashsim
