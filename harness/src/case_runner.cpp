@@ -343,8 +343,10 @@ namespace {
 // every millisecond of the case goes to exactly one phase.
 class Phases {
  public:
-  Phases(std::map<std::string, double>& ms, const char* first)
-      : ms_(ms), phase_(first), since_(Clock::now()) {}
+  using Clock = std::chrono::steady_clock;
+  // Starts in phase `first` at `start` (the case's own start, so the phases sum to its duration).
+  Phases(std::map<std::string, double>& ms, const char* first, Clock::time_point start)
+      : ms_(ms), phase_(first), since_(start) {}
   // Closes the current phase and starts `phase`.
   void to(const char* phase) {
     close();
@@ -358,15 +360,14 @@ class Phases {
     add(phase, r.elapsed - r.spawnTime - r.killReapTime);
     since_ += r.elapsed;
   }
-  // Adds the time since the last switch to the current phase.
-  void close() {
+  // Adds the time since the last switch to the current phase; returns the time it closed at.
+  Clock::time_point close() {
     const auto now = Clock::now();
     add(phase_, now - since_);
-    since_ = now;
+    return since_ = now;
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
   void add(const char* phase, Clock::duration d) {
     ms_[phase] += std::chrono::duration<double, std::milli>(d).count();
   }
@@ -828,7 +829,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   auto say = [&](std::string s) {
     if (opts.verbose) out.log.push_back(std::move(s));
   };
-  Phases ph(rec.phasesMs, "setup");
+  Phases ph(rec.phasesMs, "setup", started);
 
   fs::path dir = opts.keepDir
                      ? *opts.keepDir
@@ -853,10 +854,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         fs::remove_all(dir, ec);
       }
     }
-    ph.close();
-    rec.durationMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-            .count();
+    rec.durationMs = std::chrono::duration<double, std::milli>(ph.close() - started).count();
     return out;
   };
 
