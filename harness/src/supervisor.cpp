@@ -4,34 +4,29 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-// Boost.Process 1.81 compiles its vfork executor only when the feature macros predate POSIX
-// 2008, which glibc's never do, although vfork() is declared (_GNU_SOURCE). The macro only adds
-// the vfork member definitions, which no other user of Boost.Process instantiates.
-#ifndef BOOST_POSIX_HAS_VFORK
-#define BOOST_POSIX_HAS_VFORK 1
-#endif
-#include <sys/socket.h>
-
 #include <atomic>
-#include <boost/process.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/posix.hpp>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 namespace crashsim::harness {
-namespace bp = boost::process;
 namespace {
 
 constexpr int kControlFd = 3;
 using Clock = std::chrono::steady_clock;
 int remainingMs(Clock::time_point deadline);
+enum class WaitResult { exited, timed_out, no_pidfd };
+WaitResult waitForExit(pid_t pid, Clock::time_point deadline);
+// How long a fork server may take to answer one request, or to exit once its socket is closed:
+// every answer is immediate (fork, or reaping a child that is already dead or SIGKILLed), so
+// running out of it means the server is stuck, which fails that spawn rather than the sweep.
+constexpr std::chrono::seconds kServerPatience{60};
 
 // Variables the harness owns: never inherited from the user's environment.
 const char* const kOwnedVars[] = {"CRASHSIM_ARM",
@@ -76,47 +71,45 @@ std::vector<std::string> childEnvironment(const SpawnSpec& spec, bool withContro
   return out;
 }
 
-// Starts `spec` with fork and exec; `fd3` (if not -1) becomes the child's fd 3.
+// Starts `spec` with posix_spawn; `fd3` (if not -1) becomes the child's fd 3. The child gets
+// fds 0–3 and nothing else: a descriptor another harness thread opened without O_CLOEXEC, or
+// was still marking close-on-exec, when this spawn happened must not live on in the child (a
+// long-lived fork server holding a pipe's write end would keep its reader waiting for EOF
+// forever). posix_spawn reports a failed exec as its result, so there is no error pipe either.
 Spawned spawnExec(const SpawnSpec& spec, const std::vector<std::string>& envList, int fd3) {
   Spawned s;
-  bp::environment env;
-  for (const auto& kv : envList) {
-    const auto eq = kv.find('=');
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  try {
-    auto out = spec.stdoutFile.empty() ? std::filesystem::path("/dev/null") : spec.stdoutFile;
-    auto err = spec.stderrFile.empty() ? std::filesystem::path("/dev/null") : spec.stderrFile;
-    // Boost.Process opens the redirect targets without O_TRUNC: a reused file would keep the
-    // tail of its previous, longer contents after the child's output.
-    for (const auto& f : {spec.stdoutFile, spec.stderrFile})
-      if (!f.empty()) std::ofstream(f, std::ios::trunc);
-    auto launch = [&](auto&&... executor) {
-      return bp::child(
-          executor..., bp::exe = spec.exe.string(), bp::args = spec.args, env,
-          bp::std_in<bp::null, bp::std_out> out.string(), bp::std_err > err.string(),
-          bp::extend::on_exec_setup = [fd3](auto&) {
-            if (fd3 < 0) return;
-            if (fd3 == kControlFd) {
-              ::fcntl(kControlFd, F_SETFD, 0);  // keep it across exec
-            } else {
-              ::dup2(fd3, kControlFd);  // the duplicate does not carry O_CLOEXEC
-            }
-          });
-    };
-#if defined(__SANITIZE_ADDRESS__)
-    bp::child c = launch();  // AddressSanitizer's shadow memory and vfork do not mix: fork
-#else
-    // vfork: the child borrows the harness's address space until exec instead of copying its
-    // page tables, which a fork of the multi-threaded harness paid on every spawn (a third of
-    // the sweep's CPU per case). Only async-signal-safe calls run before exec (fcntl, dup2).
-    bp::child c = launch(bp::posix::use_vfork);
-#endif
-    s.pid = c.id();
-    c.detach();  // we reap with waitpid to read the native status
-  } catch (const std::exception& e) {
-    s.error = std::string("spawn ") + spec.exe.string() + ": " + e.what();
-  }
+  std::vector<std::string> argvList{spec.exe.string()};
+  argvList.insert(argvList.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv, envp;
+  for (const auto& a : argvList) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& kv : envList) envp.push_back(const_cast<char*>(kv.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  const std::string out = spec.stdoutFile.empty() ? "/dev/null" : spec.stdoutFile.string();
+  const std::string err = spec.stderrFile.empty() ? "/dev/null" : spec.stderrFile.string();
+  // dup2 onto itself would keep fd 3's close-on-exec flag: place a copy above 3 instead.
+  const int lifted = fd3 == kControlFd ? ::fcntl(fd3, F_DUPFD_CLOEXEC, kControlFd + 1) : fd3;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                          0644);
+  if (rc == 0)
+    rc = posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                          0644);
+  if (rc == 0 && fd3 >= 0)
+    rc = lifted < 0 ? errno : posix_spawn_file_actions_adddup2(&actions, lifted, kControlFd);
+  const int keep = fd3 >= 0 ? kControlFd + 1 : kControlFd;
+  if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, keep);
+  pid_t pid = -1;
+  if (rc == 0) rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (lifted >= 0 && lifted != fd3) ::close(lifted);
+  if (rc != 0)
+    s.error = fmt::format("spawn {}: {}", spec.exe.string(), std::strerror(rc));
+  else
+    s.pid = pid;
   return s;
 }
 
@@ -198,7 +191,7 @@ class ForkServer {
     pid_ = s.pid, sock_ = sv[0], exe_ = exe;
     // The server says "ready" once warmed up; it must be the exe itself (not a program a wrapper
     // exec'd), or its children would not be what exec'ing the exe gives.
-    std::string answer = request("", {}, error, Clock::now() + std::chrono::seconds(20));
+    std::string answer = request("", {}, error);
     std::error_code ec;
     const auto self = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid_), ec);
     if (answer != "ready" || ec || self != std::filesystem::canonical(exe, ec)) {
@@ -209,19 +202,22 @@ class ForkServer {
     return true;
   }
 
-  void stop() {
+  // Closes the socket, at which the server exits; one that is stuck (`stuck`, or still there
+  // after kServerPatience) is SIGKILLed. Then reaps it.
+  void stop(bool stuck = false) {
     if (sock_ < 0) return;
-    ::close(sock_);  // the server exits at EOF
+    ::close(sock_);
     sock_ = -1;
+    if (stuck || waitForExit(pid_, Clock::now() + kServerPatience) != WaitResult::exited)
+      ::kill(pid_, SIGKILL);
     int status;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
   }
 
-  // One request (none when `msg` is empty) and its answer; a dead server, or one silent past
-  // `deadline`, is an error (and is restarted).
-  std::string request(const std::string& msg, const std::vector<int>& fds, std::string& error,
-                      std::optional<Clock::time_point> deadline = std::nullopt) {
+  // One request (none when `msg` is empty) and its answer; a dead server, or one silent for
+  // kServerPatience, is an error (and is restarted).
+  std::string request(const std::string& msg, const std::vector<int>& fds, std::string& error) {
     iovec io{const_cast<char*>(msg.data()), msg.size()};
     msghdr m{};
     m.msg_iov = &io;
@@ -242,9 +238,10 @@ class ForkServer {
       }
     char answer[512];
     bool silent = false;
-    if (n >= 0 && deadline) {
+    if (n >= 0) {
+      const auto deadline = Clock::now() + kServerPatience;
       pollfd p{sock_, POLLIN, 0};
-      while ((n = ::poll(&p, 1, remainingMs(*deadline))) < 0 && errno == EINTR) {
+      while ((n = ::poll(&p, 1, remainingMs(deadline))) < 0 && errno == EINTR) {
       }
       silent = n == 0;
     }
@@ -256,7 +253,7 @@ class ForkServer {
                           silent   ? "no answer"
                           : n == 0 ? "it exited"
                                    : std::strerror(errno));
-      stop();
+      stop(silent);
       return "";
     }
     return std::string(answer, static_cast<size_t>(n));
@@ -333,8 +330,6 @@ int remainingMs(Clock::time_point deadline) {
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left < 0 ? 0 : static_cast<int>(left);
 }
-
-enum class WaitResult { exited, timed_out, no_pidfd };
 
 // Waits (without reaping) until the child has exited or the deadline passes, via a pidfd.
 WaitResult waitForExit(pid_t pid, Clock::time_point deadline) {

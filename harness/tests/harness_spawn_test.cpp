@@ -1,5 +1,7 @@
 // Agent children from the fork server (`crashsim-agent serve`) against exec'd ones: the same
 // verdict records, the server really in use, the crash budget in the report.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -110,6 +112,43 @@ TEST(Spawn, ForkServerChildDeathIsJudgedFromTheNativeStatus) {
   const ChildResult usage = runToEnd(run);
   EXPECT_TRUE(usage.exited && usage.exitCode == 2) << usage.describe();
   EXPECT_FALSE(usage.signaled);
+  fs::remove_all(d);
+}
+
+// A descriptor the harness holds without close-on-exec (one another thread has just opened, or
+// has not yet marked, when a spawn forks) must not live on in a child: a fork server lives as
+// long as its thread, and a pipe end it kept would leave that pipe's reader waiting for EOF
+// forever (Boost.Process's exec-error pipe did, and hung an ASan sweep). Neither an exec'd
+// child nor a fork server may hold it.
+TEST(Spawn, NoChildOrForkServerInheritsAHarnessDescriptorBeyondFd3) {
+  auto d = freshDir("crashsim-spawn-fds");
+  constexpr int kLeaky = 77;
+  ASSERT_EQ(::dup2(::fileno(stderr), kLeaky), kLeaky);  // dup2: no FD_CLOEXEC on the copy
+  SpawnSpec probe;
+  probe.exe = "/bin/sh";
+  probe.args = {"-c", "if [ -e /proc/$$/fd/77 ]; then echo held; else echo clean; fi"};
+  probe.stdoutFile = d / "probe.out";
+  const ChildResult r = runToEnd(probe);
+  EXPECT_TRUE(r.exited && r.exitCode == 0) << r.describe();
+  EXPECT_EQ(slurp(d / "probe.out"), "clean\n") << "an exec'd child kept the harness's fd 77";
+  setSpawnMethod(SpawnMethod::fork_server);
+  std::vector<std::string> holders;
+  std::thread([&] {
+    SpawnSpec s;
+    s.exe = agentBinary();
+    s.forkServer = true;
+    s.args = {"--version"};
+    const ChildResult v = runToEnd(s);
+    EXPECT_TRUE(v.exited && v.exitCode == 0) << v.describe();
+    const auto servers = serveChildren();
+    EXPECT_FALSE(servers.empty());
+    for (int pid : servers)
+      if (fs::exists(fs::path("/proc") / std::to_string(pid) / "fd" / std::to_string(kLeaky)))
+        holders.push_back(std::to_string(pid));
+  }).join();
+  ::close(kLeaky);
+  EXPECT_TRUE(holders.empty()) << "fork servers holding the harness's fd 77: "
+                               << fmt::format("{}", fmt::join(holders, " "));
   fs::remove_all(d);
 }
 

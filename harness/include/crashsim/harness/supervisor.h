@@ -1,11 +1,14 @@
 // crashsim/harness/supervisor.h — spawning, arming, killing and reaping crashsim-agent.
 //
-// Children are spawned with Boost.Process (v1 API). The control pipe is created O_CLOEXEC in
-// the parent; only the child being spawned gets its write end, dup2'ed to fd 3 and announced
-// as CRASHSIM_CONTROL_FD=3, so parallel workers never leak each other's pipes. Death is judged
-// from the native wait status (WIFSIGNALED && WTERMSIG == SIGKILL): Boost's exit_code()
-// cannot tell "exit 9" from "killed by signal 9". Every outcome is reported as data — a child
-// that exits, hangs or reports the wrong failpoint never throws out of the supervisor.
+// Children are exec'd with posix_spawn and keep fds 0–3 only (stdin /dev/null, stdout, stderr,
+// and the control pipe): a descriptor any harness thread holds, or has not yet marked
+// close-on-exec, never lives on in a child. The control pipe is created O_CLOEXEC in the parent;
+// only the child being spawned gets its write end, dup2'ed to fd 3 and announced as
+// CRASHSIM_CONTROL_FD=3, so parallel workers never leak each other's pipes. Death is judged from
+// the native wait status (WIFSIGNALED && WTERMSIG == SIGKILL), which tells "exit 9" from
+// "killed by signal 9". Every outcome is reported as data — a child that exits, hangs or reports
+// the wrong failpoint never throws out of the supervisor, and a stuck fork server fails the
+// spawn that waited on it instead of hanging the sweep.
 //
 // Children of crashsim-agent and crashsim (SpawnSpec::forkServer) come by default from a fork
 // server: each harness thread starts one `<exe> serve` per exe (crashsim/fork_server.h) on first
