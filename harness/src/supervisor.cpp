@@ -96,6 +96,7 @@ Spawned spawnExec(const SpawnSpec& spec, const std::vector<std::string>& envList
   const std::string err = spec.stderrFile.empty() ? "/dev/null" : spec.stderrFile.string();
   // dup2 onto itself would keep fd 3's close-on-exec flag: place a copy above 3 instead.
   const int lifted = fd3 == kControlFd ? ::fcntl(fd3, F_DUPFD_CLOEXEC, kControlFd + 1) : fd3;
+  const int liftError = errno;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   int rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -106,7 +107,7 @@ Spawned spawnExec(const SpawnSpec& spec, const std::vector<std::string>& envList
     rc = posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                           0644);
   if (rc == 0 && fd3 >= 0)
-    rc = lifted < 0 ? errno : posix_spawn_file_actions_adddup2(&actions, lifted, kControlFd);
+    rc = lifted < 0 ? liftError : posix_spawn_file_actions_adddup2(&actions, lifted, kControlFd);
   const int keep = fd3 >= 0 ? kControlFd + 1 : kControlFd;
   if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, keep);
   pid_t pid = -1;
