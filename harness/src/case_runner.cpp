@@ -131,6 +131,7 @@ void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path&
     if (x.ok && runs.size() == 1) {
       checkDurableFacts(x, runEvents, c);
       checkDecisions(x, runEvents, c);
+      if (!id.isDoubleFault()) checkPlanAgainstOracle(x, runEvents, c);
     } else {
       c.na("V4", "no oracle placement or run for this case");
     }

@@ -21,24 +21,24 @@ bool reaches(const ScenarioCall& call, int fp) {
   return call.dispatched();
 }
 
-// A call that finished normally before the kill.
-OpExpectation completedOp(const ScenarioCall& call) {
+// A call the crash state holds nothing of.
+OpExpectation absentOp(const ScenarioCall& call) {
   OpExpectation e;
   e.callId = call.id;
   e.tool = call.name;
+  e.responseIsError = call.refused || call.expectError;
+  return e;
+}
+
+// A call that finished normally before the kill.
+OpExpectation completedOp(const ScenarioCall& call) {
+  OpExpectation e = absentOp(call);
   e.call = true;
   e.dispatch = call.dispatched();
   e.response = true;
   e.status = c::completed;
   e.reason = c::matching_response;
   e.settlementOrigin = call.dispatched() ? c::normal_t2 : c::pre_t1_synthetic;
-  return e;
-}
-
-OpExpectation absentOp(const ScenarioCall& call) {
-  OpExpectation e;
-  e.callId = call.id;
-  e.tool = call.name;
   return e;
 }
 

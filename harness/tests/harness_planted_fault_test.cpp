@@ -160,6 +160,23 @@ TEST(PlantedFault, RepairSealingAnInterruptedRunCompletedFailsV7AndTheRecoveryRe
                       "--scenario write-config-port --failpoint P8", {"V3", "V7"});
 }
 
+// Startup repair counts only a corrupt tool call as interrupted, so a run killed around a
+// dispatched call is sealed run_interrupted: status, failure class and terminal fact are all
+// right, only the recovery reason says nothing of the open call. V7 judges the reason by what
+// its name claims of the crashed ledger (an unsettled call, by the independent model).
+TEST(PlantedFault, RepairReportingAnOpenToolCallAsRunInterruptedFailsV7) {
+  expectCaughtExactly("repair_overlooks_interrupted_tool",
+                      "--scenario write-config-port --failpoint P2", {"V7"});
+}
+
+// The Phase-0 plan passes the resolver's definitely_not_dispatched through instead of mapping it
+// to not_dispatched: both V5 processes compute the same wrong plan, so only the comparison with
+// the contract's mapping of the oracle's decisions sees it.
+TEST(PlantedFault, PlanSkippingTheStatusMappingFailsV5) {
+  expectCaughtExactly("plan_skips_status_mapping", "--scenario write-config-port --failpoint P1",
+                      {"V5"});
+}
+
 // Unnamed crash points: T2 split into two transactions (the response, then journal + CAS) opens
 // a window no named failpoint sees (P5 is inside the first, P6 after the second). The store
 // COMMIT barrier between them does: the online projection lags the ledger (V6), and host

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
+#include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/resume_plan.h"
@@ -69,7 +71,59 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     c.fail("V5", "planning changed table " + t);
     return;
   }
-  c.pass("V5");
+  if (!c.failed("V5")) c.pass("V5");
+}
+
+void checkPlanAgainstOracle(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,
+                            Checks& c) {
+  const ResumePlan plan = buildResumePlan(runEvents);
+  size_t pending = 0, notDispatched = 0;
+  for (const auto& op : x.ops) {
+    const auto it = std::find_if(plan.operations.begin(), plan.operations.end(),
+                                 [&](const PlanOperation& p) { return p.toolCallId == op.callId; });
+    if (op.status.empty()) {
+      if (it != plan.operations.end())
+        c.fail("V5", fmt::format("plan: {} is an operation ({}) but the oracle expects none",
+                                 op.callId, it->status));
+      continue;
+    }
+    std::string want = op.status;
+    if (op.status == code::completed) {
+      want = op.responseIsError ? code::failed : code::succeeded;
+    } else if (op.status == code::definitely_not_dispatched) {
+      want = code::not_dispatched;
+      ++notDispatched;
+    } else if (op.status == code::indeterminate) {
+      ++pending;
+    }
+    if (it == plan.operations.end())
+      c.fail("V5", fmt::format("plan: no operation for {}, the contract maps the oracle's {} to {}",
+                               op.callId, op.status, want));
+    else if (it->status != want)
+      c.fail("V5", fmt::format("plan: {} has status {}, the contract maps the oracle's {} to {}",
+                               op.callId, it->status, op.status, want));
+  }
+  auto count = [&](std::string_view code) {
+    return static_cast<size_t>(
+        std::count_if(plan.diagnostics.begin(), plan.diagnostics.end(),
+                      [&](const PlanDiagnostic& d) { return d.code == code; }));
+  };
+  if (count(code::pending_tool_result) != pending ||
+      count(code::tool_not_dispatched) != notDispatched)
+    c.fail("V5", fmt::format("plan: {} pending_tool_result and {} tool_not_dispatched "
+                             "diagnostic(s), the oracle's decisions give {} and {}",
+                             count(code::pending_tool_result), count(code::tool_not_dispatched),
+                             pending, notDispatched));
+  const bool dangling = pending + notDispatched > 0;
+  const bool danglingReason = std::find(plan.rejectionReasons.begin(), plan.rejectionReasons.end(),
+                                        code::dangling_tool_state) != plan.rejectionReasons.end();
+  const std::string_view disposition = dangling ? code::blocked : code::safe_replay;
+  if (plan.disposition != disposition || danglingReason != dangling)
+    c.fail("V5", fmt::format("plan: {} ({}dangling_tool_state), the contract expects {}",
+                             plan.disposition, danglingReason ? "" : "no ", disposition));
+  if (plan.requiresVerification != (pending > 0))
+    c.fail("V5", fmt::format("plan: requiresVerification {} with {} indeterminate operation(s)",
+                             plan.requiresVerification, pending));
 }
 
 }  // namespace crashsim::harness

@@ -10,10 +10,79 @@
 #include "crashsim/codes.h"
 #include "crashsim/startup_repair.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/resolver_model.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+
+namespace {
+
+// What the crashed ledger of a run shows about why it stopped, judged from the contract's names
+// (spec g, run recovery step 8; d.4 for an open user wait), for recoveryReasonProblem.
+struct InterruptionFacts {
+  bool empty = false;            // no RuntimeEvent at all
+  bool openUserWait = false;     // a permission or question request no later event answered
+  bool unsettledTool = false;    // the independent model leaves some tool call not completed
+  bool endsInModelText = false;  // the last event is the model's visible text
+};
+
+InterruptionFacts interruptionFacts(const std::vector<RuntimeEvent>& events) {
+  InterruptionFacts f;
+  f.empty = events.empty();
+  std::set<std::string> open;
+  for (const auto& e : events) {
+    if (e.partial) continue;
+    const Json actions = e.json.value("actions", Json::object());
+    if (!actions.is_object()) continue;
+    auto requestId = [&](const char* key) -> std::string {
+      auto it = actions.find(key);
+      return it != actions.end() && it->is_object() ? it->value("requestId", "") : "";
+    };
+    for (const char* k : {"permissionRequest", "userQuestionRequest"})
+      if (auto id = requestId(k); !id.empty()) open.insert(id);
+    for (const char* k : {"permissionDecision", "permissionAnswerAccepted",
+                          "permissionClosureAccepted", "userQuestionAnswerAccepted"})
+      if (auto id = requestId(k); !id.empty()) open.erase(id);
+  }
+  f.openUserWait = !open.empty();
+  for (const auto& d : model::resolve(events).decisions)
+    f.unsettledTool = f.unsettledTool || d.status != code::completed;
+  if (!events.empty()) {
+    const RuntimeEvent& last = events.back();
+    f.endsInModelText =
+        last.role == Role::model && last.contentKind == ContentKind::text && last.isModelVisible();
+  }
+  return f;
+}
+
+// The recoveryReason of a run startup repair sealed: one of the contract's five, and what its
+// name claims holds of the crashed ledger. The contract leaves the precedence between reasons
+// open, so where several apply any of them passes; `run_interrupted` is the generic one, for a
+// ledger none of the specific four describes. "" when it holds.
+std::string recoveryReasonProblem(const std::string& reason, const InterruptionFacts& f) {
+  bool claimHolds = false;
+  if (reason == code::non_terminal_run_recovered) {
+    claimHolds = f.empty;
+  } else if (reason == code::stale_user_wait) {
+    claimHolds = f.openUserWait;
+  } else if (reason == code::tool_interrupted) {
+    claimHolds = f.unsettledTool;
+  } else if (reason == code::model_stream_completed_without_runtime_terminal) {
+    claimHolds = f.endsInModelText;
+  } else if (reason == code::run_interrupted) {
+    claimHolds = !f.openUserWait && !f.unsettledTool && !f.endsInModelText;
+  } else {
+    return fmt::format("recoveryReason '{}' is not one of the contract's five", reason);
+  }
+  if (claimHolds) return "";
+  return fmt::format(
+      "recoveryReason {} does not describe the crashed ledger (events: {}, open user wait: {}, "
+      "unsettled tool call: {}, ends in model text: {})",
+      reason, f.empty ? "none" : "some", f.openUserWait, f.unsettledTool, f.endsInModelText);
+}
+
+}  // namespace
 
 // Terminal fact before header: every terminal header has exactly one terminal RuntimeEvent
 // whose status maps to the header's. Returns "" when the invariant holds.
@@ -49,9 +118,13 @@ void checkV7(const fs::path& copy, Checks& c) {
   }
   // Terminal facts that already exist must survive repair untouched (P9: header from fact).
   std::map<std::string, std::string> factsBefore;
-  for (const auto& h : store->listRuns())
-    for (const auto& e : eventsOf(*store, h))
+  std::map<std::string, InterruptionFacts> interrupted;  // the runs without one
+  for (const auto& h : store->listRuns()) {
+    const auto events = eventsOf(*store, h);
+    for (const auto& e : events)
       if (!e.partial && e.isTerminal()) factsBefore[h.runId] = encodeRuntimeEvent(e);
+    if (!factsBefore.count(h.runId)) interrupted[h.runId] = interruptionFacts(events);
+  }
   const auto tables0 = observed::tableDigests(copy);
   startupRepair(*store, RepairMode::strict, true);
   if (auto t = observed::firstChangedTable(tables0, observed::tableDigests(copy)); !t.empty()) {
@@ -85,6 +158,14 @@ void checkV7(const fs::path& copy, Checks& c) {
                                  "{}, fact stateDelta {}); the contract classifies it failed / "
                                  "app_restarted with a recovered terminal fact",
                                  h.runId, h.status, h.failureClass.value_or("-"), delta.dump()));
+        return;
+      }
+      const auto reason = delta.find("recoveryReason");
+      if (auto bad = recoveryReasonProblem(
+              reason != delta.end() && reason->is_string() ? reason->get<std::string>() : "",
+              interrupted[h.runId]);
+          !bad.empty()) {
+        c.fail("V7", fmt::format("repair sealed the interrupted run {}: {}", h.runId, bad));
         return;
       }
     }

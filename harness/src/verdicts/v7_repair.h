@@ -3,9 +3,13 @@
 // Proves: every terminal header has exactly one terminal RuntimeEvent, at the ledger tail, whose
 // status maps to the header's (fact before header), on the crashed store and after repair;
 // repair classifies every interrupted run as spec g says (failed / app_restarted, a recovered
-// terminal fact, the header mirroring it), never rewrites an existing terminal fact, a dry run
-// changes no table, and a second repair changes nothing. Cannot see: a repair that is wrong in a
-// way the terminal fact and header agree on (V8 sees what recovery makes of it).
+// terminal fact, the header mirroring it) with a recoveryReason of the contract's five whose
+// name holds of the crashed ledger (tool_interrupted: a call the independent model leaves
+// unsettled; run_interrupted only when no specific reason applies), never rewrites an existing
+// terminal fact, a dry run changes no table, and a second repair changes nothing. Cannot see:
+// which of several applicable reasons repair picks (the contract leaves that order open), or a
+// repair that is wrong in a way the terminal fact and header agree on (V8 sees what recovery
+// makes of it).
 #pragma once
 
 #include <filesystem>

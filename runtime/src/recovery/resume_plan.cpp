@@ -2,8 +2,8 @@
 // resolver's decisions, never mutates anything; equal inputs give equal plans.
 #include "crashsim/resume_plan.h"
 
-
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "recovery/flat_index.h"
 
 namespace crashsim {
@@ -27,7 +27,9 @@ std::string_view planStatus(const ToolDecision& d) {
   if (d.status == code::completed) {
     return d.responseIsError.value_or(false) ? code::failed : code::succeeded;
   }
-  if (d.status == code::definitely_not_dispatched) return code::not_dispatched;
+  // Planted bug: the resolver's status passes through unmapped (V5 maps the oracle's).
+  if (d.status == code::definitely_not_dispatched && !planted("plan_skips_status_mapping"))
+    return code::not_dispatched;
   return d.status;  // indeterminate | parked | corruption
 }
 

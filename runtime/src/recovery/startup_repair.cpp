@@ -72,8 +72,12 @@ std::string classify(const std::vector<StoredEvent>& stored) {
   std::vector<RuntimeEvent> events;
   for (const auto& s : stored) events.push_back(s.event);
   auto res = resolveRecovery(events);
+  // Planted bug: only a corrupt tool call counts as interrupted, so a run killed around a
+  // dispatched call is reported run_interrupted (V7 judges the reason by the crashed ledger).
+  const bool overlook = planted("repair_overlooks_interrupted_tool");
   for (const auto& d : res.decisions)
-    if (d.status != code::completed) return std::string(code::tool_interrupted);
+    if (d.status != code::completed && (!overlook || d.status == code::corruption))
+      return std::string(code::tool_interrupted);
   const RuntimeEvent& last = stored.back().event;
   if (last.role == Role::model && last.contentKind == ContentKind::text && last.isModelVisible()) {
     return std::string(code::model_stream_completed_without_runtime_terminal);

@@ -79,6 +79,7 @@ struct OpExpectation {
   std::string status, reason;  // "" = no operation expected
   std::string settlementOrigin;
   bool armed = false;
+  bool responseIsError = false;  // a completed call's response is an error (refused, errorCalls)
 };
 
 struct CaseExpectation {
