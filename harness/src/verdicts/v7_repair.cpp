@@ -21,7 +21,6 @@ namespace {
 // What the crashed ledger of a run shows about why it stopped, judged from the contract's names
 // (spec g, run recovery step 8; d.4 for an open user wait), for recoveryReasonProblem.
 struct InterruptionFacts {
-  bool empty = false;            // no RuntimeEvent at all
   bool openUserWait = false;     // a permission or question request no later event answered
   bool unsettledTool = false;    // the independent model leaves some tool call not completed
   bool endsInModelText = false;  // the last event is the model's visible text
@@ -29,7 +28,6 @@ struct InterruptionFacts {
 
 InterruptionFacts interruptionFacts(const std::vector<RuntimeEvent>& events) {
   InterruptionFacts f;
-  f.empty = events.empty();
   std::set<std::string> open;
   for (const auto& e : events) {
     if (e.partial) continue;
@@ -58,28 +56,27 @@ InterruptionFacts interruptionFacts(const std::vector<RuntimeEvent>& events) {
 
 // The recoveryReason of a run startup repair sealed: one of the contract's five, and what its
 // name claims holds of the crashed ledger. The contract leaves the precedence between reasons
-// open, so where several apply any of them passes; `run_interrupted` is the generic one, for a
-// ledger none of the specific four describes. "" when it holds.
+// open, so where several apply any of them passes; `run_interrupted` and
+// `non_terminal_run_recovered` name nothing specific, so they fit only a ledger none of the
+// three specific reasons describes. "" when it holds.
 std::string recoveryReasonProblem(const std::string& reason, const InterruptionFacts& f) {
   bool claimHolds = false;
-  if (reason == code::non_terminal_run_recovered) {
-    claimHolds = f.empty;
+  if (reason == code::run_interrupted || reason == code::non_terminal_run_recovered) {
+    claimHolds = !f.openUserWait && !f.unsettledTool && !f.endsInModelText;
   } else if (reason == code::stale_user_wait) {
     claimHolds = f.openUserWait;
   } else if (reason == code::tool_interrupted) {
     claimHolds = f.unsettledTool;
   } else if (reason == code::model_stream_completed_without_runtime_terminal) {
     claimHolds = f.endsInModelText;
-  } else if (reason == code::run_interrupted) {
-    claimHolds = !f.openUserWait && !f.unsettledTool && !f.endsInModelText;
   } else {
     return fmt::format("recoveryReason '{}' is not one of the contract's five", reason);
   }
   if (claimHolds) return "";
   return fmt::format(
-      "recoveryReason {} does not describe the crashed ledger (events: {}, open user wait: {}, "
-      "unsettled tool call: {}, ends in model text: {})",
-      reason, f.empty ? "none" : "some", f.openUserWait, f.unsettledTool, f.endsInModelText);
+      "recoveryReason {} does not describe the crashed ledger (open user wait: {}, unsettled "
+      "tool call: {}, ends in model text: {})",
+      reason, f.openUserWait, f.unsettledTool, f.endsInModelText);
 }
 
 }  // namespace

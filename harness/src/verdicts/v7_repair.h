@@ -5,11 +5,11 @@
 // repair classifies every interrupted run as spec g says (failed / app_restarted, a recovered
 // terminal fact, the header mirroring it) with a recoveryReason of the contract's five whose
 // name holds of the crashed ledger (tool_interrupted: a call the independent model leaves
-// unsettled; run_interrupted only when no specific reason applies), never rewrites an existing
-// terminal fact, a dry run changes no table, and a second repair changes nothing. Cannot see:
-// which of several applicable reasons repair picks (the contract leaves that order open), or a
-// repair that is wrong in a way the terminal fact and header agree on (V8 sees what recovery
-// makes of it).
+// unsettled; run_interrupted or non_terminal_run_recovered only when no specific reason
+// applies), never rewrites an existing terminal fact, a dry run changes no table, and a second
+// repair changes nothing. Cannot see: which of several applicable reasons repair picks (the
+// contract leaves that order open), or a repair that is wrong in a way the terminal fact and
+// header agree on (V8 sees what recovery makes of it).
 #pragma once
 
 #include <filesystem>
