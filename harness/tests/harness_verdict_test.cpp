@@ -172,6 +172,32 @@ TEST(VerdictV7, AHeaderThatDisagreesWithItsTerminalFactFails) {
   fs::remove_all(d);
 }
 
+// V7's recovery reason, on hand-built facts. Bugs: a reason outside the contract's five, a
+// specific reason the ledger does not show, an unspecific reason while a specific one applies.
+TEST(VerdictV7, ARecoveryReasonMustBeOneOfFiveAndHoldOfTheLedger) {
+  const InterruptionFacts none, toolOpen{false, true, false}, wait{true, false, false},
+      modelText{false, false, true}, waitAndTool{true, true, false};
+  for (const char* generic : {"run_interrupted", "non_terminal_run_recovered"}) {
+    EXPECT_EQ(recoveryReasonProblem(generic, none), "") << generic;
+    for (const auto& f : {toolOpen, wait, modelText})
+      EXPECT_NE(recoveryReasonProblem(generic, f), "") << generic;
+  }
+  EXPECT_EQ(recoveryReasonProblem("tool_interrupted", toolOpen), "");
+  EXPECT_NE(recoveryReasonProblem("tool_interrupted", none), "");
+  EXPECT_NE(recoveryReasonProblem("tool_interrupted", modelText), "");
+  EXPECT_EQ(recoveryReasonProblem("stale_user_wait", wait), "");
+  EXPECT_NE(recoveryReasonProblem("stale_user_wait", toolOpen), "");
+  EXPECT_EQ(recoveryReasonProblem("model_stream_completed_without_runtime_terminal", modelText),
+            "");
+  EXPECT_NE(recoveryReasonProblem("model_stream_completed_without_runtime_terminal", none), "");
+  // The contract leaves the order open: either specific reason that applies passes.
+  EXPECT_EQ(recoveryReasonProblem("stale_user_wait", waitAndTool), "");
+  EXPECT_EQ(recoveryReasonProblem("tool_interrupted", waitAndTool), "");
+  // Not one of the five (a synonym, a missing field read as "").
+  EXPECT_NE(recoveryReasonProblem("interrupted", none).find("not one of"), std::string::npos);
+  EXPECT_NE(recoveryReasonProblem("", none).find("not one of"), std::string::npos);
+}
+
 // V8. Bugs: a park that touches the workspace, a park with another reason than the contract's,
 // a resume that repeats the prompt, a tool that runs twice.
 TEST(VerdictV8, ParkWorkspaceHistoryAndExecutionsAreJudged) {

@@ -16,26 +16,16 @@ namespace crashsim::harness {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-namespace {
-
-// What the crashed ledger of a run shows about why it stopped, judged from the contract's names
-// (spec g, run recovery step 8; d.4 for an open user wait), for recoveryReasonProblem.
-struct InterruptionFacts {
-  bool openUserWait = false;     // a permission or question request no later event answered
-  bool unsettledTool = false;    // the independent model leaves some tool call not completed
-  bool endsInModelText = false;  // the last event is the model's visible text
-};
-
 InterruptionFacts interruptionFacts(const std::vector<RuntimeEvent>& events) {
   InterruptionFacts f;
   std::set<std::string> open;
   for (const auto& e : events) {
     if (e.partial) continue;
-    const Json actions = e.json.value("actions", Json::object());
-    if (!actions.is_object()) continue;
+    const auto actions = e.json.find("actions");
+    if (actions == e.json.end() || !actions->is_object()) continue;
     auto requestId = [&](const char* key) -> std::string {
-      auto it = actions.find(key);
-      return it != actions.end() && it->is_object() ? it->value("requestId", "") : "";
+      auto it = actions->find(key);
+      return it != actions->end() && it->is_object() ? it->value("requestId", "") : "";
     };
     for (const char* k : {"permissionRequest", "userQuestionRequest"})
       if (auto id = requestId(k); !id.empty()) open.insert(id);
@@ -54,11 +44,6 @@ InterruptionFacts interruptionFacts(const std::vector<RuntimeEvent>& events) {
   return f;
 }
 
-// The recoveryReason of a run startup repair sealed: one of the contract's five, and what its
-// name claims holds of the crashed ledger. The contract leaves the precedence between reasons
-// open, so where several apply any of them passes; `run_interrupted` and
-// `non_terminal_run_recovered` name nothing specific, so they fit only a ledger none of the
-// three specific reasons describes. "" when it holds.
 std::string recoveryReasonProblem(const std::string& reason, const InterruptionFacts& f) {
   bool claimHolds = false;
   if (reason == code::run_interrupted || reason == code::non_terminal_run_recovered) {
@@ -78,8 +63,6 @@ std::string recoveryReasonProblem(const std::string& reason, const InterruptionF
       "tool call: {}, ends in model text: {})",
       reason, f.openUserWait, f.unsettledTool, f.endsInModelText);
 }
-
-}  // namespace
 
 // Terminal fact before header: every terminal header has exactly one terminal RuntimeEvent
 // whose status maps to the header's. Returns "" when the invariant holds.
