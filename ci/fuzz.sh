@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs (part of ./ci/test.sh): installs clang 14 and its runtime from Debian
-# when missing, builds the fuzz preset (README "Fuzzing") and runs every target for SECONDS
-# (default 30) over its committed corpus and kept crashers, new inputs going to a scratch
-# folder. A crash, a leak, a timeout or an out-of-memory is a finding: the input is written to
-# OUT_DIR/<target>/ and the script exits 1 (keep it under fuzz/crashers/<target>/ once fixed).
-# Usage: ./ci/fuzz.sh [SECONDS] [OUT_DIR]   (default 30, out/fuzz); exit 2 on a set-up failure.
+# when missing, builds the `fuzz` target of PRESET (default `fuzz`, README "Fuzzing"; ci/test.sh
+# passes `asan`, whose tree already holds every object the targets link) and runs every target
+# for SECONDS (default 30) over its committed corpus and kept crashers, new inputs going to a
+# scratch folder, two targets at a time (each run is one process on one core). A crash, a leak,
+# a timeout or an out-of-memory is a finding: the input is written to OUT_DIR/<target>/ and the
+# script exits 1 (keep it under fuzz/crashers/<target>/ once fixed).
+# Usage: ./ci/fuzz.sh [SECONDS] [OUT_DIR] [PRESET]   (default 30, out/fuzz, fuzz); exit 2 on a
+# set-up failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 out=${2:-out/fuzz}
+preset=${3:-fuzz}
 missing=()
 for p in clang-14 libclang-rt-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -17,23 +21,42 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
     exit 2
 fi
-if ! { cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$(nproc)"; }; then
-  echo "ci/fuzz.sh: the fuzz build failed" >&2
+if ! { cmake --preset "$preset" >/dev/null &&
+  cmake --build --preset "$preset" -j "$(nproc)" --target fuzz; }; then
+  echo "ci/fuzz.sh: the $preset build of the fuzz targets failed" >&2
   exit 2
 fi
-rc=0
-for t in runtime_event_fuzz ledger_resolve_fuzz args_hash_fuzz scenario_fuzz report_merge_fuzz; do
+build=build/$preset
+targets=(runtime_event_fuzz ledger_resolve_fuzz args_hash_fuzz scenario_fuzz report_merge_fuzz)
+for t in "${targets[@]}"; do
   [ -d "fuzz/corpus/$t" ] || {
     echo "ci/fuzz.sh: no corpus fuzz/corpus/$t" >&2
     exit 2
   }
+done
+# One target's run; its verdict goes to $out/$t.rc.
+run_target() {
+  local t=$1
   rm -rf "$out/$t" "$out/scratch/$t"
   mkdir -p "$out/$t" "$out/scratch/$t"
-  dirs=("fuzz/corpus/$t")
+  local dirs=("fuzz/corpus/$t")
   [ -d "fuzz/crashers/$t" ] && dirs+=("fuzz/crashers/$t")
-  if ./build/fuzz/fuzz/"$t" "$out/scratch/$t" "${dirs[@]}" -max_total_time="$seconds" \
+  local rc=0
+  "./$build/fuzz/$t" "$out/scratch/$t" "${dirs[@]}" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=4096 -artifact_prefix="$out/$t/" -print_final_stats=1 \
-    >"$out/$t.log" 2>&1; then
+    >"$out/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$out/$t.rc"
+}
+mkdir -p "$out"
+jobs=$(nproc)
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+rc=0
+for t in "${targets[@]}"; do
+  if [ "$(cat "$out/$t.rc")" = 0 ]; then
     echo "ci/fuzz.sh: $t: $(grep -o 'number_of_executed_units: [0-9]*' "$out/$t.log" |
       cut -d' ' -f2) executions in ${seconds}s, no finding"
   else

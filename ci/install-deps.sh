@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages crashsim builds with (only those missing). Run as root.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ pkg-config git clang-format
+# clang-14 and its sanitizer runtime build the asan and fuzz presets; ccache keeps compiled
+# objects outside the clone (ci/test.sh), so a second run compiles next to nothing.
+pkgs=(cmake ninja-build g++ clang-14 libclang-rt-14-dev ccache pkg-config git clang-format
       libsqlite3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libboost1.81-dev libboost-filesystem1.81-dev
       libssl-dev libcli11-dev libfmt-dev libicu-dev)

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/harness/oracle.h"

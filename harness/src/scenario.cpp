@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/error.h"
 
 namespace crashsim::harness {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/store.h"
 #include "test_util.h"

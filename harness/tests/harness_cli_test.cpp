@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/store.h"

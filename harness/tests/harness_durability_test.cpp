@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/reports/schema_validator.h"
 #include "test_util.h"
 

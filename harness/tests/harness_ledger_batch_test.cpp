@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/supervisor.h"
 #include "test_util.h"
 

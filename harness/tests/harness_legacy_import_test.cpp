@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/plan.h"

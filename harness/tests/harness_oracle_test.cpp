@@ -1,6 +1,7 @@
 // The oracle table itself: complete, consistent with the failpoint catalogue and issue #5.
 #include <gtest/gtest.h>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_id.h"

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crashsim/build_paths.h"
 #include "test_util.h"
 
 using namespace crashsim::harness::test;

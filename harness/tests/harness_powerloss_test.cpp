@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/reports/schema_validator.h"

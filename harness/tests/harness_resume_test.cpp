@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/json.h"
 #include "crashsim/scenario.h"

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/reports/report.h"
 #include "test_util.h"

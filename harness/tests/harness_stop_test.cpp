@@ -4,6 +4,7 @@
 // edited into it, which must turn V3 red. Plus the Stop case ids and the stop plan.
 #include <gtest/gtest.h>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/plan.h"

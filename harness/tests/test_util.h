@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "crashsim/build_paths.h"
+
 namespace crashsim::harness::test {
 
 inline std::filesystem::path crashsimBinary() {

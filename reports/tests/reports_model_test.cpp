@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/reports/report.h"
 #include "crashsim/reports/schema_validator.h"
 

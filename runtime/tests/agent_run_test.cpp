@@ -10,6 +10,7 @@
 #include <set>
 
 #include "crashsim/agent.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/hashing.h"
 #include "crashsim/host.h"

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "crashsim/agent.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
@@ -686,7 +687,7 @@ TEST_F(Fixture, EvidenceValidationFailuresParkUnreadableByName) {
          e["result"]["path"] = "other.txt";
        }},
       {"file_evidence_args_mismatch",
-       [this](Json& e) { e["expectedAfter"] = toJson(fileStateOf("not the content")); }},
+       [](Json& e) { e["expectedAfter"] = toJson(fileStateOf("not the content")); }},
       {"file_evidence_states_equal", [this](Json& e) { e["before"] = toJson(fileStateOf(after)); }},
       {"file_evidence_result_mismatch", [](Json& e) { e["result"]["bytesWritten"] = 999; }},
       {"file_evidence_result_mismatch", [](Json& e) { e["result"]["extra"] = true; }},

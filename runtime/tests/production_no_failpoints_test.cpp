@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "crashsim/build_paths.h"
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "crashsim/agent.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/scenario.h"

@@ -147,6 +147,15 @@ void resetForTesting();
 inline constexpr bool kEnabled = true;
 #define CRASHSIM_FAILPOINT(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
 #define CRASHSIM_BARRIER(ID) ::crashsim::failpoints::hit(::crashsim::failpoints::Id::ID)
+#elif defined(CRASHSIM_FAILPOINTS_FORBIDDEN)
+// A source compiled once for both the production and the instrumented build (the harness, the
+// runtime's failpoint-free files: their CMakeLists) may read the catalogue only. A failpoint,
+// a hook or kEnabled there would silently be the production one in the instrumented build, so
+// using any of them is a compile error.
+#define CRASHSIM_FAILPOINT(ID) \
+  static_assert(false, "CRASHSIM_FAILPOINT in a source shared by both builds: see its CMakeLists")
+#define CRASHSIM_BARRIER(ID) \
+  static_assert(false, "CRASHSIM_BARRIER in a source shared by both builds: see its CMakeLists")
 #else
 inline void initFromEnvironment() {}
 inline void noteStopAccepted() {}

@@ -47,6 +47,10 @@
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once
 
+#if defined(CRASHSIM_FAILPOINTS_FORBIDDEN)
+#error "crashsim/plant.h in a source shared by the production and the instrumented build"
+#endif
+
 #include <string_view>
 
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)

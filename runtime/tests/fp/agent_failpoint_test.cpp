@@ -14,6 +14,7 @@
 
 #include "agent_process.h"
 #include "crashsim/agent.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/recovery_resolver.h"

@@ -16,6 +16,7 @@
 #include "../store_test_util.h"
 #include "agent_process.h"
 #include "crashsim/agent.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/host.h"
 #include "crashsim/recovery_resolver.h"

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent_process.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/json.h"
 #include "crashsim/workspace.h"
 
