@@ -116,13 +116,13 @@ RC_GTEST_PROP(PrefixProperties, EveryCommittedPrefixResolvesToItsDecisionTableRo
 }
 
 // Provider replay (spec d.8, j.2), as an independent model: partial and hidden events are
-// dropped; every other non-tool event is kept; a function_response is kept only if the latest
-// non-partial function_call with its call id before it names the same tool, and a
-// function_call only if such a response answers it. So a call id reused under another tool
-// name never lets an unanswered call into the replay; on such a corrupted ledger the plan is
-// blocked anyway (d.7), which assertPlanInvariants checks separately.
+// dropped; every other non-tool event is kept; a function_call or function_response is kept
+// only if its call id is paired: some non-partial response names the same tool as the latest
+// non-partial function_call of that id before it. Pairing is per id: once paired, every
+// visible call and response of the id is kept (a blocked plan may thus replay an unanswered
+// call of a paired id; a safe_replay plan never does, assertSafeReplayHoldsWholeBoundPairs).
 std::vector<size_t> expectedReplay(const std::vector<RuntimeEvent>& evs) {
-  std::set<size_t> answered;  // event indexes of calls and responses that form a pair
+  std::set<std::string> pairedIds;
   for (size_t j = 0; j < evs.size(); ++j) {
     const RuntimeEvent& r = evs[j];
     if (r.partial || r.contentKind != ContentKind::function_response) continue;
@@ -130,7 +130,7 @@ std::vector<size_t> expectedReplay(const std::vector<RuntimeEvent>& evs) {
       const RuntimeEvent& c = evs[i];
       if (c.partial || c.contentKind != ContentKind::function_call || c.callId != r.callId)
         continue;
-      if (c.toolName == r.toolName) answered.insert({i, j});
+      if (c.toolName == r.toolName) pairedIds.insert(r.callId);
       break;  // only the latest call of the id counts
     }
   }
@@ -140,7 +140,7 @@ std::vector<size_t> expectedReplay(const std::vector<RuntimeEvent>& evs) {
     if (e.partial || e.hidden) continue;
     const bool tool = e.contentKind == ContentKind::function_call ||
                       e.contentKind == ContentKind::function_response;
-    if (tool && !answered.count(i)) continue;
+    if (tool && !pairedIds.count(e.callId)) continue;
     out.push_back(i);
   }
   return out;
@@ -150,8 +150,7 @@ void assertReplayPaired(const std::vector<RuntimeEvent>& evs, const ResumePlan& 
   RC_ASSERT(plan.replayEventIndexes == expectedReplay(evs));
 }
 
-// j.2 on every ledger, corrupted ones included: every replayed call is answered by a later
-// replayed response with the same id and tool name.
+// Every replayed call is answered by a later replayed response with the same id and tool name.
 void assertReplayedCallsAnswered(const std::vector<RuntimeEvent>& evs, const ResumePlan& plan) {
   const auto& idx = plan.replayEventIndexes;
   for (size_t k = 0; k < idx.size(); ++k) {
@@ -182,6 +181,24 @@ void assertReplayHasOnlyWholePairs(const std::vector<RuntimeEvent>& evs, const R
               c.toolName == e.toolName;
     }
     RC_ASSERT(asked);
+  }
+}
+
+// j.2 on every ledger, corrupted ones included: a safe_replay plan's replay holds whole pairs
+// only, and every visible call the resolver bound a response to is replayed with that response.
+void assertSafeReplayHoldsWholeBoundPairs(const std::vector<RuntimeEvent>& evs,
+                                          const ResumePlan& plan) {
+  if (plan.disposition != "safe_replay") return;
+  assertReplayHasOnlyWholePairs(evs, plan);
+  std::set<std::string> replayed, hidden;
+  for (size_t idx : plan.replayEventIndexes) replayed.insert(evs[idx].id);
+  for (const RuntimeEvent& e : evs)
+    if (e.hidden) hidden.insert(e.id);
+  for (const ToolDecision& d : plan.resolution.decisions) {
+    if (!d.callIndex || !d.responseRuntimeEventId) continue;
+    if (hidden.count(*d.callRuntimeEventId) || hidden.count(*d.responseRuntimeEventId)) continue;
+    RC_ASSERT(replayed.count(*d.callRuntimeEventId) == 1U);
+    RC_ASSERT(replayed.count(*d.responseRuntimeEventId) == 1U);
   }
 }
 
@@ -263,7 +280,7 @@ RC_GTEST_PROP(PlanProperties, PlanInvariantsHoldOnCorruptedLedgersAndOffsetMisma
   const ResumePlan a = buildResumePlan(*events);
   RC_ASSERT(a == buildResumePlan(*events));
   assertPlanInvariants(*events, a);
-  assertReplayedCallsAnswered(*events, a);
+  assertSafeReplayHoldsWholeBoundPairs(*events, a);
   RC_ASSERT(a == buildResumePlan(*events, events->size()));
 
   const uint64_t other = *rc::gen::distinctFrom(static_cast<uint64_t>(events->size()));

@@ -345,10 +345,11 @@ TEST(ResumePlanReplay, PairingNeedsLaterNonPartialResponseWithSameIdAndName) {
   EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "model-text", "c2", "r2", "terminal"}));
 }
 
-// d.8 + j.2: a response pairs with the LATEST earlier call of its id, and only when that call
-// names the same tool. A reused call id whose second call names another tool leaves the first
-// call's response unpaired: replaying it would hand the model the second call unanswered.
-TEST(ResumePlanReplay, ResponsePairsWithTheLatestCallOfItsIdOnly) {
+// d.8: an id is paired when a response names the tool of the LATEST earlier call of that id.
+// A reused call id whose second call names another tool leaves the id unpaired (the latest call
+// before the response is a Read), and an id none of whose calls names the response's tool too:
+// nothing of either id is replayed.
+TEST(ResumePlanReplay, AnIdIsPairedOnlyByAResponseNamingTheToolOfItsLatestCall) {
   Ledger l;
   l.user("user");
   l.call("c-write", "call-1", "Write", Json::object());
@@ -363,9 +364,10 @@ TEST(ResumePlanReplay, ResponsePairsWithTheLatestCallOfItsIdOnly) {
   EXPECT_EQ(replayIds(plan, l.events), (Codes{"user"}));
 }
 
-// The latest call of the id names the response's tool: that call and the response are replayed,
-// the earlier call of the id (never answered) is not.
-TEST(ResumePlanReplay, ReusedIdReplaysOnlyTheAnsweredLatestCall) {
+// d.8: pairing is per call id, not per event. Once the id is paired (the latest call before
+// r-write is a Write), every visible call and response of the id is replayed, the earlier Read
+// call included; the plan is blocked (duplicate call), so j.2 does not bind its replay.
+TEST(ResumePlanReplay, APairedIdReplaysEveryCallAndResponseOfTheId) {
   Ledger l;
   l.user("user");
   l.call("c-read", "call-1", "Read", Json::object());
@@ -373,12 +375,12 @@ TEST(ResumePlanReplay, ReusedIdReplaysOnlyTheAnsweredLatestCall) {
   l.response("r-write", "call-1", "Write");
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_EQ(plan.disposition, "blocked");
-  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c-write", "r-write"}));
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c-read", "c-write", "r-write"}));
 }
 
-// A call of the id after the response does not unpair the earlier pair; the later call is
-// unanswered and stays out.
-TEST(ResumePlanReplay, CallAfterItsIdsResponseIsNotReplayed) {
+// A call of the id after its response is still a call of a paired id: it is replayed too
+// (blocked plan; spec d.8 says a blocked plan's replay may hold it).
+TEST(ResumePlanReplay, ACallAfterItsIdsResponseIsReplayedWithThePairedId) {
   Ledger l;
   l.user("user");
   l.call("c1", "call-1", "Write", Json::object());
@@ -386,7 +388,26 @@ TEST(ResumePlanReplay, CallAfterItsIdsResponseIsNotReplayed) {
   l.call("c1-again", "call-1", "Write", Json::object());
   ResumePlan plan = buildResumePlan(l.events);
   EXPECT_EQ(plan.disposition, "blocked");
-  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c1", "r1"}));
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"user", "c1", "r1", "c1-again"}));
+}
+
+// Issue #44: one call id used by two invocations, each Read call answered in its own
+// invocation. The plan is safe_replay, and the replay holds both calls and both responses;
+// pairing by event (a response with the latest call of its id only) dropped e1 and handed the
+// provider e3 without its call, the half pair j.2 forbids in a safe_replay plan.
+TEST(ResumePlanReplay, ASafeReplayOfAnIdReusedAcrossInvocationsKeepsEveryPair) {
+  Ledger l;
+  l.user("u");
+  const auto in = [](const char* invocation) {
+    return [invocation](Json& j) { j["invocationId"] = invocation; };
+  };
+  l.call("e1", "c", "Read", Json::object(), in("i"));
+  l.call("e2", "c", "Read", Json::object(), in("i2"));
+  l.response("e3", "c", "Read", {}, false, in("i"));
+  l.response("e4", "c", "Read", {}, false, in("i2"));
+  ResumePlan plan = buildResumePlan(l.events);
+  EXPECT_EQ(plan.disposition, "safe_replay");
+  EXPECT_EQ(replayIds(plan, l.events), (Codes{"u", "e1", "e2", "e3", "e4"}));
 }
 
 TEST(ResumePlanDisposition, SafeReplayOnlyWithoutReasonsVerificationOrCorruption) {

@@ -65,6 +65,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     std::string_view callId;
     uint32_t latestCall = kNone;     // index of the latest non-partial call event with this id
     uint32_t lastOperation = kNone;  // last projected operation with this call id
+    bool paired = false;  // d.8: a response named the tool of the id's latest call before it
   };
   std::vector<CallGroup> groups;
   groups.reserve(resolution.decisions.size() + 1);
@@ -76,7 +77,7 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     });
     if (g == kNone) {
       g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, kNone, kNone});
+      groups.push_back(CallGroup{callId, kNone, kNone, false});
       groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
     }
     return g;
@@ -148,15 +149,16 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
   }
 
   // One pass over the events: responses without a projected operation (d.4, last two
-  // diagnostics) and call pairing for the provider replay (d.8). A response pairs with the
-  // LATEST earlier non-partial call of its id, and only when that call names the same tool; a
-  // call is replayed only when some response paired with it, so the replay never holds an
-  // unanswered call (j.2) even when an id is reused under another tool name. Replay candidates
-  // are collected in the same pass and calls/responses filtered by pairing afterwards.
+  // diagnostics) and call-id pairing for the provider replay (d.8). Pairing is per call id, not
+  // per event: an id is paired once some non-partial response names the same tool as the
+  // LATEST earlier non-partial call of that id, and then every visible non-partial call and
+  // response of the id is replayed (so no call the resolver bound a response to is dropped,
+  // and no response loses its call: j.2). Replay candidates are collected in the same pass and
+  // calls/responses filtered by their id's pairing afterwards.
   std::vector<uint32_t> candidates;
+  std::vector<uint32_t> groupOfEvent(events.size(), kNone);  // tool events only
   candidates.reserve(events.size());
   const size_t n = events.size();
-  std::vector<bool> paired(n, false);
   for (size_t i = 0; i < n; ++i) {
     const RuntimeEvent& e = events[i];
     if (e.partial) continue;
@@ -164,14 +166,14 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     const bool isResponse = e.contentKind == ContentKind::function_response;
     if (!e.hidden) candidates.push_back(static_cast<uint32_t>(i));
     if (!isCall && !isResponse) continue;
-    CallGroup& group = groups[groupOf(e.callId)];
+    groupOfEvent[i] = groupOf(e.callId);
+    CallGroup& group = groups[groupOfEvent[i]];
     if (isCall) {
       group.latestCall = static_cast<uint32_t>(i);
       continue;
     }
     if (group.latestCall != kNone && events[group.latestCall].toolName == e.toolName) {
-      paired[group.latestCall] = true;
-      paired[i] = true;
+      group.paired = true;
     }
     if (e.hidden) continue;
     if (group.lastOperation == kNone) {
@@ -207,12 +209,11 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
           : code::blocked;
 
   // d.8 provider replay events: keep content-less and other content events; keep calls and
-  // responses only when paired.
+  // responses only when their call id is paired.
   plan.replayEventIndexes.reserve(candidates.size());
   for (const uint32_t index : candidates) {
-    const ContentKind kind = events[index].contentKind;
-    const bool tool = kind == ContentKind::function_call || kind == ContentKind::function_response;
-    if (!tool || paired[index]) plan.replayEventIndexes.push_back(index);
+    const uint32_t g = groupOfEvent[index];
+    if (g == kNone || groups[g].paired) plan.replayEventIndexes.push_back(index);
   }
   return plan;
 }
