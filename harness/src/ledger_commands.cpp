@@ -74,9 +74,12 @@ LedgerResult resolveLedger(std::string_view input, std::optional<uint64_t> expec
   } catch (const Error& e) {
     return {errorLine(e.code(), e.what(), nullptr), 2};
   }
-  // The plan carries the resolver's resolution.
+  // The plan carries the resolver's resolution, and the resolution the recovery-tail checks
+  // printed beside it (never among its issues: spec c.2).
   const ResumePlan plan = buildResumePlan(events, expectedHighWater);
-  Json out = {{"resolution", toJson(plan.resolution)}, {"plan", toJson(plan, events)}};
+  Json out = {{"resolution", toJson(plan.resolution)},
+              {"plan", toJson(plan, events)},
+              {"recoveryTails", toJson(plan.resolution.recoveryTails)}};
   return {stableJson(out), 0};
 }
 

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "crashsim/codes.h"
 #include "crashsim/harness/case_id.h"
 #include "verdicts/workspace_expect.h"
@@ -243,6 +246,16 @@ std::vector<Json> importedLegacyEvents(const Scenario& s) {
   return out;
 }
 
+int interruptedLegacyRuns(const Scenario& s) {
+  std::map<std::string, bool> terminal;  // run → its terminal fact is in the JSONL
+  for (const Json& e : importedLegacyEvents(s)) {
+    bool& t = terminal[e.value("runId", "")];
+    t = t || decodeRuntimeEvent(e).isTerminal();
+  }
+  return static_cast<int>(
+      std::count_if(terminal.begin(), terminal.end(), [](const auto& r) { return !r.second; }));
+}
+
 int predictedImportBatches(const Scenario& s) {
   if (!s.spec.legacyStore) return 0;
   const size_t n = importedLegacyEvents(s).size(), b = s.spec.legacyStore->batchEvents;
@@ -267,6 +280,9 @@ std::array<int, kPoints> predictedRecoveryHits(const Scenario& s, int fp, int hi
   std::array<int, kPoints> h{};
   if (fp == kImportP16 || fp == kImportP17) {
     h[kImportP16] = h[kImportP17] = predictedImportBatches(s);
+    // Then startup repair seals every imported run the JSONL left without a terminal fact
+    // (spec g): its recovered terminal fact (P8) and its header (P9), once per such run.
+    h[8] = h[9] = interruptedLegacyRuns(s);
     return h;
   }
   const CaseExpectation x = expectCase(s, fp, hit);

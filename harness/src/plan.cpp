@@ -61,7 +61,8 @@ bool globMayMatchBarrier(const std::string& glob) {
 
 bool plansBarriers(const PlanSelection& sel) {
   const auto fpWanted = wantedFailpoints(sel);
-  return sel.barriers && sel.mode == "kill" && (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+  return sel.barriers && (sel.mode == "kill" || sel.mode == "powerloss") &&
+         (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
          (sel.caseGlobs.empty() ||
           std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
 }
@@ -155,6 +156,11 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
           g.primarySelected =
               fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
           for (int rfp : kRecoveryPoints) {
+            // An import kill pairs only with a recovery kill inside the import (P16/P17): the
+            // repair of the interrupted legacy runs that follows it is not swept as a double
+            // fault (its state is not the import oracle's), only reached (V3's recovery reach).
+            const bool importKill = fp == kImportP16 || fp == kImportP17;
+            if (importKill && rfp != kImportP16 && rfp != kImportP17) continue;
             if (recovery[static_cast<size_t>(rfp)] > 0 && pid == ids.front())
               reach(sc.id, rfp, "recovery").predicted += recovery[static_cast<size_t>(rfp)];
             for (int rh = 1; rh <= recovery[static_cast<size_t>(rfp)]; ++rh) {
@@ -189,14 +195,30 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       const int n = fp == kBarrierS ? barrierHits[si].s : barrierHits[si].f;
       if (n > 0) reach(sc.id, fp, "agent").predicted += n;
       for (int h = 1; h <= n; ++h) {
-        Group g;
-        g.primary.id.scenario = sc.id;
-        g.primary.id.failpoint = fp;
-        g.primary.id.hit = h;
-        g.primary.scenario = si;
-        g.primarySelected =
-            fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, g.primary.id.str());
-        groups.push_back(std::move(g));
+        CaseId id;
+        id.scenario = sc.id;
+        id.failpoint = fp;
+        id.hit = h;
+        id.mode = sel.mode;
+        // A power cut at every barrier too (#44): between two durability steps of a file
+        // replace, or right before a COMMIT, with each of the seeded crash states.
+        std::vector<CaseId> ids;
+        if (sel.mode == "powerloss") {
+          for (uint64_t seed : powerlossSeeds(id, sel.seed, sel.states)) {
+            id.seed = seed;
+            ids.push_back(id);
+          }
+        } else {
+          ids.push_back(id);
+        }
+        for (const CaseId& pid : ids) {
+          Group g;
+          g.primary.id = pid;
+          g.primary.scenario = si;
+          g.primarySelected =
+              fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          groups.push_back(std::move(g));
+        }
       }
     }
   }

@@ -39,6 +39,7 @@ constexpr std::chrono::seconds kServerPatience{60};
 const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_CONTROL_FD",
                                   "CRASHSIM_HITS_OUT",
+                                  "CRASHSIM_FS_TRACE",
                                   "CRASHSIM_FAILPOINT_MODE",
                                   "CRASHSIM_STOP_COUNT",
                                   "CRASHSIM_ARM_AFTER_STOP",

@@ -8,6 +8,8 @@
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/store.h"
 #include "test_util.h"
+// The runtime tests' ledger builders (hand-built RuntimeEvents, no runtime logic).
+#include "../../runtime/tests/resolver_fixtures.h"
 
 using namespace crashsim::harness;
 using namespace crashsim::harness::test;
@@ -125,6 +127,39 @@ TEST(LedgerResolve, CrashedLedgerAtP2IsIndeterminateDispatchWithoutResponse) {
     EXPECT_EQ(j["plan"]["diagnostics"][0]["code"], crashsim::code::runtime_offset_mismatch);
     EXPECT_TRUE(j["plan"]["directive"].is_string());
   }
+  fs::remove_all(d);
+}
+
+// Issue #44's example through the real command: the only operation has a completed recovery
+// bundle whose dispatch names a recoveryMode the tool does not support. Expected from the
+// reference (spec c.2, c.3 step 7, d.4): decision corruption / recovery_fact_corruption,
+// issues [], diagnostics [tool_recovery_corruption]; the tail's f.6 code printed beside.
+TEST(CrashsimLedgerResolve, AnInvalidRecoveryTailIsPrintedBesideTheResolution) {
+  crashsim::testing::Ledger l = crashsim::testing::newProtocolT1("never_auto_retry");
+  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
+  l.response("op-1_response", "call-1", "Write", "op-1");
+  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
+             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
+  std::string text = "[";
+  for (const auto& e : l.events)
+    text += (text.size() > 1 ? "," : "") + crashsim::encodeRuntimeEvent(e);
+  text += "]";
+  auto d = freshDir("crashsim-cli-tail");
+  std::ofstream(d / "ledger.json") << text;
+  auto r = sh(cs() + " ledger resolve " + (d / "ledger.json").string());
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  auto j = json::parse(r.out);
+  ASSERT_EQ(j["resolution"]["decisions"].size(), 1u) << r.out;
+  EXPECT_EQ(j["resolution"]["decisions"][0]["status"], "corruption");
+  EXPECT_EQ(j["resolution"]["decisions"][0]["reason"], "recovery_fact_corruption");
+  EXPECT_EQ(j["resolution"]["issues"], json::array());
+  EXPECT_EQ(j["resolution"]["hasCorruption"], true);
+  EXPECT_EQ(j["plan"]["disposition"], "blocked");
+  ASSERT_EQ(j["plan"]["diagnostics"].size(), 1u) << r.out;
+  EXPECT_EQ(j["plan"]["diagnostics"][0]["code"], "tool_recovery_corruption");
+  EXPECT_EQ(j["plan"]["rejectionReasons"], json::array({"dangling_tool_state"}));
+  EXPECT_EQ(j["recoveryTails"], json::parse(R"([{"operationId":"op-1","toolCallId":"call-1",
+      "firstRecoveryFactEventId":"rec","result":"recovery_mode_unsupported"}])"));
   fs::remove_all(d);
 }
 

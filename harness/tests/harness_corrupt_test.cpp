@@ -85,18 +85,18 @@ TEST(CorruptCaseId, SeedIsRequiredAndThereIsNoDoubleFault) {
 
 TEST(CorruptCaseId, SeedsAreDeterministicConsecutiveAndDifferPerPoint) {
   auto id = harness::parseCaseId("write-config-port/P6#1/kill");
-  auto s = harness::corruptSeeds(id, 0, 11);
-  ASSERT_EQ(s.size(), 11u);
-  EXPECT_EQ(s, harness::corruptSeeds(id, 0, 11));
+  auto s = harness::corruptSeeds(id, 0, 16);
+  ASSERT_EQ(s.size(), 16u);
+  EXPECT_EQ(s, harness::corruptSeeds(id, 0, 16));
   std::set<uint64_t> kinds;
   for (size_t i = 0; i < s.size(); ++i) {
     EXPECT_EQ(s[i], s[0] + i);
     kinds.insert(s[i] % harness::kCorruptionKinds.size());
   }
-  EXPECT_EQ(kinds.size(), harness::kCorruptionKinds.size()) << "11 states visit every kind";
-  EXPECT_NE(s, harness::corruptSeeds(id, 1, 11));
+  EXPECT_EQ(kinds.size(), harness::kCorruptionKinds.size()) << "16 states visit every kind";
+  EXPECT_NE(s, harness::corruptSeeds(id, 1, 16));
   auto other = harness::parseCaseId("write-config-port/P6#2/kill");
-  EXPECT_NE(s, harness::corruptSeeds(other, 0, 11));
+  EXPECT_NE(s, harness::corruptSeeds(other, 0, 16));
 }
 
 // Each way a host can mishandle a damaged store turns C1 red (hand-built observations).
@@ -174,7 +174,7 @@ TEST(CorruptSweep, EveryKindAtEveryPointFailsClosedOrRecovers) {
   int rc = -1;
   std::string output;
   json rep =
-      sweepReport(crashsimBinary(), "--mode corrupt --scenario write-config-port --states 11",
+      sweepReport(crashsimBinary(), "--mode corrupt --scenario write-config-port --states 16",
                   d / "out", &rc, &output);
   ASSERT_TRUE(rep.is_object() && rep.contains("cases")) << output;
   EXPECT_EQ(rc, 0) << output;
@@ -206,14 +206,14 @@ TEST(CorruptSweep, EveryKindAtEveryPointFailsClosedOrRecovers) {
   fs::remove_all(d);
 }
 
-// Two points (P1: a call before its T1; P6: after its T2; 44 cases, every damage kind at each hit)
+// Two points (P1: a call before its T1; P6: after its T2; every damage kind at each hit)
 // are enough for a host that skips its self-checks; the whole point set is the test above.
 TEST(CorruptSweep, PlantedHostThatSkipsItsSelfChecksFailsC1) {
   auto d = freshDir("crashsim-corrupt-plant");
   int rc = -1;
   std::string output;
   json rep = sweepReport("CRASHSIM_PLANT=host_ignores_integrity_check " + plantedBinary().string(),
-                         "--mode corrupt --scenario write-config-port --states 11 --failpoint P1 "
+                         "--mode corrupt --scenario write-config-port --states 16 --failpoint P1 "
                          "--failpoint P6",
                          d / "out", &rc, &output);
   EXPECT_EQ(rc, 1) << output;

@@ -89,14 +89,19 @@ TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
   expectCaught("tool_reruns", "--scenario write-config-port --failpoint P6", "V8");
 }
 
-// Tool file effects go through the power-loss file model: a rename that no directory fsync made
-// durable is reverted by the power cut, so the completed Write's file is gone after recovery.
-// The same plant is invisible to a kill sweep, which is why --mode powerloss exists.
-TEST(PlantedFault, ToolRenameNeverMadeDurableFailsV8UnderPowerLossOnly) {
-  expectCaught("tool_skips_dir_fsync",
-               "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "V8");
-  expectUnseen("tool_skips_dir_fsync", "--scenario write-config-port --failpoint P6",
-               "a process kill keeps the un-fsynced rename");
+// #44 §3: barriers were counted, not named. Every reference run now traces its file steps
+// (CRASHSIM_FS_TRACE) and the order each atomic replace needs is checked (verdicts/file_steps.h):
+// a rename no directory fsync made durable (once caught only by --mode powerloss's V8) and a
+// temp file synced only after the rename published it (caught by no mode before) fail every case
+// of the scenario in every mode, with the reference run's problem (V1).
+TEST(PlantedFault, ARenameNeverMadeDurableFailsTheFileStepOrderInEveryMode) {
+  expectCaughtExactly("tool_skips_dir_fsync", "--scenario write-config-port --failpoint P6",
+                      {"V1"});
+}
+
+TEST(PlantedFault, ATempFileSyncedAfterItsRenameFailsTheFileStepOrder) {
+  expectCaughtExactly("tool_syncs_after_rename", "--scenario write-config-port --failpoint P6",
+                      {"V1"});
 }
 
 TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
@@ -224,14 +229,16 @@ TEST(PlantedFault, AdmissionStartTheClaimNeverRecordsFailsV3AtP15) {
                       "--scenario write-config-port --failpoint P15 --double-faults", {"V3", "V8"});
 }
 
-// D1: a store that acknowledges commits without syncing them (synchronous OFF under a FULL
-// label) loses acknowledged facts in a power cut. A process kill cannot see it.
+// D1: a store that acknowledges commits without syncing them (synchronous OFF while the store
+// was asked for FULL) loses acknowledged facts in a power cut. A process kill keeps the page
+// cache, so no kill verdict sees the loss; but the setting is read back from the connection and
+// the sweep gates on it (#44 §3: reported below FULL and failing nothing was a blind spot), so
+// the kill sweep fails every case with the reference run's problem (V1).
 TEST(PlantedFault, CommitsAcknowledgedWithoutASyncFailD1UnderPowerLoss) {
   expectCaught("store_acknowledges_unsynced",
                "--scenario write-config-port --failpoint P6 --mode powerloss --states 2", "D1");
-  expectUnseen("store_acknowledges_unsynced",
-               "--scenario write-config-port --failpoint P6 --no-barriers",
-               "a process kill keeps the page cache");
+  expectCaughtExactly("store_acknowledges_unsynced",
+                      "--scenario write-config-port --failpoint P6 --no-barriers", {"V1"});
 }
 
 // V8 replay: the continuation keeps a trimmed, unanswered call in the history it hands the model
@@ -280,4 +287,64 @@ TEST(PlantedFault, AnImportReRunSkippingStartedRunsFailsV8OfTheImportCases) {
   expectCaught("legacy_import_skips_started_runs", "--scenario legacy-import", "V8");
   expectCaught("legacy_import_skips_started_runs",
                "--scenario legacy-import --double-faults --failpoint P17", "V3");
+}
+
+// #44 §3: the marker is not taken on trust. A continuation run whose continuation-start lacks
+// t1_after_preflight_v1 (its calls still go through T1) passed every mode while V3 checked only
+// the first run and V4's model read the marker from the ledger it judges. Now V3 checks the first
+// event of every run, continuation runs included, and the model decides under the protocol the
+// agent wrote (T1), so the resolver's legacy reading of that run disagrees with it.
+TEST(PlantedFault, AContinuationStartWithoutTheMarkerFailsV3AndV4) {
+  const std::string plant = "continuation_start_without_marker";
+  ASSERT_TRUE(plantWired(plant));
+  int rc = -1;
+  auto failed = failedChecks(plant, "--scenario write-config-port --failpoint P6", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_TRUE(failed.count("V3")) << "V3 must check every run's marker";
+  EXPECT_TRUE(failed.count("V4")) << "V4's model must not read the marker from the ledger";
+}
+
+// #44 §3: the resolver is judged on ledgers the runtime cannot write. `--mode corrupt`'s ledger
+// edits (a call, dispatch or response deleted, a call's args changed, the marker removed) hand
+// the resolver exactly those shapes, and V4 judges the edited ledger decision by decision against
+// the independent model and the contract's decision for the edited operation. Three resolver
+// bugs that passed every mode before: each fails V4 of the corrupt sweep.
+TEST(PlantedFault, AnOrphanResponseJudgedCompletedFailsV4UnderCorruptMode) {
+  // permission-denied: the refused call's synthetic response has no dispatch, so deleting its
+  // call leaves an orphan response (spec c.5).
+  int rc = -1;
+  ASSERT_TRUE(plantWired("resolver_orphan_response_completed"));
+  auto failed = failedChecks("resolver_orphan_response_completed",
+                             "--mode corrupt --scenario permission-denied --states 16", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_TRUE(failed.count("V4"));
+}
+
+TEST(PlantedFault, ADispatchWhoseArgsHashDiffersUnflaggedFailsV4UnderCorruptMode) {
+  int rc = -1;
+  ASSERT_TRUE(plantWired("resolver_ignores_args_hash"));
+  auto failed = failedChecks("resolver_ignores_args_hash",
+                             "--mode corrupt --scenario write-config-port --states 16 "
+                             "--failpoint P6",
+                             &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_TRUE(failed.count("V4"));
+}
+
+// Two capabilities reach a legacy call: the corrupt sweep's marker_delete (the agent's own run
+// made legacy) and the legacy-import scenario's run cut mid-call (V4 of the import cases judges
+// every imported run against the model of the scenario's events).
+TEST(PlantedFault, ALegacyCallWithoutDispatchJudgedNotDispatchedFailsV4UnderCorruptMode) {
+  int rc = -1;
+  ASSERT_TRUE(plantWired("resolver_legacy_call_not_dispatched"));
+  auto failed = failedChecks("resolver_legacy_call_not_dispatched",
+                             "--mode corrupt --scenario write-config-port --states 16 "
+                             "--failpoint P1",
+                             &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_TRUE(failed.count("V4"));
+}
+
+TEST(PlantedFault, ALegacyCallWithoutDispatchJudgedNotDispatchedFailsV4OfTheImportCases) {
+  expectCaughtExactly("resolver_legacy_call_not_dispatched", "--scenario legacy-import", {"V4"});
 }

@@ -43,6 +43,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "crashsim/agent.h"
@@ -53,6 +54,7 @@
 #include "crashsim/fork_server.h"
 #include "crashsim/hashing.h"
 #include "crashsim/host.h"
+#include "crashsim/json.h"
 #include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
@@ -104,6 +106,47 @@ class PowerlossDurableFs final : public crashsim::DurableFs {
   void fsyncDir(const fs::path& dir) override { crashsim::powerloss::fsyncDir(dir); }
 };
 PowerlossDurableFs gPowerlossFs;
+
+// CRASHSIM_FS_TRACE=FILE: every durability step of the file effects, in order, one JSON line
+// each ({"op":"create|fsyncFile|rename|remove|fsyncDir","path":…,"to":…}), appended before the
+// step runs and flushed, around whichever DurableFs is in use. The harness asks for it in its
+// reference runs and checks the order each atomic replace needs (verdicts/file_steps.h): the
+// barrier F counts the steps, this names them.
+class TracingDurableFs final : public crashsim::DurableFs {
+ public:
+  TracingDurableFs(crashsim::DurableFs& inner, const char* file)
+      : inner_(inner), out_(file, std::ios::app | std::ios::binary) {}
+  bool createFile(const fs::path& path, std::string_view bytes, unsigned mode) override {
+    note("create", path);
+    return inner_.createFile(path, bytes, mode);
+  }
+  void fsyncFile(const fs::path& path) override {
+    note("fsyncFile", path);
+    inner_.fsyncFile(path);
+  }
+  void rename(const fs::path& from, const fs::path& to) override {
+    note("rename", from, to);
+    inner_.rename(from, to);
+  }
+  void removeFile(const fs::path& path) override {
+    note("remove", path);
+    inner_.removeFile(path);
+  }
+  void fsyncDir(const fs::path& dir) override {
+    note("fsyncDir", dir);
+    inner_.fsyncDir(dir);
+  }
+
+ private:
+  void note(const char* op, const fs::path& path, const fs::path& to = {}) {
+    crashsim::Json line = {{"op", op}, {"path", path.lexically_normal().string()}};
+    if (!to.empty()) line["to"] = to.lexically_normal().string();
+    out_ << line.dump() << '\n' << std::flush;
+  }
+  crashsim::DurableFs& inner_;
+  std::ofstream out_;
+};
+std::optional<TracingDurableFs> gTracingFs;
 
 int usage(const std::string& message) {
   std::cerr << "crashsim-agent: " << message << "\n";
@@ -175,6 +218,10 @@ int agentMain(int argc, char** argv) {
     return usage(e.code() + ": " + e.what());
   }
   if (powerloss) crashsim::setDurableFs(&gPowerlossFs);
+  if (const char* trace = std::getenv("CRASHSIM_FS_TRACE"); trace != nullptr && *trace != '\0') {
+    gTracingFs.emplace(crashsim::durableFs(), trace);
+    crashsim::setDurableFs(&*gTracingFs);
+  }
   if (const char* acked = std::getenv("CRASHSIM_POWERLOSS_ACKED");
       powerloss && acked != nullptr && *acked != '\0') {
     gAckedOut = acked;

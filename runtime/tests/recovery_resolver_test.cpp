@@ -468,14 +468,57 @@ TEST(ResolverFlags, HasCorruptionFromDecisionAloneAndRequiresReconciliationOnlyW
   l.call("c2", "call-2", "Write", kWriteArgs);
   l.dispatch("d2", "op-2", "call-2", "Write", kWriteArgs);
   RecoveryResolution r = resolveRecovery(l.events);
-  // Half a recovery tail: the decision is corruption and the issue names why (c.4), on the
-  // operation's first recovery fact.
-  EXPECT_EQ(r.issues, (std::vector<ResolverIssue>{{"recovery_fact_shape_conflict", "rec2"}}));
+  // Half a recovery tail: the decision alone is corruption (c.3 step 7); issues hold scanner
+  // codes only (c.2), and why the tail fails is reported beside them.
+  EXPECT_TRUE(r.issues.empty());
+  EXPECT_EQ(
+      r.recoveryTails,
+      (std::vector<RecoveryTailCheck>{{"op-1", "call-1", "rec2", "recovery_fact_shape_conflict"}}));
   EXPECT_EQ(r.decisions[0].status, "corruption");
   EXPECT_EQ(r.decisions[0].reason, "recovery_fact_corruption");
   EXPECT_EQ(r.decisions[1].status, "indeterminate");
   EXPECT_TRUE(r.hasCorruption);
   EXPECT_FALSE(r.requiresReconciliation);
+}
+
+// Issue #44's example, as the reference resolves it: the only operation has a completed bundle
+// whose dispatch's recoveryMode the tool does not support (f.6: recovery_mode_unsupported).
+Ledger unsupportedModeCompletedBundle() {
+  Ledger l = testing::newProtocolT1("never_auto_retry");
+  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
+  l.response("op-1_response", "call-1", "Write", "op-1");
+  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
+             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
+  return l;
+}
+
+TEST(ResolverRecoveryTails, AnInvalidTailIsADecisionNotAnIssue) {
+  const RecoveryResolution r = resolveRecovery(unsupportedModeCompletedBundle().events);
+  EXPECT_EQ(only(r).status, "corruption");
+  EXPECT_EQ(only(r).reason, "recovery_fact_corruption");
+  EXPECT_TRUE(r.issues.empty());
+  EXPECT_TRUE(r.hasCorruption);
+  EXPECT_FALSE(r.requiresReconciliation);
+  EXPECT_EQ(
+      r.recoveryTails,
+      (std::vector<RecoveryTailCheck>{{"op-1", "call-1", "rec", "recovery_mode_unsupported"}}));
+  // The contract's resolution JSON has no such member; the tail list serialises on its own.
+  EXPECT_FALSE(toJson(r).contains("recoveryTails"));
+  EXPECT_EQ(toJson(r.recoveryTails), Json::parse(R"([{"operationId":"op-1","toolCallId":"call-1",
+      "firstRecoveryFactEventId":"rec","result":"recovery_mode_unsupported"}])"));
+}
+
+TEST(ResolverRecoveryTails, OneEntryPerOperationWithRecoveryFactsValidOrNot) {
+  Ledger l = testing::newProtocolT1();
+  l.reconcile("rec", "op-1", "call-1", "matches_prior_state");
+  l.decision("dec", "op-1", "call-1", "parked", "reconcile_matches_prior_state",
+             {"op-1_call", "op-1_dispatch", "rec"});
+  l.call("c2", "call-2", "Write", kWriteArgs);  // no recovery facts: no entry
+  l.dispatch("d2", "op-2", "call-2", "Write", kWriteArgs);
+  const RecoveryResolution r = resolveRecovery(l.events);
+  EXPECT_EQ(r.recoveryTails, (std::vector<RecoveryTailCheck>{{"op-1", "call-1", "rec", "valid"}}));
+  EXPECT_EQ(r.decisions[0].status, "parked");
+  EXPECT_TRUE(r.issues.empty());
 }
 
 TEST(ResolverPurity, ResolvingTwiceIsEqualAndInputUnchanged) {

@@ -267,6 +267,25 @@ TEST(ResumePlanDiagnostics, OrphanDispatchGivesToolRecoveryCorruption) {
   EXPECT_EQ(plan.diagnostics[0].detail, Json({{"issueCode", "event_order_conflict"}}));
 }
 
+TEST(ResumePlanDiagnostics, AnInvalidRecoveryTailGivesToolRecoveryCorruptionAlone) {
+  // Issue #44's example (the reference's whole plan): the only operation's completed bundle
+  // names a recoveryMode the tool does not support. The diagnostics follow from the decision
+  // corruption / recovery_fact_corruption alone; the resolver adds no issue.
+  Ledger l = testing::newProtocolT1("never_auto_retry");
+  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
+  l.response("op-1_response", "call-1", "Write", "op-1");
+  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
+             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
+  ResumePlan plan = buildResumePlan(l.events);
+  EXPECT_EQ(plan.disposition, "blocked");
+  ASSERT_EQ(plan.operations.size(), 1u);
+  EXPECT_EQ(plan.operations[0].status, "corruption");
+  EXPECT_TRUE(plan.resolution.issues.empty());
+  EXPECT_EQ(diagnosticCodes(plan), Codes{"tool_recovery_corruption"});
+  EXPECT_EQ(plan.rejectionReasons, Codes{std::string(code::dangling_tool_state)});
+  EXPECT_FALSE(plan.requiresVerification);
+}
+
 TEST(ResumePlanDiagnostics, ToolNameMismatchWithDetail) {
   Ledger l;
   l.user("user");

@@ -33,6 +33,9 @@ inline constexpr std::string_view canonical_args_hash_conflict = "canonical_args
 inline constexpr std::string_view identity_conflict = "identity_conflict";
 inline constexpr std::string_view event_order_conflict = "event_order_conflict";
 
+// A recovery tail that passes c.4 (`crashsim ledger resolve`'s recoveryTails[].result)
+inline constexpr std::string_view valid = "valid";
+
 // Parked reasons / reconcile observations (spec a.3, i)
 inline constexpr std::string_view reconcile_matches_prior_state = "reconcile_matches_prior_state";
 inline constexpr std::string_view reconcile_diverged = "reconcile_diverged";

@@ -14,7 +14,8 @@
 //     partial event; no other event;
 //   - every run named by a stored event has one header, terminal exactly when its terminal fact
 //     is stored (with the contract's header status), and no other header exists (the scenario's
-//     own run never started).
+//     own run never started); after recovery (complete), a legacy run the JSONL left without a
+//     terminal fact is sealed `failed` by one terminal fact appended after its imported events.
 // Cannot see: an import that reads other files than the JSONL.
 #pragma once
 

@@ -180,6 +180,15 @@ std::vector<EventRow> runEvents(const fs::path& storeDir, const std::string& run
   return out;
 }
 
+std::vector<std::string> eventRunIds(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  Stmt s =
+      prepare(db.get(), "SELECT run_id FROM runtime_events GROUP BY run_id ORDER BY min(rowid)");
+  std::vector<std::string> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(text(s.get(), 0));
+  return out;
+}
+
 std::vector<RunRow> runs(const fs::path& storeDir) {
   Db db = openReadOnly(storeDir);
   Stmt s = prepare(db.get(),

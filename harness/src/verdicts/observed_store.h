@@ -46,6 +46,9 @@ struct EventRow {
   double committedAt = 0;
   nlohmann::json payload;
 };
+// The run ids of runtime_events (headers or not), in the order their first event was stored.
+std::vector<std::string> eventRunIds(const std::filesystem::path& storeDir);
+
 // Every event of a run, by event_seq.
 std::vector<EventRow> runEvents(const std::filesystem::path& storeDir, const std::string& runId);
 

@@ -9,6 +9,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
 
 namespace crashsim::harness {
@@ -66,6 +67,8 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
                        want.runs > 0 ? "" : "at least ", want.runs > 0 ? want.runs : want.run));
     return;
   }
+  for (const RunHeader& r : runs)
+    if (auto bad = runMarkerProblem(eventsOf(st, r)); !bad.empty()) c.fail("V3", at + ": " + bad);
   const RunHeader& h = runs[static_cast<size_t>(want.run - 1)];
   const auto events = eventsOf(st, h);
   int facts = 0;

@@ -3,8 +3,9 @@
 // Written from the contract text only; it shares no code with runtime/src/recovery. It reads
 // each event's canonical JSON (event.json) itself — lane detection (a.5), the scanner pass
 // (c.2), the per-operation decision order (c.3), the recovery-tail rules (c.4) with the
-// bundle validation rules of f.6 (validity only: which code fails first does not change the
-// decision, which is always recovery_fact_corruption) and the resolution flags. The only
+// bundle validation rules of f.6 (the first failing code is reported beside the resolution, as
+// the runtime's recoveryTails; the decision is always recovery_fact_corruption) and the
+// resolution flags. The only
 // shared helper is canonicalArgsHash (the codec's frozen hash, a.7); the stable codes it decides
 // are the contract's vocabulary, spelled once in crashsim/codes.h (data, no logic).
 //
@@ -58,10 +59,17 @@ struct Issue {
   bool operator==(const Issue& o) const = default;
 };
 
+// One operation's recovery-tail check (RecoveryTailCheck): "valid" or the failing code.
+struct TailCheck {
+  std::string operationId, toolCallId, firstFactId, result;
+  bool operator==(const TailCheck& o) const = default;
+};
+
 struct Resolution {
   bool newProtocol = false;
   std::vector<Decision> decisions;
-  std::vector<Issue> issues;
+  std::vector<Issue> issues;     // scanner codes only (c.2); a tail failure is never one
+  std::vector<TailCheck> tails;  // per operation with recovery facts, in decision order
   bool hasCorruption = false;
   bool requiresReconciliation = false;
 };
@@ -247,8 +255,13 @@ inline std::string bundleFailure(const std::vector<Json>& E, const Op& op, size_
 
 }  // namespace impl
 
-// The model resolver (c.1–c.5).
-inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
+// The model resolver (c.1–c.5). `writtenUnderT1`: the protocol the run was written under, as
+// the caller knows it from outside the ledger (the harness's oracle: the agent writes every
+// run through T1, c.1 / j.4). When given, the decisions follow it, and a ledger whose marker
+// says otherwise disagrees with the runtime (which reads the marker: toolBoundaryProtocol).
+// When absent (generated ledgers), the model reads the marker itself (c.1).
+inline Resolution resolve(const std::vector<RuntimeEvent>& events,
+                          std::optional<bool> writtenUnderT1 = std::nullopt) {
   using namespace impl;
   std::vector<Json> E;
   for (const auto& ev : events) E.push_back(ev.json);
@@ -265,6 +278,7 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
     else
       res.issues.push_back({std::string(code::protocol_marker_invalid), str(E[i], "id")});
   }
+  if (writtenUnderT1) res.newProtocol = *writtenUnderT1;
 
   // c.2 scanner
   std::vector<Op> ops;
@@ -462,9 +476,10 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
       d.status = std::string(code::indeterminate),
       d.reason = std::string(code::dispatch_without_response);
     }
-    // 7. recovery tail (c.4) — never over a corruption found by steps 1-3 (fail-closed rule)
-    if (d.status != std::string(code::corruption) &&
-        (!op.reconciles.empty() || !op.decisions.empty())) {
+    // 7. recovery tail (c.4): never over a corruption found by steps 1-3 (c.5: no combination
+    // may degrade from corruption to settled); the check reported beside the resolution then
+    // names that corruption's reason.
+    if (!op.reconciles.empty() || !op.decisions.empty()) {
       std::string failure;
       if (op.reconciles.size() != 1 || op.decisions.size() != 1 || !op.call || !op.dispatch ||
           !op.opId) {
@@ -480,15 +495,23 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
         for (size_t k = 1; k < order.size(); ++k)
           if (order[k - 1] >= order[k]) failure = code::event_order_conflict;
       }
-      if (!failure.empty()) {
+      size_t first = SIZE_MAX;
+      for (size_t i : op.reconciles) first = std::min(first, i);
+      for (size_t i : op.decisions) first = std::min(first, i);
+      std::string opId =
+          op.opId ? *op.opId : str(E[first]["actions"]["toolRecovery"], "operationId");
+      // A tail behind a step 1-3 corruption is never consulted: the check names that reason.
+      const bool decided = d.status == std::string(code::corruption);
+      res.tails.push_back({opId, op.callId, str(E[first], "id"),
+                           decided           ? d.reason
+                           : failure.empty() ? std::string(code::valid)
+                                             : failure});
+      if (decided) {
+        // steps 1-3 decided
+      } else if (!failure.empty()) {
         d.status = std::string(code::corruption),
         d.reason = std::string(code::recovery_fact_corruption);
         d.settlementOrigin.reset();
-        // the failing code is an issue on the operation's first recovery fact
-        size_t first = SIZE_MAX;
-        for (size_t i : op.reconciles) first = std::min(first, i);
-        for (size_t i : op.decisions) first = std::min(first, i);
-        res.issues.push_back({failure, str(E[first], "id")});
       } else {
         const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
         d.settlementOrigin = std::string(code::recovery_bundle);
@@ -513,7 +536,8 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events) {
 }
 
 // Compares the model with the runtime's resolution: protocol, flags, issues (as a multiset:
-// the contract names the issues, not their detection order) and every decision field.
+// the contract names the issues, not their detection order), the recovery-tail checks reported
+// beside it (in decision order) and every decision field.
 // Returns an empty string when they agree, else a description of the first differences.
 inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
   std::ostringstream os;
@@ -537,6 +561,17 @@ inline std::string compare(const Resolution& m, const RecoveryResolution& r) {
     for (const auto& i : mi) os << i.code << "@" << i.eventId << " ";
     os << "] resolver [";
     for (const auto& i : ri) os << i.code << "@" << i.eventId << " ";
+    os << "]\n";
+  }
+  std::vector<TailCheck> rt;
+  for (const auto& t : r.recoveryTails)
+    rt.push_back({t.operationId, t.toolCallId, t.firstRecoveryFactEventId, t.result});
+  if (m.tails != rt) {
+    os << "recoveryTails: model [";
+    for (const auto& t : m.tails)
+      os << t.toolCallId << "@" << t.firstFactId << ":" << t.result << " ";
+    os << "] resolver [";
+    for (const auto& t : rt) os << t.toolCallId << "@" << t.firstFactId << ":" << t.result << " ";
     os << "]\n";
   }
   if (m.decisions.size() != r.decisions.size()) {
@@ -577,6 +612,8 @@ inline std::string show(const Resolution& m) {
   for (const auto& d : m.decisions)
     os << "  " << d.toolCallId << " " << d.status << "/" << d.reason << "\n";
   for (const auto& i : m.issues) os << "  issue " << i.code << "@" << i.eventId << "\n";
+  for (const auto& t : m.tails)
+    os << "  recoveryTail " << t.toolCallId << "@" << t.firstFactId << " " << t.result << "\n";
   return os.str();
 }
 

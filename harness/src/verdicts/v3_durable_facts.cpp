@@ -16,7 +16,53 @@ struct CallFacts {
   bool call = false, dispatch = false, response = false;
 };
 
+const RuntimeEvent* firstDurable(const std::vector<RuntimeEvent>& run) {
+  for (const auto& e : run)
+    if (!e.partial) return &e;
+  return nullptr;
+}
+
+// The two runs the agent's host opens without the marker (and without any tool call): the
+// saga's repaired target, started by a claim_repair continuation-start (spec g), and a run whose
+// task was never accepted, whose first durable event is the terminal fact startup repair wrote
+// (the crash came before its user message committed).
+bool unmarkedByContract(const RuntimeEvent& first) {
+  return (first.continuationStart && first.continuationStart->provenance == code::claim_repair) ||
+         first.isTerminal();
+}
+
 }  // namespace
+
+std::string runMarkerProblem(const std::vector<RuntimeEvent>& run) {
+  const RuntimeEvent* first = firstDurable(run);
+  if (!first) return "";
+  const bool marked = first->runtimeProtocol == std::string(code::t1_after_preflight_v1);
+  if (unmarkedByContract(*first)) {
+    if (marked)
+      return fmt::format(
+          "run {}: its first event {} (a claim-repair start or a repair's "
+          "terminal fact) carries the {} marker",
+          first->runId, first->id, code::t1_after_preflight_v1);
+    for (const auto& e : run)
+      if (e.contentKind == ContentKind::function_call)
+        return fmt::format("run {} without the marker (its first event {}) holds the call {}",
+                           first->runId, first->id, e.callId);
+    return "";
+  }
+  const bool userMessage = first->role == Role::user && first->contentKind == ContentKind::text;
+  const bool admission =
+      first->continuationStart && first->continuationStart->provenance == code::runtime_admission;
+  if ((userMessage || admission) && marked) return "";
+  return fmt::format(
+      "run {}: its first event {} is not its user message or runtime_admission continuation-start "
+      "carrying the {} marker",
+      first->runId, first->id, code::t1_after_preflight_v1);
+}
+
+bool agentWroteUnderT1(const std::vector<RuntimeEvent>& run) {
+  const RuntimeEvent* first = firstDurable(run);
+  return first && !unmarkedByContract(*first);  // an empty run declares nothing
+}
 
 void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,
                        Checks& c) {
@@ -33,6 +79,7 @@ void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>
       runEvents[0].runtimeProtocol !=
           std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
     c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
+
   std::set<std::string> known;
   for (const auto& op : x.ops) {
     known.insert(op.callId);

@@ -9,6 +9,7 @@
 // verdicts/recovery_kill_state.h; the recovery's reach is verdicts/coverage.h.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "crashsim/harness/oracle.h"
@@ -16,6 +17,19 @@
 #include "verdicts/verdict.h"
 
 namespace crashsim::harness {
+
+// The T1 marker rule for a run the agent or its host wrote (c.1, j.4, g), read from outside the
+// resolver: the run's first durable event is its user message or a runtime_admission
+// continuation-start, carrying t1_after_preflight_v1; only two runs carry none, and hold no
+// tool call: the saga's repaired target (a claim_repair continuation-start, spec g) and a run
+// whose task was never accepted (its first event is the terminal fact startup repair wrote).
+// "" when it holds (or the run is empty), else the problem.
+std::string runMarkerProblem(const std::vector<RuntimeEvent>& run);
+
+// The protocol the agent wrote a run under, as the oracle knows it (the model's input, never the
+// marker the resolver reads): T1, except the two unmarked runs above (no call in either) and an
+// empty run (it declares nothing).
+bool agentWroteUnderT1(const std::vector<RuntimeEvent>& run);
 
 // V3 on the crashed run's events against the oracle's expectation `x` (x.ok).
 void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,

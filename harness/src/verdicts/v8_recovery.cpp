@@ -11,6 +11,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
 #include "verdicts/workspace_expect.h"
 
@@ -315,6 +316,8 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
       if (auto bad = modelDisagreement(r.events, r.resolution, "recovered run " + r.header.runId);
           !bad.empty())
         c.fail("V4", bad);
+      if (auto bad = runMarkerProblem(r.events); !bad.empty())
+        c.fail("V3", "after recovery: " + bad);
     }
     // What the provider was handed after the crash (the agent's model log).
     std::optional<std::set<std::string>> firstReplay;

@@ -41,17 +41,34 @@ struct ResolverIssue {
   bool operator==(const ResolverIssue&) const = default;
 };
 
+// One operation's recovery tail as the one shared tail interpreter reads it (c.4 with the f.6
+// bundle rules): reported BESIDE the resolution, never as a resolver issue (c.2: issues hold
+// scanner codes only). result is "valid" or the first failing code (a f.6 bundle code such as
+// recovery_mode_unsupported or outcome_required, recovery_fact_shape_conflict, or
+// event_order_conflict when the tail's physical order breaks call < dispatch < reconcile <
+// [outcome] < decision). An operation c.3 steps 1–3 already decided as corruption never reaches
+// the tail (step 7): result is then that decision's reason (orphan_dispatch, identity_conflict…).
+struct RecoveryTailCheck {
+  std::string operationId;
+  std::string toolCallId;
+  std::string firstRecoveryFactEventId;  // the operation's earliest reconcile/decision fact
+  std::string result;                    // "valid" or the failing code
+
+  bool operator==(const RecoveryTailCheck&) const = default;
+};
+
 // RuntimeRecoveryResolution (c).
 struct RecoveryResolution {
   std::optional<std::string> toolBoundaryProtocol;  // "t1_after_preflight_v1" or absent
   std::vector<ToolDecision> decisions;              // in scanner operation order
-  // Marker issues, then the scanner's in detection order, then one per operation whose
-  // recovery tail is invalid (c.4): its failing code (a f.6 bundle code such as
-  // outcome_required, or recovery_fact_shape_conflict / event_order_conflict) on the
-  // operation's first recovery fact; that decision's reason stays recovery_fact_corruption.
+  // Marker issues, then the scanner's in detection order (c.1, c.2). An invalid recovery tail
+  // adds nothing here: it shows only as its decision, corruption / recovery_fact_corruption.
   std::vector<ResolverIssue> issues;
   bool hasCorruption = false;
   bool requiresReconciliation = false;
+  // Not part of the contract's resolution (toJson(RecoveryResolution) omits it): one entry per
+  // operation with recovery facts, in decision order.
+  std::vector<RecoveryTailCheck> recoveryTails;
 
   bool operator==(const RecoveryResolution&) const = default;
 };
@@ -64,5 +81,8 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events);
 // absent optional fields are omitted; toolBoundaryProtocol is null when absent.
 Json toJson(const RecoveryResolution& resolution);
 Json toJson(const ToolDecision& decision);
+// `crashsim ledger resolve`'s third member, beside resolution and plan: an array of
+// {operationId, toolCallId, firstRecoveryFactEventId, result}.
+Json toJson(const std::vector<RecoveryTailCheck>& recoveryTails);
 
 }  // namespace crashsim

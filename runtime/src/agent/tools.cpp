@@ -214,9 +214,12 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
       if (!dfs.createFile(temp, content, 0644))
         throw Error(code::tool_execution_failed, "temp file " + temp.string() + " reappeared");
     }
+    // Planted bug: the temp file is renamed first and synced afterwards under its final name —
+    // a power cut may then keep the new name over bytes that never reached the disk.
+    const bool syncAfterRename = planted("tool_syncs_after_rename");
     try {
       CRASHSIM_BARRIER(F);
-      dfs.fsyncFile(temp);
+      if (!syncAfterRename) dfs.fsyncFile(temp);
     } catch (...) {
       ::unlink(temp.c_str());
       throw;
@@ -225,6 +228,7 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
     try {
       CRASHSIM_BARRIER(F);
       dfs.rename(temp, target);
+      if (syncAfterRename) dfs.fsyncFile(target);
     } catch (...) {
       ::unlink(temp.c_str());
       throw;

@@ -241,9 +241,9 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   CRASHSIM_FAILPOINT(P14);  // target run without its start: the claim saga repairs it
   reinspect(plan, host);
   const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
-  RuntimeEvent start =
-      buildContinuationStartEvent(claim, "continuation-start-" + plan.claimId, startTs,
-                                  code::runtime_admission, host.protocolMarker);
+  RuntimeEvent start = buildContinuationStartEvent(
+      claim, "continuation-start-" + plan.claimId, startTs, code::runtime_admission,
+      host.protocolMarker && !planted("continuation_start_without_marker"));
   WriteResult wr = commitContinuationStart(store, claim, start);
   if (!wr.created) {
     throw Error(code::continuation_start_conflict,

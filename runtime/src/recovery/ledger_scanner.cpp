@@ -472,7 +472,7 @@ std::optional<RecoveryTail> interpretRecoveryTail(std::span<const RuntimeEvent> 
   identity.runId = dispatch.runId;
   identity.turnId = dispatch.turnId;
   identity.providerToolCallId = op.toolCallId;
-  identity.toolName = op.toolName;
+  identity.toolName = d.toolName;  // the T1 row's name (recoveryIdentityFromDispatch)
   identity.canonicalArgsHash = d.canonicalArgsHash;
   identity.recoveryMode = d.recoveryMode;
   identity.callEventId = call.id;

@@ -23,6 +23,8 @@ constexpr std::array<std::string_view, 8> kIssuePriority = {
 std::string_view priorityIssue(const detail::ScannedOperation& op) {
   if (op.issueCodes.empty()) return {};
   for (std::string_view c : kIssuePriority) {
+    // planted bug: a dispatch whose args hash differs from its call is left unflagged
+    if (c == code::canonical_args_hash_conflict && planted("resolver_ignores_args_hash")) continue;
     if (op.hasIssue(c)) return c;
   }
   return {};
@@ -52,14 +54,12 @@ void bindOperation(ToolDecision& d, std::span<const RuntimeEvent> events,
 }
 
 // Decides status, reason and settlement origin of one scanned operation (its event-derived
-// fields are already bound).
-// An invalid recovery tail also adds one issue naming why (its f.6 bundle code,
-// recovery_fact_shape_conflict or event_order_conflict) on the operation's first recovery
-// fact, so the resolver output says more than recovery_fact_corruption.
-void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
-            const detail::ScannedOperation& op, bool newProtocol,
-            std::vector<ResolverIssue>& issues) {
+// fields are already bound) from its scan and its interpreted recovery tail (c.3 step 7).
+void decide(ToolDecision& d, const detail::ScannedOperation& op,
+            std::optional<detail::RecoveryTail>& tail, bool newProtocol) {
   // The codes are chosen first and the strings built once (no reassignment per rule).
+  // planted bug: a legacy call without a dispatch judged "not dispatched"
+  if (planted("resolver_legacy_call_not_dispatched")) newProtocol = true;
   std::string_view status = newProtocol ? code::definitely_not_dispatched : code::indeterminate;
   std::string_view reason =
       newProtocol ? code::new_protocol_before_dispatch : code::legacy_dispatch_unknown;
@@ -72,6 +72,11 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
   } else if (!op.call && op.response) {  // 2.
     status = code::corruption;
     reason = code::orphan_response;
+    if (planted("resolver_orphan_response_completed")) {  // planted bug: no call, yet completed
+      status = code::completed;
+      reason = code::matching_response;
+      origin = code::pre_t1_synthetic;
+    }
   } else if (std::string_view issue = priorityIssue(op); !issue.empty()) {  // 3.
     status = code::corruption;
     reason = issue;
@@ -85,14 +90,11 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
       reason = code::dispatch_without_response;
     }
     // 7. recovery tail.
-    if (std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, op)) {
+    if (tail) {
       if (!tail->valid) {
         status = code::corruption;
         reason = code::recovery_fact_corruption;
         origin = {};
-        size_t first = op.reconciles.empty() ? op.decisions.front() : op.reconciles.front();
-        if (!op.decisions.empty()) first = std::min(first, op.decisions.front());
-        issues.push_back({std::move(tail->code), events[first].id});
       } else if (tail->disposition == code::completed) {
         status = code::completed;
         reason = code::recovery_bundle_completed;
@@ -108,6 +110,26 @@ void decide(ToolDecision& d, std::span<const RuntimeEvent> events,
   d.status = status;
   d.reason = status == code::parked ? std::move(parkedReason) : std::string(reason);
   if (!origin.empty()) d.settlementOrigin = std::string(origin);
+}
+
+// The tail check reported beside the resolution (RecoveryTailCheck). An operation c.3 steps 1–3
+// already decided (corruption with a scanner reason) never reaches step 7: its tail is not
+// consulted, and the check names that decision's reason instead.
+RecoveryTailCheck tailCheck(std::span<const RuntimeEvent> events,
+                            const detail::ScannedOperation& op, const detail::RecoveryTail& tail,
+                            const ToolDecision& d) {
+  size_t first = op.reconciles.empty() ? op.decisions.front() : op.reconciles.front();
+  if (!op.decisions.empty()) first = std::min(first, op.decisions.front());
+  const RuntimeEvent& fact = events[first];
+  std::string operationId = op.operationId      ? std::string(*op.operationId)
+                            : fact.toolRecovery ? fact.toolRecovery->operationId
+                                                : std::string();
+  const bool reachedStep7 =
+      d.status != code::corruption || d.reason == code::recovery_fact_corruption;
+  return {std::move(operationId), std::string(op.toolCallId), fact.id,
+          !reachedStep7 ? d.reason
+          : tail.valid  ? std::string(code::valid)
+                        : tail.code};
 }
 
 }  // namespace
@@ -139,7 +161,9 @@ RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
   for (size_t k = 0; k < ops.size(); ++k) {
     ToolDecision& d = decisions[k];
     bindOperation(d, events, ops[k]);
-    decide(d, events, ops[k], newProtocol, issues);
+    std::optional<detail::RecoveryTail> tail = detail::interpretRecoveryTail(events, ops[k]);
+    decide(d, ops[k], tail, newProtocol);
+    if (tail) resolution.recoveryTails.push_back(tailCheck(events, ops[k], *tail, d));
     anyCorruption = anyCorruption || d.status == code::corruption;
     anyIndeterminate = anyIndeterminate || d.status == code::indeterminate;
   }
@@ -185,6 +209,17 @@ Json toJson(const RecoveryResolution& r) {
   j["hasCorruption"] = r.hasCorruption;
   j["requiresReconciliation"] = r.requiresReconciliation;
   return j;
+}
+
+Json toJson(const std::vector<RecoveryTailCheck>& recoveryTails) {
+  Json out = Json::array();
+  for (const RecoveryTailCheck& t : recoveryTails) {
+    out.push_back(Json{{"operationId", t.operationId},
+                       {"toolCallId", t.toolCallId},
+                       {"firstRecoveryFactEventId", t.firstRecoveryFactEventId},
+                       {"result", t.result}});
+  }
+  return out;
 }
 
 }  // namespace crashsim

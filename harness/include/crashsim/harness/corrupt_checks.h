@@ -38,11 +38,24 @@
 
 namespace crashsim::harness {
 
-// The damage classes, in seed order (kind = seed % size).
-inline constexpr std::array<std::string_view, 11> kCorruptionKinds = {
-    "db_bitflip",      "db_zero_page",   "db_truncate",  "wal_bitflip",
-    "wal_zero_frame",  "wal_truncate",   "wal_delete",   "event_delete",
-    "event_duplicate", "event_seq_swap", "header_delete"};
+// The damage classes, in seed order (kind = seed % size). The last five are ledger edits that
+// keep event_seq contiguous (the later events of the invocation renumbered), as a careless
+// migration or a hand edit would: the ledger reaches the resolver with exactly the shape the
+// runtime itself never writes — a call, dispatch or response deleted, a call's args changed
+// after its dispatch hashed them, the first event's T1 marker removed. For each the contract
+// names the decision (spec c.3, c.5: AppliedCorruption::expectedDecisions), and V4 judges the
+// damaged ledger decision by decision.
+inline constexpr std::array<std::string_view, 16> kCorruptionKinds = {
+    "db_bitflip",      "db_zero_page",    "db_truncate",      "wal_bitflip",
+    "wal_zero_frame",  "wal_truncate",    "wal_delete",       "event_delete",
+    "event_duplicate", "event_seq_swap",  "header_delete",    "call_delete",
+    "dispatch_delete", "response_delete", "call_args_change", "marker_delete"};
+
+// The contract's decision for one operation of a damaged ledger (spec c.3, c.5), derived from
+// the facts the damage left: status and reason empty = no operation of that call id remains.
+struct ExpectedDecision {
+  std::string runId, toolCallId, status, reason;
+};
 
 // Seeds of the `states` damages of one (scenario, failpoint, hit): deterministic in the triple
 // and the sweep seed, consecutive (so consecutive kinds), different start kinds per point.
@@ -54,6 +67,8 @@ std::vector<uint64_t> corruptSeeds(const CaseId& primary, uint64_t sweepSeed, in
 struct AppliedCorruption {
   reports::Corruption record;  // kind, detail, detectable (outcome and code: not judged yet)
   bool mayGoUnnoticed = false;
+  // Ledger edits: the operations the edit touched and the contract's decision for each.
+  std::vector<ExpectedDecision> expectedDecisions;
 };
 
 // Applies the damage of `seed` to the crashed store directory and returns what was done. Throws

@@ -150,6 +150,10 @@ RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHi
 inline constexpr std::array<int, 8> kRecoveryPoints = {
     8, 9, 10, 11, kAdmissionP14, kAdmissionP15, kImportP16, kImportP17};
 
+// The imported legacy runs whose JSONL events hold no terminal fact: interrupted runs that
+// startup repair seals after the import (spec g), each with a recovered terminal fact and header.
+int interruptedLegacyRuns(const Scenario& s);
+
 // The legacy JSONL import (scenario legacyStore), from the scenario and spec j alone: partial
 // events are never imported; the rest are imported in file order, `batchEvents` per
 // transaction, so every writable open of a pending store runs ceil(imported / batchEvents)
