@@ -11,6 +11,7 @@
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/resume_plan.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/v5_lineage.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -62,8 +63,9 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     f.backgroundOperationsSettled = true;
     return f;
   };
+  std::optional<ContinuationPlan> plan;
   try {
-    (void)planLatestContinuation(store, std::nullopt, host);
+    plan = planLatestContinuation(store, std::nullopt, host);
   } catch (const std::exception&) {
     // A refusal is a plan outcome; only a write to the store is a V5 failure.
   }
@@ -71,6 +73,8 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     c.fail("V5", "planning changed table " + t);
     return;
   }
+  if (plan) checkPlanDigests(*plan, storeDir, c);
+  checkLineageDigests(storeDir, "", c);
   if (!c.failed("V5")) c.pass("V5");
 }
 
