@@ -45,7 +45,10 @@ namespace {
 // only, so an edited payload keeps its prefix digest.
 std::string idsOnlyPrefixDigest(const ImmutablePrefix& p) {
   std::vector<RuntimeEvent> ids = p.events;
-  for (RuntimeEvent& e : ids) e.json = Json{{"id", e.id}};
+  for (RuntimeEvent& e : ids) {
+    e.json = Json{{"id", e.id}};
+    e.contentKind = ContentKind::none;
+  }
   return crashsim::prefixDigest(p.identity, ids);
 }
 
