@@ -1,9 +1,10 @@
 // verdicts/ancestor_tamper.h — an afterCrash store mutation: another process edits an ancestor
 // run's event while the agent is down, and V5 judges what recovery then plans.
 //
-// Applied to the state a killed recovery left (double faults, kill mode) when that state holds
-// continuation claims the next start-up settles itself — no start, or a claim_repair start (spec
-// g: the saga gives such a target its repair start and fails it). That target is then the newest
+// Applied to the state a recovery killed at P11 left (the +R:P11 double faults of kill mode: the
+// claim is durable, its target run not yet created) when that state holds continuation claims the
+// next start-up settles itself — no start, or a claim_repair start (spec g: the saga gives such a
+// target its repair start and fails it). That target is then the newest
 // failed session-inline run, so it is the next plan's source (e.1) and every run of the claim's
 // boundary is an ANCESTOR of that plan (e.4). The mutation rewrites, with plain SQLite, the
 // failure message of the oldest boundary run's terminal event (its last event): bytes no

@@ -48,11 +48,17 @@ bool isArrayIndex(std::string_view k) {
   return v <= 4294967294ULL;
 }
 
-// The order JSON.stringify emits an object's keys in once they were inserted sorted.
+bool ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) { return (ch & 0x80) == 0; });
+}
+
+// The order JSON.stringify emits an object's keys in once they were inserted sorted. ASCII keys
+// (nearly all) compare as bytes, which is their UTF-16 order.
 bool keyBefore(const std::string& a, const std::string& b) {
   const bool ia = isArrayIndex(a), ib = isArrayIndex(b);
   if (ia != ib) return ia;
   if (ia) return a.size() != b.size() ? a.size() < b.size() : a < b;
+  if (ascii(a) && ascii(b)) return a < b;
   return utf16(a) < utf16(b);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <tuple>
 #include <utility>
 
 #include "crashsim/codes.h"
@@ -43,11 +44,17 @@ class LineageRows {
     if (it == rows_.end()) it = rows_.emplace(key, observed::prefixRows(dir_, session, run)).first;
     return it->second;
   }
+  // The e.7 segment of (session, run) pinned at a high-water, or why there is none; computed once
+  // (a claim, its target's header and its start all name the same segments).
+  const std::pair<Json, std::string>& segment(const std::string& session, const std::string& run,
+                                              const std::string& invocationId,
+                                              const std::string& turnId, int64_t highWater);
 
  private:
   fs::path dir_;
   std::vector<observed::RunRow> runs_;
   std::map<std::pair<std::string, std::string>, std::vector<observed::EventRow>> rows_;
+  std::map<std::tuple<std::string, std::string, int64_t>, std::pair<Json, std::string>> segments_;
 };
 
 // The boundary the contract defines for a source run pinned at a high-water (e.4, e.7), or why
@@ -79,6 +86,26 @@ std::string prefixProblem(std::span<const observed::EventRow> rows, const Json& 
   return "";
 }
 
+const std::pair<Json, std::string>& LineageRows::segment(const std::string& session,
+                                                         const std::string& run,
+                                                         const std::string& invocationId,
+                                                         const std::string& turnId,
+                                                         int64_t highWater) {
+  const auto key = std::make_tuple(session, run, highWater);
+  if (auto it = segments_.find(key); it != segments_.end()) return it->second;
+  const Json identity = lineage::prefixIdentity(session, invocationId, run, turnId);
+  const auto& all = rows(session, run);
+  const auto end = std::find_if(all.begin(), all.end(),
+                                [&](const observed::EventRow& r) { return r.seq > highWater; });
+  const std::span<const observed::EventRow> pinned(all.begin(), end);
+  std::pair<Json, std::string> out;
+  if (auto bad = prefixProblem(pinned, identity, highWater); !bad.empty())
+    out.second = "lineage run " + run + " is no immutable prefix: " + bad;
+  else
+    out.first = lineage::segment(identity, pinned);
+  return segments_.emplace(key, std::move(out)).first->second;
+}
+
 // e.4 walked by the harness: the source pinned at `highWater`, then every continuationSource
 // edge's run pinned at that edge's high-water; each segment built from its rows (e.7).
 ContractBoundary contractBoundary(LineageRows& store, const std::string& session, std::string runId,
@@ -96,17 +123,13 @@ ContractBoundary contractBoundary(LineageRows& store, const std::string& session
       b.problem = "lineage run " + runId + " has no header";
       return b;
     }
-    const Json identity =
-        lineage::prefixIdentity(session, stringAt(h->header, "invocationId"), runId, h->turnId);
-    const auto& all = store.rows(session, runId);
-    const auto end = std::find_if(all.begin(), all.end(),
-                                  [&](const observed::EventRow& r) { return r.seq > highWater; });
-    const std::span<const observed::EventRow> rows(all.begin(), end);
-    if (auto bad = prefixProblem(rows, identity, highWater); !bad.empty()) {
-      b.problem = "lineage run " + runId + " is no immutable prefix: " + bad;
+    const auto& [segment, problem] =
+        store.segment(session, runId, stringAt(h->header, "invocationId"), h->turnId, highWater);
+    if (!problem.empty()) {
+      b.problem = problem;
       return b;
     }
-    newestFirst.push_back(lineage::segment(identity, rows));
+    newestFirst.push_back(segment);
     const Json source =
         h->header.is_object() ? h->header.value("continuationSource", Json()) : Json();
     if (!source.is_object()) break;
