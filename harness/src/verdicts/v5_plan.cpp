@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
@@ -20,7 +21,8 @@ using Json = nlohmann::json;
 // V5 over every run of an open store: the plan the harness computes (read through the store)
 // equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
 // resolve`), and planning — Phase 0 and the store-reading Phase 1 planner — leaves every
-// table of the store unchanged (observed::tableDigests, read outside the runtime).
+// table of the store unchanged (observed::tableDigests, read outside the runtime); then the
+// lineage digests of the store and of a plan that continues (v5_lineage.h).
 void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work,
              const fs::path& crashsim, Checks& c) {
   const auto tables0 = observed::tableDigests(storeDir);
