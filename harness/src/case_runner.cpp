@@ -22,6 +22,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
+#include "verdicts/ancestor_tamper.h"
 #include "verdicts/barrier.h"
 #include "verdicts/c1_corrupt.h"
 #include "verdicts/coverage.h"
@@ -35,6 +36,7 @@
 #include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
+#include "verdicts/v5_lineage.h"
 #include "verdicts/v5_plan.h"
 #include "verdicts/v6_rebuild.h"
 #include "verdicts/v7_repair.h"
@@ -456,6 +458,8 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
   ph.child(r, "recovery");
   ph.to("v8");
   say(fmt::format("recovery to the end: {}", r.describe()));
+  if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
+    checkLineageDigests(store, "after recovery: ", c);
   if (!equivalent) {
     checkStopRecovery(sc, ref, store, ws, r, recover, c);
     return;
@@ -535,6 +539,43 @@ void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& di
     copyDir(ws, snap / "ws");
     std::ofstream(snap / "complete") << id.str() << "\n";
   }
+}
+
+// The ancestor-tamper mutation (verdicts/ancestor_tamper.h) on a copy of the state a killed
+// recovery left, then recovery of that copy to its end, judged by V5. Returns the recovery's
+// result, or nullopt when the state does not qualify (nothing ran).
+std::optional<ChildResult> probeAncestorTamper(const RunOptions& opts, const Scenario& sc,
+                                               const fs::path& store, const fs::path& ws,
+                                               const fs::path& dir, Checks& c) {
+  const fs::path probe = dir / "tamper", pstore = probe / "store", pws = probe / "ws";
+  copyDir(store, pstore);
+  copyDir(ws, pws);
+  std::optional<AncestorTamper> t;
+  try {
+    t = tamperAncestor(pstore);
+  } catch (const std::exception& e) {
+    c.fail("V5", std::string("ancestor tamper: ") + e.what());
+  }
+  if (!t) {
+    fs::remove_all(probe);
+    return std::nullopt;
+  }
+  const auto effects = readEffects(pstore / "effects.jsonl");
+  const WorkspaceSnapshot before = snapshotWorkspace(pws);
+  const SpawnSpec recover = recoveryToEnd(opts, sc, pstore, pws, probe);
+  const ChildResult r = runToEnd(recover);
+  std::string bad = r.exited ? tamperedRecoveryProblem(*t, readFile(recover.stdoutFile),
+                                                       observed::claims(pstore).size())
+                             : "crashsim-agent recover " + r.describe();
+  if (bad.empty() && readEffects(pstore / "effects.jsonl") != effects)
+    bad = "a tool ran although the plan must park";
+  if (bad.empty() && snapshotWorkspace(pws) != before)
+    bad = "recovery changed the workspace although the plan must park";
+  if (!bad.empty())
+    c.fail("V5", fmt::format("ancestor tamper (event {} of run {} edited before recovery): {}",
+                             t->eventId, t->runId, bad));
+  if (!opts.keepDir) fs::remove_all(probe);
+  return r;
 }
 
 // A legacy import case (P16/P17, kill mode): the agent run killed inside its store's legacy
@@ -989,10 +1030,21 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     ph.to("verify");
     say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp, rhit, r1.controlLine,
                     r1.describe()));
-    if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty())
+    if (auto bad = killProblem(r1, rfp, rhit, first, store); !bad.empty()) {
       c.fail("V1", "the recovery process: " + bad);
-    else if (!c.failed("V1"))
-      c.pass("V1");
+    } else {
+      if (!c.failed("V1")) c.pass("V1");
+      // The ancestor-tamper mutation, at the P11 kills (claim durable, no target run yet): the
+      // P14 state settles the same way, so probing it too would only repeat the question.
+      if (id.mode == "kill" && id.recoveryFailpoint == 11) {
+        ph.to("setup");
+        if (auto probe = probeAncestorTamper(opts, sc, store, ws, dir, c)) {
+          ph.child(*probe, "recovery");
+          say("ancestor tamper: recovery of the edited copy " + probe->describe());
+        }
+        ph.to("verify");
+      }
+    }
     checkRecoveryKilledState(id, sc, x, store, dir, opts, c);
   } else {
     c.pass("V1");
@@ -1014,6 +1066,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   checkRecovery(id, sc, x, barrierFacts, afterCrash, ref, store, ws, atCrash, r.exitCode, recover,
                 c);
+  if (r.exitCode == 0 || r.exitCode == 1) checkLineageDigests(store, "after recovery: ", c);
   return finish();
 }
 

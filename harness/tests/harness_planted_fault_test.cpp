@@ -26,21 +26,27 @@ bool plantWired(const std::string& name) {
   return false;
 }
 
-// Runs a sweep with the plant and returns the set of failed checks over all cases.
-std::set<std::string> failedChecks(const std::string& plant, const std::string& args,
-                                   int* exitCode) {
+// Runs a sweep with the plant and returns its report.json (null when it wrote none).
+json plantedSweep(const std::string& plant, const std::string& args, int* exitCode) {
   auto d = freshDir("crashsim-plant-" + plant);
   auto r = sh("CRASHSIM_PLANT=" + plant + " " + plantedBinary().string() + " sweep --jobs 2 " +
               args + " --out " + (d / "out").string() + " 2>/dev/null");
   *exitCode = r.exitCode;
+  json rep;
+  if (fs::exists(d / "out" / "report.json")) rep = json::parse(slurp(d / "out" / "report.json"));
+  fs::remove_all(d);
+  return rep;
+}
+
+// Runs a sweep with the plant and returns the set of failed checks over all cases.
+std::set<std::string> failedChecks(const std::string& plant, const std::string& args,
+                                   int* exitCode) {
   std::set<std::string> failed;
-  if (fs::exists(d / "out" / "report.json")) {
-    auto rep = json::parse(slurp(d / "out" / "report.json"));
+  const json rep = plantedSweep(plant, args, exitCode);
+  if (rep.is_object())
     for (const auto& c : rep["cases"])
       for (auto& [k, v] : c["checks"].items())
         if (v == "fail") failed.insert(k);
-  }
-  fs::remove_all(d);
   return failed;
 }
 
@@ -347,4 +353,37 @@ TEST(PlantedFault, ALegacyCallWithoutDispatchJudgedNotDispatchedFailsV4UnderCorr
 
 TEST(PlantedFault, ALegacyCallWithoutDispatchJudgedNotDispatchedFailsV4OfTheImportCases) {
   expectCaughtExactly("resolver_legacy_call_not_dispatched", "--scenario legacy-import", {"V4"});
+}
+
+// V5's lineage digests (spec e.7): a prefix digest over the events' ids and positions only is
+// self-consistent — planning, the claim, execution revalidation and the lineage traversal all
+// compute it alike — so it passed every mode. V5 now computes every recorded digest again from the
+// contract's byte rules (the continuation a primary kill case's recovery runs), and the
+// ancestor-tamper probe of the double faults edits an ancestor's terminal before recovery: the
+// planted runtime continues on the edited history where the contract parks with
+// source_prefix_digest_mismatch. Each capability alone turns the sweep red.
+TEST(PlantedFault, PrefixDigestIgnoringThePayloadsFailsV5) {
+  expectCaughtExactly("prefix_digest_ignores_payloads",
+                      "--scenario write-config-port --failpoint P6", {"V5"});
+  int rc = -1;
+  const json rep =
+      plantedSweep("prefix_digest_ignores_payloads",
+                   "--scenario write-config-port --failpoint P11 --double-faults", &rc);
+  EXPECT_EQ(rc, 1);
+  size_t tampered = 0, cases = 0;
+  for (const auto& c : rep.value("cases", json::array())) {
+    ++cases;
+    const std::string reason = c["reasons"].value("V5", "");
+    if (reason.rfind("ancestor tamper", 0) == 0) ++tampered;
+  }
+  EXPECT_GT(cases, 0u);
+  EXPECT_EQ(tampered, cases) << rep.dump().substr(0, 2000);
+}
+
+// The same continuation states without a plant: the recomputed digests agree with the runtime's
+// and the tampered ancestor parks the plan.
+TEST(PlantedFault, UnplantedContinuationDoubleFaultsPass) {
+  expectUnseen("none",
+               "--scenario write-config-port --failpoint P11 --failpoint P14 --double-faults",
+               "no plant, no failure");
 }

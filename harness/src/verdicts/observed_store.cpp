@@ -213,4 +213,47 @@ std::vector<FinalizeRow> turnFinalizeRows(const fs::path& storeDir) {
   return out;
 }
 
+std::vector<EventRow> prefixRows(const fs::path& storeDir, const std::string& sessionId,
+                                 const std::string& runId) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT event_seq, event_id, committed_at, payload_json FROM runtime_events "
+                   "WHERE session_id = ?1 AND run_id = ?2 ORDER BY event_seq");
+  sqlite3_bind_text(s.get(), 1, sessionId.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s.get(), 2, runId.c_str(), -1, SQLITE_TRANSIENT);
+  std::vector<EventRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    EventRow r;
+    r.seq = sqlite3_column_int64(s.get(), 0);
+    r.eventId = text(s.get(), 1);
+    r.committedAt = sqlite3_column_double(s.get(), 2);
+    r.payload = nlohmann::json::parse(text(s.get(), 3), nullptr, false);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<ClaimBoundaryRow> claimBoundaries(const fs::path& storeDir) {
+  Db db = openReadOnly(storeDir);
+  Stmt s = prepare(db.get(),
+                   "SELECT claim_id, source_session_id, source_run_id, source_event_high_water, "
+                   "source_prefix_digest, boundary_digest, boundary_json, target_run_header_json, "
+                   "start_kind FROM runtime_continuation_claims ORDER BY claimed_at, claim_id");
+  std::vector<ClaimBoundaryRow> out;
+  while (sqlite3_step(s.get()) == SQLITE_ROW) {
+    ClaimBoundaryRow r;
+    r.claimId = text(s.get(), 0);
+    r.sourceSessionId = text(s.get(), 1);
+    r.sourceRunId = text(s.get(), 2);
+    r.sourceEventHighWater = sqlite3_column_int64(s.get(), 3);
+    r.sourcePrefixDigest = text(s.get(), 4);
+    r.boundaryDigest = text(s.get(), 5);
+    r.boundary = nlohmann::json::parse(text(s.get(), 6), nullptr, false);
+    r.targetRunHeader = nlohmann::json::parse(text(s.get(), 7), nullptr, false);
+    if (sqlite3_column_type(s.get(), 8) != SQLITE_NULL) r.startKind = text(s.get(), 8);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace crashsim::harness::observed

@@ -66,4 +66,19 @@ struct FinalizeRow {
 };
 std::vector<FinalizeRow> turnFinalizeRows(const std::filesystem::path& storeDir);
 
+// Every event of one (session, run), by event_seq: the rows an immutable prefix is built from
+// (spec e.7). Payloads parsed as in runEvents.
+std::vector<EventRow> prefixRows(const std::filesystem::path& storeDir,
+                                 const std::string& sessionId, const std::string& runId);
+
+// One runtime_continuation_claims row with what it records of its boundary (spec e.8, f.2):
+// boundary_json and target_run_header_json parsed by the harness (discarded when unparseable).
+struct ClaimBoundaryRow {
+  std::string claimId, sourceSessionId, sourceRunId, sourcePrefixDigest, boundaryDigest;
+  int64_t sourceEventHighWater = 0;
+  nlohmann::json boundary, targetRunHeader;
+  std::optional<std::string> startKind;
+};
+std::vector<ClaimBoundaryRow> claimBoundaries(const std::filesystem::path& storeDir);
+
 }  // namespace crashsim::harness::observed

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/resume_plan.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/v5_lineage.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -19,7 +21,8 @@ using Json = nlohmann::json;
 // V5 over every run of an open store: the plan the harness computes (read through the store)
 // equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
 // resolve`), and planning — Phase 0 and the store-reading Phase 1 planner — leaves every
-// table of the store unchanged (observed::tableDigests, read outside the runtime).
+// table of the store unchanged (observed::tableDigests, read outside the runtime); then the
+// lineage digests of the store and of a plan that continues (v5_lineage.h).
 void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work,
              const fs::path& crashsim, Checks& c) {
   const auto tables0 = observed::tableDigests(storeDir);
@@ -62,8 +65,9 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     f.backgroundOperationsSettled = true;
     return f;
   };
+  std::optional<ContinuationPlan> plan;
   try {
-    (void)planLatestContinuation(store, std::nullopt, host);
+    plan = planLatestContinuation(store, std::nullopt, host);
   } catch (const std::exception&) {
     // A refusal is a plan outcome; only a write to the store is a V5 failure.
   }
@@ -71,6 +75,8 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     c.fail("V5", "planning changed table " + t);
     return;
   }
+  if (plan) checkPlanDigests(*plan, storeDir, c);
+  checkLineageDigests(storeDir, "", c);
   if (!c.failed("V5")) c.pass("V5");
 }
 

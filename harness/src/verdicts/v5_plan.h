@@ -6,7 +6,8 @@
 // store-reading Phase 1 planner change no table (every table digested with plain SQLite, outside
 // the runtime); and, for a named failpoint, that the Phase-0 plan of the crashed run is the one
 // the contract's mapping (spec b "required results", d.3, d.4) gives for the oracle's expected
-// decisions, so a plan that is wrong the same way in both processes is seen too.
+// decisions, so a plan that is wrong the same way in both processes is seen too; and every
+// lineage digest of the store and of a plan that continues is the contract's (v5_lineage.h).
 #pragma once
 
 #include <filesystem>

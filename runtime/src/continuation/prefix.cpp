@@ -6,6 +6,7 @@
 #include "continuation/internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
+#include "crashsim/plant.h"
 
 namespace crashsim {
 
@@ -40,12 +41,25 @@ Json ImmutablePrefix::segmentJson() const {
 
 namespace {
 
+// Planted bug (prefix_digest_ignores_payloads): the digest covers each event's id and position
+// only, so an edited payload keeps its prefix digest.
+std::string idsOnlyPrefixDigest(const ImmutablePrefix& p) {
+  std::vector<RuntimeEvent> ids = p.events;
+  for (RuntimeEvent& e : ids) {
+    e.json = Json{{"id", e.id}};
+    e.contentKind = ContentKind::none;
+  }
+  return crashsim::prefixDigest(p.identity, ids);
+}
+
 // Position and digest of a prefix whose events are in place.
 void finishPrefix(ImmutablePrefix& p) {
   p.lastEventSeq = static_cast<int64_t>(p.events.size());
   p.eventCount = p.lastEventSeq;
   p.lastEventId = p.events.empty() ? std::string() : p.events.back().id;
-  p.prefixDigest = crashsim::prefixDigest(p.identity, p.events);
+  p.prefixDigest = planted("prefix_digest_ignores_payloads")
+                       ? idsOnlyPrefixDigest(p)
+                       : crashsim::prefixDigest(p.identity, p.events);
 }
 
 // Body of buildImmutablePrefix (readPrefix applies the same checks while it reads). Rows the
