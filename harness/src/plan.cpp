@@ -57,6 +57,25 @@ bool globMayMatchBarrier(const std::string& glob) {
   return slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P';
 }
 
+// The cases of one (scenario, failpoint, hit) in the selected mode: one kill or Stop case, or
+// one per seeded crash state (powerloss) or damage (corrupt).
+std::vector<CaseId> seededIds(const std::string& scenario, int fp, int hit,
+                              const PlanSelection& sel) {
+  CaseId id;
+  id.scenario = scenario;
+  id.failpoint = fp;
+  id.hit = hit;
+  id.mode = sel.mode;
+  if (sel.mode != "powerloss" && sel.mode != "corrupt") return {id};
+  std::vector<CaseId> ids;
+  for (uint64_t seed : sel.mode == "corrupt" ? corruptSeeds(id, sel.seed, sel.states)
+                                             : powerlossSeeds(id, sel.seed, sel.states)) {
+    id.seed = seed;
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 }  // namespace
 
 bool plansBarriers(const PlanSelection& sel) {
@@ -133,21 +152,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     for (const auto& [fp, hitCount] : primaries) {
       if (hitCount > 0) reach(sc.id, fp, "agent").predicted += hitCount;
       for (int h = 1; h <= hitCount; ++h) {
-        CaseId id;
-        id.scenario = sc.id;
-        id.failpoint = fp;
-        id.hit = h;
-        id.mode = sel.mode;
-        std::vector<CaseId> ids;
-        if (sel.mode == "powerloss" || sel.mode == "corrupt") {
-          for (uint64_t seed : sel.mode == "corrupt" ? corruptSeeds(id, sel.seed, sel.states)
-                                                     : powerlossSeeds(id, sel.seed, sel.states)) {
-            id.seed = seed;
-            ids.push_back(id);
-          }
-        } else {
-          ids.push_back(id);
-        }
+        const std::vector<CaseId> ids = seededIds(sc.id, fp, h, sel);
         const auto recovery = sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h)
                                                             : std::array<int, kPoints>{};
         for (const auto& pid : ids) {
@@ -195,23 +200,9 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       const int n = fp == kBarrierS ? barrierHits[si].s : barrierHits[si].f;
       if (n > 0) reach(sc.id, fp, "agent").predicted += n;
       for (int h = 1; h <= n; ++h) {
-        CaseId id;
-        id.scenario = sc.id;
-        id.failpoint = fp;
-        id.hit = h;
-        id.mode = sel.mode;
         // A power cut at every barrier too (#44): between two durability steps of a file
         // replace, or right before a COMMIT, with each of the seeded crash states.
-        std::vector<CaseId> ids;
-        if (sel.mode == "powerloss") {
-          for (uint64_t seed : powerlossSeeds(id, sel.seed, sel.states)) {
-            id.seed = seed;
-            ids.push_back(id);
-          }
-        } else {
-          ids.push_back(id);
-        }
-        for (const CaseId& pid : ids) {
+        for (const CaseId& pid : seededIds(sc.id, fp, h, sel)) {
           Group g;
           g.primary.id = pid;
           g.primary.scenario = si;

@@ -160,6 +160,21 @@ std::string text(sqlite3_stmt* s, int i) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
   return p ? std::string(p) : std::string();
 }
+
+// The rows of a `SELECT event_seq, event_id, committed_at, payload_json …` statement.
+std::vector<EventRow> eventRowsOf(sqlite3_stmt* s) {
+  std::vector<EventRow> out;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    EventRow r;
+    r.seq = sqlite3_column_int64(s, 0);
+    r.eventId = text(s, 1);
+    r.committedAt = sqlite3_column_double(s, 2);
+    r.payload = nlohmann::json::parse(text(s, 3), nullptr, false);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<EventRow> runEvents(const fs::path& storeDir, const std::string& runId) {
@@ -168,16 +183,7 @@ std::vector<EventRow> runEvents(const fs::path& storeDir, const std::string& run
                    "SELECT event_seq, event_id, committed_at, payload_json FROM runtime_events "
                    "WHERE run_id = ?1 ORDER BY event_seq");
   sqlite3_bind_text(s.get(), 1, runId.c_str(), -1, SQLITE_TRANSIENT);
-  std::vector<EventRow> out;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
-    EventRow r;
-    r.seq = sqlite3_column_int64(s.get(), 0);
-    r.eventId = text(s.get(), 1);
-    r.committedAt = sqlite3_column_double(s.get(), 2);
-    r.payload = nlohmann::json::parse(text(s.get(), 3), nullptr, false);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return eventRowsOf(s.get());
 }
 
 std::vector<std::string> eventRunIds(const fs::path& storeDir) {
@@ -221,16 +227,7 @@ std::vector<EventRow> prefixRows(const fs::path& storeDir, const std::string& se
                    "WHERE session_id = ?1 AND run_id = ?2 ORDER BY event_seq");
   sqlite3_bind_text(s.get(), 1, sessionId.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s.get(), 2, runId.c_str(), -1, SQLITE_TRANSIENT);
-  std::vector<EventRow> out;
-  while (sqlite3_step(s.get()) == SQLITE_ROW) {
-    EventRow r;
-    r.seq = sqlite3_column_int64(s.get(), 0);
-    r.eventId = text(s.get(), 1);
-    r.committedAt = sqlite3_column_double(s.get(), 2);
-    r.payload = nlohmann::json::parse(text(s.get(), 3), nullptr, false);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return eventRowsOf(s.get());
 }
 
 std::vector<ClaimBoundaryRow> claimBoundaries(const fs::path& storeDir) {
