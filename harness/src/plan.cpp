@@ -80,8 +80,7 @@ std::vector<CaseId> seededIds(const std::string& scenario, int fp, int hit,
 
 bool plansBarriers(const PlanSelection& sel) {
   const auto fpWanted = wantedFailpoints(sel);
-  return sel.barriers && (sel.mode == "kill" || sel.mode == "powerloss") &&
-         (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+  return sel.barriers && sel.mode == "kill" && (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
          (sel.caseGlobs.empty() ||
           std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
 }
@@ -200,8 +199,6 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
       const int n = fp == kBarrierS ? barrierHits[si].s : barrierHits[si].f;
       if (n > 0) reach(sc.id, fp, "agent").predicted += n;
       for (int h = 1; h <= n; ++h) {
-        // A power cut at every barrier too (#44): between two durability steps of a file
-        // replace, or right before a COMMIT, with each of the seeded crash states.
         for (const CaseId& pid : seededIds(sc.id, fp, h, sel)) {
           Group g;
           g.primary.id = pid;

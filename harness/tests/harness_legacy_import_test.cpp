@@ -1,5 +1,5 @@
 // The legacy JSONL import in the sweep (P16, P17): case ids, the oracle's batch arithmetic for
-// the built-in legacy-import scenario (13 imported events, 4 per batch — counted from the
+// the built-in legacy-import scenario (15 imported events, 4 per batch — counted from the
 // scenario file by hand), the plan, the scenario key, the import-state verdict against
 // hand-damaged stores, and the sweep end to end.
 #include <gtest/gtest.h>
@@ -70,18 +70,22 @@ TEST(LegacyImportCaseId, ImportPointsAreKillModePrimariesPairedOnlyWithEachOther
 TEST(LegacyImportOracle, BatchArithmeticFromTheScenario) {
   const Scenario sc = legacyScenario();
   ASSERT_TRUE(sc.spec.legacyStore);
-  EXPECT_EQ(importedLegacyEvents(sc).size(), 13u);  // 14 lines, one partial draft
+  EXPECT_EQ(importedLegacyEvents(sc).size(), 15u);  // 16 lines, one partial draft
+  EXPECT_EQ(interruptedLegacyRuns(sc), 1);          // legacy-run-4 ends mid-call
   EXPECT_EQ(predictedImportBatches(sc), 4);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#1/kill")), 0u);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#4/kill")), 12u);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P17#3/kill")), 12u);
-  EXPECT_EQ(expectImportStoredEvents(sc, id("x/P17#4/kill")), 13u);  // the short last batch
+  EXPECT_EQ(expectImportStoredEvents(sc, id("x/P17#4/kill")), 15u);  // the short last batch
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P17#1/kill+R:P16#1")), 4u);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#3/kill+R:P17#1")), 8u);
-  EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#1/kill+R:P17#4")), 13u);
+  EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#1/kill+R:P17#4")), 15u);
   const auto h = predictedRecoveryHits(sc, kImportP17, 2);
   for (int fp = 0; fp < kPoints; ++fp)
-    EXPECT_EQ(h[static_cast<size_t>(fp)], fp == kImportP16 || fp == kImportP17 ? 4 : 0) << fp;
+    EXPECT_EQ(h[static_cast<size_t>(fp)], fp == kImportP16 || fp == kImportP17 ? 4
+                                          : fp == 8 || fp == 9 ? 1  // legacy-run-4's repair
+                                                               : 0)
+        << fp;
   // A scenario without a legacy store never reaches the import.
   const Scenario plain =
       loadScenario(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json");
@@ -136,16 +140,16 @@ TEST(LegacyImportScenario, TheKeyIsCheckedStrictly) {
 TEST(LegacyImportVerdict, EveryWrongImportStateIsNamed) {
   const Scenario sc = legacyScenario();
   const fs::path store = importedStore(sc, "crashsim-legacy-verdict");
-  EXPECT_TRUE(importStateProblems(sc, store, 13, true).empty());
-  EXPECT_FALSE(importStateProblems(sc, store, 12, true).empty());   // one event too many
-  EXPECT_FALSE(importStateProblems(sc, store, 13, false).empty());  // manifest too early
+  EXPECT_TRUE(importStateProblems(sc, store, 15, true).empty());
+  EXPECT_FALSE(importStateProblems(sc, store, 14, true).empty());   // one event too many
+  EXPECT_FALSE(importStateProblems(sc, store, 15, false).empty());  // manifest too early
   EXPECT_FALSE(importStateProblems(sc, store, 4, false).empty());
 
   auto damaged = [&](const std::string& name, auto damage) {
     const fs::path d = freshDir("crashsim-legacy-verdict-" + name) / "store";
     crashsim::harness::copyDir(store, d);
     damage(d);
-    return importStateProblems(sc, d, 13, true);
+    return importStateProblems(sc, d, 15, true);
   };
   EXPECT_FALSE(damaged("jsonl", [](const fs::path& d) {
                  std::ofstream(d / "runtime-events.jsonl", std::ios::app) << "\n";

@@ -75,15 +75,10 @@ TEST(PowerlossSweep, FullSyncEveryCasePassesV1ToV9AndD1D2AndTheReportValidates) 
   EXPECT_EQ(rep["platform"]["synchronous"], "FULL");
   ASSERT_GT(rep["summary"]["total"].get<int>(), 0);
   EXPECT_EQ(rep["summary"]["failed"], 0);
-  // Named failpoints and (#44) the unnamed barriers S and F: a power cut between two durability
-  // steps of a file replace or right before a COMMIT.
-  const std::regex idPattern(R"(^write-config-port/(P\d+|S|F)#\d+/powerloss@\d+$)");
+  const std::regex idPattern(R"(^write-config-port/P\d+#\d+/powerloss@\d+$)");
   std::map<std::string, std::set<std::string>> seedsPerPoint;
-  int barrierS = 0, barrierF = 0;
   for (const auto& c : rep["cases"]) {
     const std::string id = c["id"];
-    barrierS += id.find("/S#") != std::string::npos;
-    barrierF += id.find("/F#") != std::string::npos;
     EXPECT_TRUE(std::regex_match(id, idPattern)) << id;
     seedsPerPoint[id.substr(0, id.find("/powerloss@"))].insert(id);
     EXPECT_EQ(c["checks"].size(), 11u) << id;
@@ -95,8 +90,6 @@ TEST(PowerlossSweep, FullSyncEveryCasePassesV1ToV9AndD1D2AndTheReportValidates) 
   }
   // --states 2: every reached (failpoint, hit) has exactly two seeded crash states.
   EXPECT_GE(seedsPerPoint.size(), 8u);
-  EXPECT_GT(barrierS, 0) << "power loss right before a COMMIT is swept";
-  EXPECT_GT(barrierF, 0) << "power loss between two file-replace steps is swept";
   for (const auto& [point, ids] : seedsPerPoint) EXPECT_EQ(ids.size(), 2u) << point;
   EXPECT_NE(slurp(d / "out" / "report.html").find("<th>D1</th>"), std::string::npos);
   fs::remove_all(d);

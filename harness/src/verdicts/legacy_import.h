@@ -14,8 +14,9 @@
 //     partial event; no other event;
 //   - every run named by a stored event has one header, terminal exactly when its terminal fact
 //     is stored (with the contract's header status), and no other header exists (the scenario's
-//     own run never started); after recovery (complete), a legacy run the JSONL left without a
-//     terminal fact is sealed `failed` by one terminal fact appended after its imported events.
+//     own run never started); once the import ended (complete), a legacy run the JSONL left
+//     without a terminal fact is either as imported (`running`) or sealed `failed` by startup
+//     repair with exactly one terminal fact appended after its imported events.
 // Cannot see: an import that reads other files than the JSONL.
 #pragma once
 
