@@ -218,6 +218,11 @@ inline constexpr std::string_view store_run_header_missing = "store_run_header_m
 inline constexpr std::string_view store_projection_mismatch = "store_projection_mismatch";
 // The -wal holds commits SQLite's recovery would silently drop (a damaged frame before them).
 inline constexpr std::string_view store_wal_frames_lost = "store_wal_frames_lost";
+// runtime.sqlite is empty (0 bytes) while its -wal still holds committed frames: the data lives
+// in the WAL alone. Refused before SQLite opens the file (SQLite would delete that WAL), the
+// directory unchanged; `crashsim store salvage-wal` rebuilds the database into a new directory.
+inline constexpr std::string_view store_database_empty_wal_holds_data =
+    "store_database_empty_wal_holds_data";
 // sqlite_master differs from the schema the migrations build (a renamed column, a lost index).
 inline constexpr std::string_view store_schema_damaged = "store_schema_damaged";
 // Legacy RuntimeEvent JSONL import (crashsim/store.h, kLegacyJsonlName): a line that is not one

@@ -77,6 +77,22 @@ void writeStoreManifest(const std::filesystem::path& storeDir, int64_t schemaVer
 // code::store_open_failed when there is no store at all.
 void requireRuntimeStore(const std::filesystem::path& storeDir);
 
+// An empty database file beside a -wal that still holds committed frames (a crash on a file
+// system with delayed allocation, a botched copy) is refused by every open before SQLite sees
+// the directory — SQLite would delete that WAL — with code::store_database_empty_wal_holds_data,
+// and nothing changes. (An empty database beside a WAL without a valid commit is
+// code::store_data_lost when the manifest records a store.)
+//
+// salvageWalIntoNewStore rebuilds such a store into <newDir>, which must not exist (else
+// code::store_open_failed): the database the WAL's valid commits describe on their own (each
+// page from the latest valid frame that wrote it, up to the last valid commit), then the
+// manifest; the result must pass a read-only open and checkIntact, or newDir is removed and the
+// check's code thrown. code::store_data_lost when the WAL holds no commit or lacks a page (it
+// lived only in the lost database file). storeDir is only read; host.lock, effects and the
+// lifecycle log are not copied.
+void salvageWalIntoNewStore(const std::filesystem::path& storeDir,
+                            const std::filesystem::path& newDir);
+
 // Legacy RuntimeEvent JSONL (seed Phase 2): <storeDir>/runtime-events.jsonl, one RuntimeEvent
 // (the contract's shape, a) per line, as a host without SQLite wrote it. It is read only while
 // the directory has no manifest (legacyImportPending):
