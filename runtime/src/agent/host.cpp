@@ -12,6 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
+#include <thread>
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
@@ -28,31 +30,6 @@ fs::path effectsPathOf(const AgentPaths& paths) {
 }
 
 namespace {
-
-// The host lock of crashsim/host.h: an exclusive flock on <store>/host.lock for the lifetime
-// of the writer.
-class HostLock {
- public:
-  explicit HostLock(const fs::path& storeDir) {
-    fs::create_directories(storeDir);
-    const fs::path file = storeDir / "host.lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0)
-      throw Error(code::store_open_failed,
-                  "cannot open " + file.string() + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw Error(code::host_already_active,
-                  "another host process owns the store " + storeDir.string());
-    }
-  }
-  ~HostLock() { ::close(fd_); }
-  HostLock(const HostLock&) = delete;
-  HostLock& operator=(const HostLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // A writable open imports a pending legacy JSONL in the scenario's batch size (scenario.h).
 StoreOptions storeOptionsOf(const Scenario* scenario) {
@@ -181,6 +158,46 @@ void plantedReruns(const Scenario& scenario, const fs::path& storeDir,
 
 }  // namespace
 
+HostLock::HostLock(const fs::path& storeDir, std::chrono::milliseconds wait) {
+  fs::create_directories(storeDir);
+  const fs::path file = storeDir / "host.lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0)
+    throw Error(code::store_open_failed,
+                "cannot open " + file.string() + ": " + std::strerror(errno));
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd_);
+      throw Error(code::host_already_active,
+                  "another host process owns the store " + storeDir.string());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+HostLock::~HostLock() { ::close(fd_); }
+
+WorkspaceIdentity requireStoreWorkspace(const RuntimeStore& store, const fs::path& workspaceDir) {
+  const std::optional<WorkspaceIdentity> marked = readWorkspaceIdentity(workspaceDir);
+  std::set<std::string> recorded;
+  for (const RunHeader& h : store.listRuns())
+    if (h.workspaceIdentity) recorded.insert(*h.workspaceIdentity);
+  std::string list;
+  for (const std::string& id : recorded) list += (list.empty() ? "" : ", ") + id;
+  if (!marked)
+    throw Error(code::workspace_unmarked,
+                "workspace " + workspaceDir.string() + " has no marker (" +
+                    std::string(kWorkspaceMarkerName) + "): the store " +
+                    (recorded.empty() ? std::string("records no workspace") : "recorded " + list) +
+                    "; a start-up never adopts an unmarked directory, nothing was written");
+  if (!recorded.empty() && !recorded.count(marked->identity))
+    throw Error(code::workspace_identity_mismatch,
+                "workspace " + marked->root.string() + " is " + marked->identity +
+                    ", but the store's runs recorded " + list + "; nothing was written");
+  return *marked;
+}
+
 RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
                        CancellationToken& cancel) {
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
@@ -254,10 +271,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     if (!planted("host_ignores_integrity_check")) store->checkIntact();
   }
   std::optional<WorkspaceIdentity> workspace;
-  if (options.workspaceDir) {
-    workspace = options.dryRun ? readWorkspaceIdentity(*options.workspaceDir)
-                               : ensureWorkspaceIdentity(*options.workspaceDir);
-  }
+  if (options.workspaceDir) workspace = requireStoreWorkspace(*store, *options.workspaceDir);
   // 2. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
   // 3. reconcilers, while the crashed runs are still open (the run seal).
