@@ -362,7 +362,9 @@ struct Damage {
   std::string name;
   std::string sql;    // run on the crashed store by a separate connection ("" = none)
   std::string files;  // then: "drop-wal" (delete -wal, -shm), "truncate-db" (and drop-wal),
-                      // "empty-db" (the database file cut to 0 bytes, -wal and -shm kept)
+                      // "empty-db" (the database file cut to 0 bytes, -wal and -shm kept),
+                      // "cut-wal-header" (the -wal cut to its 32-byte header, -shm kept),
+                      // "flip-wal-magic" (a byte of the -wal's magic number zeroed)
   std::string_view code;
 };
 class DamagedStoreTest : public ResumeTest, public ::testing::WithParamInterface<Damage> {};
@@ -385,7 +387,16 @@ TEST_P(DamagedStoreTest, EveryCommandFailsClosedWithTheDamagesCode) {
   const fs::path storeDir = dir / "store";
   ASSERT_TRUE(fs::exists(storeDir / "runtime.manifest"));
   if (!d.sql.empty()) damageWithSql(storeDir / "runtime.sqlite", d.sql);
-  if (!d.files.empty()) {
+  if (d.files == "cut-wal-header" || d.files == "flip-wal-magic") {
+    ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-shm"));
+    if (d.files == "cut-wal-header") fs::resize_file(storeDir / "runtime.sqlite-wal", 32);
+    if (d.files == "flip-wal-magic") {
+      std::fstream f(storeDir / "runtime.sqlite-wal",
+                     std::ios::binary | std::ios::in | std::ios::out);
+      f.seekp(1);
+      f.put('\x00');  // 0x37 0x7f 0x06 0x82/83 → 0x37 0x00 …
+    }
+  } else if (!d.files.empty()) {
     ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-wal"));
     if (d.files != "empty-db") {
       fs::remove(storeDir / "runtime.sqlite-wal");
@@ -431,6 +442,13 @@ INSTANTIATE_TEST_SUITE_P(
         Damage{"TruncatedDatabase", "", "truncate-db", code::store_data_lost},
         Damage{"EmptyDatabaseBesideItsWal", "", "empty-db",
                code::store_database_empty_wal_holds_data},
+        // #45 §5: the read-only commands stalled 10 s and printed sqlite_error; now every
+        // command gives the writers' code at once. A WAL cut to its header is a cut at a frame
+        // boundary (undetectable as such): the database lacks the schema its manifest records.
+        Damage{"WalCutToItsHeader", "", "cut-wal-header", code::store_data_lost},
+        // A flipped magic number is a damaged header: SQLite ignores the whole log, and the
+        // commit frames of its generation behind it are acknowledged commits.
+        Damage{"FlippedWalMagic", "", "flip-wal-magic", code::store_wal_frames_lost},
         Damage{"DeletedEventInTheMiddle",
                "DELETE FROM runtime_events WHERE rowid = (" + kUnreferenced + ")", "",
                code::store_event_seq_gap},

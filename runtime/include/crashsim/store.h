@@ -42,9 +42,12 @@ struct StoreOptions {
   // Never writes a byte of the store directory and never migrates or repairs: with a WAL and
   // its -shm the database is opened mode=ro with a read-only -shm (SQLite then reads the WAL
   // into private memory when no writer is live); without a WAL, immutable=1 (the database
-  // file holds every commit); with a WAL but no -shm (nothing else can have it open), the
-  // database and WAL are copied into a private scratch directory, opened there and deleted
-  // on close. Closing never checkpoints (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
+  // file holds every commit); with a WAL but no -shm (nothing else can have it open), or a
+  // -shm whose index disagrees with the WAL (damaged or cut WAL: SQLite would have to rebuild
+  // the index, which a read-only -shm cannot, and would retry for seconds), the database and
+  // WAL are copied into a private scratch directory, opened there (SQLite recovers the WAL as a
+  // writer's open would) and deleted on close. Closing never checkpoints
+  // (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
   bool readOnly = false;
   std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
   std::string vfs;                   // SQLite VFS name; empty = default (power-loss VFS in tests)

@@ -159,7 +159,11 @@ void plantedReruns(const Scenario& scenario, const fs::path& storeDir,
 }  // namespace
 
 HostLock::HostLock(const fs::path& storeDir, std::chrono::milliseconds wait) {
-  fs::create_directories(storeDir);
+  std::error_code ec;
+  fs::create_directories(storeDir, ec);
+  if (ec)
+    throw Error(code::store_open_failed,
+                "cannot create store directory " + storeDir.string() + ": " + ec.message());
   const fs::path file = storeDir / "host.lock";
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd_ < 0)

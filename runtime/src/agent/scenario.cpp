@@ -83,7 +83,9 @@ class Validator {
 // The path of the first string (key or value) that holds a lone UTF-16 surrogate, or "".
 // parseJson decodes an escaped one ("\ud800") to its WTF-8 bytes, which a RuntimeEvent may carry
 // (spec a.6) but a scenario may not: its texts become file names, file contents and report text.
+// The legacy store's events are RuntimeEvents, which may (they are written back as escapes).
 std::string loneSurrogateAt(const Json& v, const std::string& path) {
+  if (path == "$.legacyStore.events") return "";
   auto lone = [](std::string_view s) {
     for (size_t i = 0; i < s.size();) {
       const int32_t cp = detail::decodeUtf8(s, i);
@@ -250,10 +252,7 @@ Scenario loadScenario(const fs::path& file) {
     parsed = parseJsonFindingDuplicateKeys(readBoundedFile(file, kMaxScenarioBytes));
   } catch (const Error& e) {
     if (e.code() == code::json_too_deep) throw;
-    throw Error(code::scenario_invalid,
-                file.string() + ": " + (e.code() == code::invalid_json ? "not valid JSON: " : "") +
-                    e.code() + ": " + e.what(),
-                "$");
+    throw Error(code::scenario_invalid, file.string() + ": " + e.code() + ": " + e.what(), "$");
   }
   if (parsed.duplicateKey)
     throw Error(code::scenario_invalid,

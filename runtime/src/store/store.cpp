@@ -481,7 +481,11 @@ int openReadOnly(const std::filesystem::path& file, sqlite3** db, std::filesyste
   const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
   if (!hasWal)
     return sqlite3_open_v2((fileUri(file) + "?mode=ro&immutable=1").c_str(), db, flags, nullptr);
-  if (hasShm) {
+  // A -shm that disagrees with the WAL (a WAL cut to its header, damaged, or shorter than the
+  // frames the index vouches for) would make SQLite rebuild the index, which a read-only -shm
+  // cannot: it retries for seconds and fails with a locking error. The private copy below lets
+  // SQLite recover the WAL exactly as a writer's open would, so every command gives one code.
+  if (hasShm && store_detail::walIndexAgrees(wal, shm)) {
     return sqlite3_open_v2((fileUri(file) + "?mode=ro&readonly_shm=1").c_str(), db, flags, nullptr);
   }
   std::string tmpl = (std::filesystem::temp_directory_path() / "crashsim-ro-XXXXXX").string();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "crashsim/codes.h"
@@ -70,18 +71,20 @@ WalScan scanWal(const std::filesystem::path& wal) {
   const uint32_t magic = be32(h);
   const uint32_t pageSize = be32(h + 8);
   const uint32_t salt1 = be32(h + 16), salt2 = be32(h + 20);
-  if ((magic & 0xFFFFFFFEu) != 0x377f0682u || pageSize < 512 || pageSize > 65536 ||
-      (pageSize & (pageSize - 1)) != 0) {
+  if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) != 0 ||
+      (salt1 == 0 && salt2 == 0)) {
     return w;  // no WAL header (never written, or reset): nothing SQLite would replay
   }
-  w.header = true;
+  const bool magicOk = (magic & 0xFFFFFFFEu) == 0x377f0682u;
+  w.header = magicOk;
   w.pageSize = pageSize;
   const bool bigEndian = (magic & 1) != 0;
   w.frames = (w.bytes.size() - kHeader) / (kFrameHeader + pageSize);
   uint32_t s[2] = {0, 0};
   checksum(bigEndian, h, 24, s);
-  // A damaged header makes SQLite ignore the whole log: judge every frame as "beyond".
-  w.stop = (s[0] == be32(h + 24) && s[1] == be32(h + 28)) ? w.frames : 0;
+  // A damaged header (its checksum, or a flipped magic number) makes SQLite ignore the whole
+  // log: judge every frame as "beyond".
+  w.stop = (magicOk && s[0] == be32(h + 24) && s[1] == be32(h + 28)) ? w.frames : 0;
   if (w.stop != 0) {
     for (size_t i = 0; i < w.frames; ++i) {
       const unsigned char* f = w.frame(i);
@@ -106,7 +109,37 @@ WalScan scanWal(const std::filesystem::path& wal) {
   return w;
 }
 
+// The -shm's WAL-index header (SQLite wal.c WalIndexHdr, 48 bytes in native byte order, twice),
+// when both copies agree, it is initialised and its checksum holds.
+struct ShmIndex {
+  uint32_t mxFrame = 0;  // the last frame of the last commit the index vouches for
+  unsigned char salts[8] = {};
+};
+
+std::optional<ShmIndex> readShmIndex(const std::filesystem::path& shm) {
+  unsigned char h[96];
+  std::ifstream in(shm, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(h), sizeof h)) return std::nullopt;
+  if (std::memcmp(h, h + 48, 48) != 0 || h[12] != 1) return std::nullopt;
+  uint32_t s[2] = {0, 0};
+  checksum(false, h, 40, s);  // native (little-endian) words, as walIndexTryHdr checks them
+  if (s[0] != le32(h + 40) || s[1] != le32(h + 44)) return std::nullopt;
+  ShmIndex index;
+  index.mxFrame = le32(h + 16);
+  std::memcpy(index.salts, h + 32, 8);  // the WAL header's salt bytes, copied as they are
+  return index;
+}
+
 }  // namespace
+
+bool walIndexAgrees(const std::filesystem::path& wal, const std::filesystem::path& shm) {
+  const std::optional<ShmIndex> index = readShmIndex(shm);
+  if (!index) return false;
+  const WalScan w = scanWal(wal);
+  if (index->mxFrame == 0) return true;  // the index vouches for nothing: SQLite reads the file
+  return w.header && std::memcmp(index->salts, w.bytes.data() + 16, 8) == 0 &&
+         index->mxFrame <= w.lastCommit;
+}
 
 std::string walLossEvidence(const std::filesystem::path& wal) {
   const WalScan w = scanWal(wal);
