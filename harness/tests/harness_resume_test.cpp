@@ -674,6 +674,41 @@ TEST_F(ResumeTest, AWrongWorkspaceIsRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
 }
 
+// #45 §4: one verdict in every read and write path. A finished run damaged so that every
+// writer refuses it (its terminal event deleted, the deleted tail included; an extra open run
+// header on its turn) was "integrity ok" to inspect while resume failed with
+// termination_batch_conflict. Now inspect, resume --dry-run and resume all give
+// store_termination_conflict, and inspect changes no byte.
+TEST_F(ResumeTest, AFinishedRunTheWritersRefuseIsRefusedByInspectToo) {
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"deleted terminal event", "DELETE FROM runtime_events WHERE is_terminal = 1"},
+      {"deleted tail",
+       "DELETE FROM runtime_events WHERE event_seq >= (SELECT event_seq FROM runtime_events "
+       "WHERE is_terminal = 1) - 1"},
+      {"extra run header",
+       "INSERT INTO agent_runs (session_id, run_id, invocation_id, turn_id, status, header_json, "
+       "created_at, updated_at) SELECT session_id, run_id || '-extra', invocation_id, turn_id, "
+       "'running', json_remove(json_set(header_json, '$.runId', run_id || '-extra', '$.status', "
+       "'running'), '$.completedAt'), created_at, updated_at FROM agent_runs"},
+  };
+  for (const auto& [name, sql] : damages) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_FALSE(test::completedRun(dir, "write-config-port").empty());
+    damageWithSql(dir / "store" / "runtime.sqlite", sql);
+    const auto before = hashFiles(dir / "store");
+    const std::string code(code::store_termination_conflict);
+    for (const std::string& args :
+         {"inspect --json " + store(), "resume --dry-run --json " + store(),
+          "resume --json " + store() + " --workspace " + ws()}) {
+      const Resume r = crashsim(args);
+      EXPECT_EQ(r.exitCode, 2) << name << ": " << args << "\n" << r.out;
+      EXPECT_EQ(r.json["error"]["code"], code) << name << ": " << args << "\n" << r.out;
+      if (args.rfind("inspect", 0) == 0) EXPECT_EQ(hashFiles(dir / "store"), before) << name;
+    }
+  }
+}
+
 // Every read-only command — inspect (text and --json), resume --dry-run (with and without the
 // workspace) and ledger export — on one crashed store damaged in each way the corrupt sweep
 // damages a store (harness/include/crashsim/harness/corrupt_checks.h) plus the empty database

@@ -320,7 +320,11 @@ class RuntimeStore {
   //   store_run_header_missing     RuntimeEvents of a run without its agent_runs header (with
   //                                the same invocation);
   //   store_projection_mismatch    tool_operations / tool_journal_events differ from the rows
-  //                                the ledger implies (the rebuild of f.8, computed, not written).
+  //                                the ledger implies (the rebuild of f.8, computed, not written);
+  //   store_termination_conflict   a termination key (runtime_turn_finalize) names a terminal
+  //                                event the ledger lacks, a terminal header has no terminal
+  //                                event, or an open run's turn was finalized by another run
+  //                                (what the terminal writer refuses: termination_batch_conflict).
   // A header without events is legal (a continuation target before its start, spec e.8); a
   // ledger the scanner rejects is left to the resolver, which reports it per run.
   void checkIntact() const;

@@ -1087,6 +1087,41 @@ void RuntimeStore::checkIntact() const {
                 "run " + st.text(0) + "/" + st.text(1) + " (invocation " + st.text(2) +
                     ") has RuntimeEvents but no agent_runs header" + where);
   }
+  // The termination keys (runtime_turn_finalize) and the terminal headers against the ledger:
+  // what the terminal writer refuses later (termination_batch_conflict, run_sealed) is found
+  // here first, so a read-only check never calls a store intact that every writer refuses.
+  if (auto st = c.prepare(
+          "SELECT f.operation_id, f.session_id, f.run_id FROM runtime_turn_finalize f WHERE NOT "
+          "EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = f.terminal_event_id AND "
+          "e.session_id = f.session_id AND e.run_id = f.run_id AND e.is_terminal = 1) LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "the termination key " + st.text(0) + " of run " + st.text(1) + "/" + st.text(2) +
+                    " names a terminal RuntimeEvent the ledger does not hold (a deleted event)" +
+                    where);
+  }
+  if (auto st = c.prepare(
+          "SELECT r.session_id, r.run_id, r.status FROM agent_runs r WHERE r.status IN "
+          "('completed', 'failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM runtime_events e "
+          "WHERE e.session_id = r.session_id AND e.run_id = r.run_id AND e.is_terminal = 1) "
+          "LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "run " + st.text(0) + "/" + st.text(1) + " has a " + st.text(2) +
+                    " header but no terminal RuntimeEvent (a deleted event)" + where);
+  }
+  if (auto st = c.prepare(
+          "SELECT r.session_id, r.run_id, f.operation_id, f.run_id FROM agent_runs r JOIN "
+          "runtime_turn_finalize f ON f.session_id = r.session_id AND f.turn_id = r.turn_id "
+          "WHERE f.run_id <> r.run_id AND r.status NOT IN ('completed', 'failed', 'cancelled') "
+          "LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "run " + st.text(0) + "/" + st.text(1) +
+                    " is open, but its turn's termination key " + st.text(2) + " belongs to run " +
+                    st.text(3) + " (an extra run header): no terminal batch could ever end it" +
+                    where);
+  }
   if (const std::string diff = projectionDifference(*this, c); !diff.empty())
     throw Error(code::store_projection_mismatch, diff + where);
 }
