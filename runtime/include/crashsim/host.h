@@ -9,8 +9,9 @@
 //
 // Host start-up (hostStartup) is ONE sequence; `crashsim-agent recover` and `crashsim resume`
 // both call it and nothing else re-implements a step. In order:
-//   1. open the store and check it (RuntimeStore::checkIntact); with a workspace, prove it is
-//      the store's (requireStoreWorkspace) before anything is written;
+//   1. with a workspace, prove it is the store's (requireStoreWorkspace, on a read-only open,
+//      before the writable one writes anything); then open the store and check it
+//      (RuntimeStore::checkIntact);
 //   2. continuation claim saga (repairContinuationClaims, strict) — first, because run
 //      recovery skips the claim targets the saga owns (spec g);
 //   3. reconcile (file_reconcile.h) — BEFORE startup repair. The run seal (terminal_facts.h)

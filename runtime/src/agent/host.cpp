@@ -259,10 +259,12 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   std::optional<HostLock> lock;
   std::optional<ScratchDir> scratch;
   std::unique_ptr<RuntimeStore> store;
+  std::optional<WorkspaceIdentity> workspace;
+  StoreOptions ro;
+  ro.readOnly = true;
   if (options.dryRun) {
-    StoreOptions ro;
-    ro.readOnly = true;
     auto source = RuntimeStore::open(storeDir, ro);
+    if (options.workspaceDir) workspace = requireStoreWorkspace(*source, *options.workspaceDir);
     source->checkIntact();
     scratch.emplace();
     source->backupTo(scratch->path);
@@ -270,12 +272,14 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     store = RuntimeStore::open(scratch->path);
   } else {
     lock.emplace(storeDir);
+    // The workspace is proven on a read-only open, before the writable one writes anything (a
+    // manifest, a checkpoint when it closes on an error).
+    if (options.workspaceDir)
+      workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
     store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
     // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
     if (!planted("host_ignores_integrity_check")) store->checkIntact();
   }
-  std::optional<WorkspaceIdentity> workspace;
-  if (options.workspaceDir) workspace = requireStoreWorkspace(*store, *options.workspaceDir);
   // 2. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
   // 3. reconcilers, while the crashed runs are still open (the run seal).
