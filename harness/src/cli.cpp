@@ -44,6 +44,19 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Every numeric option is plain decimal digits, checked on the text before CLI11 converts it
+// (which would take 0x4 as 4 and +5 as 5); a value past the option's type is CLI11's range error.
+const CLI::Validator kDecimal(
+    [](const std::string& v) {
+      uint64_t value = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), value);
+      return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
+                     r.ec == std::errc() && r.ptr == v.data() + v.size()
+                 ? std::string()
+                 : std::string("must be a decimal number from 0 to 2^64-1");
+    },
+    "UINT", "decimal");
+
 std::pair<int, int> parseShard(const std::string& s) {
   auto number = [&](std::string_view t, int& v) {
     auto r = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -381,22 +394,18 @@ int runCommand(int argc, char** argv) {
                    "damage to the store files after the kill)")
       ->check(CLI::IsMember({"kill", "powerloss", "stop", "corrupt"}));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
   sweep
       ->add_option("--seed", so.seed,
                    "seed (recorded; powerloss, corrupt: mixed into the state seeds)")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
-                       ? std::string()
-                       : std::string("must be a decimal number >= 0");
-          },
-          "UINT", "decimal"));
+      ->check(kDecimal);
   sweep
       ->add_option("--states", so.states,
                    "powerloss, corrupt: seeded states per (scenario, failpoint, hit) (default 2)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, 1000));
   sweep
       ->add_option("--synchronous", so.synchronous,
@@ -420,6 +429,7 @@ int runCommand(int argc, char** argv) {
   sweep
       ->add_option("--expect-cases", expectCases,
                    "fail (exit 2) unless the selection plans exactly N cases")
+      ->check(kDecimal)
       ->check(CLI::NonNegativeNumber);
   std::string expectManifest;
   sweep->add_option("--expect-manifest", expectManifest,
@@ -497,6 +507,7 @@ int runCommand(int argc, char** argv) {
       ->add_option("--lock-timeout", execArgs.lockTimeoutSeconds,
                    "seconds to wait for another host to release the store's host lock (default "
                    "0: refuse at once with host_already_active)")
+      ->check(kDecimal)
       ->check(CLI::Range(0, 60));
 
   auto* salvageCmd = storeCmd->add_subcommand(
@@ -522,10 +533,12 @@ int runCommand(int argc, char** argv) {
   DurabilityOptions dopts;
   durability->add_option("--out", out, "output directory (default: current directory)");
   durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
   durability->add_option("--scenario", dopts.scenarios,
                          "scenario id (repeatable; default write-config-port, bash-touch-marker)");
   durability->add_option("--states", dopts.states, "power-loss crash states per case (default 2)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, 100));
   durability->add_option("--name", dopts.name,
                          "platform column name (default <os>-<arch>-<file system>)");

@@ -168,4 +168,18 @@ TEST_F(HostileInput, AnOutThatCannotBeWrittenFailsBeforeTheWork) {
   }
 }
 
+// Numeric options are plain decimal: 0x4, +5 and 2^64 are one-line usage errors (exit 2), not
+// 4, 5 or a wrapped value.
+TEST_F(HostileInput, NumericOptionsAreDecimalOnly) {
+  const std::string sweep = cs() + " sweep --scenario write-config-port --no-barriers --list";
+  for (const std::string& option :
+       {std::string("--jobs 0x4"), std::string("--jobs +5"), std::string("--states 0x2"),
+        std::string("--seed 18446744073709551616"), std::string("--expect-cases +17")}) {
+    const Cmd r = sh(sweep + " " + option + " 2>&1 >/dev/null");
+    EXPECT_EQ(r.exitCode, 2) << option << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << option << "\n" << r.out;
+  }
+  EXPECT_EQ(sh(sweep + " --jobs 4 >/dev/null 2>&1").exitCode, 0);
+}
+
 }  // namespace

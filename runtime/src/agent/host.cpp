@@ -273,10 +273,15 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   } else {
     lock.emplace(storeDir);
     // The workspace is proven on a read-only open, before the writable one writes anything (a
-    // manifest, a checkpoint when it closes on an error).
-    if (options.workspaceDir)
+    // manifest, a checkpoint when it closes on an error) — unless a legacy import is pending:
+    // a read-only open would run the whole import once more in a scratch copy (its failpoints
+    // included), and the writable open imports before anything else anyway.
+    const bool importPending = legacyImportPending(storeDir);
+    if (options.workspaceDir && !importPending)
       workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
     store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
+    if (options.workspaceDir && importPending)
+      workspace = requireStoreWorkspace(*store, *options.workspaceDir);
     // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
     if (!planted("host_ignores_integrity_check")) store->checkIntact();
   }
