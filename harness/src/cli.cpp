@@ -632,6 +632,13 @@ int runCommand(int argc, char** argv) {
       return cmdMerge(files, out);
     }
     if (*durability) {
+      // The directory to measure is the user's (a mount point): it must exist, and neither it
+      // nor a missing parent is ever created.
+      if (std::error_code ec; !dopts.storeDir.empty() && !fs::is_directory(dopts.storeDir, ec))
+        throw UsageError(
+            fmt::format("{}: --store-dir {}: not an existing directory (it is never "
+                        "created)",
+                        code::input_unreadable, dopts.storeDir.string()));
       prepareOut(out);
       dopts.scenarioDir = scenarioDir;
       return cmdDurability(dopts, out);

@@ -182,4 +182,22 @@ TEST_F(HostileInput, NumericOptionsAreDecimalOnly) {
   EXPECT_EQ(sh(sweep + " --jobs 4 >/dev/null 2>&1").exitCode, 0);
 }
 
+// Smaller items: the agent's usage errors are one line with a code, and `durability
+// --store-dir` never creates a missing directory or its parents.
+TEST_F(HostileInput, AgentUsageIsOneLineAndDurabilityCreatesNoStoreDir) {
+  for (const std::string& args :
+       {std::string(" run"), std::string(" run --store"), std::string(" fly --store x")}) {
+    const Cmd r = sh(agent() + args + " 2>&1");
+    EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, code::agent_usage)) << args << "\n" << r.out;
+  }
+  const fs::path missing = dir / "no" / "such" / "dir";
+  const Cmd r = sh(cs() + " durability --store-dir " + missing.string() + " --out " +
+                   (dir / "out").string() + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_TRUE(has(r.out, code::input_unreadable)) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "no"));
+}
+
 }  // namespace
