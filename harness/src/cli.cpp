@@ -1,13 +1,16 @@
 // The `crashsim` command line: CLI11 wiring only; every command lives in its own file.
 #include "crashsim/harness/cli.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,6 +44,19 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Every numeric option is plain decimal digits, checked on the text before CLI11 converts it
+// (which would take 0x4 as 4 and +5 as 5); a value past the option's type is CLI11's range error.
+const CLI::Validator kDecimal(
+    [](const std::string& v) {
+      uint64_t value = 0;
+      const auto r = std::from_chars(v.data(), v.data() + v.size(), value);
+      return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos &&
+                     r.ec == std::errc() && r.ptr == v.data() + v.size()
+                 ? std::string()
+                 : std::string("must be a decimal number from 0 to 2^64-1");
+    },
+    "UINT", "decimal");
+
 std::pair<int, int> parseShard(const std::string& s) {
   auto number = [&](std::string_view t, int& v) {
     auto r = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -56,18 +72,37 @@ std::pair<int, int> parseShard(const std::string& s) {
   return {i, n};
 }
 
-// --out is checked before any work starts: an existing directory we may write, or a path whose
-// nearest existing ancestor is one (the reports create the rest). Nothing is created here.
-void requireWritableOut(const std::string& out) {
+// --out is prepared before any work starts: the directory is created (with its parents) and a
+// probe file is written and removed in it, so an output that cannot be written fails at once,
+// not after the work (a read-only file system, /proc, a parent that is a file).
+void prepareOut(const std::string& out) {
   if (out.empty()) return;
+  auto fail = [&](const std::string& why) {
+    throw UsageError(fmt::format("{}: --out {}: {}", code::output_unwritable, out, why));
+  };
   std::error_code ec;
-  fs::path p = fs::absolute(out, ec);
-  if (ec) throw UsageError("--out " + out + ": " + ec.message());
-  while (!fs::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
-  if (!fs::is_directory(p, ec))
-    throw UsageError("--out " + out + ": " + p.string() + " is not a directory");
-  if (::access(p.c_str(), W_OK | X_OK) != 0)
-    throw UsageError("--out " + out + ": " + p.string() + " is not writable");
+  fs::create_directories(out, ec);
+  if (ec) fail(ec.message());
+  if (!fs::is_directory(out, ec)) fail("not a directory");
+  const fs::path probe = fs::path(out) / fmt::format(".crashsim-probe-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) fail(std::strerror(errno));
+  const bool wrote = ::write(fd, "x", 1) == 1;
+  const int err = errno;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!wrote) fail(std::strerror(err));
+}
+
+// Standard output must be open before any work: a closed fd 1 would be reused by the first
+// file the command opens (a store's database), and the command's output would land in it.
+bool stdoutIsOpen() { return ::fcntl(STDOUT_FILENO, F_GETFL) >= 0 || errno != EBADF; }
+
+// Everything written to standard output reached it: flushed, no short write (a full disk, a
+// closed pipe).
+bool stdoutComplete() {
+  std::cout.flush();
+  return static_cast<bool>(std::cout);
 }
 
 int cmdScenarios(const fs::path& dir, bool json) {
@@ -299,7 +334,29 @@ int cmdMerge(const std::vector<std::string>& files, const std::string& out) {
 
 }  // namespace
 
+namespace {
+int runCommand(int argc, char** argv);
+}  // namespace
+
 int runCli(int argc, char** argv) {
+  if (!stdoutIsOpen()) {
+    std::cerr << "crashsim: " << code::output_unwritable
+              << ": standard output is closed; nothing was done\n";
+    return 2;
+  }
+  const int rc = runCommand(argc, argv);
+  if (!stdoutComplete()) {
+    std::cerr << "crashsim: " << code::output_unwritable
+              << ": standard output could not be written completely (" << std::strerror(errno)
+              << ")\n";
+    return 2;
+  }
+  return rc;
+}
+
+namespace {
+
+int runCommand(int argc, char** argv) {
   // The harness links the instrumented runtime (the code under test, so planted faults in its
   // pure components are visible to V4–V7). Its own process must never be armed: arming is
   // for the children it spawns, which get their environment composed by the supervisor.
@@ -337,22 +394,18 @@ int runCli(int argc, char** argv) {
                    "damage to the store files after the kill)")
       ->check(CLI::IsMember({"kill", "powerloss", "stop", "corrupt"}));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
   sweep->add_option("--shard", shard,
                     "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
   sweep
       ->add_option("--seed", so.seed,
                    "seed (recorded; powerloss, corrupt: mixed into the state seeds)")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
-                       ? std::string()
-                       : std::string("must be a decimal number >= 0");
-          },
-          "UINT", "decimal"));
+      ->check(kDecimal);
   sweep
       ->add_option("--states", so.states,
                    "powerloss, corrupt: seeded states per (scenario, failpoint, hit) (default 2)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, 1000));
   sweep
       ->add_option("--synchronous", so.synchronous,
@@ -376,6 +429,7 @@ int runCli(int argc, char** argv) {
   sweep
       ->add_option("--expect-cases", expectCases,
                    "fail (exit 2) unless the selection plans exactly N cases")
+      ->check(kDecimal)
       ->check(CLI::NonNegativeNumber);
   std::string expectManifest;
   sweep->add_option("--expect-manifest", expectManifest,
@@ -449,6 +503,21 @@ int runCli(int argc, char** argv) {
                       "store directory (created if missing; default: a fresh private store)");
   execCmd->add_option("--barrier", execArgs.barrier,
                       "wait until this file exists before opening the store (races)");
+  execCmd
+      ->add_option("--lock-timeout", execArgs.lockTimeoutSeconds,
+                   "seconds to wait for another host to release the store's host lock (default "
+                   "0: refuse at once with host_already_active)")
+      ->check(kDecimal)
+      ->check(CLI::Range(0, 60));
+
+  auto* salvageCmd = storeCmd->add_subcommand(
+      "salvage-wal",
+      "rebuild a store whose database file is empty from its -wal, into a new directory");
+  std::string salvageStoreDir, salvageOut;
+  salvageCmd->add_option("STORE", salvageStoreDir, "the damaged store directory (only read)")
+      ->required();
+  salvageCmd->add_option("--out", salvageOut, "the new store directory (must not exist)")
+      ->required();
 
   auto* report = app.add_subcommand("report", "report tools");
   report->require_subcommand(1);
@@ -464,10 +533,12 @@ int runCli(int argc, char** argv) {
   DurabilityOptions dopts;
   durability->add_option("--out", out, "output directory (default: current directory)");
   durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores; at most 256)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
   durability->add_option("--scenario", dopts.scenarios,
                          "scenario id (repeatable; default write-config-port, bash-touch-marker)");
   durability->add_option("--states", dopts.states, "power-loss crash states per case (default 2)")
+      ->check(kDecimal)
       ->check(CLI::Range(1, 100));
   durability->add_option("--name", dopts.name,
                          "platform column name (default <os>-<arch>-<file system>)");
@@ -508,7 +579,7 @@ int runCli(int argc, char** argv) {
                  i && n) {
         std::tie(so.shardIndex, so.shardTotal) = parseShard(std::string(i) + "/" + n);
       }
-      requireWritableOut(out);
+      prepareOut(out);
       if (!out.empty()) so.out = fs::path(out);
       so.scenarioDir = scenarioDir;
       so.reproduceExtra = extra;
@@ -555,12 +626,20 @@ int runCli(int argc, char** argv) {
     if (*exportCmd) return exportStore(exportStoreDir);
     if (*planCmd) return planContinuationCommand(planFile);
     if (*execCmd) return storeExec(execArgs);
+    if (*salvageCmd) return salvageStore(salvageStoreDir, salvageOut);
     if (*merge) {
-      requireWritableOut(out);
+      prepareOut(out);
       return cmdMerge(files, out);
     }
     if (*durability) {
-      requireWritableOut(out);
+      // The directory to measure is the user's (a mount point): it must exist, and neither it
+      // nor a missing parent is ever created.
+      if (std::error_code ec; !dopts.storeDir.empty() && !fs::is_directory(dopts.storeDir, ec))
+        throw UsageError(
+            fmt::format("{}: --store-dir {}: not an existing directory (it is never "
+                        "created)",
+                        code::input_unreadable, dopts.storeDir.string()));
+      prepareOut(out);
       dopts.scenarioDir = scenarioDir;
       return cmdDurability(dopts, out);
     }
@@ -588,4 +667,5 @@ int runCli(int argc, char** argv) {
   return 2;
 }
 
+}  // namespace
 }  // namespace crashsim::harness

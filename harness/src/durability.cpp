@@ -503,7 +503,8 @@ void writeDurability(const Json& doc, const fs::path& dir) {
   auto put = [&](const char* name, const std::string& text) {
     std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
     f << text;
-    if (!f) throw std::runtime_error("cannot write " + (dir / name).string());
+    f.close();  // a short write (a full disk) shows only once the buffer is flushed
+    if (!f) throw std::runtime_error("output_unwritable: cannot write " + (dir / name).string());
   };
   put("durability.json", doc.dump(2) + "\n");
   put("durability.md", renderDurabilityMarkdown(doc));

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "crashsim/bounded_input.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
@@ -29,38 +30,12 @@ LedgerResult argsError(const Error& e) {
           2};
 }
 
-// Opens FILE (a regular file), or stdin for "-" / empty, and returns read(stream, stdin?).
-// Throws Error(code::input_unreadable) for a directory, a missing or unreadable file.
-template <class Read>
-auto withInput(const std::string& file, Read read) {
-  const bool stdinInput = file.empty() || file == "-";
-  std::error_code ec;
-  if (!stdinInput && !std::filesystem::is_regular_file(file, ec))
-    throw Error(code::input_unreadable, file + " is not a regular file");
-  std::ifstream in;
-  if (!stdinInput) {
-    in.open(file, std::ios::binary);
-    if (!in) throw Error(code::input_unreadable, "cannot read " + file);
-  }
-  return read(stdinInput ? std::cin : in, stdinInput);
-}
-
 }  // namespace
 
 std::string readInput(const std::string& file) {
-  return withInput(file, [&](std::istream& src, bool stdinInput) {
-    std::string text;
-    char buf[1 << 16];
-    while (src.read(buf, sizeof buf) || src.gcount() > 0) {
-      text.append(buf, static_cast<size_t>(src.gcount()));
-      if (text.size() > kMaxInputBytes)
-        throw Error(code::input_too_large, (stdinInput ? std::string("standard input") : file) +
-                                               " is larger than " +
-                                               std::to_string(kMaxInputBytes >> 20) + " MiB");
-    }
-    if (src.bad()) throw Error(code::input_unreadable, "cannot read " + file);
-    return text;
-  });
+  if (file.empty() || file == "-")
+    return readBoundedStream(std::cin, kMaxInputBytes, "standard input");
+  return readBoundedFile(file, kMaxInputBytes);
 }
 
 LedgerResult resolveLedger(std::string_view input, std::optional<uint64_t> expectedHighWater) {
@@ -155,29 +130,22 @@ int printResult(const LedgerResult& result) {
 
 int ledgerBatch(const std::string& file,
                 const std::function<LedgerResult(std::string_view)>& judge) {
-  return withInput(file, [&](std::istream& src, bool) {
-    std::string line;
-    std::string out;
-    // One result line per input line, written in blocks; a line longer than kMaxInputBytes is
-    // judged as the error it is and skipped, the batch goes on.
-    while (std::getline(src, line)) {
-      if (line.size() > kMaxInputBytes) {
-        out += errorLine(code::input_too_large,
-                         "line is larger than " + std::to_string(kMaxInputBytes >> 20) + " MiB",
-                         nullptr);
-      } else {
-        out += judge(line).line;
-      }
-      out += '\n';
-      if (out.size() >= (1u << 16)) {
-        std::cout << out;
-        out.clear();
-      }
+  // The whole input is read (and bounded) before the first line is judged.
+  const std::string input = readInput(file);
+  std::string out;
+  for (size_t pos = 0; pos < input.size();) {
+    size_t end = input.find('\n', pos);
+    if (end == std::string::npos) end = input.size();
+    out += judge(std::string_view(input).substr(pos, end - pos)).line;
+    out += '\n';
+    if (out.size() >= (1u << 16)) {
+      std::cout << out;
+      out.clear();
     }
-    if (src.bad()) throw Error(code::input_unreadable, "cannot read " + file);
-    std::cout << out << std::flush;
-    return 0;
-  });
+    pos = end + 1;
+  }
+  std::cout << out << std::flush;
+  return 0;
 }
 
 }  // namespace crashsim::harness

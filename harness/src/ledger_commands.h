@@ -31,16 +31,17 @@ int printResult(const LedgerResult& result);
 
 // `--jsonl`: FILE (or stdin) holds one input per line; prints judge(line).line for each line,
 // in order, each judged independently (an invalid line prints its error object and the batch
-// goes on). A final newline does not start another input. Returns 0 once every line is
-// judged; throws Error(code::input_unreadable) when FILE cannot be read.
+// goes on). A final newline does not start another input. The input is read whole first, under
+// readInput's rules (64 MiB, a regular file or stdin): nothing is judged or printed when it is
+// refused. Returns 0 once every line is judged; throws readInput's errors.
 int ledgerBatch(const std::string& file,
                 const std::function<LedgerResult(std::string_view)>& judge);
 
 // The largest input a command reads (a ledger, args, a report): 64 MiB.
 inline constexpr size_t kMaxInputBytes = 64u << 20;
-// Reads FILE (a regular file), or stdin for "-" / empty. Throws Error(code::input_unreadable)
-// for a directory, a missing or unreadable file, Error(code::input_too_large) past
-// kMaxInputBytes.
+// Reads FILE (a regular file, checked before it is read: crashsim/bounded_input.h), or stdin for
+// "-" / empty. Throws Error(code::input_unreadable) for a FIFO, a device, a directory, a missing
+// or unreadable file, Error(code::input_too_large) past kMaxInputBytes.
 std::string readInput(const std::string& file);
 
 }  // namespace crashsim::harness

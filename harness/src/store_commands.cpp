@@ -253,4 +253,13 @@ int exportStore(const std::string& storeDir) {
   });
 }
 
+int salvageStore(const std::string& storeDir, const std::string& newDir) {
+  return guarded("store salvage-wal", false, [&] {
+    salvageWalIntoNewStore(storeDir, newDir);
+    std::cout << "salvaged " << storeDir << " into " << newDir
+              << " (self-checks ok; the damaged store is unchanged)\n";
+    return 0;
+  });
+}
+
 }  // namespace crashsim::harness

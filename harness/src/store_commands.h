@@ -33,4 +33,10 @@ int resumeStore(const ResumeArgs& args);
 // Exit 0, or 2 with the error line.
 int exportStore(const std::string& storeDir);
 
+// `crashsim store salvage-wal STORE --out NEWDIR`: a store whose database file is empty while
+// its -wal holds committed frames, rebuilt from the WAL into the new directory NEWDIR
+// (crashsim/store.h salvageWalIntoNewStore); STORE is only read. Exit 0 with one line naming
+// the new store, or 2 with the error line.
+int salvageStore(const std::string& storeDir, const std::string& newDir);
+
 }  // namespace crashsim::harness

@@ -16,6 +16,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/error.h"
+#include "crashsim/host.h"
 #include "ledger_commands.h"
 
 namespace crashsim::harness {
@@ -244,8 +245,7 @@ int storeExec(const StoreExecArgs& args) {
   }
   int rc = 0;
   try {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
+    const HostLock lock(dir, std::chrono::seconds(args.lockTimeoutSeconds));
     auto store = RuntimeStore::open(dir);
     for (size_t i = 0; i < ops.size(); ++i) {
       Json line = {{"index", i}, {"op", ops[i].op}};

@@ -39,11 +39,15 @@ struct StoreExecArgs {
   std::string scriptFile;
   std::optional<std::string> storeDir;  // absent: a fresh store in a private temporary dir
   std::optional<std::string> barrier;   // wait until this file exists before opening the store
+  int lockTimeoutSeconds = 0;           // wait this long for another host to release the store
 };
 // `crashsim store exec`: prints one line per op, {"index","op","result"} or
 // {"index","op","error":{code,message[,ledgerCode,eventId]}}, and runs every op whatever the
-// earlier ones returned. Exit 0 when the script ran (op errors are results), 2 when the script
-// is unreadable or malformed, the store cannot be opened, or the barrier never appears (30 s).
+// earlier ones returned. Like every writer it holds the store's host lock (crashsim/host.h
+// HostLock) from before the open to the end: a store another live host owns is refused with
+// code::host_already_active (after lockTimeoutSeconds) and nothing is opened or written.
+// Exit 0 when the script ran (op errors are results), 2 when the script is unreadable or
+// malformed, the store is owned or cannot be opened, or the barrier never appears (30 s).
 int storeExec(const StoreExecArgs& args);
 
 // `crashsim ledger plan-continuation FILE`: builds a fresh private store from the document's

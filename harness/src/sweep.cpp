@@ -19,8 +19,11 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "crashsim/bounded_input.h"
+#include "crashsim/error.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/supervisor.h"
 #include "verdicts/v9_determinism.h"
@@ -221,9 +224,14 @@ SweepPlan planCases(const SweepOptions& opts, const std::vector<Scenario>& scena
     throw SweepError(fmt::format("--expect-cases {}: the selection plans {} case(s)",
                                  *opts.expectCases, plan.sweepCases));
   if (opts.expectManifest) {
-    std::ifstream in(*opts.expectManifest);
-    if (!in) throw SweepError("cannot read --expect-manifest " + opts.expectManifest->string());
+    std::string text;
+    try {  // a regular file of at most 64 MiB, checked before it is read (a FIFO, /dev/zero)
+      text = readBoundedFile(*opts.expectManifest, size_t{64} << 20);
+    } catch (const Error& e) {
+      throw SweepError("--expect-manifest: " + e.code() + ": " + e.what());
+    }
     std::vector<std::string> want;
+    std::istringstream in(text);
     for (std::string line; std::getline(in, line);)
       if (!line.empty()) want.push_back(line);
     if (reports::manifestDigest(want) != plan.sweepManifestDigest)

@@ -4,10 +4,14 @@
 // rejection reason a gate names, the f.6 code of the first rule a bundle breaks, the claim
 // result e.8 gives. Inputs are hand-built RuntimeEvents; the one digest an input needs (a claim's
 // boundary) is taken from a first plan of the same document.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -449,11 +453,11 @@ TEST(StoreExec, TwoProcessesRacingIdenticalOrConflictingBundlesGiveOneEffect) {
     Cmd a, b;
     std::thread ta([&] {
       a = sh(cs() + " store exec " + (d / "a.json").string() + " --store " + store.string() +
-             " --barrier " + (d / "go").string());
+             " --barrier " + (d / "go").string() + " --lock-timeout 30");
     });
     std::thread tb([&] {
       b = sh(cs() + " store exec " + (d / "b.json").string() + " --store " + store.string() +
-             " --barrier " + (d / "go").string());
+             " --barrier " + (d / "go").string() + " --lock-timeout 30");
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ofstream(d / "go") << "";
@@ -477,6 +481,39 @@ TEST(StoreExec, TwoProcessesRacingIdenticalOrConflictingBundlesGiveOneEffect) {
     EXPECT_TRUE(state == "recovery_completed" || state == "recovery_parked") << state;
     fs::remove_all(d);
   }
+}
+
+// Issue #45 (6): `store exec --store` is a writer and takes the host lock like every other one.
+// A real store made by the agent, its lock held by another process (this test): the script is
+// refused with host_already_active and no byte of the store changes; once the lock is free it
+// runs.
+TEST(StoreExec, AStoreOwnedByAnotherHostIsRefusedAndLeftAsItWas) {
+  auto d = freshDir("crashsim-conformance-lock");
+  const fs::path store = completedRun(d, "write-config-port");
+  ASSERT_FALSE(store.empty());
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(store))
+      files[e.path().filename()] = slurp(e.path());
+    return files;
+  };
+  Ledger r("s-lock", "r-lock");
+  std::ofstream(d / "s.json") << json{{"ops", {op("createRun", r.header())}}}.dump();
+  const std::string cmd =
+      cs() + " store exec " + (d / "s.json").string() + " --store " + store.string();
+  const int fd = ::open((store / "host.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const auto before = snapshot();
+  const Cmd refused = sh(cmd);
+  EXPECT_EQ(refused.exitCode, 2) << refused.out;
+  EXPECT_NE(refused.out.find("host_already_active"), std::string::npos) << refused.out;
+  EXPECT_EQ(snapshot(), before) << "store exec wrote into a store another host owns";
+  ::close(fd);  // the owner goes away: the same script now runs
+  const Cmd ran = sh(cmd);
+  EXPECT_EQ(ran.exitCode, 0) << ran.out;
+  EXPECT_EQ(codeOf(json::parse(ran.out)), "ok") << ran.out;
+  fs::remove_all(d);
 }
 
 TEST(StoreExec, MalformedScriptExitsTwoBeforeAnyOpRuns) {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -360,7 +361,10 @@ TEST_F(ResumeTest, ADamagedStoreGivesOneErrorInEveryCommand) {
 struct Damage {
   std::string name;
   std::string sql;    // run on the crashed store by a separate connection ("" = none)
-  std::string files;  // then: "drop-wal" (delete -wal, -shm), "truncate-db" (and drop-wal)
+  std::string files;  // then: "drop-wal" (delete -wal, -shm), "truncate-db" (and drop-wal),
+                      // "empty-db" (the database file cut to 0 bytes, -wal and -shm kept),
+                      // "cut-wal-header" (the -wal cut to its 32-byte header, -shm kept),
+                      // "flip-wal-magic" (a byte of the -wal's magic number zeroed)
   std::string_view code;
 };
 class DamagedStoreTest : public ResumeTest, public ::testing::WithParamInterface<Damage> {};
@@ -383,16 +387,30 @@ TEST_P(DamagedStoreTest, EveryCommandFailsClosedWithTheDamagesCode) {
   const fs::path storeDir = dir / "store";
   ASSERT_TRUE(fs::exists(storeDir / "runtime.manifest"));
   if (!d.sql.empty()) damageWithSql(storeDir / "runtime.sqlite", d.sql);
-  if (!d.files.empty()) {
+  if (d.files == "cut-wal-header" || d.files == "flip-wal-magic") {
+    ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-shm"));
+    if (d.files == "cut-wal-header") fs::resize_file(storeDir / "runtime.sqlite-wal", 32);
+    if (d.files == "flip-wal-magic") {
+      std::fstream f(storeDir / "runtime.sqlite-wal",
+                     std::ios::binary | std::ios::in | std::ios::out);
+      f.seekp(1);
+      f.put('\x00');  // 0x37 0x7f 0x06 0x82/83 → 0x37 0x00 …
+    }
+  } else if (!d.files.empty()) {
     ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-wal"));
-    fs::remove(storeDir / "runtime.sqlite-wal");
-    fs::remove(storeDir / "runtime.sqlite-shm");
-    if (d.files == "truncate-db") fs::resize_file(storeDir / "runtime.sqlite", 0);
+    if (d.files != "empty-db") {
+      fs::remove(storeDir / "runtime.sqlite-wal");
+      fs::remove(storeDir / "runtime.sqlite-shm");
+    }
+    if (d.files != "drop-wal") fs::resize_file(storeDir / "runtime.sqlite", 0);
   }
   auto before = hashFiles(storeDir);
   const Resume inspect = crashsim("inspect --json " + store());
   const Resume dry = crashsim("resume --dry-run --json " + store());
+  const test::Cmd exported = sh(crashsimBinary().string() + " ledger export " + store() + " 2>&1");
   EXPECT_EQ(hashFiles(storeDir), before) << "a read-only command wrote to the store";
+  EXPECT_EQ(exported.exitCode, 2);
+  EXPECT_NE(exported.out.find(std::string(d.code)), std::string::npos) << exported.out;
   const Resume resume = crashsim("resume --json " + store() + " --workspace " + ws());
   const test::Cmd recover = sh(agentBinary().string() + " recover --store " + store() +
                                " --workspace " + ws() + " --scenario " + sc.string());
@@ -422,6 +440,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Damage{"DeletedWal", "", "drop-wal", code::store_data_lost},
         Damage{"TruncatedDatabase", "", "truncate-db", code::store_data_lost},
+        Damage{"EmptyDatabaseBesideItsWal", "", "empty-db",
+               code::store_database_empty_wal_holds_data},
+        // #45 §5: the read-only commands stalled 10 s and printed sqlite_error; now every
+        // command gives the writers' code at once. A WAL cut to its header is a cut at a frame
+        // boundary (undetectable as such): the database lacks the schema its manifest records.
+        Damage{"WalCutToItsHeader", "", "cut-wal-header", code::store_data_lost},
+        // A flipped magic number is a damaged header: SQLite ignores the whole log, and the
+        // commit frames of its generation behind it are acknowledged commits.
+        Damage{"FlippedWalMagic", "", "flip-wal-magic", code::store_wal_frames_lost},
         Damage{"DeletedEventInTheMiddle",
                "DELETE FROM runtime_events WHERE rowid = (" + kUnreferenced + ")", "",
                code::store_event_seq_gap},
@@ -541,6 +568,231 @@ TEST_F(ResumeTest, FeatureFlagOffParksWithResumeFeatureDisabled) {
   const Json j = Json::parse(off.out);
   EXPECT_EQ(j["plan"]["rejectionReasons"], Json::array({code::resume_feature_disabled}));
   EXPECT_TRUE(j["continuation"].is_null());
+}
+
+// ---- issue #45: never destroy what recovery could still use
+// ------------------------------------------------------------
+
+// A crashed store whose database file is empty while its WAL (and -shm, as after every crash)
+// still holds every commit — a crash on a file system with delayed allocation. SQLite would
+// delete that WAL when it opens the empty file, read-only included. Every command refuses with
+// store_database_empty_wal_holds_data before SQLite sees the directory, and no byte of it
+// changes; `crashsim store salvage-wal` rebuilds the whole ledger into a new directory.
+TEST_F(ResumeTest, AnEmptyDatabaseBesideItsWalIsRefusedByteIdenticalAndSalvageable) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P6:2"));
+  const fs::path storeDir = dir / "store";
+  ASSERT_TRUE(fs::exists(storeDir / "runtime.sqlite-shm"));
+  ASSERT_GT(fs::file_size(storeDir / "runtime.sqlite-wal"), 0u);
+  const test::Cmd whole = sh(crashsimBinary().string() + " ledger export " + store());
+  ASSERT_EQ(whole.exitCode, 0);
+  fs::resize_file(storeDir / "runtime.sqlite", 0);
+  const auto before = hashFiles(storeDir);
+  const std::string code(code::store_database_empty_wal_holds_data);
+  for (const std::string& args :
+       {"inspect --json " + store(), "resume --dry-run --json " + store(),
+        "resume --dry-run --json " + store() + " --workspace " + ws(),
+        "resume --json " + store() + " --workspace " + ws() + " --scenario " + sc.string()}) {
+    const Resume r = crashsim(args);
+    EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.out;
+    EXPECT_EQ(r.json["error"]["code"], code) << args << "\n" << r.out;
+    EXPECT_EQ(hashFiles(storeDir), before) << args;
+  }
+  const test::Cmd exported = sh(crashsimBinary().string() + " ledger export " + store() + " 2>&1");
+  EXPECT_EQ(exported.exitCode, 2);
+  EXPECT_NE(exported.out.find(code), std::string::npos) << exported.out;
+  EXPECT_EQ(hashFiles(storeDir), before) << "ledger export";
+  const test::Cmd recover = sh(agentBinary().string() + " recover --store " + store() +
+                               " --workspace " + ws() + " --scenario " + sc.string());
+  EXPECT_EQ(recover.exitCode, 2) << recover.out;
+  EXPECT_NE(recover.out.find(code), std::string::npos) << recover.out;
+  auto after = hashFiles(storeDir);
+  after.erase("agent-exit.json");  // recover's own exit marker
+  auto expected = before;
+  expected.erase("agent-exit.json");
+  EXPECT_EQ(after, expected) << "recover changed the store";
+  const auto damaged = hashFiles(storeDir);
+  // The salvage writes only into a new directory, and gives the whole ledger back.
+  const fs::path salvaged = dir / "salvaged";
+  EXPECT_EQ(crashsim("store salvage-wal " + store() + " --out " + store()).exitCode, 2);
+  const Resume salvage = crashsim("store salvage-wal " + store() + " --out " + salvaged.string());
+  ASSERT_EQ(salvage.exitCode, 0) << salvage.out;
+  EXPECT_EQ(hashFiles(storeDir), damaged) << "the salvage changed the damaged store";
+  EXPECT_EQ(sh(crashsimBinary().string() + " ledger export " + salvaged.string()).out, whole.out);
+  EXPECT_EQ(crashsim("store salvage-wal " + store() + " --out " + salvaged.string()).exitCode, 2)
+      << "a salvage must never write into an existing directory";
+}
+
+// A wrong --workspace: an existing directory that is not the store's workspace. Start-up must
+// prove the directory is the store's (its marker, the identity the runs recorded) before
+// anything is written: an unmarked directory is workspace_unmarked and stays unmarked, a marked
+// directory of another workspace is workspace_identity_mismatch; neither store nor directory
+// changes, and recovery with the right workspace then still finishes the interrupted Write.
+TEST_F(ResumeTest, AWrongWorkspaceIsRefusedBeforeAnythingIsWritten) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P4:2"));  // the Write's rename happened, no T2: reconcile
+  const fs::path unmarked = dir / "unmarked", other = dir / "other";
+  fs::create_directories(unmarked);
+  fs::create_directories(other);
+  std::ofstream(other / ".maka-workspace.json")
+      << R"({"schemaVersion":1,"workspaceId":"9f8e7d6c-5b4a-4c3d-9e2f-1a0b9c8d7e6f"})"
+      << "\n";
+  const auto before = hashFiles(dir / "store");
+  const auto otherBefore = hashFiles(other);
+  for (const auto& [wrong, code] : {std::pair{unmarked, code::workspace_unmarked},
+                                    std::pair{other, code::workspace_identity_mismatch}}) {
+    for (const std::string& args :
+         {"resume --json " + store() + " --workspace " + wrong.string(),
+          "resume --json " + store() + " --workspace " + wrong.string() + " --scenario " +
+              sc.string(),
+          "resume --dry-run --json " + store() + " --workspace " + wrong.string()}) {
+      const Resume r = crashsim(args);
+      EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.out;
+      EXPECT_EQ(r.json["error"]["code"], code) << args << "\n" << r.out;
+    }
+    const test::Cmd recover = sh(agentBinary().string() + " recover --store " + store() +
+                                 " --workspace " + wrong.string() + " --scenario " + sc.string());
+    EXPECT_EQ(recover.exitCode, 2) << recover.out;
+    EXPECT_NE(recover.out.find(std::string(code)), std::string::npos) << recover.out;
+    auto after = hashFiles(dir / "store");
+    after.erase("agent-exit.json");
+    auto expected = before;
+    expected.erase("agent-exit.json");
+    EXPECT_EQ(after["runtime.sqlite"], expected["runtime.sqlite"]) << wrong;
+    EXPECT_EQ(after["runtime.sqlite-wal"], expected["runtime.sqlite-wal"]) << wrong;
+    EXPECT_FALSE(fs::exists(dir / "store" / "lifecycle.jsonl"));
+  }
+  EXPECT_TRUE(fs::is_empty(unmarked)) << "a start-up created a marker in a directory it never used";
+  EXPECT_EQ(hashFiles(other), otherBefore);
+  // The right workspace still settles the Write: completed, run once.
+  const test::Cmd rec = sh(agentBinary().string() + " recover --store " + store() +
+                           " --workspace " + ws() + " --scenario " + sc.string());
+  EXPECT_EQ(rec.exitCode, 0) << rec.out;
+  const Resume after = crashsim("resume " + store() + " --workspace " + ws() + " --json");
+  const Json d = decision(after.json, kRun1, "call-2");
+  EXPECT_EQ(d["status"], code::completed) << d.dump();
+  EXPECT_EQ(d["reason"], code::recovery_bundle_completed) << d.dump();
+  EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
+}
+
+// #45 §4: one verdict in every read and write path. A finished run damaged so that every
+// writer refuses it (its terminal event deleted, the deleted tail included; an extra open run
+// header on its turn) was "integrity ok" to inspect while resume failed with
+// termination_batch_conflict. Now inspect, resume --dry-run and resume all give
+// store_termination_conflict, and inspect changes no byte.
+TEST_F(ResumeTest, AFinishedRunTheWritersRefuseIsRefusedByInspectToo) {
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"deleted terminal event", "DELETE FROM runtime_events WHERE is_terminal = 1"},
+      {"deleted tail",
+       "DELETE FROM runtime_events WHERE event_seq >= (SELECT event_seq FROM runtime_events "
+       "WHERE is_terminal = 1) - 1"},
+      {"extra run header",
+       "INSERT INTO agent_runs (session_id, run_id, invocation_id, turn_id, status, header_json, "
+       "created_at, updated_at) SELECT session_id, run_id || '-extra', invocation_id, turn_id, "
+       "'running', json_remove(json_set(header_json, '$.runId', run_id || '-extra', '$.status', "
+       "'running'), '$.completedAt'), created_at, updated_at FROM agent_runs"},
+  };
+  for (const auto& [name, sql] : damages) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_FALSE(test::completedRun(dir, "write-config-port").empty());
+    damageWithSql(dir / "store" / "runtime.sqlite", sql);
+    const auto before = hashFiles(dir / "store");
+    const std::string code(code::store_termination_conflict);
+    for (const std::string& args :
+         {"inspect --json " + store(), "resume --dry-run --json " + store(),
+          "resume --json " + store() + " --workspace " + ws()}) {
+      const Resume r = crashsim(args);
+      EXPECT_EQ(r.exitCode, 2) << name << ": " << args << "\n" << r.out;
+      EXPECT_EQ(r.json["error"]["code"], code) << name << ": " << args << "\n" << r.out;
+      if (args.rfind("inspect", 0) == 0) EXPECT_EQ(hashFiles(dir / "store"), before) << name;
+    }
+  }
+}
+
+// Every read-only command — inspect (text and --json), resume --dry-run (with and without the
+// workspace) and ledger export — on one crashed store damaged in each way the corrupt sweep
+// damages a store (harness/include/crashsim/harness/corrupt_checks.h) plus the empty database
+// beside an intact WAL: each ends by itself with 0, 1 or 2 (never a signal) and every file of
+// the store directory is byte-identical afterwards.
+TEST_F(ResumeTest, ReadOnlyCommandsChangeNoByteOfADamagedStore) {
+  const fs::path sc = scenarioFile("write-config-port");
+  ASSERT_TRUE(crashAt(dir, sc, "P6:2"));
+  const fs::path crashed = dir / "crashed";
+  fs::copy(dir / "store", crashed, fs::copy_options::recursive);
+  const fs::path db = "runtime.sqlite", wal = "runtime.sqlite-wal";
+  auto patch = [](const fs::path& file, size_t offset, const std::string& bytes) {
+    std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  auto flip = [](const fs::path& file, size_t offset) {
+    std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(c ^ 0x10));
+  };
+  const size_t frame = 24 + 1024;  // the store's 1 KiB pages
+  const size_t walBytes = fs::file_size(crashed / wal);
+  ASSERT_GT(walBytes, 32 + 4 * frame);
+  const std::vector<std::pair<std::string, std::function<void(const fs::path&)>>> damages = {
+      {"bit flip in the database", [&](const fs::path& s) { flip(s / db, 100); }},
+      {"zeroed database page",
+       [&](const fs::path& s) {
+         if (fs::file_size(s / db) >= 2048) patch(s / db, 1024, std::string(1024, '\0'));
+       }},
+      {"database cut", [&](const fs::path& s) { fs::resize_file(s / db, 512); }},
+      {"empty database beside its WAL", [&](const fs::path& s) { fs::resize_file(s / db, 0); }},
+      {"bit flip in a WAL frame", [&](const fs::path& s) { flip(s / wal, 32 + frame + 24 + 7); }},
+      {"zeroed WAL frame",
+       [&](const fs::path& s) { patch(s / wal, 32 + 2 * frame, std::string(frame, '\0')); }},
+      {"WAL cut in its last frame",
+       [&](const fs::path& s) { fs::resize_file(s / wal, walBytes - 7); }},
+      {"deleted WAL",
+       [&](const fs::path& s) {
+         fs::remove(s / wal);
+         fs::remove(s / "runtime.sqlite-shm");
+       }},
+      {"deleted event",
+       [&](const fs::path& s) {
+         damageWithSql(s / db, "DELETE FROM runtime_events WHERE rowid = (" + kUnreferenced + ")");
+       }},
+      {"appended copy of an event",
+       [&](const fs::path& s) {
+         damageWithSql(s / db,
+                       "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, "
+                       "turn_id, event_seq, event_kind, is_terminal, payload_json, committed_at) "
+                       "SELECT event_id || '-copy', session_id, invocation_id, run_id, turn_id, "
+                       "(SELECT MAX(event_seq) + 1 FROM runtime_events), event_kind, is_terminal, "
+                       "payload_json, committed_at FROM runtime_events WHERE event_seq = 1");
+       }},
+      {"swapped event_seq",
+       [&](const fs::path& s) {
+         damageWithSql(s / db,
+                       "UPDATE runtime_events SET event_seq = 100000 WHERE event_seq = 1;"
+                       "UPDATE runtime_events SET event_seq = 1 WHERE event_seq = 2;"
+                       "UPDATE runtime_events SET event_seq = 2 WHERE event_seq = 100000;");
+       }},
+      {"deleted run header",
+       [&](const fs::path& s) { damageWithSql(s / db, "DELETE FROM agent_runs"); }},
+  };
+  for (const auto& [name, damage] : damages) {
+    const fs::path s = dir / "damaged";
+    fs::remove_all(s);
+    fs::copy(crashed, s, fs::copy_options::recursive);
+    damage(s);
+    const auto before = hashFiles(s);
+    for (const std::string& args : {"inspect " + s.string(), "inspect --json " + s.string(),
+                                    "resume --dry-run --json " + s.string(),
+                                    "resume --dry-run " + s.string() + " --workspace " + ws(),
+                                    "ledger export " + s.string()}) {
+      const test::Cmd r = sh(crashsimBinary().string() + " " + args + " >/dev/null 2>&1");
+      EXPECT_LE(r.exitCode, 2) << name << ": " << args;
+      EXPECT_EQ(hashFiles(s), before) << name << ": " << args << " changed the store";
+    }
+  }
 }
 
 }  // namespace

@@ -411,7 +411,8 @@ void writeAll(const Report& report, const std::filesystem::path& dir) {
   auto put = [&](const char* name, const std::string& text) {
     std::ofstream f(dir / name, std::ios::binary | std::ios::trunc);
     f << text;
-    if (!f) throw ReportError("cannot write " + (dir / name).string());
+    f.close();  // a short write (a full disk) shows only once the buffer is flushed
+    if (!f) throw ReportError("output_unwritable: cannot write " + (dir / name).string());
   };
   put("report.json", renderJson(report));
   put("junit.xml", renderJunit(report));

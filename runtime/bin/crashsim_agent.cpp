@@ -270,8 +270,8 @@ int agentMain(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+    return usage(std::string(crashsim::code::agent_usage) + ": " + e.what() +
+                 " (see crashsim-agent --help)");
   }
 
   crashsim::Scenario scenario;

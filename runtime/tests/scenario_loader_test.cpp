@@ -1,6 +1,8 @@
 // Scenario loader: every shipped scenario loads; malformed files → scenario_invalid with a path.
 // Scripted model: next step decided from the replayed history.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -211,6 +213,41 @@ TEST(ScenarioLoader, FilesWithDuplicateKeysWrongNamesOrDeepJsonAreRefused) {
               ",\"description\":" + std::string(100000, '[') + std::string(100000, ']'));
   write("mini.json", text);
   EXPECT_EQ(loadCode(dir / "mini.json"), "json_too_deep");
+  fs::remove_all(dir);
+}
+
+// Issue #45 (7, 3): a FIFO named like a scenario is refused at once (the loader never waits for
+// a writer), and an escaped lone surrogate is scenario_invalid naming the file and the JSON path
+// (one parse: no parser exception escapes the loader).
+TEST(ScenarioLoader, AFifoOrALoneSurrogateIsScenarioInvalidNamingTheFile) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("crashsim-scenario-hostile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path pipe = dir / "mini.json";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  for (const fs::path& p : {pipe, dir}) {
+    try {
+      fs::is_directory(p) ? (void)loadScenarioDirectory(p) : (void)loadScenario(p);
+      ADD_FAILURE() << "a FIFO was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), "scenario_invalid");
+      EXPECT_NE(std::string(e.what()).find(pipe.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("FIFO"), std::string::npos) << e.what();
+    }
+  }
+  fs::remove(pipe);
+  std::string text = minimal().dump();
+  text.replace(text.find("\"hi\""), 4, R"("\ud800hi")");
+  std::ofstream(dir / "mini.json", std::ios::binary) << text;
+  try {
+    loadScenario(dir / "mini.json");
+    ADD_FAILURE() << "a lone surrogate was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "scenario_invalid");
+    EXPECT_EQ(e.path(), "$.user");
+    EXPECT_NE(std::string(e.what()).find((dir / "mini.json").string()), std::string::npos);
+  }
   fs::remove_all(dir);
 }
 

@@ -219,8 +219,17 @@ inline constexpr std::string_view store_event_seq_gap = "store_event_seq_gap";
 inline constexpr std::string_view store_event_order_conflict = "store_event_order_conflict";
 inline constexpr std::string_view store_run_header_missing = "store_run_header_missing";
 inline constexpr std::string_view store_projection_mismatch = "store_projection_mismatch";
+// A termination key names a terminal RuntimeEvent the ledger lacks, a terminal header has no
+// terminal event, or an open run's turn is already finalized by another run: the terminal writer
+// would refuse the store (termination_batch_conflict), so its self-check does first.
+inline constexpr std::string_view store_termination_conflict = "store_termination_conflict";
 // The -wal holds commits SQLite's recovery would silently drop (a damaged frame before them).
 inline constexpr std::string_view store_wal_frames_lost = "store_wal_frames_lost";
+// runtime.sqlite is empty (0 bytes) while its -wal still holds committed frames: the data lives
+// in the WAL alone. Refused before SQLite opens the file (SQLite would delete that WAL), the
+// directory unchanged; `crashsim store salvage-wal` rebuilds the database into a new directory.
+inline constexpr std::string_view store_database_empty_wal_holds_data =
+    "store_database_empty_wal_holds_data";
 // sqlite_master differs from the schema the migrations build (a renamed column, a lost index).
 inline constexpr std::string_view store_schema_damaged = "store_schema_damaged";
 // Legacy RuntimeEvent JSONL import (crashsim/store.h, kLegacyJsonlName): a line that is not one

@@ -9,7 +9,9 @@
 //
 // Host start-up (hostStartup) is ONE sequence; `crashsim-agent recover` and `crashsim resume`
 // both call it and nothing else re-implements a step. In order:
-//   1. open the store and check it: PRAGMA quick_check, anything but "ok" → store_corrupt;
+//   1. with a workspace, prove it is the store's (requireStoreWorkspace, on a read-only open,
+//      before the writable one writes anything); then open the store and check it
+//      (RuntimeStore::checkIntact);
 //   2. continuation claim saga (repairContinuationClaims, strict) — first, because run
 //      recovery skips the claim targets the saga owns (spec g);
 //   3. reconcile (file_reconcile.h) — BEFORE startup repair. The run seal (terminal_facts.h)
@@ -44,6 +46,7 @@
 // continuation_repair_failed, continuation_* (execution), workspace_* (identity).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -53,9 +56,37 @@
 #include "crashsim/continuation.h"
 #include "crashsim/json.h"
 #include "crashsim/scenario.h"
+#include "crashsim/store.h"
 #include "crashsim/tools.h"
+#include "crashsim/workspace.h"
 
 namespace crashsim {
+
+// The host lock (Ownership above): an exclusive flock on <storeDir>/host.lock for the object's
+// lifetime; the kernel drops it when the process dies. Creates storeDir and host.lock when
+// missing. Another live holder → code::host_already_active once `wait` has passed without it
+// letting go (0: at once); an unopenable lock file → code::store_open_failed. Every writer of a
+// store (run, recover, resume, `crashsim store exec --store`) holds one.
+class HostLock {
+ public:
+  explicit HostLock(const std::filesystem::path& storeDir,
+                    std::chrono::milliseconds wait = std::chrono::milliseconds(0));
+  ~HostLock();
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// The workspace a host start-up of `store` may reconcile and plan against (spec h): the
+// directory must carry a marker (code::workspace_unmarked otherwise: a start-up never creates a
+// marker, so a directory the store has never used is never adopted) whose identity, when the
+// store's runs recorded any, is one of them (code::workspace_identity_mismatch otherwise: a
+// marked directory of another workspace). The marker's own errors as readWorkspaceIdentity's.
+// Reads only; called before start-up writes anything.
+WorkspaceIdentity requireStoreWorkspace(const RuntimeStore& store,
+                                        const std::filesystem::path& workspaceDir);
 
 struct AgentPaths {
   std::filesystem::path storeDir;      // holds runtime.sqlite

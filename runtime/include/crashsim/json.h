@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,15 @@ using Json = nlohmann::json;
 // Text nesting deeper than maxDepth (crashsim/json_limits.h) → Error(code::json_too_deep),
 // before anything is parsed; a JSON array of stored values reads with kMaxJsonDepth + 1.
 Json parseJson(std::string_view text, size_t maxDepth = kMaxJsonDepth);
+
+// parseJson (one parse: the same rules, limits and errors) that also reports the first key given
+// twice in one object, for hand-written files that refuse it (scenarios). `value` keeps the last
+// one, as parseJson does.
+struct ParsedJson {
+  Json value;
+  std::optional<std::string> duplicateKey;  // WTF-8, as the decoded key
+};
+ParsedJson parseJsonFindingDuplicateKeys(std::string_view text, size_t maxDepth = kMaxJsonDepth);
 
 // Stable JSON (spec a.6): JSON.stringify of the value with every object's keys inserted in
 // ascending UTF-16 code-unit order, exactly as the reference encoder does. Because JavaScript

@@ -42,9 +42,12 @@ struct StoreOptions {
   // Never writes a byte of the store directory and never migrates or repairs: with a WAL and
   // its -shm the database is opened mode=ro with a read-only -shm (SQLite then reads the WAL
   // into private memory when no writer is live); without a WAL, immutable=1 (the database
-  // file holds every commit); with a WAL but no -shm (nothing else can have it open), the
-  // database and WAL are copied into a private scratch directory, opened there and deleted
-  // on close. Closing never checkpoints (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
+  // file holds every commit); with a WAL but no -shm (nothing else can have it open), or a
+  // -shm whose index disagrees with the WAL (damaged or cut WAL: SQLite would have to rebuild
+  // the index, which a read-only -shm cannot, and would retry for seconds), the database and
+  // WAL are copied into a private scratch directory, opened there (SQLite recovers the WAL as a
+  // writer's open would) and deleted on close. Closing never checkpoints
+  // (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
   bool readOnly = false;
   std::string synchronous = "FULL";  // FULL (default) | NORMAL (power-loss study only)
   std::string vfs;                   // SQLite VFS name; empty = default (power-loss VFS in tests)
@@ -76,6 +79,22 @@ void writeStoreManifest(const std::filesystem::path& storeDir, int64_t schemaVer
 // (legacyImportPending): code::store_data_lost when the manifest records a store,
 // code::store_open_failed when there is no store at all.
 void requireRuntimeStore(const std::filesystem::path& storeDir);
+
+// An empty database file beside a -wal that still holds committed frames (a crash on a file
+// system with delayed allocation, a botched copy) is refused by every open before SQLite sees
+// the directory — SQLite would delete that WAL — with code::store_database_empty_wal_holds_data,
+// and nothing changes. (An empty database beside a WAL without a valid commit is
+// code::store_data_lost when the manifest records a store.)
+//
+// salvageWalIntoNewStore rebuilds such a store into <newDir>, which must not exist (else
+// code::store_open_failed): the database the WAL's valid commits describe on their own (each
+// page from the latest valid frame that wrote it, up to the last valid commit), then the
+// manifest; the result must pass a read-only open and checkIntact, or newDir is removed and the
+// check's code thrown. code::store_data_lost when the WAL holds no commit or lacks a page (it
+// lived only in the lost database file). storeDir is only read; host.lock, effects and the
+// lifecycle log are not copied.
+void salvageWalIntoNewStore(const std::filesystem::path& storeDir,
+                            const std::filesystem::path& newDir);
 
 // Legacy RuntimeEvent JSONL (seed Phase 2): <storeDir>/runtime-events.jsonl, one RuntimeEvent
 // (the contract's shape, a) per line, as a host without SQLite wrote it. It is read only while
@@ -301,7 +320,11 @@ class RuntimeStore {
   //   store_run_header_missing     RuntimeEvents of a run without its agent_runs header (with
   //                                the same invocation);
   //   store_projection_mismatch    tool_operations / tool_journal_events differ from the rows
-  //                                the ledger implies (the rebuild of f.8, computed, not written).
+  //                                the ledger implies (the rebuild of f.8, computed, not written);
+  //   store_termination_conflict   a termination key (runtime_turn_finalize) names a terminal
+  //                                event the ledger lacks, a terminal header has no terminal
+  //                                event, or an open run's turn was finalized by another run
+  //                                (what the terminal writer refuses: termination_batch_conflict).
   // A header without events is legal (a continuation target before its start, spec e.8); a
   // ledger the scanner rejects is left to the resolver, which reports it per run.
   void checkIntact() const;

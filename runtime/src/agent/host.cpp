@@ -12,6 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
+#include <thread>
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
@@ -28,31 +30,6 @@ fs::path effectsPathOf(const AgentPaths& paths) {
 }
 
 namespace {
-
-// The host lock of crashsim/host.h: an exclusive flock on <store>/host.lock for the lifetime
-// of the writer.
-class HostLock {
- public:
-  explicit HostLock(const fs::path& storeDir) {
-    fs::create_directories(storeDir);
-    const fs::path file = storeDir / "host.lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ < 0)
-      throw Error(code::store_open_failed,
-                  "cannot open " + file.string() + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw Error(code::host_already_active,
-                  "another host process owns the store " + storeDir.string());
-    }
-  }
-  ~HostLock() { ::close(fd_); }
-  HostLock(const HostLock&) = delete;
-  HostLock& operator=(const HostLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // A writable open imports a pending legacy JSONL in the scenario's batch size (scenario.h).
 StoreOptions storeOptionsOf(const Scenario* scenario) {
@@ -181,6 +158,50 @@ void plantedReruns(const Scenario& scenario, const fs::path& storeDir,
 
 }  // namespace
 
+HostLock::HostLock(const fs::path& storeDir, std::chrono::milliseconds wait) {
+  std::error_code ec;
+  fs::create_directories(storeDir, ec);
+  if (ec)
+    throw Error(code::store_open_failed,
+                "cannot create store directory " + storeDir.string() + ": " + ec.message());
+  const fs::path file = storeDir / "host.lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd_ < 0)
+    throw Error(code::store_open_failed,
+                "cannot open " + file.string() + ": " + std::strerror(errno));
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::close(fd_);
+      throw Error(code::host_already_active,
+                  "another host process owns the store " + storeDir.string());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+HostLock::~HostLock() { ::close(fd_); }
+
+WorkspaceIdentity requireStoreWorkspace(const RuntimeStore& store, const fs::path& workspaceDir) {
+  const std::optional<WorkspaceIdentity> marked = readWorkspaceIdentity(workspaceDir);
+  std::set<std::string> recorded;
+  for (const RunHeader& h : store.listRuns())
+    if (h.workspaceIdentity) recorded.insert(*h.workspaceIdentity);
+  std::string list;
+  for (const std::string& id : recorded) list += (list.empty() ? "" : ", ") + id;
+  if (!marked)
+    throw Error(code::workspace_unmarked,
+                "workspace " + workspaceDir.string() + " has no marker (" +
+                    std::string(kWorkspaceMarkerName) + "): the store " +
+                    (recorded.empty() ? std::string("records no workspace") : "recorded " + list) +
+                    "; a start-up never adopts an unmarked directory, nothing was written");
+  if (!recorded.empty() && !recorded.count(marked->identity))
+    throw Error(code::workspace_identity_mismatch,
+                "workspace " + marked->root.string() + " is " + marked->identity +
+                    ", but the store's runs recorded " + list + "; nothing was written");
+  return *marked;
+}
+
 RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
                        CancellationToken& cancel) {
   const WorkspaceIdentity workspace = ensureWorkspaceIdentity(paths.workspaceDir);
@@ -238,10 +259,12 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   std::optional<HostLock> lock;
   std::optional<ScratchDir> scratch;
   std::unique_ptr<RuntimeStore> store;
+  std::optional<WorkspaceIdentity> workspace;
+  StoreOptions ro;
+  ro.readOnly = true;
   if (options.dryRun) {
-    StoreOptions ro;
-    ro.readOnly = true;
     auto source = RuntimeStore::open(storeDir, ro);
+    if (options.workspaceDir) workspace = requireStoreWorkspace(*source, *options.workspaceDir);
     source->checkIntact();
     scratch.emplace();
     source->backupTo(scratch->path);
@@ -249,14 +272,18 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     store = RuntimeStore::open(scratch->path);
   } else {
     lock.emplace(storeDir);
+    // The workspace is proven on a read-only open, before the writable one writes anything (a
+    // manifest, a checkpoint when it closes on an error) — unless a legacy import is pending:
+    // a read-only open would run the whole import once more in a scratch copy (its failpoints
+    // included), and the writable open imports before anything else anyway.
+    const bool importPending = legacyImportPending(storeDir);
+    if (options.workspaceDir && !importPending)
+      workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
     store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
+    if (options.workspaceDir && importPending)
+      workspace = requireStoreWorkspace(*store, *options.workspaceDir);
     // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
     if (!planted("host_ignores_integrity_check")) store->checkIntact();
-  }
-  std::optional<WorkspaceIdentity> workspace;
-  if (options.workspaceDir) {
-    workspace = options.dryRun ? readWorkspaceIdentity(*options.workspaceDir)
-                               : ensureWorkspaceIdentity(*options.workspaceDir);
   }
   // 2. continuation claim saga.
   report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();

@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "agent/scenario_after_crash.h"
+#include "crashsim/bounded_input.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/tools.h"
+#include "event/utf8.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -78,6 +80,34 @@ class Validator {
   std::string source_;
 };
 
+// The path of the first string (key or value) that holds a lone UTF-16 surrogate, or "".
+// parseJson decodes an escaped one ("\ud800") to its WTF-8 bytes, which a RuntimeEvent may carry
+// (spec a.6) but a scenario may not: its texts become file names, file contents and report text.
+// The legacy store's events are RuntimeEvents, which may (they are written back as escapes).
+std::string loneSurrogateAt(const Json& v, const std::string& path) {
+  if (path == "$.legacyStore.events") return "";
+  auto lone = [](std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+      const int32_t cp = detail::decodeUtf8(s, i);
+      if (cp < 0) ++i;  // not WTF-8 at all: parseJson never yields it; the writers refuse it
+      if (detail::isSurrogate(cp)) return true;
+    }
+    return false;
+  };
+  if (v.is_string()) return lone(v.get_ref<const std::string&>()) ? path : "";
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (auto at = loneSurrogateAt(v[i], path + "[" + std::to_string(i) + "]"); !at.empty())
+        return at;
+  } else if (v.is_object()) {
+    for (const auto& [key, value] : v.items()) {
+      if (lone(key)) return path + "." + printableUtf8(key);
+      if (auto at = loneSurrogateAt(value, path + "." + key); !at.empty()) return at;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 size_t Scenario::callCount() const {
@@ -88,6 +118,10 @@ size_t Scenario::callCount() const {
 
 Scenario parseScenario(const Json& v, const std::string& source) {
   Validator val(source);
+  if (const std::string at = loneSurrogateAt(v, "$"); !at.empty())
+    val.fail(printableUtf8(at),
+             "holds an escaped lone UTF-16 surrogate; a scenario's texts become file names, file "
+             "contents and report text, which hold Unicode only");
   val.object(v, "$", {"id", "user", "model", "expect"},
              {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore"});
   Scenario s;
@@ -207,49 +241,25 @@ Scenario parseScenario(const Json& v, const std::string& source) {
   return s;
 }
 
-namespace {
-
-// A scenario is a hand-written file: besides the limits every reader enforces (parseJson's
-// depth), a key given twice in one object is refused instead of silently taking the last.
-Json parseScenarioText(const fs::path& file, const std::string& text) {
-  if (text.size() > kMaxScenarioBytes)
-    throw Error(code::scenario_invalid,
-                file.string() + ": larger than " + std::to_string(kMaxScenarioBytes) + " bytes",
-                "$");
-  parseJson(text);  // depth (json_too_deep) and strict syntax (invalid_json) first
-  std::vector<std::set<std::string>> open;
-  std::string duplicate;
-  Json::parser_callback_t keys = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) open.emplace_back();
-    if (event == Json::parse_event_t::object_end) open.pop_back();
-    if (event == Json::parse_event_t::key &&
-        !open.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  Json value = Json::parse(text, keys);
-  if (!duplicate.empty())
-    throw Error(code::scenario_invalid,
-                file.string() + ": the key \"" + duplicate + "\" is given twice in one object",
-                "$");
-  return value;
-}
-
-}  // namespace
-
 Scenario loadScenario(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(code::scenario_invalid, file.string() + ": cannot be read");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  Json value;
+  // A scenario is a hand-written file: a regular file of bounded size, checked before it is read
+  // (a FIFO named <id>.json never blocks the loader), parsed once with the limits every reader
+  // enforces (depth, WTF-8), and a key given twice in one object is refused instead of silently
+  // taking the last. Every failure is scenario_invalid naming the file (json_too_deep keeps its
+  // own code).
+  ParsedJson parsed;
   try {
-    value = parseScenarioText(file, buffer.str());
+    parsed = parseJsonFindingDuplicateKeys(readBoundedFile(file, kMaxScenarioBytes));
   } catch (const Error& e) {
-    if (e.code() != code::invalid_json) throw;
-    throw Error(code::scenario_invalid, file.string() + ": not valid JSON: " + e.what(), "$");
+    if (e.code() == code::json_too_deep) throw;
+    throw Error(code::scenario_invalid, file.string() + ": " + e.code() + ": " + e.what(), "$");
   }
-  Scenario s = parseScenario(value, file.string());
+  if (parsed.duplicateKey)
+    throw Error(code::scenario_invalid,
+                file.string() + ": the key \"" + printableUtf8(*parsed.duplicateKey) +
+                    "\" is given twice in one object",
+                "$");
+  Scenario s = parseScenario(parsed.value, file.string());
   s.source = file;
   return s;
 }

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "crashsim/codes.h"
@@ -174,7 +175,12 @@ void restoreMarkedStrings(Json& v) {
 
 }  // namespace
 
-Json parseJson(std::string_view text, size_t maxDepth) {
+namespace {
+
+// parseJson, with an optional nlohmann parser callback that sees the text as nlohmann parses it
+// (escaped lone surrogates marked, see rewriteForNlohmann); sets *marked when it was.
+Json parseJsonText(std::string_view text, size_t maxDepth, const Json::parser_callback_t& callback,
+                   bool* marked) {
   if (jsonTextDepth(text, maxDepth) > maxDepth)
     throw Error(code::json_too_deep,
                 "JSON text nests deeper than " + std::to_string(maxDepth) + " levels");
@@ -183,19 +189,43 @@ Json parseJson(std::string_view text, size_t maxDepth) {
   if (text.find('\0') != std::string_view::npos)
     throw Error(code::invalid_json, "invalid JSON: a NUL byte in the text");
   std::string rewritten;
-  bool marked = false;
+  *marked = false;
   if (needsRewrite(text)) {
-    marked = rewriteForNlohmann(text, rewritten);
+    *marked = rewriteForNlohmann(text, rewritten);
     text = rewritten;
   }
   try {
-    Json value = Json::parse(text.data(), text.data() + text.size(), nullptr,
+    Json value = Json::parse(text.data(), text.data() + text.size(), callback,
                              /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    if (marked) restoreMarkedStrings(value);
+    if (*marked) restoreMarkedStrings(value);
     return value;
   } catch (const Json::exception& e) {
     throw Error(code::invalid_json, std::string("invalid JSON: ") + e.what());
   }
+}
+
+}  // namespace
+
+Json parseJson(std::string_view text, size_t maxDepth) {
+  bool marked = false;
+  return parseJsonText(text, maxDepth, nullptr, &marked);
+}
+
+ParsedJson parseJsonFindingDuplicateKeys(std::string_view text, size_t maxDepth) {
+  ParsedJson out;
+  std::vector<std::set<std::string>> open;
+  Json::parser_callback_t keys = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) open.emplace_back();
+    if (event == Json::parse_event_t::object_end) open.pop_back();
+    if (event == Json::parse_event_t::key &&
+        !open.back().insert(parsed.get<std::string>()).second && !out.duplicateKey)
+      out.duplicateKey = parsed.get<std::string>();
+    return true;
+  };
+  bool marked = false;
+  out.value = parseJsonText(text, maxDepth, keys, &marked);
+  if (marked && out.duplicateKey) *out.duplicateKey = restoreMarked(*out.duplicateKey);
+  return out;
 }
 
 bool containsNegativeZero(const Json& v) {

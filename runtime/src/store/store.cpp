@@ -196,6 +196,34 @@ void requireManifestSchema(const std::filesystem::path& storeDir,
                   ": the store's data is lost (nothing was re-created)");
 }
 
+// SQLite treats a database file of 0 bytes as a new, empty database and deletes its WAL when
+// it opens it (read-only with a -shm too), so a WAL that still holds every commit of a store
+// whose database file was emptied (delayed allocation, a botched copy) would be destroyed before
+// anything decides. Called before SQLite sees the directory; reads only.
+void refuseEmptyDatabaseBesideAWal(const std::filesystem::path& storeDir,
+                                   const std::optional<int64_t>& manifest, bool readOnly) {
+  namespace fs = std::filesystem;
+  const fs::path db = storeDir / "runtime.sqlite", wal = storeDir / "runtime.sqlite-wal";
+  std::error_code ec;
+  if (fs::symlink_status(db, ec).type() != fs::file_type::regular || ec) return;
+  if (fs::file_size(db, ec) != 0 || ec) return;
+  const auto walBytes = fs::file_size(wal, ec);
+  if (ec || walBytes == 0) return;
+  if (const size_t frames = store_detail::walCommittedFrames(wal); frames > 0) {
+    throw Error(code::store_database_empty_wal_holds_data,
+                db.string() + " is empty (0 bytes) but " + wal.string() + " holds " +
+                    std::to_string(frames) +
+                    " committed frame(s): the store's data is in the WAL alone; nothing was "
+                    "opened or changed (crashsim store salvage-wal rebuilds it into a new "
+                    "directory)");
+  }
+  if (!readOnly && !manifest) return;  // no store recorded, no commit in the WAL: a new store
+  throw Error(manifest ? code::store_data_lost : code::store_open_failed,
+              db.string() + " is empty (0 bytes) and " + wal.string() +
+                  " holds no committed frame" +
+                  (manifest ? ": the store's data is lost (nothing was re-created)" : ""));
+}
+
 [[noreturn]] void throwNewer(int64_t v) {
   throw Error(code::schema_newer_than_supported, "SQLite runtime schema " + std::to_string(v) +
                                                      " is newer than supported version " +
@@ -453,7 +481,11 @@ int openReadOnly(const std::filesystem::path& file, sqlite3** db, std::filesyste
   const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
   if (!hasWal)
     return sqlite3_open_v2((fileUri(file) + "?mode=ro&immutable=1").c_str(), db, flags, nullptr);
-  if (hasShm) {
+  // A -shm that disagrees with the WAL (a WAL cut to its header, damaged, or shorter than the
+  // frames the index vouches for) would make SQLite rebuild the index, which a read-only -shm
+  // cannot: it retries for seconds and fails with a locking error. The private copy below lets
+  // SQLite recover the WAL exactly as a writer's open would, so every command gives one code.
+  if (hasShm && store_detail::walIndexAgrees(wal, shm)) {
     return sqlite3_open_v2((fileUri(file) + "?mode=ro&readonly_shm=1").c_str(), db, flags, nullptr);
   }
   std::string tmpl = (std::filesystem::temp_directory_path() / "crashsim-ro-XXXXXX").string();
@@ -525,6 +557,7 @@ std::unique_ptr<RuntimeStore> RuntimeStore::openImpl(const std::filesystem::path
   // A directory whose manifest records a store must still hold its database: never create it.
   const std::optional<int64_t> manifest = readStoreManifest(storeDir);
   if (options.readOnly || manifest) requireRuntimeStore(storeDir);
+  refuseEmptyDatabaseBesideAWal(storeDir, manifest, options.readOnly);
   // Decoded in full before anything is created: a bad line fails closed with nothing written.
   std::vector<store_detail::LegacyLine> legacy;
   if (legacyJsonl) legacy = store_detail::readLegacyJsonl(*legacyJsonl);
@@ -1053,6 +1086,41 @@ void RuntimeStore::checkIntact() const {
     throw Error(code::store_run_header_missing,
                 "run " + st.text(0) + "/" + st.text(1) + " (invocation " + st.text(2) +
                     ") has RuntimeEvents but no agent_runs header" + where);
+  }
+  // The termination keys (runtime_turn_finalize) and the terminal headers against the ledger:
+  // what the terminal writer refuses later (termination_batch_conflict, run_sealed) is found
+  // here first, so a read-only check never calls a store intact that every writer refuses.
+  if (auto st = c.prepare(
+          "SELECT f.operation_id, f.session_id, f.run_id FROM runtime_turn_finalize f WHERE NOT "
+          "EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = f.terminal_event_id AND "
+          "e.session_id = f.session_id AND e.run_id = f.run_id AND e.is_terminal = 1) LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "the termination key " + st.text(0) + " of run " + st.text(1) + "/" + st.text(2) +
+                    " names a terminal RuntimeEvent the ledger does not hold (a deleted event)" +
+                    where);
+  }
+  if (auto st = c.prepare(
+          "SELECT r.session_id, r.run_id, r.status FROM agent_runs r WHERE r.status IN "
+          "('completed', 'failed', 'cancelled') AND NOT EXISTS (SELECT 1 FROM runtime_events e "
+          "WHERE e.session_id = r.session_id AND e.run_id = r.run_id AND e.is_terminal = 1) "
+          "LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "run " + st.text(0) + "/" + st.text(1) + " has a " + st.text(2) +
+                    " header but no terminal RuntimeEvent (a deleted event)" + where);
+  }
+  if (auto st = c.prepare(
+          "SELECT r.session_id, r.run_id, f.operation_id, f.run_id FROM agent_runs r JOIN "
+          "runtime_turn_finalize f ON f.session_id = r.session_id AND f.turn_id = r.turn_id "
+          "WHERE f.run_id <> r.run_id AND r.status NOT IN ('completed', 'failed', 'cancelled') "
+          "LIMIT 1");
+      st.step()) {
+    throw Error(code::store_termination_conflict,
+                "run " + st.text(0) + "/" + st.text(1) +
+                    " is open, but its turn's termination key " + st.text(2) + " belongs to run " +
+                    st.text(3) + " (an extra run header): no terminal batch could ever end it" +
+                    where);
   }
   if (const std::string diff = projectionDifference(*this, c); !diff.empty())
     throw Error(code::store_projection_mismatch, diff + where);

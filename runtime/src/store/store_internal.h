@@ -240,6 +240,20 @@ LedgerProjection projectLedger(Connection& c);
 // commits (a damaged frame followed by two or more commit frames of the current WAL
 // generation, wal_check.cpp); empty when there is none. Reads only.
 std::string walLossEvidence(const std::filesystem::path& wal);
+// The WAL frames SQLite's recovery would keep (up to and including the last valid commit
+// frame); 0 when the file is missing, holds no WAL header or no valid commit. Reads only.
+size_t walCommittedFrames(const std::filesystem::path& wal);
+// True when the -shm's WAL-index header is intact and agrees with the -wal: the WAL header is
+// valid, holds the index's salts, and its valid commits reach at least the frames the index
+// vouches for (mxFrame). Only then can a read-only connection use the -shm as it is; otherwise
+// SQLite would have to rebuild the index, which a read-only -shm cannot, and retries for seconds
+// before it fails. Reads only.
+bool walIndexAgrees(const std::filesystem::path& wal, const std::filesystem::path& shm);
+// The database file the WAL's valid commits describe on their own: every page of the last
+// valid commit's database size, each from the latest frame that wrote it. Throws
+// code::store_data_lost when there is no valid commit or a page is in no frame (it lived only in
+// the database file). Reads only.
+std::string walDatabaseImage(const std::filesystem::path& wal);
 void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);

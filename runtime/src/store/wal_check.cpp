@@ -1,5 +1,5 @@
-// wal_check.cpp — evidence that SQLite's WAL recovery will drop committed frames
-// (store_internal.h, walLossEvidence). Reads only.
+// wal_check.cpp — what the -wal file holds, read by crashsim itself before SQLite sees it
+// (store_internal.h: walLossEvidence, walCommittedFrames, walDatabaseImage). Reads only.
 //
 // SQLite replays a WAL up to the first frame whose salts or cumulative checksum do not match
 // and silently ignores everything after it. A flipped bit or a zeroed frame in the middle of
@@ -13,9 +13,12 @@
 // ambiguous (a torn in-flight commit looks the same) and, like a WAL cut at a frame boundary, is
 // not detectable here (README, fault model).
 #include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <optional>
 #include <vector>
 
+#include "crashsim/codes.h"
 #include "store/store_internal.h"
 
 namespace crashsim::store_detail {
@@ -40,60 +43,138 @@ void checksum(bool bigEndian, const unsigned char* p, size_t n, uint32_t s[2]) {
 
 constexpr size_t kHeader = 32, kFrameHeader = 24;
 
-}  // namespace
+// One read of the -wal (one snapshot) and where SQLite's recovery would stop in it.
+struct WalScan {
+  std::vector<unsigned char> bytes;
+  bool header = false;  // a WAL header SQLite would read (magic, page size)
+  uint32_t pageSize = 0;
+  size_t frames = 0;         // whole frames in the file
+  size_t stop = 0;           // the first frame SQLite's recovery rejects (frames: none)
+  size_t lastCommit = 0;     // frames SQLite keeps: up to and including the last valid commit
+  size_t commitsBeyond = 0;  // commit frames of this generation at or after `stop`
+  const unsigned char* frame(size_t i) const {
+    return bytes.data() + kHeader + i * (kFrameHeader + pageSize);
+  }
+};
 
-std::string walLossEvidence(const std::filesystem::path& wal) {
+WalScan scanWal(const std::filesystem::path& wal) {
+  WalScan w;
   std::error_code ec;
   const auto size = std::filesystem::file_size(wal, ec);
   std::ifstream in(wal, std::ios::binary);
-  if (ec || !in) return {};
-  std::vector<unsigned char> bytes(static_cast<size_t>(size));  // one read: one snapshot
-  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  if (bytes.size() < kHeader) return {};
-  const unsigned char* h = bytes.data();
+  if (ec || !in) return w;
+  w.bytes.resize(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char*>(w.bytes.data()), static_cast<std::streamsize>(w.bytes.size()));
+  w.bytes.resize(static_cast<size_t>(in.gcount()));
+  if (w.bytes.size() < kHeader) return w;
+  const unsigned char* h = w.bytes.data();
   const uint32_t magic = be32(h);
   const uint32_t pageSize = be32(h + 8);
   const uint32_t salt1 = be32(h + 16), salt2 = be32(h + 20);
-  if ((magic & 0xFFFFFFFEu) != 0x377f0682u || pageSize < 512 || pageSize > 65536 ||
-      (pageSize & (pageSize - 1)) != 0) {
-    return {};  // no WAL header (never written, or reset): nothing SQLite would replay
+  if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) != 0 ||
+      (salt1 == 0 && salt2 == 0)) {
+    return w;  // no WAL header (never written, or reset): nothing SQLite would replay
   }
+  const bool magicOk = (magic & 0xFFFFFFFEu) == 0x377f0682u;
+  w.header = magicOk;
+  w.pageSize = pageSize;
   const bool bigEndian = (magic & 1) != 0;
-  const size_t frameSize = kFrameHeader + pageSize;
-  const size_t frames = (bytes.size() - kHeader) / frameSize;
+  w.frames = (w.bytes.size() - kHeader) / (kFrameHeader + pageSize);
   uint32_t s[2] = {0, 0};
   checksum(bigEndian, h, 24, s);
-  // A damaged header makes SQLite ignore the whole log: judge every frame as "beyond".
-  size_t stop = (s[0] == be32(h + 24) && s[1] == be32(h + 28)) ? frames : 0;
-  size_t lastCommit = 0;  // frames SQLite keeps (up to and including the last valid commit)
-  if (stop != 0) {
-    for (size_t i = 0; i < frames; ++i) {
-      const unsigned char* f = h + kHeader + i * frameSize;
+  // A damaged header (its checksum, or a flipped magic number) makes SQLite ignore the whole
+  // log: judge every frame as "beyond".
+  w.stop = (magicOk && s[0] == be32(h + 24) && s[1] == be32(h + 28)) ? w.frames : 0;
+  if (w.stop != 0) {
+    for (size_t i = 0; i < w.frames; ++i) {
+      const unsigned char* f = w.frame(i);
       if (be32(f) == 0 || be32(f + 8) != salt1 || be32(f + 12) != salt2) {
-        stop = i;
+        w.stop = i;
         break;
       }
       checksum(bigEndian, f, 8, s);
       checksum(bigEndian, f + kFrameHeader, pageSize, s);
       if (s[0] != be32(f + 16) || s[1] != be32(f + 20)) {
-        stop = i;
+        w.stop = i;
         break;
       }
-      if (be32(f + 4) != 0) lastCommit = i + 1;
+      if (be32(f + 4) != 0) w.lastCommit = i + 1;
     }
   }
-  size_t commitsBeyond = 0;
-  for (size_t i = stop; i < frames; ++i) {
-    const unsigned char* f = h + kHeader + i * frameSize;
+  for (size_t i = w.stop; i < w.frames; ++i) {
+    const unsigned char* f = w.frame(i);
     if (be32(f) != 0 && be32(f + 4) != 0 && be32(f + 8) == salt1 && be32(f + 12) == salt2)
-      ++commitsBeyond;
+      ++w.commitsBeyond;
   }
-  if (commitsBeyond < 2) return {};
-  return std::to_string(commitsBeyond) + " commit frames of the current WAL generation follow " +
-         "frame " + std::to_string(stop + 1) + " of " + std::to_string(frames) + ", where " +
-         "SQLite's recovery stops (" + std::to_string(lastCommit) +
+  return w;
+}
+
+// The -shm's WAL-index header (SQLite wal.c WalIndexHdr, 48 bytes in native byte order, twice),
+// when both copies agree, it is initialised and its checksum holds.
+struct ShmIndex {
+  uint32_t mxFrame = 0;  // the last frame of the last commit the index vouches for
+  unsigned char salts[8] = {};
+};
+
+std::optional<ShmIndex> readShmIndex(const std::filesystem::path& shm) {
+  unsigned char h[96];
+  std::ifstream in(shm, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(h), sizeof h)) return std::nullopt;
+  if (std::memcmp(h, h + 48, 48) != 0 || h[12] != 1) return std::nullopt;
+  uint32_t s[2] = {0, 0};
+  checksum(false, h, 40, s);  // native (little-endian) words, as walIndexTryHdr checks them
+  if (s[0] != le32(h + 40) || s[1] != le32(h + 44)) return std::nullopt;
+  ShmIndex index;
+  index.mxFrame = le32(h + 16);
+  std::memcpy(index.salts, h + 32, 8);  // the WAL header's salt bytes, copied as they are
+  return index;
+}
+
+}  // namespace
+
+bool walIndexAgrees(const std::filesystem::path& wal, const std::filesystem::path& shm) {
+  const std::optional<ShmIndex> index = readShmIndex(shm);
+  if (!index) return false;
+  const WalScan w = scanWal(wal);
+  if (index->mxFrame == 0) return true;  // the index vouches for nothing: SQLite reads the file
+  return w.header && std::memcmp(index->salts, w.bytes.data() + 16, 8) == 0 &&
+         index->mxFrame <= w.lastCommit;
+}
+
+std::string walLossEvidence(const std::filesystem::path& wal) {
+  const WalScan w = scanWal(wal);
+  if (w.commitsBeyond < 2) return {};
+  return std::to_string(w.commitsBeyond) + " commit frames of the current WAL generation follow " +
+         "frame " + std::to_string(w.stop + 1) + " of " + std::to_string(w.frames) + ", where " +
+         "SQLite's recovery stops (" + std::to_string(w.lastCommit) +
          " frames kept): committed transactions would be dropped";
+}
+
+size_t walCommittedFrames(const std::filesystem::path& wal) { return scanWal(wal).lastCommit; }
+
+std::string walDatabaseImage(const std::filesystem::path& wal) {
+  const WalScan w = scanWal(wal);
+  if (w.lastCommit == 0)
+    throw Error(code::store_data_lost, wal.string() + " holds no committed frame to salvage");
+  // The database after the last valid commit: its size in pages (the commit frame's field),
+  // each page as the latest frame before it wrote it. A page no frame wrote was in the
+  // database file before this WAL generation; that file is gone, so the image is incomplete.
+  const size_t pages = be32(w.frame(w.lastCommit - 1) + 4);
+  std::string image(pages * w.pageSize, '\0');
+  std::vector<bool> written(pages, false);
+  for (size_t i = 0; i < w.lastCommit; ++i) {
+    const uint32_t pgno = be32(w.frame(i));
+    if (pgno == 0 || pgno > pages) continue;  // a page the last commit truncated away
+    std::memcpy(image.data() + (pgno - 1) * w.pageSize, w.frame(i) + kFrameHeader, w.pageSize);
+    written[pgno - 1] = true;
+  }
+  for (size_t p = 0; p < pages; ++p)
+    if (!written[p])
+      throw Error(code::store_data_lost,
+                  wal.string() + " does not hold page " + std::to_string(p + 1) + " of " +
+                      std::to_string(pages) +
+                      ": it was checkpointed into the lost database file; nothing to salvage");
+  return image;
 }
 
 }  // namespace crashsim::store_detail
