@@ -12,6 +12,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "crashsim/codes.h"
+
 namespace crashsim::harness {
 namespace fs = std::filesystem;
 
@@ -246,21 +248,21 @@ ExpectedDecision contractDecision(const OpFacts& op, bool call, bool dispatch, b
     x.reason = reason;
   };
   if (!call && dispatch)
-    set("corruption", "orphan_dispatch");
+    set(code::corruption, code::orphan_dispatch);
   else if (!call && response)
-    set("corruption", "orphan_response");
+    set(code::corruption, code::orphan_response);
   else if (!call)
     return x;  // nothing of the operation remains
   else if (argsHashConflict && dispatch)
-    set("corruption", "canonical_args_hash_conflict");
+    set(code::corruption, code::canonical_args_hash_conflict);
   else if (response)
-    set("completed", "matching_response");
+    set(code::completed, code::matching_response);
   else if (dispatch)
-    set("indeterminate", "dispatch_without_response");
+    set(code::indeterminate, code::dispatch_without_response);
   else if (newProtocol)
-    set("definitely_not_dispatched", "new_protocol_before_dispatch");
+    set(code::definitely_not_dispatched, code::new_protocol_before_dispatch);
   else
-    set("indeterminate", "legacy_dispatch_unknown");
+    set(code::indeterminate, code::legacy_dispatch_unknown);
   return x;
 }
 
