@@ -1,5 +1,6 @@
 #include "crashsim/reports/schema_validator.h"
 
+#include <cmath>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -14,8 +15,8 @@ const std::set<std::string>& supportedKeywords() {
                                           "title",    "description", "type",
                                           "required", "properties",  "additionalProperties",
                                           "enum",     "const",       "items",
-                                          "minimum",  "minLength",   "pattern",
-                                          "$ref"};
+                                          "minimum",  "maximum",     "minLength",
+                                          "pattern",  "$ref"};
   return k;
 }
 
@@ -28,8 +29,10 @@ bool hasType(const json& v, const std::string& t) {
   if (t == "integer") {
     if (v.is_number_integer()) return true;
     if (v.is_number_float()) {
-      double d = v.get<double>();
-      return d == static_cast<double>(static_cast<long long>(d));
+      // An integral value a signed 64-bit count can hold (the readers store integers so);
+      // the range test comes first, a cast of a value out of range is undefined.
+      const double d = v.get<double>();
+      return std::isfinite(d) && d >= -0x1p63 && d < 0x1p63 && std::trunc(d) == d;
     }
     return false;
   }
@@ -84,6 +87,8 @@ class Validator {
     if (v.is_number()) {
       if (auto m = schema.find("minimum"); m != schema.end() && v.get<double>() < m->get<double>())
         add(path, "value below minimum " + m->dump());
+      if (auto m = schema.find("maximum"); m != schema.end() && v.get<double>() > m->get<double>())
+        add(path, "value above maximum " + m->dump());
     }
     if (v.is_string()) {
       const auto& s = v.get_ref<const std::string&>();

@@ -90,6 +90,28 @@ TEST(ReportJson, SchemaRejectsBadVerdictMissingCheckAndBadCaseId) {
   EXPECT_NE(all.find("missing required property p95CaseMs"), std::string::npos) << all;
 }
 
+// Numbers a merge cannot carry: an "integer" written as a float beyond the 64-bit range (the
+// readers store counts as int64; a fuzzer found the old test cast it, undefined behaviour) and a
+// duration so large that a sum or the three-decimal rounding of a merge gives infinity, which
+// JSON writes as null (issue 45's `1e308`). The schema refuses both before anything reads them.
+TEST(ReportJson, SchemaRefusesIntegersBeyondInt64AndDurationsAMergeCannotSum) {
+  auto schema = loadSchema();
+  auto j = toJson(makeReport());
+  j["summary"]["total"] = 7.77778e+31;
+  j["cases"][0]["durationMs"] = 1e308;
+  j["summary"]["wallSeconds"] = 1e15;  // the bound itself is allowed
+  auto violations = validateSchema(schema, j);
+  std::string all;
+  for (const auto& v : violations) all += v.path + ": " + v.message + "\n";
+  EXPECT_NE(all.find("$.summary.total: expected type integer"), std::string::npos) << all;
+  EXPECT_NE(all.find("$.cases[0].durationMs: value above maximum"), std::string::npos) << all;
+  EXPECT_EQ(all.find("wallSeconds"), std::string::npos) << all;
+  EXPECT_EQ(violations.size(), 2u) << all;
+  j["summary"]["total"] = 3.0;  // an integral float within range is an integer (JSON Schema)
+  j["cases"][0]["durationMs"] = 1.5;
+  EXPECT_TRUE(validateSchema(schema, j).empty());
+}
+
 // The schemas compiled into the library are the ones in the source tree (a stale copy would
 // let `report merge` accept what the published schema refuses).
 TEST(ReportJson, CompiledInSchemasAreTheSourceTreesSchemas) {
