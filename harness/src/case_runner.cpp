@@ -739,17 +739,33 @@ void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
   const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
   if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
-  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  // workspace_wrong: recovery is handed a copy of the workspace that is not it (C1 then
+  // proves that copy unchanged: no marker created in it, no file touched).
+  const fs::path recoverWs = applied.wrongWorkspace == WrongWorkspace::none ? ws : dir / "wrong-ws";
+  if (recoverWs != ws) {
+    copyDir(ws, recoverWs);
+    const fs::path marker = recoverWs / kMarkerFile;
+    fs::remove(marker);
+    if (applied.wrongWorkspace == WrongWorkspace::otherMarker)  // spec h's marker bytes
+      std::ofstream(marker, std::ios::binary)
+          << R"({"schemaVersion":1,"workspaceId":"0badc0de-0000-4000-8000-000000000000"})"
+          << "\n";
+  }
+  const WorkspaceSnapshot atCrash = snapshotWorkspace(recoverWs);
+  auto markerOf = [&] {
+    return fs::exists(recoverWs / kMarkerFile) ? readFile(recoverWs / kMarkerFile) : "(none)";
+  };
+  const std::string markerAtCrash = markerOf();
   const auto effectsAtCrash = readEffects(store / "effects.jsonl");
   const StoreFiles beforeRecover = storeFiles(store);
-  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, recoverWs, dir);
   o.recover = runToEnd(recover);
   o.recoverCode = failClosedCodeOf(recover.stdoutFile);
   say(fmt::format("recovery to the end: {} {}", o.recover.describe(), o.recoverCode));
   if (o.recover.exited && o.recover.exitCode == 2) {
     o.recoverChanged = storeFilesChange(beforeRecover, storeFiles(store));
     o.toolRan = readEffects(store / "effects.jsonl") != effectsAtCrash;
-    o.workspaceChanged = snapshotWorkspace(ws) != atCrash;
+    o.workspaceChanged = snapshotWorkspace(recoverWs) != atCrash || markerOf() != markerAtCrash;
   } else if (o.recover.exited) {
     Checks outcome;
     const CaseExpectation x = expectCase(sc, id.failpoint, id.hit);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -68,7 +69,30 @@ struct WalLayout {
     for (bool c : commit) n += c;
     return n;
   }
+  // The frames SQLite's replay keeps when it stops at `stop`: up to the last commit before it.
+  size_t keptBefore(size_t stop) const {
+    size_t kept = 0;
+    for (size_t i = 0; i < std::min(stop, commit.size()); ++i)
+      if (commit[i]) kept = i + 1;
+    return kept;
+  }
 };
+
+uint32_t le32(const std::string& b, size_t at) {
+  auto u = [&](size_t i) { return uint32_t{static_cast<unsigned char>(b[at + i])}; };
+  return (u(3) << 24) | (u(2) << 16) | (u(1) << 8) | u(0);
+}
+
+// The last WAL frame the -shm a crash left vouches for (SQLite's file format: the WAL-index
+// header, 48 bytes in native byte order written twice at the start of the -shm; isInit at 12,
+// mxFrame at 16, the WAL header's salt bytes at 32), when both copies agree, it is initialised
+// and it names this WAL's salts; 0 otherwise (no -shm: a clean close, a copy without it).
+uint32_t shmVouchedFrames(const fs::path& shm, const std::string& walBefore) {
+  const std::string h = fs::exists(shm) ? readBytes(shm) : std::string();
+  if (h.size() < 96 || h.compare(0, 48, h, 48, 48) != 0 || h[12] != 1) return 0;
+  if (walBefore.size() < kWalHeader || h.compare(32, 8, walBefore, 16, 8) != 0) return 0;
+  return le32(h, 16);
+}
 
 WalLayout walLayout(const std::string& wal) {
   WalLayout w;
@@ -97,6 +121,25 @@ bool dbAloneHoldsSchema(const fs::path& store) {
   const std::string db = readBytes(store / kDb);
   if (db.size() < 100 || db.compare(0, 16, std::string("SQLite format 3\0", 16)) != 0) return false;
   return static_cast<int>(be32(db, 60)) >= recorded;
+}
+
+// Whether a run header of the crashed store records its workspace identity (plain SQLite,
+// read-only; the damage is not applied yet).
+bool runsRecordAWorkspace(const fs::path& db) {
+  sqlite3* h = nullptr;
+  bool any = false;
+  if (sqlite3_open_v2(("file:" + db.string() + "?mode=ro").c_str(), &h,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h,
+                           "SELECT 1 FROM agent_runs WHERE "
+                           "json_extract(header_json, '$.workspaceIdentity') IS NOT NULL LIMIT 1",
+                           -1, &st, nullptr) == SQLITE_OK)
+      any = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close_v2(h);
+  return any;
 }
 
 // A read-write connection to the crashed store for row damage (as someone with the sqlite3
@@ -372,17 +415,42 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
   const std::string walBefore = fs::exists(wal) ? readBytes(wal) : std::string();
   const WalLayout layout = walLayout(walBefore);
   const bool schemaInDb = dbAloneHoldsSchema(store);
+  const uint32_t vouched = shmVouchedFrames(store / "runtime.sqlite-shm", walBefore);
+  // The -shm vouches for frames the damage took (replay keeps `kept` frames): committed
+  // transactions are gone, store_wal_frames_lost before SQLite opens the store (README).
+  auto shmShowsLoss = [&](size_t kept) {
+    if (vouched <= kept) return false;
+    r.detectable = true;
+    a.expectedCode = std::string(code::store_wal_frames_lost);
+    return true;
+  };
   // Every WAL frame is lost from `frame` on (SQLite's replay stops there): detectable when two
-  // commits of this generation follow it (README), or when nothing of the schema survives.
+  // commits of this generation follow it (README), when nothing of the schema survives, or when
+  // the -shm vouches for a commit at or after it.
   auto walStopAt = [&](size_t frame, const std::string& what) {
     r.detail = what;
     const size_t after = frame == SIZE_MAX ? layout.commits() : layout.commitsAfter(frame);
     const size_t before = frame == SIZE_MAX ? 0 : layout.commits() - after;
     r.detectable = after >= 2 || (!schemaInDb && before == 0 && layout.commits() > 0);
+    shmShowsLoss(frame == SIZE_MAX ? 0 : layout.keptBefore(frame));
     a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
   };
+  // The WAL cut to `to` bytes.
+  auto cutWal = [&](size_t to, const std::string& how) {
+    fs::resize_file(wal, to);
+    const size_t whole = to < kWalHeader ? 0 : (to - kWalHeader) / layout.frameSize;
+    size_t kept = 0;  // commit frames that survive the cut
+    for (size_t i = 0; i < std::min(whole, layout.commit.size()); ++i) kept += layout.commit[i];
+    r.detail = fmt::format("WAL cut from {} to {} bytes{} ({} of {} commits kept)",
+                           walBefore.size(), to, how, kept, layout.commits());
+    // Without the -shm a cut looks like a crash before the lost commits (README): only a cut
+    // that takes the schema itself is detectable (the manifest records it).
+    r.detectable = !schemaInDb && kept == 0 && layout.commits() > 0;
+    shmShowsLoss(layout.keptBefore(whole));
+    a.mayGoUnnoticed = !r.detectable && kept < layout.commits();
+  };
 
-  if (r.kind.rfind("db_", 0) == 0) {
+  if (r.kind.rfind("db_", 0) == 0 && r.kind != "db_empty_beside_wal") {
     // A small store's data lives in its WAL, so damage to the database file alone would hit only
     // pages the WAL supersedes: first fold the WAL in, as a clean close or an auto-checkpoint
     // (past 16 MiB) leaves a store, so the damage lands on the ledger's own pages.
@@ -446,21 +514,45 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
       walStopAt(frame, fmt::format("WAL frame {} of {} zeroed", frame + 1, layout.commit.size()));
     }
   } else if (r.kind == "wal_truncate") {
-    if (walBefore.empty()) {
+    if (walBefore.empty() || !layout.present) {
       r.detail = "no WAL to cut";
     } else {
-      const size_t to = ch.below(walBefore.size());
-      fs::resize_file(wal, to);
-      size_t kept = 0;  // commit frames that survive the cut
-      for (size_t i = 0; i < layout.commit.size(); ++i)
-        if (kWalHeader + (i + 1) * layout.frameSize <= to) kept += layout.commit[i];
-      r.detail = fmt::format("WAL cut from {} to {} bytes ({} of {} commits kept)",
-                             walBefore.size(), to, kept, layout.commits());
-      // A cut looks like a crash before the lost commits (README): only a cut that takes the
-      // schema itself is detectable (the manifest records it).
-      r.detectable = !schemaInDb && kept == 0 && layout.commits() > 0;
-      a.mayGoUnnoticed = !r.detectable && kept < layout.commits();
+      cutWal(ch.below(walBefore.size()), "");
     }
+  } else if (r.kind == "wal_cut_at_commit") {
+    // The cut the WAL alone cannot tell from a crash: exactly at the end of the commit before
+    // the last (issue #45 §9), the -shm the crash left kept.
+    if (layout.commits() < 1) {
+      r.detail = "no WAL commit to cut";
+    } else {
+      size_t to = kWalHeader, seen = 0;
+      for (size_t i = 0; i < layout.commit.size(); ++i)
+        if (layout.commit[i] && ++seen < layout.commits())
+          to = kWalHeader + (i + 1) * layout.frameSize;
+      cutWal(to, " (at a commit boundary, the -shm kept)");
+    }
+  } else if (r.kind == "db_empty_beside_wal") {
+    // A database file of 0 bytes beside its WAL (delayed allocation, a botched copy): SQLite
+    // would delete the WAL on open; the host must refuse first and keep it (issue #45 §1).
+    fs::resize_file(db, 0);
+    r.detail =
+        fmt::format("runtime.sqlite cut to 0 bytes beside a WAL of {} commits", layout.commits());
+    r.detectable = true;
+    a.expectedCode = std::string(layout.commits() > 0 ? code::store_database_empty_wal_holds_data
+                                                      : code::store_data_lost);
+  } else if (r.kind == "workspace_wrong") {
+    // The store is intact; recovery is handed a directory that is not its workspace (issue #45
+    // §2): the workspace's files without its marker, or with another workspace's marker.
+    // Another workspace's marker is a mismatch only against a run that recorded its workspace.
+    const bool other = ch.below(2) == 1 && runsRecordAWorkspace(db);
+    a.wrongWorkspace = other ? WrongWorkspace::otherMarker : WrongWorkspace::unmarked;
+    r.detail = a.wrongWorkspace == WrongWorkspace::unmarked
+                   ? "recovery given a copy of the workspace without its marker"
+                   : "recovery given a copy of the workspace marked as another workspace";
+    r.detectable = true;
+    a.expectedCode = std::string(a.wrongWorkspace == WrongWorkspace::unmarked
+                                     ? code::workspace_unmarked
+                                     : code::workspace_identity_mismatch);
   } else if (r.kind == "wal_delete") {
     if (!fs::exists(wal)) {
       r.detail = "no WAL to delete";
@@ -468,6 +560,7 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
       fs::remove(wal);
       r.detail = fmt::format("runtime.sqlite-wal deleted ({} commits)", layout.commits());
       r.detectable = !schemaInDb && layout.commits() > 0;
+      shmShowsLoss(0);
       a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
     }
   } else {

@@ -85,16 +85,16 @@ TEST(CorruptCaseId, SeedIsRequiredAndThereIsNoDoubleFault) {
 
 TEST(CorruptCaseId, SeedsAreDeterministicConsecutiveAndDifferPerPoint) {
   auto id = harness::parseCaseId("write-config-port/P6#1/kill");
-  auto s = harness::corruptSeeds(id, 0, 16);
-  ASSERT_EQ(s.size(), 16u);
-  EXPECT_EQ(s, harness::corruptSeeds(id, 0, 16));
+  auto s = harness::corruptSeeds(id, 0, 19);
+  ASSERT_EQ(s.size(), 19u);
+  EXPECT_EQ(s, harness::corruptSeeds(id, 0, 19));
   std::set<uint64_t> kinds;
   for (size_t i = 0; i < s.size(); ++i) {
     EXPECT_EQ(s[i], s[0] + i);
     kinds.insert(s[i] % harness::kCorruptionKinds.size());
   }
-  EXPECT_EQ(kinds.size(), harness::kCorruptionKinds.size()) << "16 states visit every kind";
-  EXPECT_NE(s, harness::corruptSeeds(id, 1, 16));
+  EXPECT_EQ(kinds.size(), harness::kCorruptionKinds.size()) << "19 states visit every kind";
+  EXPECT_NE(s, harness::corruptSeeds(id, 1, 19));
   auto other = harness::parseCaseId("write-config-port/P6#2/kill");
   EXPECT_NE(s, harness::corruptSeeds(other, 0, 16));
 }
@@ -174,7 +174,7 @@ TEST(CorruptSweep, EveryKindAtEveryPointFailsClosedOrRecovers) {
   int rc = -1;
   std::string output;
   json rep =
-      sweepReport(crashsimBinary(), "--mode corrupt --scenario write-config-port --states 16",
+      sweepReport(crashsimBinary(), "--mode corrupt --scenario write-config-port --states 19",
                   d / "out", &rc, &output);
   ASSERT_TRUE(rep.is_object() && rep.contains("cases")) << output;
   EXPECT_EQ(rc, 0) << output;
@@ -213,7 +213,7 @@ TEST(CorruptSweep, PlantedHostThatSkipsItsSelfChecksFailsC1) {
   int rc = -1;
   std::string output;
   json rep = sweepReport("CRASHSIM_PLANT=host_ignores_integrity_check " + plantedBinary().string(),
-                         "--mode corrupt --scenario write-config-port --states 16 --failpoint P1 "
+                         "--mode corrupt --scenario write-config-port --states 19 --failpoint P1 "
                          "--failpoint P6",
                          d / "out", &rc, &output);
   EXPECT_EQ(rc, 1) << output;
@@ -229,6 +229,38 @@ TEST(CorruptSweep, PlantedHostThatSkipsItsSelfChecksFailsC1) {
   EXPECT_TRUE(failedKinds.count("event_seq_swap")) << output;
   EXPECT_TRUE(failedKinds.count("header_delete")) << output;
   fs::remove_all(d);
+}
+
+// Issue #45's damages kept from coming back: each planted start-up bug of the old behaviour
+// turns exactly its damage kind red (C1), at one point of the write (P6: after its T2).
+TEST(CorruptSweep, PlantedStartUpsThatDestroyOrAdoptFailC1OnTheirKind) {
+  const std::map<std::string, std::string> kindOf = {
+      {"store_ignores_shm_index", "wal_cut_at_commit"},
+      {"store_opens_empty_database", "db_empty_beside_wal"},
+      {"host_adopts_unmarked_workspace", "workspace_wrong"}};
+  for (const auto& [plant, kind] : kindOf) {
+    auto d = freshDir("crashsim-corrupt-plant-" + kind);
+    int rc = -1;
+    std::string output;
+    json rep = sweepReport("CRASHSIM_PLANT=" + plant + " " + plantedBinary().string(),
+                           "--mode corrupt --scenario write-config-port --states 19 "
+                           "--failpoint P6",
+                           d / "out", &rc, &output);
+    EXPECT_EQ(rc, 1) << plant << "\n" << output;
+    std::set<std::string> failedKinds, failedChecks;
+    for (const auto& c : rep.value("cases", json::array()))
+      if (c["verdict"] == "fail") {
+        failedKinds.insert(c["corruption"]["kind"].get<std::string>());
+        for (auto& [name, st] : c["checks"].items())
+          if (st == "fail") failedChecks.insert(name);
+      }
+    EXPECT_EQ(failedChecks, std::set<std::string>{"C1"}) << plant;
+    EXPECT_TRUE(failedKinds.count(kind)) << plant << "\n" << output;
+    for (const auto& k : failedKinds)  // the -shm also shows other WAL damage; nothing else
+      EXPECT_TRUE(k == kind || (plant == "store_ignores_shm_index" && k.rfind("wal_", 0) == 0))
+          << plant << " failed " << k;
+    fs::remove_all(d);
+  }
 }
 
 TEST(CorruptRun, OneSeededCaseIsReproducibleFromItsId) {

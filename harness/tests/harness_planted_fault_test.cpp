@@ -338,7 +338,7 @@ TEST(PlantedFault, AnOrphanResponseJudgedCompletedFailsV4UnderCorruptMode) {
   int rc = -1;
   ASSERT_TRUE(plantWired("resolver_orphan_response_completed"));
   auto failed = failedChecks("resolver_orphan_response_completed",
-                             "--mode corrupt --scenario permission-denied --states 16", &rc);
+                             "--mode corrupt --scenario permission-denied --states 19", &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_TRUE(failed.count("V4"));
 }
@@ -347,7 +347,7 @@ TEST(PlantedFault, ADispatchWhoseArgsHashDiffersUnflaggedFailsV4UnderCorruptMode
   int rc = -1;
   ASSERT_TRUE(plantWired("resolver_ignores_args_hash"));
   auto failed = failedChecks("resolver_ignores_args_hash",
-                             "--mode corrupt --scenario write-config-port --states 16 "
+                             "--mode corrupt --scenario write-config-port --states 19 "
                              "--failpoint P6",
                              &rc);
   EXPECT_EQ(rc, 1);
@@ -361,7 +361,7 @@ TEST(PlantedFault, ALegacyCallWithoutDispatchJudgedNotDispatchedFailsV4UnderCorr
   int rc = -1;
   ASSERT_TRUE(plantWired("resolver_legacy_call_not_dispatched"));
   auto failed = failedChecks("resolver_legacy_call_not_dispatched",
-                             "--mode corrupt --scenario write-config-port --states 16 "
+                             "--mode corrupt --scenario write-config-port --states 19 "
                              "--failpoint P1",
                              &rc);
   EXPECT_EQ(rc, 1);

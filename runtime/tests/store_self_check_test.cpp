@@ -271,17 +271,36 @@ TEST(StoreManifest, AnUnreadableManifestFailsClosed) {
 // --- lost WAL frames ---
 
 // A copy of a live store (as a kill leaves it: every commit still in its WAL) after 12 appends.
+// withShm: the -shm too, as a kill leaves it (its index vouching for every commit);
+// checkpointed: after a checkpoint copied every frame into the database file first.
 struct LiveCopy {
   TempDir copy;
   static constexpr size_t kFrame = 24 + 1024;  // frame header + the store's 1 KiB page
-  LiveCopy() {
+  explicit LiveCopy(bool withShm = false, bool checkpointed = false) {
     TempDir dir;
     auto live = RuntimeStore::open(dir.path);
     live->createRun(header(Ident{}));
     live->append(userEvent(Ident{}));
     for (int i = 0; i < 11; ++i) live->append(textEvent(Ident{}, "text-" + std::to_string(i), i));
+    if (checkpointed) {
+      sqlite3* db = nullptr;
+      EXPECT_EQ(sqlite3_open((dir.path / "runtime.sqlite").c_str(), &db), SQLITE_OK);
+      EXPECT_EQ(sqlite3_exec(db, "PRAGMA wal_checkpoint(PASSIVE)", nullptr, nullptr, nullptr),
+                SQLITE_OK);
+      sqlite3_close(db);  // not the last connection: the WAL and the -shm stay
+    }
     for (const char* f : {"runtime.sqlite", "runtime.sqlite-wal", "runtime.manifest"})
       fs::copy_file(dir.path / f, copy.path / f);
+    if (withShm) fs::copy_file(dir.path / "runtime.sqlite-shm", copy.path / "runtime.sqlite-shm");
+  }
+  // Cuts the WAL at the end of its second-to-last commit: the last commit's frames are gone.
+  void cutLastCommit() const {
+    const std::string wal = readBytes(this->wal());
+    std::vector<size_t> commitEnds;  // byte offsets just past each commit frame
+    for (size_t at = 32; at + kFrame <= wal.size(); at += kFrame)
+      if (wal.compare(at + 4, 4, std::string(4, '\0')) != 0) commitEnds.push_back(at + kFrame);
+    ASSERT_GE(commitEnds.size(), 2u);
+    fs::resize_file(this->wal(), commitEnds[commitEnds.size() - 2]);
   }
   fs::path wal() const { return copy.path / "runtime.sqlite-wal"; }
   void patch(size_t offset, const std::string& bytes) const {
@@ -330,6 +349,28 @@ TEST(StoreWalLoss, AFlippedBitOrAZeroedFrameInTheMiddleFailsClosed) {
     c.patch(12, std::string(1, static_cast<char>(c.byteAt(12) ^ 0x01)));
     c.expectLost();
   }
+}
+
+// Issue #45 §9: the -shm a crash leaves records the last commit (mxFrame); a WAL cut short of
+// it lost committed transactions, even at a frame boundary where the WAL alone looks like a
+// crash before them.
+TEST(StoreWalLoss, AWalCutShortOfTheShmIndexFailsClosed) {
+  // After a checkpoint too: the replay of the shorter log reads its older frames over the pages
+  // the checkpoint copied, so the store would open regressed to the earlier commit.
+  for (const bool checkpointed : {false, true}) {
+    LiveCopy c(/*withShm=*/true, checkpointed);
+    EXPECT_EQ(c.events(true), 12u);  // the intact -shm agrees with the WAL
+    c.cutLastCommit();
+    const std::string m = c.expectLost();
+    EXPECT_NE(m.find("the -shm vouches for"), std::string::npos) << m;
+  }
+}
+
+TEST(StoreWalLoss, WithoutTheShmTheCutIsNotDetectable) {
+  // The documented limit: the WAL alone looks like a crash before its last commit.
+  LiveCopy c;
+  c.cutLastCommit();
+  EXPECT_EQ(c.events(true), 11u);
 }
 
 TEST(StoreWalLoss, DamageToTheLastCommitIsNotDetectableAndDropsOnlyIt) {

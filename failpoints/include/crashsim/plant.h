@@ -43,6 +43,12 @@
 //   legacy_import_skips_started_runs  a re-run import skips every run that already has a
 //                                header, so a run a crash cut stays half imported → V3 + V8 of
 //                                the sweep's P16/P17 cases
+//   store_ignores_shm_index      start-up ignores the -shm's mxFrame, so a WAL cut at a commit
+//                                boundary opens without the cut commits → C1 (wal_cut_at_commit)
+//   store_opens_empty_database   start-up lets SQLite open a 0-byte database beside its WAL
+//                                (which deletes the WAL) → C1 (db_empty_beside_wal)
+//   host_adopts_unmarked_workspace  start-up marks an unmarked directory it is given as the
+//                                store's workspace → C1 (workspace_wrong)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -47,6 +47,11 @@ void judgeCorruption(const AppliedCorruption& applied, const CorruptObservation&
   else if (o.inspect.exitCode < 0 || o.inspect.exitCode > 2)
     fail("crashsim inspect " + o.inspect.describe());
   if (!o.inspectChanged.empty()) fail("crashsim inspect wrote the store: " + o.inspectChanged);
+  // A store damage the README names a code for: inspect refuses with exactly that code.
+  if (!applied.expectedCode.empty() && applied.wrongWorkspace == WrongWorkspace::none &&
+      o.inspect.exited && (o.inspect.exitCode != 2 || o.inspectCode != applied.expectedCode))
+    fail(fmt::format("crashsim inspect {} ('{}'), the README names {}", o.inspect.describe(),
+                     o.inspectCode, applied.expectedCode));
 
   if (!o.recover.exited) {
     fail("crashsim-agent recover " + o.recover.describe());
@@ -54,6 +59,9 @@ void judgeCorruption(const AppliedCorruption& applied, const CorruptObservation&
     corruption.code = o.recoverCode;
     if (!isStableFailClosedCode(o.recoverCode))
       fail(fmt::format("recover refused without a stable damage code ('{}')", o.recoverCode));
+    else if (!applied.expectedCode.empty() && o.recoverCode != applied.expectedCode)
+      fail(fmt::format("recover refused with {}, the README names {}", o.recoverCode,
+                       applied.expectedCode));
     if (o.toolRan) fail("recover refused the store but ran a tool (effects log changed)");
     if (o.workspaceChanged) fail("recover refused the store but changed the workspace");
     if (!o.recoverChanged.empty())

@@ -36,7 +36,7 @@ struct CorruptObservation {
   std::string recoverCode;                // the error code recover printed ("" if none)
   std::string recoverChanged;             // storeFilesChange across a refusing recover
   bool toolRan = false;                   // a refusing recover changed the effects log
-  bool workspaceChanged = false;          // a refusing recover changed the workspace
+  bool workspaceChanged = false;          // a refusing recover changed the workspace it was given
   std::optional<Checks> contractOutcome;  // the kill case's V8 (and V4) after a finished recover
   std::string completedWithoutResponse;   // after a finished recover ("" when it holds)
 };

@@ -557,12 +557,14 @@ std::unique_ptr<RuntimeStore> RuntimeStore::openImpl(const std::filesystem::path
   // A directory whose manifest records a store must still hold its database: never create it.
   const std::optional<int64_t> manifest = readStoreManifest(storeDir);
   if (options.readOnly || manifest) requireRuntimeStore(storeDir);
-  refuseEmptyDatabaseBesideAWal(storeDir, manifest, options.readOnly);
+  if (!planted("store_opens_empty_database"))
+    refuseEmptyDatabaseBesideAWal(storeDir, manifest, options.readOnly);
   // Decoded in full before anything is created: a bad line fails closed with nothing written.
   std::vector<store_detail::LegacyLine> legacy;
   if (legacyJsonl) legacy = store_detail::readLegacyJsonl(*legacyJsonl);
   // Before SQLite replays the WAL (and a writer checkpoints what it replayed).
-  if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal");
+  if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal",
+                                                       storeDir / "runtime.sqlite-shm");
       !lost.empty()) {
     throw Error(code::store_wal_frames_lost,
                 (storeDir / "runtime.sqlite-wal").string() + ": " + lost);

@@ -236,10 +236,12 @@ struct LedgerProjection {
   std::vector<size_t> journalOperation;
 };
 LedgerProjection projectLedger(Connection& c);
-// Evidence, read from the -wal file itself, that SQLite's WAL recovery would drop acknowledged
-// commits (a damaged frame followed by two or more commit frames of the current WAL
-// generation, wal_check.cpp); empty when there is none. Reads only.
-std::string walLossEvidence(const std::filesystem::path& wal);
+// Evidence, read from the -wal file and the -shm a crashed writer left, that committed
+// transactions are gone or that SQLite's WAL recovery would drop them (wal_check.cpp): a damaged
+// frame followed by two or more commit frames of the current WAL generation; or an intact -shm
+// index whose last commit (mxFrame, of the WAL's salts) lies beyond the WAL's valid commits
+// (a cut WAL). Empty when there is none. Reads only.
+std::string walLossEvidence(const std::filesystem::path& wal, const std::filesystem::path& shm);
 // The WAL frames SQLite's recovery would keep (up to and including the last valid commit
 // frame); 0 when the file is missing, holds no WAL header or no valid commit. Reads only.
 size_t walCommittedFrames(const std::filesystem::path& wal);

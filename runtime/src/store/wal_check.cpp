@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "crashsim/codes.h"
+#include "crashsim/plant.h"
 #include "store/store_internal.h"
 
 namespace crashsim::store_detail {
@@ -46,7 +47,8 @@ constexpr size_t kHeader = 32, kFrameHeader = 24;
 // One read of the -wal (one snapshot) and where SQLite's recovery would stop in it.
 struct WalScan {
   std::vector<unsigned char> bytes;
-  bool header = false;  // a WAL header SQLite would read (magic, page size)
+  bool header = false;       // a WAL header SQLite would read (magic, page size)
+  bool headerValid = false;  // ... whose checksum holds too (else SQLite ignores the log)
   uint32_t pageSize = 0;
   size_t frames = 0;         // whole frames in the file
   size_t stop = 0;           // the first frame SQLite's recovery rejects (frames: none)
@@ -84,7 +86,8 @@ WalScan scanWal(const std::filesystem::path& wal) {
   checksum(bigEndian, h, 24, s);
   // A damaged header (its checksum, or a flipped magic number) makes SQLite ignore the whole
   // log: judge every frame as "beyond".
-  w.stop = (magicOk && s[0] == be32(h + 24) && s[1] == be32(h + 28)) ? w.frames : 0;
+  w.headerValid = magicOk && s[0] == be32(h + 24) && s[1] == be32(h + 28);
+  w.stop = w.headerValid ? w.frames : 0;
   if (w.stop != 0) {
     for (size_t i = 0; i < w.frames; ++i) {
       const unsigned char* f = w.frame(i);
@@ -141,8 +144,28 @@ bool walIndexAgrees(const std::filesystem::path& wal, const std::filesystem::pat
          index->mxFrame <= w.lastCommit;
 }
 
-std::string walLossEvidence(const std::filesystem::path& wal) {
+std::string walLossEvidence(const std::filesystem::path& wal, const std::filesystem::path& shm) {
+  // The index is read before and after the log: a live writer (a read-only command beside a
+  // running agent) appends frames before it raises mxFrame and lowers mxFrame before it cuts
+  // the log, so two equal readings around the scan describe a log at least that long.
+  const std::optional<ShmIndex> index = readShmIndex(shm);
   const WalScan w = scanWal(wal);
+  const std::optional<ShmIndex> again = readShmIndex(shm);
+  const bool steady = index && again && index->mxFrame == again->mxFrame &&
+                      std::memcmp(index->salts, again->salts, 8) == 0;
+  // The -shm a crashed writer left: SQLite raises its mxFrame only after the commit's frames
+  // are in the -wal (and synced, under FULL or EXTRA: a power cut cannot leave an index ahead
+  // of the durable log), a checkpoint that restarts or truncates the log zeroes it first, and a
+  // new generation's header is synced before its frames; so valid commits ending before
+  // mxFrame (a damaged header: no valid commit) mean frames the index vouched for are gone. Even
+  // when a checkpoint had copied them into the database file, SQLite's replay of the shorter log
+  // would read the older frames over those pages: a regressed store.
+  if (steady && index->mxFrame > w.lastCommit && !planted("store_ignores_shm_index") &&
+      (!w.headerValid || std::memcmp(index->salts, w.bytes.data() + 16, 8) == 0)) {
+    return "the -shm vouches for " + std::to_string(index->mxFrame) +
+           " frames, its valid commits end at frame " + std::to_string(w.lastCommit) +
+           ": committed transactions were cut from the log";
+  }
   if (w.commitsBeyond < 2) return {};
   return std::to_string(w.commitsBeyond) + " commit frames of the current WAL generation follow " +
          "frame " + std::to_string(w.stop + 1) + " of " + std::to_string(w.frames) + ", where " +

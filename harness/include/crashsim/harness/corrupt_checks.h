@@ -45,11 +45,19 @@ namespace crashsim::harness {
 // after its dispatch hashed them, the first event's T1 marker removed. For each the contract
 // names the decision (spec c.3, c.5: AppliedCorruption::expectedDecisions), and V4 judges the
 // damaged ledger decision by decision.
-inline constexpr std::array<std::string_view, 16> kCorruptionKinds = {
-    "db_bitflip",      "db_zero_page",    "db_truncate",      "wal_bitflip",
-    "wal_zero_frame",  "wal_truncate",    "wal_delete",       "event_delete",
-    "event_duplicate", "event_seq_swap",  "header_delete",    "call_delete",
-    "dispatch_delete", "response_delete", "call_args_change", "marker_delete"};
+// The three after them (issue #45) are the damages read-only commands once destroyed or a
+// start-up once adopted: a zero-length database beside an intact WAL, a WAL cut exactly at a
+// commit boundary with the crash's -shm kept, and recovery handed a directory that is not the
+// store's workspace; each names its code (AppliedCorruption::expectedCode).
+inline constexpr std::array<std::string_view, 19> kCorruptionKinds = {
+    "db_bitflip",          "db_zero_page",      "db_truncate",      "wal_bitflip",
+    "wal_zero_frame",      "wal_truncate",      "wal_delete",       "event_delete",
+    "event_duplicate",     "event_seq_swap",    "header_delete",    "call_delete",
+    "dispatch_delete",     "response_delete",   "call_args_change", "marker_delete",
+    "db_empty_beside_wal", "wal_cut_at_commit", "workspace_wrong"};
+
+// workspace_wrong: what recovery is given instead of the store's workspace.
+enum class WrongWorkspace { none, unmarked, otherMarker };
 
 // The contract's decision for one operation of a damaged ledger (spec c.3, c.5), derived from
 // the facts the damage left: status and reason empty = no operation of that call id remains.
@@ -69,6 +77,10 @@ struct AppliedCorruption {
   bool mayGoUnnoticed = false;
   // Ledger edits: the operations the edit touched and the contract's decision for each.
   std::vector<ExpectedDecision> expectedDecisions;
+  // The one code the README names for this damage ("": any stable damage code): recover must
+  // refuse with it, and so must inspect when the damage is to the store.
+  std::string expectedCode;
+  WrongWorkspace wrongWorkspace = WrongWorkspace::none;
 };
 
 // Applies the damage of `seed` to the crashed store directory and returns what was done. Throws
