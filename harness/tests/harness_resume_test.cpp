@@ -750,6 +750,8 @@ TEST_F(ResumeTest, ReadOnlyCommandsChangeNoByteOfADamagedStore) {
        [&](const fs::path& s) { patch(s / wal, 32 + 2 * frame, std::string(frame, '\0')); }},
       {"WAL cut in its last frame",
        [&](const fs::path& s) { fs::resize_file(s / wal, walBytes - 7); }},
+      {"WAL cut at a frame boundary, the -shm kept",
+       [&](const fs::path& s) { fs::resize_file(s / wal, 32 + 2 * frame); }},
       {"deleted WAL",
        [&](const fs::path& s) {
          fs::remove(s / wal);
