@@ -188,6 +188,14 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
     throw UsageError("crashsim-agent not found (set CRASHSIM_AGENT)");
   ro.workRoot = defaultWorkRoot(id.mode) / fmt::format("crashsim-run-{}", ::getpid());
   fs::create_directories(ro.workRoot);
+  // The scratch goes on every way out (a refusal, an exception): only --keep's case stays.
+  struct RemoveScratch {
+    fs::path dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } scratch{ro.workRoot};
   ro.verbose = true;
   ro.keepDir = keep.empty()
                    ? fs::temp_directory_path() / fmt::format("crashsim-run-{}-case", ::getpid())
@@ -202,18 +210,15 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
       extra;
   Reference ref = buildReference(*it, ro);
   if (!ref.problem.empty()) {
-    fs::remove_all(ro.workRoot);
     std::cerr << "crashsim run: scenario " << it->id << ": " << ref.problem << "\n";
     return 2;
   }
   if (id.isBarrier() && id.hit > ref.hits[static_cast<size_t>(id.failpoint)]) {
-    fs::remove_all(ro.workRoot);
     throw UsageError(
         fmt::format("case {} is never reached: the reference run of {} reaches {}#1-{}", id.str(),
                     id.scenario, id.failpointName(), ref.hits[static_cast<size_t>(id.failpoint)]));
   }
-  CaseOutcome oc = runCase(id, ref, ro);
-  fs::remove_all(ro.workRoot);
+  const CaseOutcome oc = runCase(id, ref, ro);
   std::cout << "case " << oc.record.id << "\n";
   for (const auto& l : oc.log) std::cout << "  " << l << "\n";
   for (const auto& [k, v] : oc.record.checks)

@@ -133,6 +133,32 @@ TEST_F(HostileInput, AScenarioWithALoneSurrogateIsOneLineWithCodeAndFile) {
   }
 }
 
+// Workspace file names no workspace can hold were accepted and failed later while seeding (or
+// seeded something else): the marker itself, a NUL, a trailing slash, "./", and a file that is
+// also another file's directory. Each is scenario_invalid on one line, naming the path.
+TEST_F(HostileInput, WorkspaceFileNamesThatCannotBeSeededAreScenarioInvalid) {
+  const fs::path scenarios = dir / "scenarios";
+  fs::create_directories(scenarios);
+  const nlohmann::json base = nlohmann::json::parse(slurp(scenarioFile("write-config-port")));
+  for (const std::string& name :
+       {std::string(".maka-workspace.json"), std::string("a\0b", 3), std::string("sub/"),
+        std::string("./x"), std::string("a//b"), std::string("a")}) {
+    nlohmann::json scenario = base;
+    scenario["workspace"]["files"][name] = "x";
+    if (name == "a") scenario["workspace"]["files"]["a/b"] = "y";
+    const fs::path file = scenarios / "write-config-port.json";
+    std::ofstream(file, std::ios::trunc) << scenario.dump();
+    const Cmd r = sh(agent() + " seed --workspace " + (dir / "ws").string() + " --scenario " +
+                     file.string() + " 2>&1");
+    EXPECT_EQ(r.exitCode, 2) << name << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, code::scenario_invalid) && has(r.out, "$.workspace.files"))
+        << name << "\n"
+        << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << name << "\n" << r.out;
+    EXPECT_FALSE(fs::exists(dir / "ws" / "a")) << name;
+  }
+}
+
 // (8) Outputs: a full disk or a closed standard output is exit 2 with output_unwritable, never
 // exit 0 with a truncated output (`sweep --list > cases.txt` on a full disk gave a truncated
 // manifest and exit 0). A closed stdout is refused before the work: the first file the command
@@ -166,6 +192,22 @@ TEST_F(HostileInput, AnOutThatCannotBeWrittenFailsBeforeTheWork) {
     EXPECT_TRUE(has(r.out, code::output_unwritable)) << out << "\n" << r.out;
     EXPECT_FALSE(has(r.out, "crash budget")) << "the sweep ran before --out was checked\n" << r.out;
   }
+}
+
+// A `run` that fails (a --keep that is not a case directory, refused after the scratch was
+// made) leaves no crashsim-run-* scratch behind (TMPDIR holds a powerloss case's scratch).
+TEST_F(HostileInput, AFailedRunLeavesNoScratchBehind) {
+  const fs::path tmp = dir / "tmp", notACase = dir / "not-a-case";
+  fs::create_directories(tmp);
+  fs::create_directories(notACase);
+  std::ofstream(notACase / "precious") << "x";
+  const Cmd r =
+      sh("TMPDIR=" + tmp.string() + " " + cs() +
+         " run 'write-config-port/P6#1/powerloss@17' --keep " + notACase.string() + " 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1u) << r.out;
+  EXPECT_TRUE(fs::is_empty(tmp)) << fs::directory_iterator(tmp)->path();
+  EXPECT_TRUE(fs::exists(notACase / "precious"));
 }
 
 // Numeric options are plain decimal: 0x4, +5 and 2^64 are one-line usage errors (exit 2), not

@@ -12,6 +12,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/tools.h"
+#include "crashsim/workspace.h"
 #include "event/utf8.h"
 
 namespace crashsim {
@@ -64,15 +65,32 @@ class Validator {
     std::map<std::string, std::string> out;
     for (const auto& [key, value] : v.items()) {
       relativePath(key, path + "." + key);
+      if (fs::path(key).begin()->string() == kWorkspaceMarkerName)
+        fail(path + "." + key, "is the workspace marker, which only the runtime writes");
       out[key] = string(value, path + "." + key, false);
+    }
+    // A file cannot also be a directory of another ("a" beside "a/b"): no workspace holds both.
+    for (const auto& [key, value] : out) {
+      const auto next = out.lower_bound(key + "/");
+      if (next != out.end() && next->first.rfind(key + "/", 0) == 0)
+        fail(path + "." + key, "is a file and the directory of " + next->first);
     }
     return out;
   }
 
+  // A path a workspace can hold: relative, no NUL, every component a name (no "", ".", "..":
+  // "sub/", "a//b" and "./a" name no file of their own).
   void relativePath(const std::string& p, const std::string& path) const {
     if (p.empty() || p.front() == '/') fail(path, "must be a non-empty relative path");
-    for (const auto& part : fs::path(p)) {
+    if (p.find('\0') != std::string::npos) fail(path, "must not contain a NUL byte");
+    size_t start = 0;
+    while (true) {
+      const size_t slash = p.find('/', start);
+      const std::string part = p.substr(start, slash - start);
       if (part == "..") fail(path, "must not contain '..'");
+      if (part.empty() || part == ".") fail(path, "must name a file: an empty or '.' component");
+      if (slash == std::string::npos) break;
+      start = slash + 1;
     }
   }
 
