@@ -70,6 +70,18 @@ std::string judge(const harness::AppliedCorruption& a, const harness::CorruptObs
   return c.m.at("C1").status;
 }
 
+// The damage kinds of the failed cases of a sweep report, and the checks that failed them.
+std::pair<std::set<std::string>, std::set<std::string>> failuresOf(const json& rep) {
+  std::set<std::string> kinds, checks;
+  for (const auto& c : rep.value("cases", json::array()))
+    if (c["verdict"] == "fail") {
+      kinds.insert(c["corruption"]["kind"].get<std::string>());
+      for (auto& [name, st] : c["checks"].items())
+        if (st == "fail") checks.insert(name);
+    }
+  return {kinds, checks};
+}
+
 }  // namespace
 
 TEST(CorruptCaseId, SeedIsRequiredAndThereIsNoDoubleFault) {
@@ -134,6 +146,26 @@ TEST(CorruptVerdict, EveryMishandlingFailsC1) {
   o = cleanRefusal();
   o.recoverChanged = "runtime.sqlite rewritten";
   EXPECT_EQ(judge(damage(true, false), o), "fail") << "refused after writing the store";
+  // A damage the README names one code for: that code, from inspect and from recover.
+  auto named = damage(true, false);
+  named.expectedCode = "store_wal_frames_lost";
+  EXPECT_EQ(judge(named, cleanRefusal()), "pass");
+  o = cleanRefusal();
+  o.inspectCode = o.recoverCode = "store_data_lost";  // stable, but not the damage's code
+  EXPECT_EQ(judge(named, o), "fail") << "refused with another code";
+  o = cleanRefusal();
+  o.recoverCode = "store_corrupt";
+  EXPECT_EQ(judge(named, o), "fail") << "recover refused with another code";
+  o = cleanRefusal();
+  o.inspect = exited(0);
+  o.inspectCode = "";
+  EXPECT_EQ(judge(named, o), "fail") << "inspect called the damaged store intact";
+  named.wrongWorkspace = harness::WrongWorkspace::unmarked;  // the store is intact: inspect may
+  named.expectedCode = "workspace_unmarked";                 // pass it, recover must refuse
+  o.recoverCode = "workspace_unmarked";
+  EXPECT_EQ(judge(named, o), "pass");
+  o.workspaceChanged = true;  // the marker the old start-up created in the copy
+  EXPECT_EQ(judge(named, o), "fail") << "wrote into the wrong workspace";
 
   // A finished recovery: right only with the kill case's outcome, and never over detectable
   // damage.
@@ -217,13 +249,7 @@ TEST(CorruptSweep, PlantedHostThatSkipsItsSelfChecksFailsC1) {
                          "--failpoint P6",
                          d / "out", &rc, &output);
   EXPECT_EQ(rc, 1) << output;
-  std::set<std::string> failedKinds, failedChecks;
-  for (const auto& c : rep.value("cases", json::array()))
-    if (c["verdict"] == "fail") {
-      failedKinds.insert(c["corruption"]["kind"].get<std::string>());
-      for (auto& [name, st] : c["checks"].items())
-        if (st == "fail") failedChecks.insert(name);
-    }
+  const auto [failedKinds, failedChecks] = failuresOf(rep);
   EXPECT_EQ(failedChecks, std::set<std::string>{"C1"});
   // Damage only the self-checks see: a swapped event_seq, a missing header.
   EXPECT_TRUE(failedKinds.count("event_seq_swap")) << output;
@@ -247,13 +273,7 @@ TEST(CorruptSweep, PlantedStartUpsThatDestroyOrAdoptFailC1OnTheirKind) {
                            "--failpoint P6",
                            d / "out", &rc, &output);
     EXPECT_EQ(rc, 1) << plant << "\n" << output;
-    std::set<std::string> failedKinds, failedChecks;
-    for (const auto& c : rep.value("cases", json::array()))
-      if (c["verdict"] == "fail") {
-        failedKinds.insert(c["corruption"]["kind"].get<std::string>());
-        for (auto& [name, st] : c["checks"].items())
-          if (st == "fail") failedChecks.insert(name);
-      }
+    const auto [failedKinds, failedChecks] = failuresOf(rep);
     EXPECT_EQ(failedChecks, std::set<std::string>{"C1"}) << plant;
     EXPECT_TRUE(failedKinds.count(kind)) << plant << "\n" << output;
     for (const auto& k : failedKinds)  // the -shm also shows other WAL damage; nothing else
