@@ -149,6 +149,16 @@ TEST(PlantedFault, ExecutionNotRecordedFailsV8Only) {
   expectCaughtExactly("read_not_recorded", "--scenario write-config-port --failpoint P6", {"V8"});
 }
 
+// #44 §3: file reconcile saw only the swaps the scenarios named — a reconciler that follows a
+// symlinked *parent* of the target passed. parent-symlink-swap replaces the target's outer
+// directory by a symlink to a directory whose copy holds the expected-after bytes: the contract
+// parks reconcile_unreadable; the planted walk follows it and completes the Write (V8), and the
+// recovery then reaches the next step's failpoints, which a park does not (V3's reach).
+TEST(PlantedFault, AReconcilerThatFollowsASymlinkedParentFailsV8) {
+  expectCaughtExactly("reconcile_follows_parent_symlink",
+                      "--scenario parent-symlink-swap --failpoint P4", {"V3", "V8"});
+}
+
 // V8 parked branch: a park must leave the workspace as the crash left it.
 TEST(PlantedFault, ParkThatRewritesTheTargetFailsV8Only) {
   expectCaughtExactly("park_rewrites_target", "--scenario write-config-port --failpoint P2",

@@ -49,6 +49,8 @@
 //                                (which deletes the WAL) → C1 (db_empty_beside_wal)
 //   host_adopts_unmarked_workspace  start-up marks an unmarked directory it is given as the
 //                                store's workspace → C1 (workspace_wrong)
+//   reconcile_follows_parent_symlink  the file reconciler follows a symlinked parent directory
+//                                of the target → V8 of parent-symlink-swap's afterCrash cases
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -63,8 +63,8 @@ void applyAfterCrash(const crashsim::Scenario& s, const fs::path& ws) {
   for (const auto& m : s.afterCrash->mutations) {
     const fs::path p = ws / m.path;
     std::error_code ec;
-    if (m.op == "delete") {
-      fs::remove(p, ec);
+    if (m.op == "delete") {  // a file, a symlink (not what it names) or a directory tree
+      fs::remove_all(p, ec);
       if (ec)
         throw std::runtime_error(fmt::format("afterCrash delete {}: {}", m.path, ec.message()));
     } else if (m.op == "write") {

@@ -28,7 +28,8 @@ std::vector<std::string> expectedProblems(const crashsim::Scenario& scenario,
 bool afterCrashApplies(const crashsim::Scenario& scenario, std::string_view failpoint);
 
 // Applies afterCrash.mutations in order (write: replace the file, never through a symlink;
-// delete; symlink: replace with a link). Throws std::runtime_error naming the path.
+// delete: a file, a symlink or a whole directory; symlink: replace with a link). Throws
+// std::runtime_error naming the path.
 void applyAfterCrash(const crashsim::Scenario& scenario, const std::filesystem::path& workspace);
 
 // One line per mismatch with afterCrash.expect (files, absent, symlinks) and per leftover tool

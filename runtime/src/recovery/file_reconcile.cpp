@@ -84,8 +84,10 @@ ParentDir openParent(const fs::path& root, const std::string& relative) {
     out.failure = std::string(code::observation_io_failed);
     return out;
   }
+  // planted bug: only the target itself is opened without following a symlink.
+  const int follow = planted("reconcile_follows_parent_symlink") ? 0 : O_NOFOLLOW;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    Fd next(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd next(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | follow | O_CLOEXEC));
     if (!next.ok()) {
       const int err = errno;
       if (err == ENOENT) {
