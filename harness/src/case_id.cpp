@@ -62,6 +62,7 @@ std::string CaseId::str() const {
     s += fmt::format("+R:{}#{}", harness::failpointName(*recoveryFailpoint),
                      recoveryHit.value_or(1));
   if (stopKill) s += fmt::format("+K:{}#1", harness::failpointName(*stopKill));
+  if (stopGrace) s += "+grace";
   return s;
 }
 
@@ -118,9 +119,16 @@ CaseId parseCaseId(std::string_view text) {
                     id.failpointName()));
   if (plus != std::string_view::npos && mode == "stop") {
     std::string_view k = rest.substr(plus + 1);
+    if (k == "grace") {
+      if (id.failpoint != 2)
+        throw std::invalid_argument(fmt::format(
+            "case id {}: +grace names the running call by its P2 hit (P2#<hit>)", text));
+      id.stopGrace = true;
+      return id;
+    }
     if (k != "K:P12#1" && k != "K:P13#1")
-      throw std::invalid_argument(
-          fmt::format("case id {}: a Stop double fault is +K:P12#1 or +K:P13#1", text));
+      throw std::invalid_argument(fmt::format(
+          "case id {}: a Stop double fault is +K:P12#1 or +K:P13#1, a watchdog case +grace", text));
     id.stopKill = k == "K:P12#1" ? kStopP12 : kStopP13;
     return id;
   }

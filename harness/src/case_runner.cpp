@@ -289,11 +289,23 @@ void checkStoppedState(const Scenario& sc, const stop::StopExpectation& x, bool 
       const auto ev = eventsOf(*st, h);
       const auto res = resolveRecovery(ev);
       if (res.hasCorruption) c.fail("V4", "resolver reports corruption after a Stop");
-      for (const auto& d : res.decisions)
-        if (d.status != code::completed)
+      const std::string unknown = x.unknownCall ? sc.calls[*x.unknownCall].id : std::string();
+      bool unknownSeen = false;
+      for (const auto& d : res.decisions) {
+        if (!unknown.empty() && d.toolCallId == unknown) {
+          unknownSeen = true;
+          if (d.status != code::indeterminate)
+            c.fail("V4", fmt::format("{} ran when the watchdog sealed the run: it must stay "
+                                     "indeterminate, the resolver says {}/{}",
+                                     d.toolCallId, d.status, d.reason));
+        } else if (d.status != code::completed) {
           c.fail("V4", fmt::format("{} is {}/{} after a Stop at a named point: nothing may stay "
                                    "open",
                                    d.toolCallId, d.status, d.reason));
+        }
+      }
+      if (!unknown.empty() && !unknownSeen && !runs.empty() && h.runId == runs[0].runId)
+        c.fail("V4", "the resolver has no decision for " + unknown + ", the call left running");
       if (auto bad = modelDisagreement(ev, res, "the stopped ledger"); !bad.empty())
         c.fail("V4", bad);
       if (auto bad = runMarkerProblem(ev); !bad.empty()) c.fail("V3", bad);
@@ -302,6 +314,76 @@ void checkStoppedState(const Scenario& sc, const stop::StopExpectation& x, bool 
     checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
   } catch (const std::exception& e) {
     failUndecided(c, e);
+  }
+}
+
+// V1 of a watchdog case: the tool held, the agent took both Stops (two receipts, the run still
+// active), exited 1 by itself with its normal-exit marker, and its summary says the run needs
+// recovery because the grace expired (README "Stop": "The summary says recovery_required").
+std::string graceProcessProblem(const ChildResult& child, const SpawnSpec& spec,
+                                const fs::path& store) {
+  if (!child.error.empty()) return child.error;
+  if (!child.held)
+    return "the Bash tool never announced that it holds ($CRASHSIM_TOOL_HOLD): " + child.describe();
+  if (child.timedOut)
+    return fmt::format("hung after the Stop (timeout {} ms): {}", spec.timeout.count(),
+                       lastLine(spec.stderrFile));
+  int receipts = 0;
+  std::istringstream err(readFile(spec.stderrFile));
+  for (std::string line; std::getline(err, line);) {
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("stopReceipt")) continue;
+    ++receipts;
+    if (j["stopReceipt"].value("accepted", false) != true ||
+        j["stopReceipt"].value("alreadyIdle", true) != false)
+      return "Stop receipt " + line + ": expected accepted, not idle (the run was active)";
+  }
+  if (receipts != 2) return fmt::format("{} Stop receipt(s) for two Stop requests", receipts);
+  if (!child.exited || child.exitCode != 1)
+    return fmt::format("{} after the watchdog seal, expected exit 1 ({})", child.describe(),
+                       lastLine(spec.stderrFile));
+  if (!fs::exists(store / "agent-exit.json")) return "no normal-exit marker after the Stop";
+  const std::string out = readFile(spec.stdoutFile);
+  const Json summary = Json::parse(out.substr(0, out.find('\n')), nullptr, false);
+  if (!summary.is_object() || summary.value("status", "") != "recovery_required" ||
+      summary.value("errorCode", "") != "cancellation_grace_expired")
+    return "run summary " + out.substr(0, 200) +
+           ": expected status recovery_required, errorCode cancellation_grace_expired";
+  return "";
+}
+
+// V8 after a watchdog seal: the running tool is unknown and never_auto_retry, so recovery parks
+// (nothing is continued, the workspace is left as the seal left it) and no call runs again.
+void checkGraceRecovery(const Scenario& sc, const stop::StopExpectation& x, const fs::path& store,
+                        const fs::path& ws, const WorkspaceSnapshot& atSeal, const ChildResult& r,
+                        const SpawnSpec& recover, Checks& c) {
+  try {
+    if (!r.exited || r.exitCode != 0)
+      c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
+                               lastLine(recover.stderrFile)));
+    if (auto bad = parkProblem(readFile(recover.stdoutFile), false); !bad.empty())
+      c.fail("V8", bad);
+    std::vector<int> want;
+    for (const auto& call : x.calls) want.push_back(call.executions);
+    checkExecutions(sc, want, perScriptedCall(readEffects(store / "effects.jsonl")), c);
+    if (auto bad = workspaceChange(atSeal, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+    auto st = RuntimeStore::open(store);
+    const auto runs = st->listRuns();
+    if (runs.size() != 1)
+      c.fail("V8",
+             fmt::format("{} runs after recovery, expected the sealed run alone", runs.size()));
+    for (const auto& h : runs) {
+      if (!isTerminalStatus(h.status))
+        c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
+      const auto ev = eventsOf(*st, h);
+      if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
+          !bad.empty())
+        c.fail("V4", bad);
+    }
+    if (!c.failed("V8")) c.pass("V8");
+  } catch (const std::exception& e) {
+    c.fail("V8", std::string("error after recovery: ") + e.what());
   }
 }
 
@@ -405,6 +487,60 @@ SpawnSpec recoveryToEnd(const RunOptions& opts, const Scenario& sc, const fs::pa
   s.env["CRASHSIM_HITS_OUT"] = (dir / "recover-hits.json").string();
   s.env["CRASHSIM_MODEL_LOG"] = (dir / "model-inputs.jsonl").string();
   return s;
+}
+
+// A watchdog case (--mode stop, "+grace"): a short cooperative grace, a longer SIGTERM→SIGKILL
+// grace for Bash, the Stop late (more than the grace after the run's start) while the holding
+// Bash ignores it; the sealed state, then recovery (which parks).
+constexpr std::chrono::milliseconds kWatchdogGrace{1000};
+constexpr std::chrono::milliseconds kWatchdogBashKillGrace{9000};
+
+template <class Say>
+void runStopGraceCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
+                      const fs::path& dir, Checks& c, Say& say, Phases& ph) {
+  const Scenario& sc = ref.scenario;
+  const fs::path store = dir / "store", ws = dir / "ws";
+  stop::StopExpectation sx = stop::expectStopGrace(sc, id.hit);
+  if (!sx.ok) {
+    c.fail("V1", "oracle: " + sx.whyNot);
+    return;
+  }
+  copyDir(ref.templateWorkspace, ws);
+  SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
+  run.args.insert(run.args.end(),
+                  {"--cancellation-grace-ms", std::to_string(kWatchdogGrace.count()),
+                   "--bash-kill-grace-ms", std::to_string(kWatchdogBashKillGrace.count())});
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(20000);
+  // Late: the Stop comes more than the grace after the tool held, so after the run's start.
+  const ChildResult child =
+      runStoppedWhileHeld(run, dir / "tool-hold", kWatchdogGrace + std::chrono::milliseconds(200));
+  ph.child(child, "run");
+  ph.to("verify");
+  say(fmt::format("agent run stopped while {} held: Stop at {} ms, {}",
+                  sc.calls[*sx.unknownCall].id, child.stopSentAtMs, child.describe()));
+  if (auto v1 = graceProcessProblem(child, run, store); !v1.empty()) {
+    c.fail("V1", v1);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "V1 failed");
+    return;
+  }
+  c.pass("V1");
+  if (opts.keepDir) {
+    copyDir(store, dir / "crashed" / "store");
+    copyDir(ws, dir / "crashed" / "ws");
+  }
+  sx.sealNotBeforeMs = child.stopSentAtMs + static_cast<double>(kWatchdogGrace.count());
+  checkStoppedState(sc, sx, true, store, dir, opts, c);
+  const WorkspaceSnapshot atSeal = snapshotWorkspace(ws);
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
+  const ChildResult r = runToEnd(recover);
+  ph.child(r, "recovery");
+  ph.to("v8");
+  say(fmt::format("recovery to the end: {}", r.describe()));
+  if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
+    checkLineageDigests(store, "after recovery: ", c);
+  checkGraceRecovery(sc, sx, store, ws, atSeal, r, recover, c);
 }
 
 // A Stop case (--mode stop): the Stop at the point (and with +K: the kill on the Stop path), the
@@ -967,6 +1103,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   if (id.isImport()) {
     runImportCase(id, ref, opts, dir, c, say, ph);
+    return finish();
+  }
+  if (id.mode == "stop" && id.stopGrace) {
+    runStopGraceCase(id, ref, opts, dir, c, say, ph);
     return finish();
   }
   if (id.mode == "stop") {

@@ -30,6 +30,7 @@
 #include "ledger_commands.h"
 #include "store_commands.h"
 #include "store_script.h"
+#include "verdicts/stop.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -172,6 +173,13 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
           fmt::format("case {} is never reached: a Stop at {} reaches no "
                       "termination batch (the run's own terminal stands)",
                       id.str(), id.failpointName()));
+    if (id.stopGrace && stop::holdingHit(*it) != id.hit)
+      throw UsageError(fmt::format(
+          "case {} is never planned: {} has no Bash call honouring $CRASHSIM_TOOL_HOLD at P2#{}{}",
+          id.str(), id.scenario, id.hit,
+          stop::holdingHit(*it)
+              ? fmt::format(" (its watchdog case is P2#{})", *stop::holdingHit(*it))
+              : std::string()));
     if (id.isDoubleFault()) {
       const auto rhits = predictedRecoveryHits(*it, id.failpoint, id.hit);
       const int rfp = *id.recoveryFailpoint;

@@ -11,6 +11,7 @@
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/reports/report.h"
+#include "verdicts/stop.h"
 
 namespace crashsim::harness {
 namespace {
@@ -188,6 +189,13 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               if (want) g.doubles.push_back({d, si});
             }
           }
+          // The watchdog case of the scenario's Bash call that ignores cancellation (stop.h).
+          if (stopMode && fp == 2 && stop::holdingHit(sc) == h) {
+            reach(sc.id, fp, "agent").predicted += 1;
+            CaseId d = pid;
+            d.stopGrace = true;
+            if (fpWanted[2] && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
+          }
           groups.push_back(std::move(g));
         }
       }
@@ -230,6 +238,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     for (const auto& d : g.doubles) {
       if (d.id.stopKill)
         take(d, *d.id.stopKill, "stop");
+      else if (d.id.stopGrace)
+        take(d, d.id.failpoint, "agent");
       else
         take(d, *d.id.recoveryFailpoint, "recovery");
     }

@@ -10,10 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <thread>
 
 // GCC 12 at -O3 reports a false -Wrestrict (a memcpy of 2^63 bytes) inside std::string's
 // _M_replace once runStopped's map assignments of literals are inlined; this file does no raw
@@ -52,7 +56,8 @@ const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_POWERLOSS_SECTOR",
                                   "CRASHSIM_POWERLOSS_STRICT_DIRSYNC",
                                   "CRASHSIM_POWERLOSS_ACKED",
-                                  "CRASHSIM_SYNCHRONOUS"};
+                                  "CRASHSIM_SYNCHRONOUS",
+                                  "CRASHSIM_TOOL_HOLD"};
 
 class ForkServer;
 
@@ -456,6 +461,46 @@ ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
     r.controlLine = buf;
   }
   killAndReap(s, r, r.timedOut);
+  r.elapsed = sinceUs(start);
+  return r;
+}
+
+ChildResult runStoppedWhileHeld(SpawnSpec spec, const std::filesystem::path& holdFile,
+                                std::chrono::milliseconds lateBy) {
+  ChildResult r;
+  auto start = Clock::now();
+  spec.env["CRASHSIM_TOOL_HOLD"] = holdFile.string();
+  Spawned s = spawn(spec, false);
+  if (s.pid < 0) {
+    r.error = s.error;
+    return r;
+  }
+  r.spawned = true;
+  r.spawnTime = sinceUs(start);
+  const auto deadline = start + spec.timeout;
+  constexpr auto kPoll = std::chrono::milliseconds(2);
+  bool exited = false;
+  while (!exited && !(r.held = std::filesystem::exists(holdFile))) {
+    if (Clock::now() >= deadline) {
+      r.timedOut = true;
+      break;
+    }
+    const WaitResult w = waitForExit(s.pid, std::min(deadline, Clock::now() + kPoll));
+    if (w == WaitResult::no_pidfd)
+      std::this_thread::sleep_for(kPoll);
+    else
+      exited = w == WaitResult::exited;
+  }
+  if (r.held) {
+    std::this_thread::sleep_for(lateBy);  // the Stop comes late: the run is older than the grace
+    r.stopSentAtMs = std::floor(std::chrono::duration<double, std::milli>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+    ::kill(s.pid, SIGINT);
+    ::kill(s.pid, SIGTERM);
+    r.timedOut = waitForExit(s.pid, deadline) == WaitResult::timed_out;
+  }
+  killAndReap(s, r, r.timedOut || (!r.held && !exited));
   r.elapsed = sinceUs(start);
   return r;
 }

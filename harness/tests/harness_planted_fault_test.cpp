@@ -309,6 +309,24 @@ TEST(PlantedFault, AStopHeaderBeforeItsBatchFailsV3OfTheP13DoubleFault) {
                "--mode stop --double-faults --scenario write-config-port --failpoint P13", "V3");
 }
 
+// Stop with a tool that ignores cancellation (the watchdog cases, "+grace"): a grace counted from
+// the run's start seals too early; a late T2 accepted after the seal and a seal that reports the
+// running tool "not started" both break the sealed state and the park after it.
+TEST(PlantedFault, AWatchdogGraceCountedFromTheRunsStartFailsV3OfTheWatchdogCase) {
+  expectCaught("watchdog_grace_from_run_start",
+               "--mode stop --scenario bash-touch-marker --case '*+grace'", "V3");
+}
+
+TEST(PlantedFault, ALateResultAcceptedAfterTheWatchdogSealFailsV3OfTheWatchdogCase) {
+  expectCaught("late_result_after_seal",
+               "--mode stop --scenario bash-touch-marker --case '*+grace'", "V3");
+}
+
+TEST(PlantedFault, AWatchdogThatReportsTheRunningToolNotStartedFailsV3OfTheWatchdogCase) {
+  expectCaught("watchdog_forgets_started_tool",
+               "--mode stop --scenario bash-touch-marker --case '*+grace'", "V3");
+}
+
 // The legacy import in the sweep: a manifest written before the batches ends the import at the
 // first kill (the P16#1 state already holds it); a re-run that skips runs with a header leaves the
 // run a kill cut half imported (after recovery, and in a killed recovery's state).

@@ -4,6 +4,9 @@
 // edited into it, which must turn V3 red. Plus the Stop case ids and the stop plan.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <optional>
+
 #include "crashsim/build_paths.h"
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/oracle.h"
@@ -159,11 +162,107 @@ TEST(StopOracle, TheExpectationFollowsTheKillOraclesPlacement) {
             "write-config-port/P2#2/kill");
 }
 
+// The watchdog case of bash-touch-marker (termination contract section 4): the Stop comes while
+// call-1, a Bash that ignores SIGTERM, runs; the grace expires and the run is sealed from accepted
+// state at ts >= Stop + grace (here 1000 + 1000): call-1 left unknown (no response), one terminal
+// cancelled / user_stop / cancellation_grace_expired, alone in its batch, the ledger's tail.
+struct GraceState {
+  std::vector<observed::RunRow> runs{{"s", "run-1", "turn-1", "cancelled",
+                                      json{{"status", "cancelled"}, {"abortSource", "user_stop"}}}};
+  std::vector<observed::EventRow> events;
+  std::vector<observed::FinalizeRow> keys{{"turn-finalize:turn-1", "run-1", "terminal", 1}};
+  std::map<std::string, int> effects{{"call-1", 1}};
+  GraceState() {
+    State s;  // reuse its event builders
+    s.events.clear();
+    s.add("user", 1, {{"content", {{"kind", "text"}, {"text", "go"}}}});
+    s.add("c1", 2, State::call("call-1", "Bash"));
+    s.add("d1", 3, State::dispatch("call-1"));
+    s.add("terminal", 2005,
+          {{"status", "cancelled"},
+           {"ts", 2004},
+           {"actions",
+            {{"endInvocation", true},
+             {"stateDelta",
+              {{"abortSource", "user_stop"}, {"recoveryReason", "cancellation_grace_expired"}}}}}});
+    events = s.events;
+  }
+  std::vector<std::string> problems() const {
+    const Scenario sc =
+        loadScenario(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "bash-touch-marker.json");
+    stop::StopExpectation x = stop::expectStopGrace(sc, 1);
+    x.sealNotBeforeMs = 2000;
+    return stop::stopStateProblems(sc, x, runs, events, keys, effects, true);
+  }
+};
+
+TEST(StopOracle, TheWatchdogSealPassesAndEachRealisticBugTurnsV3Red) {
+  EXPECT_TRUE(GraceState().problems().empty()) << joined(GraceState().problems());
+  struct Bug {
+    const char* name;
+    std::function<void(GraceState&)> edit;
+    const char* expect;
+  };
+  const std::vector<Bug> bugs = {
+      {"grace counted from the run's start: sealed at once",
+       [](GraceState& s) { s.events.back().payload["ts"] = 1010; }, "grace was not counted"},
+      {"a late result accepted after the seal",
+       [](GraceState& s) {
+         s.events.push_back({5, "r1", 2100, State::response("call-1", true, nullptr)});
+       },
+       "contract expects no response"},
+      {"the started tool reported not executed",
+       [](GraceState& s) {
+         s.events.insert(s.events.begin() + 3,
+                         {4, "r1", 2005, State::response("call-1", true, "not_started")});
+         s.events.back().seq = 5;
+         s.keys[0].eventCount = 2;
+       },
+       "expects no response"},
+      {"no recoveryReason on the seal",
+       [](GraceState& s) {
+         s.events.back().payload["actions"]["stateDelta"].erase("recoveryReason");
+       },
+       "expected cancellation_grace_expired"},
+      {"the tool run again", [](GraceState& s) { s.effects["call-1"] = 2; }, "ran 2 time(s)"},
+  };
+  for (const auto& b : bugs) {
+    GraceState s;
+    b.edit(s);
+    const auto bad = s.problems();
+    ASSERT_FALSE(bad.empty()) << b.name << " passed";
+    EXPECT_NE(joined(bad).find(b.expect), std::string::npos) << b.name << ": " << joined(bad);
+  }
+}
+
+TEST(StopOracle, ACooperativeStopMustNotCarryTheWatchdogsReason) {
+  State s;
+  s.events.back().payload["actions"]["stateDelta"]["recoveryReason"] = "cancellation_grace_expired";
+  EXPECT_NE(joined(s.problems()).find("no watchdog seal"), std::string::npos);
+}
+
+TEST(StopOracle, OnlyTheCallThatHoldsGetsAWatchdogCase) {
+  const auto dir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+  const Scenario lr = loadScenario(dir / "long-run.json");
+  ASSERT_EQ(stop::holdingCall(lr), std::optional<size_t>(17));  // call-18, the first Bash
+  EXPECT_EQ(stop::holdingHit(lr), std::optional<int>(18));
+  const auto x = stop::expectStopGrace(lr, 18);
+  ASSERT_TRUE(x.ok) << x.whyNot;
+  EXPECT_EQ(x.calls[16].response, stop::Response::result);
+  EXPECT_EQ(x.calls[17].response, stop::Response::none);
+  EXPECT_EQ(x.calls[17].executions, 1);
+  EXPECT_FALSE(x.calls[18].call);
+  EXPECT_FALSE(stop::expectStopGrace(lr, 19).ok);  // call-19's Bash does not hold
+  EXPECT_FALSE(stop::holdingCall(scenario()).has_value());
+}
+
 TEST(StopCaseIds, RoundTripAndRefuseWhatNoStopCanBe) {
-  for (const char* ok : {"s/P4#1/stop", "s/P0#3/stop+K:P12#1", "s/P7#1/stop+K:P13#1"})
+  for (const char* ok :
+       {"s/P4#1/stop", "s/P0#3/stop+K:P12#1", "s/P7#1/stop+K:P13#1", "s/P2#4/stop+grace"})
     EXPECT_EQ(parseCaseId(ok).str(), ok);
   for (const char* bad : {"s/P10#1/stop", "s/S#1/stop", "s/P4#1/stop@3", "s/P4#1/stop+R:P10#1",
-                          "s/P4#1/stop+K:P12#2", "s/P4#1/kill+K:P12#1", "s/P4#1/halt"})
+                          "s/P4#1/stop+K:P12#2", "s/P4#1/kill+K:P12#1", "s/P4#1/halt",
+                          "s/P4#1/stop+grace", "s/P2#1/kill+grace", "s/P2#1/stop+graces"})
     EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
 }
 
@@ -187,6 +286,26 @@ TEST(StopPlan, EveryAgentPointIsStoppedAndEveryBatchKilledTwice) {
   sel.mode = "kill";
   sel.failpoints = {"P12"};
   EXPECT_THROW(planSweep({sc}, sel), std::runtime_error);
+}
+
+// A scenario whose Bash call holds gets one watchdog case in stop mode, and none in kill mode.
+TEST(StopPlan, TheHoldingBashCallGetsOneWatchdogCase) {
+  const Scenario sc =
+      loadScenario(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "bash-touch-marker.json");
+  PlanSelection sel;
+  sel.mode = "stop";
+  std::vector<std::string> grace;
+  for (const auto& pc : planSweep({sc}, sel).cases)
+    if (pc.id.stopGrace) grace.push_back(pc.id.str());
+  EXPECT_EQ(grace, std::vector<std::string>{"bash-touch-marker/P2#1/stop+grace"});
+  sel.failpoints = {"P4"};
+  for (const auto& pc : planSweep({sc}, sel).cases) EXPECT_FALSE(pc.id.stopGrace);
+  sel.failpoints.clear();
+  sel.mode = "kill";
+  for (const auto& pc : planSweep({sc}, sel).cases) EXPECT_FALSE(pc.id.stopGrace);
+  sel.mode = "stop";
+  EXPECT_TRUE(planSweep({scenario()}, sel).cases.size() > 0);
+  for (const auto& pc : planSweep({scenario()}, sel).cases) EXPECT_FALSE(pc.id.stopGrace);
 }
 
 }  // namespace

@@ -17,6 +17,8 @@ using Json = nlohmann::json;
 constexpr const char* kBeforeDispatch = "cancelled_before_dispatch";
 constexpr const char* kNotStarted = "not_started";
 constexpr const char* kUserStop = "user_stop";
+constexpr const char* kGraceExpired = "cancellation_grace_expired";
+constexpr const char* kToolHold = "CRASHSIM_TOOL_HOLD";  // scenarios/README.md
 
 const Json& at(const Json& j, std::initializer_list<const char*> path) {
   static const Json kNull;
@@ -113,6 +115,63 @@ StopExpectation expectStop(const Scenario& sc, int fp, int hit) {
   return out;
 }
 
+std::optional<size_t> holdingCall(const Scenario& sc) {
+  for (size_t i = 0; i < sc.calls.size(); ++i) {
+    const ScenarioCall& call = sc.calls[i];
+    if (call.name != "Bash" || !call.dispatched()) continue;
+    const Json& args = sc.spec.model.at(call.step).calls.at(call.indexInStep).args;
+    if (args.is_object() && args.value("command", "").find(kToolHold) != std::string::npos)
+      return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> holdingHit(const Scenario& sc) {
+  const auto held = holdingCall(sc);
+  if (!held) return std::nullopt;
+  const int n = predictedHits(sc)[2];
+  for (int h = 1; h <= n; ++h)
+    if (expectCase(sc, 2, h).armedCall == held) return h;
+  return std::nullopt;
+}
+
+StopExpectation expectStopGrace(const Scenario& sc, int hit) {
+  StopExpectation out;
+  const auto held = holdingCall(sc);
+  const CaseExpectation x = expectCase(sc, 2, hit);
+  if (!x.ok) {
+    out.whyNot = x.whyNot;
+    return out;
+  }
+  if (!held || x.armedCall != held) {
+    out.whyNot =
+        fmt::format("P2#{} of {} is not a Bash call that honours ${}", hit, sc.id, kToolHold);
+    return out;
+  }
+  out.ok = true;
+  out.graceExpired = true;
+  out.unknownCall = held;
+  for (size_t i = 0; i < x.ops.size(); ++i) {
+    const OpExpectation& op = x.ops[i];
+    CallAfterStop c;
+    c.call = op.call;
+    c.dispatch = op.dispatch;
+    c.response = op.response ? Response::result : Response::none;
+    c.executions = op.response && sc.calls[i].dispatched() ? 1 : 0;
+    if (i == *held) {
+      c.response = Response::none;  // started: left unknown, never "not started"
+      c.executions = 1;
+    } else if (c.call && !c.dispatch && c.response == Response::none) {
+      c.response = Response::before_dispatch;  // its step's later calls: committed, no T1
+    } else if (c.dispatch && c.response == Response::none) {
+      out.ok = false;
+      out.whyNot = "a dispatched call other than the running one is open: " + op.callId;
+    }
+    out.calls.push_back(c);
+  }
+  return out;
+}
+
 std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpectation& x,
                                            const std::vector<observed::RunRow>& runs,
                                            const std::vector<observed::EventRow>& events,
@@ -191,8 +250,22 @@ std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpecta
     if (str(at(delta, {"abortSource"})) != kUserStop)
       bad.push_back("terminal abortSource '" + str(at(delta, {"abortSource"})) +
                     "', expected user_stop");
-    if (at(delta, {"recovered"}) == Json(true) || !at(delta, {"recoveryReason"}).is_null())
-      bad.push_back("a live Stop's terminal carries a recovery mark");
+    if (at(delta, {"recovered"}) == Json(true))
+      bad.push_back("a live Stop's terminal carries recovered:true");
+    if (!x.graceExpired && !at(delta, {"recoveryReason"}).is_null())
+      bad.push_back("a cooperative Stop's terminal carries recoveryReason " +
+                    at(delta, {"recoveryReason"}).dump() +
+                    " (the worker ended within the grace: no watchdog seal)");
+    if (x.graceExpired && str(at(delta, {"recoveryReason"})) != kGraceExpired)
+      bad.push_back("the watchdog's terminal has recoveryReason " +
+                    at(delta, {"recoveryReason"}).dump() + ", expected " + kGraceExpired);
+    if (x.graceExpired) {
+      const Json& ts = at(t, {"ts"});
+      if (!ts.is_number() || ts.get<double>() < x.sealNotBeforeMs)
+        bad.push_back(
+            "the watchdog sealed the run before the cooperative grace after the Stop had passed "
+            "(the grace was not counted from the Stop)");
+    }
   }
 
   // One transaction: the closures and the terminal are the last events, consecutive, one commit

@@ -22,12 +22,29 @@
 //   * the header follows the fact: cancelled, abortSource user_stop.
 // A Stop that arrives after the run decided its end (P8, P9) changes nothing: the run completes.
 //
+// Watchdog cases ("+grace", section 4 "Uncooperative worker"): the Stop arrives while a Bash tool
+// that ignores SIGTERM runs, later than the cooperative grace after the run's start, with a short
+// grace and a longer SIGTERM→SIGKILL grace for the tool. The worker cannot finish, so:
+//   * the run is sealed no earlier than the grace after the Stop (the terminal's ts, wall-clock
+//     ms, is at least the Stop's send time plus the grace: a grace counted from anything earlier
+//     seals too soon);
+//   * the sealed batch comes from accepted state: the running tool has start evidence, so it is
+//     left unknown — call and dispatch, no response (never not_started) — and ran once; calls of
+//     its step committed without T1 get cancelled_before_dispatch closures; nothing else starts;
+//   * the terminal is cancelled / user_stop with recoveryReason cancellation_grace_expired and no
+//     recovered mark (the live runtime wrote it); it stays the ledger's tail: the late result of
+//     the killed tool is refused, never committed;
+//   * recovery never runs the tool again: the unknown never_auto_retry call parks.
+// A scenario's Bash call takes part when its command honours $CRASHSIM_TOOL_HOLD (see
+// scenarios/README.md): ignores SIGTERM, creates that file, keeps running.
+//
 // What these checks cannot see: a Stop that lands between two named boundaries (no failpoint
 // there), and a tool's effects outside the workspace and the effects log.
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,13 +66,25 @@ struct CallAfterStop {
 struct StopExpectation {
   bool ok = false;
   std::string whyNot;
-  bool runCompletes = false;         // the Stop came at P8/P9: the run's own end stands
-  std::vector<CallAfterStop> calls;  // scenario order
-  int closures() const;              // responses of the termination batch
+  bool runCompletes = false;          // the Stop came at P8/P9: the run's own end stands
+  bool graceExpired = false;          // a watchdog case: sealed with cancellation_grace_expired
+  std::optional<size_t> unknownCall;  // watchdog: the running call, left without a response
+  double sealNotBeforeMs = 0;         // watchdog: the terminal's ts is at least this (Stop + grace)
+  std::vector<CallAfterStop> calls;   // scenario order
+  int closures() const;               // responses of the termination batch
 };
 
 // From the scenario and the kill oracle's placement of (failpoint, hit) alone.
 StopExpectation expectStop(const Scenario& scenario, int failpoint, int hit);
+
+// The scenario call whose Bash command honours $CRASHSIM_TOOL_HOLD (the first dispatched one),
+// and its P2 hit; none when the scenario has no such call.
+std::optional<size_t> holdingCall(const Scenario& scenario);
+std::optional<int> holdingHit(const Scenario& scenario);
+
+// A watchdog case: the Stop while the call armed at P2#hit runs and ignores it. Not ok when that
+// call is not the scenario's holding call.
+StopExpectation expectStopGrace(const Scenario& scenario, int hit);
 
 // V3 of a Stop case: every way the stored run differs from `x` (empty: none). `events` and
 // `runs` are read with plain SQLite (observed_store.h); `effects` counts effects-log lines per

@@ -236,8 +236,12 @@ bool AgentRunner::commitStop(RuntimeStore& store, RunHeader& header, bool graceE
   const std::vector<StoredEvent> events = store.readRunEvents(header.sessionId, header.runId);
   double ts = clock.now();
   for (const auto& e : events) ts = std::max(ts, e.event.ts + 1);
+  LiveToolState live = live_;
+  // Planted bug: the watchdog plans without the live start evidence, so the tool still running
+  // is closed as never started (not_started) instead of being left unknown.
+  if (graceExpired && planted("watchdog_forgets_started_tool")) live.started.clear();
   const TerminationPlan plan =
-      planTermination(header, events, live_, stopTerminalFact(header, ts, graceExpired));
+      planTermination(header, events, live, stopTerminalFact(header, ts, graceExpired));
   for (int attempt = 1;; ++attempt) {
     try {
       header = commitTerminalFacts(store, header, plan.batch);  // the same batch every time
@@ -266,10 +270,16 @@ bool AgentRunner::commitStop(RuntimeStore& store, RunHeader& header, bool graceE
 }
 
 void AgentRunner::watch(std::stop_token stop, RunHeader header) {
+  const auto runStart = std::chrono::steady_clock::now();  // the thread starts with the run
   if (!cancel_.waitCancelled(stop)) return;
   {
+    // The cooperative grace is counted from the Stop. Planted bug: from the run's start, so a
+    // Stop late in a long run is sealed at once.
+    const auto deadline =
+        (planted("watchdog_grace_from_run_start") ? runStart : std::chrono::steady_clock::now()) +
+        stop_.cancellationGrace;
     std::unique_lock lk(doneMutex_);
-    if (doneCv_.wait_for(lk, stop, stop_.cancellationGrace, [this] { return finished_; })) return;
+    if (doneCv_.wait_until(lk, stop, deadline, [this] { return finished_; })) return;
     if (stop.stop_requested()) return;
   }
   try {

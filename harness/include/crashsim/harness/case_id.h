@@ -34,6 +34,9 @@ struct CaseId {
   std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
   std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
+  // stop mode, "+grace": the watchdog case of the call armed at P2#hit, a Bash tool that
+  // ignores cancellation (verdicts/stop.h expectStopGrace)
+  bool stopGrace = false;
 
   std::string str() const;
   std::string failpointName() const;  // "P4"

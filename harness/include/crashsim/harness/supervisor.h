@@ -58,6 +58,8 @@ struct ChildResult {
   std::chrono::microseconds elapsed{0};       // spawn to reaped
   std::chrono::microseconds spawnTime{0};     // until the child's pid was known
   std::chrono::microseconds killReapTime{0};  // the SIGKILL (if any) and the reaping
+  bool held = false;                          // runStoppedWhileHeld: the tool announced it holds
+  double stopSentAtMs = 0;  // runStoppedWhileHeld: wall-clock Unix ms (floor) just before the Stop
   bool killedBySigkill() const { return signaled && signal == 9; }
   std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"
 };
@@ -75,6 +77,13 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit);
 // ("P12" / "P13", CRASHSIM_ARM_AFTER_STOP) it is SIGKILLed when it reports that failpoint.
 ChildResult runStopped(SpawnSpec spec, const std::string& failpoint, int hit,
                        const std::optional<std::string>& killAt);
+
+// Spawns unarmed with CRASHSIM_TOOL_HOLD=`holdFile` (a Bash command that honours it ignores
+// SIGTERM, creates the file and keeps running), waits for the file, then `lateBy` more, and
+// sends the Stop twice (SIGINT, SIGTERM); the child is left to terminate by itself (SIGKILL +
+// failure after the timeout). No file before the child exits or the timeout: `held` false.
+ChildResult runStoppedWhileHeld(SpawnSpec spec, const std::filesystem::path& holdFile,
+                                std::chrono::milliseconds lateBy);
 
 // Spawns unarmed and waits for it to exit (SIGKILL + failure after the timeout).
 ChildResult runToEnd(SpawnSpec spec);
