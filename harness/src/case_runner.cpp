@@ -1010,12 +1010,12 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
   // Another process changes the workspace while the agent is down (scenario afterCrash).
   ph.to("setup");
-  const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
+  bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
   if (afterCrash) {
     workspace::applyAfterCrash(sc.spec, ws);
     say("applied the scenario's afterCrash mutations");
   }
-  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
 
   // --- double fault: kill the recovery process, then check the intermediate state --------
   if (id.isDoubleFault()) {
@@ -1046,6 +1046,13 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
     }
     checkRecoveryKilledState(id, sc, x, store, dir, opts, c);
+    if (isContinuationKill(id)) {
+      // Killed inside its own calls: the task's end follows from that kill, and from the
+      // scenario's external change when it names that point.
+      afterCrash = workspace::afterCrashApplies(sc.spec, failpointName(*id.recoveryFailpoint));
+      if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
+      atCrash = snapshotWorkspace(ws);
+    }
   } else {
     c.pass("V1");
   }
@@ -1060,12 +1067,21 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   if (!id.isDoubleFault() && !id.isBarrier() && !powerloss && !c.failed("V1"))
     checkRecoveryReach(dir / "recover-hits.json", predictedRecoveryHits(sc, id.failpoint, id.hit),
                        c);
+  // After a kill inside the continuation's own calls, the next recovery recovers that run as a
+  // first run of the calls it was making.
+  const auto first = isContinuationKill(id) ? continuationFirstCall(sc, id.failpoint, id.hit)
+                                            : std::optional<size_t>{};
+  if (first && !c.failed("V1"))
+    checkRecoveryReach(dir / "recover-hits.json",
+                       predictedRecoveryHits(continuationScenario(sc, *first),
+                                             *id.recoveryFailpoint, id.recoveryHit.value_or(1)),
+                       c);
   if (!r.exited) {
     c.fail("V8", "crashsim-agent recover " + r.describe());
     return finish();
   }
-  checkRecovery(id, sc, x, barrierFacts, afterCrash, ref, store, ws, atCrash, r.exitCode, recover,
-                c);
+  checkRecovery(id, sc, first ? expectContinuationKill(sc, id) : x, barrierFacts, afterCrash, ref,
+                store, ws, atCrash, r.exitCode, recover, c);
   if (r.exitCode == 0 || r.exitCode == 1) checkLineageDigests(store, "after recovery: ", c);
   return finish();
 }

@@ -43,6 +43,9 @@
 //   legacy_import_skips_started_runs  a re-run import skips every run that already has a
 //                                header, so a run a crash cut stays half imported → V3 + V8 of
 //                                the sweep's P16/P17 cases
+//   continuation_runs_tool_before_t1  a continuation run's own call runs its implementation
+//                                before its T1 commits → V3/V8 of the continuation kills
+//                                (+R:P0..P7 double faults) only
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

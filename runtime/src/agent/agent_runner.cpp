@@ -3,6 +3,7 @@
 // writer transactions, P9 / P13 between the terminal facts (terminal_facts.cpp).
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "crashsim/agent.h"
@@ -315,6 +316,13 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   prepared.canonicalArgsHash = argsHash;
   prepared.recoveryMode = decision.recoveryMode;
   prepared.committedAt = clock_.now();
+  // Planted bug: a continuation run's own call runs its implementation before its T1 commits
+  // (the dispatch is recorded after the side effect). A kill in between leaves a side effect
+  // no durable T1 covers; only a kill inside the continuation's own calls can see it.
+  std::optional<ToolResult> early;
+  if (planted("continuation_runs_tool_before_t1") && summary.continuation)
+    early =
+        tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
   const WriteResult t1 = accepted([&] { return store_.commitToolPrepared(prepared); });
   if (!t1.created) {
     // The operation was already claimed: the implementation must not run (f.4).
@@ -328,7 +336,9 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
     live_.started.insert(op);  // from here on a Stop cannot say "not started"
   }
   const ToolResult result =
-      tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
+      early ? *early
+            : tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId},
+                             cancel_);
   ++summary.executions;
   if (result.isError) ++summary.toolErrors;
   CRASHSIM_FAILPOINT(P4);
