@@ -351,8 +351,20 @@ Scenario continuationScenario(const Scenario& s, size_t firstCall) {
   return c;
 }
 
-bool sweepsContinuationKills(const Scenario& s, int fp, int hit) {
-  return (fp == 0 || fp == 7) && hit == 1 && continuationFirstCall(s, fp, hit).has_value();
+std::array<int, 8> sweptContinuationKills(const Scenario& s, int fp, int hit) {
+  std::array<int, 8> n{};
+  const auto first =
+      (fp == 0 || fp == 7) && hit == 1 ? continuationFirstCall(s, fp, hit) : std::nullopt;
+  if (!first) return n;
+  Scenario cont = continuationScenario(s, *first);
+  if (fp == 7) {  // the continuation's first step only (its hits come first in the run)
+    const size_t step = cont.calls.front().step;
+    std::erase_if(cont.calls, [&](const ScenarioCall& c) { return c.step != step; });
+    cont.toolSteps = 1;
+  }
+  const auto h = predictedHits(cont);
+  for (size_t p = 0; p < n.size(); ++p) n[p] = h[p];
+  return n;
 }
 
 CaseExpectation expectContinuationKill(const Scenario& s, const CaseId& id, CaseExpectation* run2) {

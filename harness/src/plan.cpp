@@ -161,9 +161,10 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
           // The continuation killed inside its own tool calls (P0–P7 of the continuation run),
           // for the primaries whose continuation the sweep kills (oracle.h).
-          if (recovery != std::array<int, kPoints>{} && sweepsContinuationKills(sc, fp, h)) {
+          if (sel.doubleFaults && !stopMode) {
+            const auto swept = sweptContinuationKills(sc, fp, h);
             for (int rfp = 0; rfp <= 7; ++rfp) {
-              const int n = recovery[static_cast<size_t>(rfp)];
+              const int n = swept[static_cast<size_t>(rfp)];
               if (n > 0 && pid == ids.front()) reach(sc.id, rfp, "recovery").predicted += n;
               for (int rh = 1; rh <= n; ++rh) {
                 CaseId d = pid;

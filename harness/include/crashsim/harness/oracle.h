@@ -220,11 +220,13 @@ Scenario continuationScenario(const Scenario& scenario, size_t firstCall);
 inline bool isContinuationKill(const CaseId& id) {
   return id.recoveryFailpoint && *id.recoveryFailpoint >= 0 && *id.recoveryFailpoint <= 7;
 }
-// The primaries whose continuation the default double-fault sweep kills at every P0–P7 hit
-// (the others' continuation reach is still checked, V3): P0#1 — nothing settled, the
-// continuation makes every call of the task — and P7#1 — the first step settled, the
-// continuation replays it and makes the rest. Keeps the added cases linear in the scenario.
-bool sweepsContinuationKills(const Scenario& scenario, int failpoint, int hit);
+// The continuation kills the double-fault sweep plans after the primary (failpoint, hit): hits
+// 1..n of P0–P7 in the continuation run, n per point (the others' continuation reach is still
+// checked, V3). After P0#1 — nothing settled, the continuation makes every call of the task —
+// every hit; after P7#1 — the first step settled, the continuation's replay holds it — the hits
+// of the continuation's first step; none after the other primaries. Keeps the added cases
+// linear in the scenario's length.
+std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoint, int hit);
 // The expectation of a continuation kill `id` (isContinuationKill), in the whole scenario's
 // terms: expectCase(continuationScenario, rfp, rhit) places the kill among the continuation's
 // calls; the calls before them were answered in the crashed run (completed). `ops` and
