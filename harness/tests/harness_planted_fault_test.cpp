@@ -441,3 +441,31 @@ TEST(PlantedFault, UnplantedContinuationKillsPass) {
                "'*+R:P[0-7]#*'",
                "no plant, no failure");
 }
+
+// #44 §3: T1 says the operation already exists (spec f.4). No case reached the agent's refusal:
+// recovery never re-prepares an operation. The T1-exists probe of every kill-mode P2#1 case
+// delivers the run request twice to a host whose clock the harness drives, so T1 of the first
+// dispatched call returns created:false; an agent that runs the implementation anyway fails V8 of
+// exactly those cases (the effects log, the hits past T1), and nothing else.
+TEST(PlantedFault, AToolRunDespiteCreatedFalseFailsV8OfTheT1ExistsProbe) {
+  const std::string plant = "t1_exists_runs_tool";
+  ASSERT_TRUE(plantWired(plant));
+  int rc = -1;
+  const json rep = plantedSweep(
+      plant, "--scenario write-config-port --scenario bash-touch-marker --no-barriers", &rc);
+  EXPECT_EQ(rc, 1);
+  std::set<std::string> red;
+  for (const auto& c : rep.value("cases", json::array())) {
+    if (c.value("verdict", "") != "fail") continue;
+    red.insert(c.value("id", ""));
+    for (auto& [k, v] : c["checks"].items())
+      if (v == "fail") {
+        EXPECT_EQ(k, "V8") << c.value("id", "");
+        EXPECT_EQ(c["reasons"].value(k, "").rfind("T1 exists: ", 0), 0u) << c["reasons"].dump();
+      }
+  }
+  EXPECT_EQ(red,
+            (std::set<std::string>{"bash-touch-marker/P2#1/kill", "write-config-port/P2#1/kill"}));
+  expectUnseen("none", "--scenario write-config-port --scenario bash-touch-marker --failpoint P2",
+               "no plant: T1's created:false stops the implementation");
+}

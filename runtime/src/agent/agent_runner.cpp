@@ -81,7 +81,13 @@ AgentRunner::AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRunt
       tools_(tools),
       cancel_(cancel),
       stop_(std::move(stop)),
-      model_(scenario) {}
+      model_(scenario) {
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+  // The harness drives the clock (the T1-exists probe); never in the production library.
+  if (const char* start = std::getenv("CRASHSIM_CLOCK_START_MS"); start && *start)
+    clock_.drive(std::strtod(start, nullptr));
+#endif
+}
 
 AgentRunner::~AgentRunner() = default;
 
@@ -324,7 +330,8 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
     early =
         tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
   const WriteResult t1 = accepted([&] { return store_.commitToolPrepared(prepared); });
-  if (!t1.created) {
+  // Planted bug: the implementation runs although T1 says the operation already exists.
+  if (!t1.created && !planted("t1_exists_runs_tool")) {
     // The operation was already claimed: the implementation must not run (f.4).
     throw Error(code::tool_already_claimed,
                 "tool operation " + op + " was already prepared; not executing it again");
