@@ -325,7 +325,8 @@ TEST(OracleExpectation, TheContinuationsOwnCallsAreTheOnesLeftUnanswered) {
   EXPECT_FALSE(continuationFirstCall(s, 7, 2));  // every call answered: the final answer only
   EXPECT_FALSE(continuationFirstCall(s, 3, 1));  // the Write mid-replace parks
   EXPECT_FALSE(continuationFirstCall(s, 6, 1));  // c2 answered, sibling c3 not: a replay gap parks
-  const auto whole = predictedRecoveryHits(s, 0, 1), first = predictedHits(s);
+  const auto whole = predictedRecoveryHits(s, 0, 1);
+  const auto first = predictedHits(s);
   for (size_t f = 0; f <= 7; ++f) EXPECT_EQ(whole[f], first[f]) << f;
   const auto rest = predictedRecoveryHits(s, 7, 1);  // c2 (Write) and c3 (Read) in one step
   EXPECT_EQ(rest[0], 1);
