@@ -32,6 +32,7 @@
 #include "verdicts/observed_store.h"
 #include "verdicts/recovery_kill_state.h"
 #include "verdicts/stop.h"
+#include "verdicts/t1_exists.h"
 #include "verdicts/v1_kill.h"
 #include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
@@ -917,6 +918,48 @@ void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& op
   judgeCorruption(applied, o, *rec.corruption, c);
 }
 
+// The T1-exists probe (verdicts/t1_exists.h) of a kill-mode P2#1 case: the run request
+// delivered twice to a host whose clock the harness drives, the first delivery killed at P2#1,
+// then recovery; judged by V8.
+void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& ref,
+                   const fs::path& dir, Checks& c) {
+  const CaseExpectation x = expectCase(sc, 2, 1);
+  if (!x.ok || !x.armedCall) return;
+  const fs::path probe = dir / "t1-exists", pstore = probe / "store", pws = probe / "ws";
+  fs::create_directories(pstore);
+  copyDir(ref.templateWorkspace, pws);
+  auto delivery = [&](const std::string& name) {
+    SpawnSpec s = agentCommand(opts, sc, "run", pstore, pws);
+    s.env["CRASHSIM_CLOCK_START_MS"] = "1767225600000";
+    s.stderrFile = probe / (name + ".stderr");
+    s.stdoutFile = probe / (name + ".stdout");
+    s.timeout = std::chrono::milliseconds(15000);
+    return s;
+  };
+  SpawnSpec first = delivery("first");
+  const ChildResult k = runArmed(first, "P2", 1);
+  if (auto bad = killProblem(k, "P2", 1, first, pstore); !bad.empty()) {
+    c.fail("V8", "T1 exists: the first delivery: " + bad);
+    return;
+  }
+  T1ExistsRun r;
+  r.callIndex = *x.armedCall;
+  r.callId = sc.calls[r.callIndex].id;
+  r.effectsAtKill = readEffects(pstore / "effects.jsonl");
+  SpawnSpec second = delivery("second");
+  second.env["CRASHSIM_HITS_OUT"] = (probe / "second-hits.json").string();
+  r.second = runToEnd(second);
+  r.secondHits = readHits(probe / "second-hits.json");
+  r.effectsAfterSecond = readEffects(pstore / "effects.jsonl");
+  r.responseAfterSecond = ledgerHoldsResponse(pstore, r.callId);
+  SpawnSpec recover = recoveryToEnd(opts, sc, pstore, pws, probe);
+  r.recovery = runToEnd(recover);
+  r.recoverStdout = readFile(recover.stdoutFile);
+  r.effectsAfterRecovery = readEffects(pstore / "effects.jsonl");
+  for (const auto& bad : t1ExistsProblems(r)) c.fail("V8", "T1 exists: " + bad);
+  if (!opts.keepDir) fs::remove_all(probe);
+}
+
 }  // namespace
 
 fs::path defaultWorkRoot(const std::string& mode) {
@@ -1166,12 +1209,12 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
   // Another process changes the workspace while the agent is down (scenario afterCrash).
   ph.to("setup");
-  const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
+  bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
   if (afterCrash) {
     workspace::applyAfterCrash(sc.spec, ws);
     say("applied the scenario's afterCrash mutations");
   }
-  const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+  WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
 
   // --- double fault: kill the recovery process, then check the intermediate state --------
   if (id.isDoubleFault()) {
@@ -1202,6 +1245,13 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       }
     }
     checkRecoveryKilledState(id, sc, x, store, dir, opts, c);
+    if (isContinuationKill(id)) {
+      // Killed inside its own calls: the task's end follows from that kill, and from the
+      // scenario's external change when it names that point.
+      afterCrash = workspace::afterCrashApplies(sc.spec, failpointName(*id.recoveryFailpoint));
+      if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
+      atCrash = snapshotWorkspace(ws);
+    }
   } else {
     c.pass("V1");
   }
@@ -1216,12 +1266,24 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   if (!id.isDoubleFault() && !id.isBarrier() && !powerloss && !c.failed("V1"))
     checkRecoveryReach(dir / "recover-hits.json", predictedRecoveryHits(sc, id.failpoint, id.hit),
                        c);
+  // After a kill inside the continuation's own calls, the next recovery recovers that run as a
+  // first run of the calls it was making.
+  const auto first = isContinuationKill(id) ? continuationFirstCall(sc, id.failpoint, id.hit)
+                                            : std::optional<size_t>{};
+  if (first && !c.failed("V1"))
+    checkRecoveryReach(dir / "recover-hits.json",
+                       predictedRecoveryHits(continuationScenario(sc, *first),
+                                             *id.recoveryFailpoint, id.recoveryHit.value_or(1)),
+                       c);
   if (!r.exited) {
     c.fail("V8", "crashsim-agent recover " + r.describe());
     return finish();
   }
-  checkRecovery(id, sc, x, barrierFacts, afterCrash, ref, store, ws, atCrash, r.exitCode, recover,
-                c);
+  checkRecovery(id, sc, first ? expectContinuationKill(sc, id) : x, barrierFacts, afterCrash, ref,
+                store, ws, atCrash, r.exitCode, recover, c);
+  if (id.mode == "kill" && !id.isDoubleFault() && !id.isBarrier() && id.failpoint == 2 &&
+      id.hit == 1)
+    probeT1Exists(opts, sc, ref, dir, c);
   if (r.exitCode == 0 || r.exitCode == 1) checkLineageDigests(store, "after recovery: ", c);
   return finish();
 }

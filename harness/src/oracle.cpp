@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/case_id.h"
@@ -233,7 +234,7 @@ RecoveryKillExpectation expectRecoveryKill(int rfp, int rhit) {
 std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id) {
   if (id.recoveryFailpoint == 11 || id.recoveryFailpoint == kAdmissionP14)
     return ClaimSettlement{std::string(c::claim_repair), true};
-  if (id.recoveryFailpoint == kAdmissionP15)
+  if (id.recoveryFailpoint == kAdmissionP15 || isContinuationKill(id))
     return ClaimSettlement{std::string(c::runtime_admission), false};
   return std::nullopt;
 }
@@ -304,8 +305,86 @@ std::array<int, kPoints> predictedRecoveryHits(const Scenario& s, int fp, int hi
     h[11] = h[kAdmissionP14] = h[kAdmissionP15] = 1;
     h[8] += 1;
     h[9] += 1;
+    if (auto first = continuationFirstCall(s, fp, hit)) {
+      const auto own = predictedHits(continuationScenario(s, *first));
+      for (int p = 0; p <= 7; ++p) h[static_cast<size_t>(p)] = own[static_cast<size_t>(p)];
+    }
   }
   return h;
+}
+
+std::optional<size_t> continuationFirstCall(const Scenario& s, int fp, int hit) {
+  const CaseExpectation x = expectCase(s, fp, hit);
+  if (!x.ok || expectParked(s, x, fp)) return std::nullopt;
+  std::optional<size_t> first;
+  switch (x.outcome) {
+    case Outcome::call_made_once:  // P0: the armed step's calls were never committed
+      for (size_t i = 0; i < s.calls.size() && !first; ++i)
+        if (s.calls[i].step == *x.armedStep) first = i;
+      break;
+    case Outcome::reissued_runs_once:  // P1: trimmed, re-issued (first of its step, else a gap)
+      first = *x.armedCall;
+      break;
+    case Outcome::completed_bundle:  // P4, P5 (bundle), P6: the armed call was the step's last
+    case Outcome::completed_ran_once:
+      if (x.armedCall) {
+        first = *x.armedCall + 1;
+      } else {  // P7: the armed step is answered
+        for (size_t i = 0; i < s.calls.size() && !first; ++i)
+          if (s.calls[i].step > *x.armedStep) first = i;
+      }
+      break;
+    default:  // P8: every call answered, the continuation gives the final answer only
+      break;
+  }
+  if (first && *first >= s.calls.size()) first.reset();
+  return first;
+}
+
+Scenario continuationScenario(const Scenario& s, size_t firstCall) {
+  Scenario c = s;
+  c.calls.assign(s.calls.begin() + static_cast<std::ptrdiff_t>(std::min(firstCall, s.calls.size())),
+                 s.calls.end());
+  std::set<size_t> steps;
+  for (const auto& call : c.calls) steps.insert(call.step);
+  c.toolSteps = steps.size();
+  return c;
+}
+
+std::array<int, 8> sweptContinuationKills(const Scenario& s, int fp, int hit) {
+  std::array<int, 8> n{};
+  const auto first =
+      (fp == 0 || fp == 7) && hit == 1 ? continuationFirstCall(s, fp, hit) : std::nullopt;
+  if (!first) return n;
+  Scenario cont = continuationScenario(s, *first);
+  if (fp == 7) {  // the continuation's first step only (its hits come first in the run)
+    const size_t step = cont.calls.front().step;
+    std::erase_if(cont.calls, [&](const ScenarioCall& c) { return c.step != step; });
+    cont.toolSteps = 1;
+  }
+  const auto h = predictedHits(cont);
+  for (size_t p = 0; p < n.size(); ++p) n[p] = h[p];
+  return n;
+}
+
+CaseExpectation expectContinuationKill(const Scenario& s, const CaseId& id, CaseExpectation* run2) {
+  CaseExpectation x;
+  const auto first = continuationFirstCall(s, id.failpoint, id.hit);
+  if (!isContinuationKill(id) || !first) {
+    x.whyNot = fmt::format("the recovery of {}/{}#{} makes no tool call of its own", s.id,
+                           failpointName(id.failpoint), id.hit);
+    return x;
+  }
+  const Scenario cont = continuationScenario(s, *first);
+  const CaseExpectation own = expectCase(cont, *id.recoveryFailpoint, id.recoveryHit.value_or(1));
+  if (run2) *run2 = own;
+  x = own;
+  if (!own.ok) return x;
+  x.ops.clear();
+  for (size_t i = 0; i < *first; ++i) x.ops.push_back(completedOp(s.calls[i]));
+  x.ops.insert(x.ops.end(), own.ops.begin(), own.ops.end());
+  if (own.armedCall) x.armedCall = *own.armedCall + *first;
+  return x;
 }
 
 }  // namespace crashsim::harness

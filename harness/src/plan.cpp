@@ -160,6 +160,23 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
           g.primary = {pid, si};
           g.primarySelected =
               fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          // The continuation killed inside its own tool calls (P0–P7 of the continuation run),
+          // for the primaries whose continuation the sweep kills (oracle.h).
+          if (sel.doubleFaults && !stopMode) {
+            const auto swept = sweptContinuationKills(sc, fp, h);
+            for (int rfp = 0; rfp <= 7; ++rfp) {
+              const int n = swept[static_cast<size_t>(rfp)];
+              if (n > 0 && pid == ids.front()) reach(sc.id, rfp, "recovery").predicted += n;
+              for (int rh = 1; rh <= n; ++rh) {
+                CaseId d = pid;
+                d.recoveryFailpoint = rfp;
+                d.recoveryHit = rh;
+                if ((fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
+                    globMatch(sel.caseGlobs, d.str()))
+                  g.doubles.push_back({d, si});
+              }
+            }
+          }
           for (int rfp : kRecoveryPoints) {
             // An import kill pairs only with a recovery kill inside the import (P16/P17): the
             // repair of the interrupted legacy runs that follows it is not swept as a double

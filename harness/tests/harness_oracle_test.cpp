@@ -310,3 +310,68 @@ TEST(ScenarioFiles, BuiltInScenariosLoadAndHaveCalls) {
     EXPECT_EQ(s.file.stem().string(), s.id);
   }
 }
+
+// #44 §3: the continuation's own tool calls. A recovery that continues makes the calls the crashed
+// run left unanswered and reaches P0–P7 for them as a first run of those calls would. Bugs: a
+// continuation whose own calls are never placed (every P0–P7 of the recovery zero, so no kill is
+// ever planned inside them), a continuation that starts at the wrong call (re-runs a settled one,
+// skips an unanswered one).
+TEST(OracleExpectation, TheContinuationsOwnCallsAreTheOnesLeftUnanswered) {
+  const Scenario s = twoStepScenario();
+  EXPECT_EQ(continuationFirstCall(s, 0, 1), std::optional<size_t>(0));  // nothing committed
+  EXPECT_EQ(continuationFirstCall(s, 0, 2), std::optional<size_t>(1));  // step 1's calls
+  EXPECT_EQ(continuationFirstCall(s, 1, 1), std::optional<size_t>(0));  // c1 re-issued
+  EXPECT_EQ(continuationFirstCall(s, 7, 1), std::optional<size_t>(1));  // step 0 answered
+  EXPECT_FALSE(continuationFirstCall(s, 7, 2));  // every call answered: the final answer only
+  EXPECT_FALSE(continuationFirstCall(s, 3, 1));  // the Write mid-replace parks
+  EXPECT_FALSE(continuationFirstCall(s, 6, 1));  // c2 answered, sibling c3 not: a replay gap parks
+  const auto whole = predictedRecoveryHits(s, 0, 1);
+  const auto first = predictedHits(s);
+  for (size_t f = 0; f <= 7; ++f) EXPECT_EQ(whole[f], first[f]) << f;
+  const auto rest = predictedRecoveryHits(s, 7, 1);  // c2 (Write) and c3 (Read) in one step
+  EXPECT_EQ(rest[0], 1);
+  EXPECT_EQ(rest[1], 2);
+  EXPECT_EQ(rest[2], 2);
+  EXPECT_EQ(rest[3], 1);
+  EXPECT_EQ(rest[6], 2);
+  EXPECT_EQ(rest[7], 1);
+  for (size_t f = 0; f <= 7; ++f) EXPECT_EQ(predictedRecoveryHits(s, 7, 2)[f], 0) << f;
+  for (size_t f = 0; f <= 7; ++f) EXPECT_EQ(predictedRecoveryHits(s, 3, 1)[f], 0) << f;
+}
+
+// A continuation killed inside its own call: the state is placed among the continuation's calls
+// (the crashed run's answered calls are not in that run), the task ends as that kill says, and the
+// saga leaves the live runtime_admission start alone. The sweep kills every hit of the
+// continuation after P0#1 and the first step's after P7#1 only. Bugs: the kill judged against the
+// first run's calls (a settled call expected again), executions counted from the primary kill.
+TEST(OracleExpectation, AContinuationKilledInsideItsOwnCallIsPlacedAmongItsCalls) {
+  const Scenario s = twoStepScenario();
+  const CaseId id = parseCaseId("t/P7#1/kill+R:P2#1");  // the continuation's first T1: c2
+  ASSERT_TRUE(isContinuationKill(id));
+  CaseExpectation own;
+  const CaseExpectation x = expectContinuationKill(s, id, &own);
+  ASSERT_TRUE(x.ok) << x.whyNot;
+  ASSERT_TRUE(own.ok);
+  ASSERT_TRUE(x.armedCall);
+  EXPECT_EQ(*x.armedCall, 1u);    // c2, in the scenario's terms
+  ASSERT_EQ(own.ops.size(), 2u);  // the continuation run holds c2 and c3 only
+  EXPECT_TRUE(own.ops[0].armed && own.ops[0].call && own.ops[0].dispatch && !own.ops[0].response);
+  EXPECT_EQ(own.ops[0].status, code::indeterminate);
+  EXPECT_TRUE(own.ops[1].call && !own.ops[1].dispatch);  // its sibling: committed, not dispatched
+  ASSERT_EQ(x.ops.size(), 3u);
+  EXPECT_EQ(x.ops[0].status, code::completed);  // c1 was answered in the crashed run
+  EXPECT_EQ(x.outcome, Outcome::parked_by_reconcile);
+  EXPECT_EQ(expectedExecutions(s, x, 2), (std::vector<int>{0, 0, 0}));  // refused; not started
+  ASSERT_TRUE(expectClaimSettlement(id));
+  EXPECT_EQ(expectClaimSettlement(id)->startKind, code::runtime_admission);
+  EXPECT_FALSE(expectClaimSettlement(id)->abandoned);
+  const auto after = expectContinuationKill(s, parseCaseId("t/P7#1/kill+R:P6#2"));
+  ASSERT_TRUE(after.ok);  // c3 answered: the task continues and every dispatched call runs once
+  EXPECT_EQ(after.outcome, Outcome::completed_ran_once);
+  EXPECT_EQ(expectedExecutions(s, after, 6), (std::vector<int>{0, 1, 1}));
+  EXPECT_FALSE(expectContinuationKill(s, parseCaseId("t/P3#1/kill+R:P2#1")).ok);  // parks first
+  EXPECT_EQ(sweptContinuationKills(s, 0, 1)[1], 3);  // every call of the task
+  EXPECT_EQ(sweptContinuationKills(s, 7, 1)[1], 2);  // the continuation's first step
+  EXPECT_EQ(sweptContinuationKills(s, 0, 2), (std::array<int, 8>{}));
+  EXPECT_EQ(sweptContinuationKills(s, 6, 1), (std::array<int, 8>{}));
+}

@@ -432,3 +432,69 @@ TEST(PlantedFault, UnplantedContinuationDoubleFaultsPass) {
                "--scenario write-config-port --failpoint P11 --failpoint P14 --double-faults",
                "no plant, no failure");
 }
+
+// #44 §3: a continuation is killed inside its own tool calls. A continuation run whose own call
+// runs its implementation before its T1 commits passed every mode: no case killed a continuation
+// between its call and its result, and run to its end it leaves the ledger and workspace a correct
+// one leaves. The double faults +R:P0..P7 (the continuation of P0#1 and P7#1 killed at each of its
+// own boundaries) see the side effect no T1 covers; every other case of the same sweep passes.
+TEST(PlantedFault, AContinuationRunningItsToolBeforeT1FailsOnlyTheContinuationKills) {
+  const std::string plant = "continuation_runs_tool_before_t1";
+  ASSERT_TRUE(plantWired(plant));
+  int rc = -1;
+  const json rep =
+      plantedSweep(plant, "--scenario write-config-port --double-faults --no-barriers", &rc);
+  EXPECT_EQ(rc, 1);
+  std::set<std::string> failed;
+  size_t continuationKills = 0, red = 0;
+  for (const auto& c : rep.value("cases", json::array())) {
+    const std::string id = c.value("id", "");
+    const bool own = id.find("+R:P") != std::string::npos && id.size() > id.find("+R:P") + 4 &&
+                     id[id.find("+R:P") + 5] == '#' && id[id.find("+R:P") + 4] <= '7';
+    continuationKills += own;
+    if (c.value("verdict", "") != "fail") continue;
+    ++red;
+    EXPECT_TRUE(own) << id << " failed: only a continuation killed inside its own calls may see it";
+    for (auto& [k, v] : c["checks"].items())
+      if (v == "fail") failed.insert(k);
+  }
+  EXPECT_GT(continuationKills, 0u);
+  EXPECT_GT(red, 0u);
+  EXPECT_EQ(failed, (std::set<std::string>{"V3", "V4", "V8"}));
+}
+
+// The same continuation kills without a plant pass.
+TEST(PlantedFault, UnplantedContinuationKillsPass) {
+  expectUnseen("none",
+               "--scenario write-config-port --scenario continuation-chain --double-faults --case "
+               "'*+R:P[0-7]#*'",
+               "no plant, no failure");
+}
+
+// #44 §3: T1 says the operation already exists (spec f.4). No case reached the agent's refusal:
+// recovery never re-prepares an operation. The T1-exists probe of every kill-mode P2#1 case
+// delivers the run request twice to a host whose clock the harness drives, so T1 of the first
+// dispatched call returns created:false; an agent that runs the implementation anyway fails V8 of
+// exactly those cases (the effects log, the hits past T1), and nothing else.
+TEST(PlantedFault, AToolRunDespiteCreatedFalseFailsV8OfTheT1ExistsProbe) {
+  const std::string plant = "t1_exists_runs_tool";
+  ASSERT_TRUE(plantWired(plant));
+  int rc = -1;
+  const json rep = plantedSweep(
+      plant, "--scenario write-config-port --scenario bash-touch-marker --no-barriers", &rc);
+  EXPECT_EQ(rc, 1);
+  std::set<std::string> red;
+  for (const auto& c : rep.value("cases", json::array())) {
+    if (c.value("verdict", "") != "fail") continue;
+    red.insert(c.value("id", ""));
+    for (auto& [k, v] : c["checks"].items())
+      if (v == "fail") {
+        EXPECT_EQ(k, "V8") << c.value("id", "");
+        EXPECT_EQ(c["reasons"].value(k, "").rfind("T1 exists: ", 0), 0u) << c["reasons"].dump();
+      }
+  }
+  EXPECT_EQ(red,
+            (std::set<std::string>{"bash-touch-marker/P2#1/kill", "write-config-port/P2#1/kill"}));
+  expectUnseen("none", "--scenario write-config-port --scenario bash-touch-marker --failpoint P2",
+               "no plant: T1's created:false stops the implementation");
+}

@@ -50,7 +50,12 @@
 //   host_adopts_unmarked_workspace  start-up marks an unmarked directory it is given as the
 //                                store's workspace → C1 (workspace_wrong)
 //   reconcile_follows_parent_symlink  the file reconciler follows a symlinked parent directory
-//                                of the target → V8 of parent-symlink-swap's afterCrash cases
+//                                of the target → V3 + V8 of parent-symlink-swap's afterCrash cases
+//   continuation_runs_tool_before_t1  a continuation run's own call runs its implementation
+//                                before its T1 commits → V3/V8 of the continuation kills
+//                                (+R:P0..P7 double faults) only
+//   t1_exists_runs_tool          the implementation runs although T1 returned created:false
+//                                (spec f.4) → V8 of the T1-exists probe (kill-mode P2#1 cases)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

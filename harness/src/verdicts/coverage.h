@@ -36,10 +36,10 @@ std::string reachDifference(const std::array<int, 12>& predicted,
 std::string barrierBoundProblem(const std::array<int, 12>& predicted,
                                 const std::array<int, kPoints>& reached);
 
-// V3 (the recovery's reach): the unarmed recovery of a primary case wrote hit counts to
-// `hitsFile` that reach exactly the recovery kills (kRecoveryPoints: P8–P11, P14, P15) the oracle
-// planned for it (`want`, predictedRecoveryHits) — the double faults of that case are the
-// recovery's real windows.
+// V3 (the recovery's reach): the unarmed recovery of a primary case (or of a continuation killed
+// inside its own calls) wrote hit counts to `hitsFile` that reach exactly the recovery points the
+// oracle predicts for it (`want`, predictedRecoveryHits): P8–P11, P14–P17, and P0–P7 of the
+// continuation's own calls — the double faults of that case are the recovery's real windows.
 void checkRecoveryReach(const std::filesystem::path& hitsFile, const std::array<int, kPoints>& want,
                         Checks& c);
 

@@ -33,7 +33,8 @@ void checkClaimState(const RecoveryKillExpectation& want, const std::vector<RunH
   if (start != wantStart)
     c.fail("V3",
            fmt::format("{}: the claim has {}, the contract expects {}", at, start, wantStart));
-  if (int n = observed::eventsOfRun(store, claim.targetRunId); n != want.targetEvents)
+  if (int n = observed::eventsOfRun(store, claim.targetRunId);
+      want.targetEvents >= 0 && n != want.targetEvents)
     c.fail("V3", fmt::format("{}: the claimed target run {} has {} event(s), expected {}", at,
                              claim.targetRunId, n, want.targetEvents));
   auto target = std::find_if(runs.begin(), runs.end(),
@@ -47,11 +48,64 @@ void checkClaimState(const RecoveryKillExpectation& want, const std::vector<RunH
                              target->status));
 }
 
+// A kill inside the continuation's own tool calls (P0–P7 of the continuation run): the crashed
+// run sealed (one terminal fact, terminal header), one claim whose runtime_admission start opens
+// the target run, that run not terminal and holding, after its start, exactly the call facts the
+// oracle places for the kill among the continuation's calls (expectContinuationKill), and the
+// resolver's decisions on it the oracle's and the independent model's.
+void checkContinuationKillState(const CaseId& id, const Scenario& sc, const RuntimeStore& st,
+                                const fs::path& store, std::vector<RunHeader> runs,
+                                const std::string& at, Checks& c) {
+  CaseExpectation own;
+  const CaseExpectation x = expectContinuationKill(sc, id, &own);
+  if (!x.ok || !own.ok) {
+    c.fail("V3", at + ": oracle: " + (x.whyNot.empty() ? own.whyNot : x.whyNot));
+    return;
+  }
+  if (runs.size() != 2) {
+    c.fail("V3", fmt::format("{}: {} run(s) in the store, the contract expects 2 (the crashed run "
+                             "and the continuation killed inside its own calls)",
+                             at, runs.size()));
+    return;
+  }
+  for (const RunHeader& r : runs)
+    if (auto bad = runMarkerProblem(eventsOf(st, r)); !bad.empty()) c.fail("V3", at + ": " + bad);
+  int facts = 0;
+  for (const auto& e : eventsOf(st, runs[0])) facts += !e.partial && e.isTerminal();
+  if (facts != 1 || !isTerminalStatus(runs[0].status))
+    c.fail("V3", fmt::format("{}: the crashed run {} has {} terminal fact(s) and a {} header, the "
+                             "contract expects it sealed before the continuation",
+                             at, runs[0].runId, facts, runs[0].status));
+  RecoveryKillExpectation claim;
+  claim.claim = true;
+  claim.claimStart = std::string(code::runtime_admission);
+  claim.targetEvents = -1;  // its start and the calls below
+  claim.targetHeader = true;
+  checkClaimState(claim, runs, store, at, c);
+  const auto events = eventsOf(st, runs[1]);
+  for (const auto& bad : callFactProblems(own, events))
+    c.fail("V3", fmt::format("{}: continuation run {}: {}", at, runs[1].runId, bad));
+  checkDecisions(own, events, c);
+  if (!c.failed("V3")) c.pass("V3");
+}
+
 }  // namespace
 
 // V3/V4 on the state a killed recovery process left (double faults): expectRecoveryKill.
 void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                             const RuntimeStore& st, const fs::path& store, Checks& c) {
+  if (isContinuationKill(id)) {
+    auto runs = st.listRuns();
+    std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
+      return a.createdAt < b.createdAt;
+    });
+    checkContinuationKillState(
+        id, sc, st, store, std::move(runs),
+        fmt::format("after the continuation kill at {}#{}", failpointName(*id.recoveryFailpoint),
+                    id.recoveryHit.value_or(1)),
+        c);
+    return;
+  }
   const auto want = expectRecoveryKill(*id.recoveryFailpoint, id.recoveryHit.value_or(1));
   const std::string at =
       fmt::format("after the recovery kill at {}#{}", failpointName(*id.recoveryFailpoint),

@@ -64,8 +64,9 @@ bool agentWroteUnderT1(const std::vector<RuntimeEvent>& run) {
   return first && !unmarkedByContract(*first);  // an empty run declares nothing
 }
 
-void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,
-                       Checks& c) {
+std::vector<std::string> callFactProblems(const CaseExpectation& x,
+                                          const std::vector<RuntimeEvent>& runEvents) {
+  std::vector<std::string> out;
   std::map<std::string, CallFacts> facts;
   bool terminal = false;
   for (const auto& e : runEvents) {
@@ -75,27 +76,32 @@ void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>
     if (e.contentKind == ContentKind::function_response) facts[e.callId].response = true;
     if (e.isTerminal()) terminal = true;
   }
-  if (runEvents.empty() || runEvents[0].role != Role::user ||
-      runEvents[0].runtimeProtocol !=
-          std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
-    c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
-
   std::set<std::string> known;
   for (const auto& op : x.ops) {
     known.insert(op.callId);
     CallFacts f = facts.count(op.callId) ? facts[op.callId] : CallFacts{};
     if (f.call != op.call || f.dispatch != op.dispatch || f.response != op.response)
-      c.fail("V3",
-             fmt::format("{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
-                         op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
-                         op.call, op.dispatch, op.response));
+      out.push_back(
+          fmt::format("{}{}: durable call/dispatch/response = {}/{}/{}, oracle expects {}/{}/{}",
+                      op.callId, op.armed ? " (armed)" : "", f.call, f.dispatch, f.response,
+                      op.call, op.dispatch, op.response));
   }
   for (const auto& [callId, f] : facts)
-    if (!known.count(callId)) c.fail("V3", "unexpected tool call " + callId + " in the ledger");
+    if (!known.count(callId)) out.push_back("unexpected tool call " + callId + " in the ledger");
   if (terminal != x.terminalEvent)
-    c.fail("V3", fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
-                             terminal ? "committed" : "absent",
-                             x.terminalEvent ? "committed" : "absent"));
+    out.push_back(fmt::format("terminal RuntimeEvent {} but the oracle expects it {}",
+                              terminal ? "committed" : "absent",
+                              x.terminalEvent ? "committed" : "absent"));
+  return out;
+}
+
+void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,
+                       Checks& c) {
+  if (runEvents.empty() || runEvents[0].role != Role::user ||
+      runEvents[0].runtimeProtocol !=
+          std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+    c.fail("V3", "first event is not the user event carrying the t1_after_preflight_v1 marker");
+  for (const auto& bad : callFactProblems(x, runEvents)) c.fail("V3", bad);
   if (!c.failed("V3")) c.pass("V3");
 }
 

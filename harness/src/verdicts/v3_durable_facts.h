@@ -31,6 +31,11 @@ std::string runMarkerProblem(const std::vector<RuntimeEvent>& run);
 // empty run (it declares nothing).
 bool agentWroteUnderT1(const std::vector<RuntimeEvent>& run);
 
+// The per-call durable facts (call, dispatch, response) of `runEvents` against `x.ops`, no
+// other tool call, and the terminal RuntimeEvent as `x` expects; one line per difference.
+std::vector<std::string> callFactProblems(const CaseExpectation& x,
+                                          const std::vector<RuntimeEvent>& runEvents);
+
 // V3 on the crashed run's events against the oracle's expectation `x` (x.ok).
 void checkDurableFacts(const CaseExpectation& x, const std::vector<RuntimeEvent>& runEvents,
                        Checks& c);

@@ -283,8 +283,11 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
                    int exitCode, const SpawnSpec& recover, Checks& c) {
   try {
     auto effects = readEffects(store / "effects.jsonl");
+    // The kill the task's end follows from: the agent run's, or the continuation's inside its own
+    // calls (then `x` is expectContinuationKill's, in the whole scenario's terms).
+    const int endFp = isContinuationKill(id) ? *id.recoveryFailpoint : id.failpoint;
     // Executions per call come from the scenario and the contract (oracle), never from a run.
-    if (!id.isBarrier()) checkExecutions(sc, expectedExecutions(sc, x, id.failpoint), effects, c);
+    if (!id.isBarrier()) checkExecutions(sc, expectedExecutions(sc, x, endFp), effects, c);
     auto st = RuntimeStore::open(store);
     // Every run resolved once: the armed call's final decision, the model check, the headers.
     struct Resolved {
@@ -345,11 +348,11 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
       if (!c.failed("V8")) c.pass("V8");
       return;
     }
-    const bool parked = expectParked(sc, x, id.failpoint);
+    const bool parked = expectParked(sc, x, endFp);
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
     } else if (parked && !x.armedCall) {
-      c.fail("V8", "oracle: scenario afterCrash names " + id.failpointName() +
+      c.fail("V8", "oracle: scenario afterCrash names " + failpointName(endFp) +
                        ", which has no armed operation to park");
     } else if (parked) {
       const auto& armed = sc.calls[*x.armedCall];

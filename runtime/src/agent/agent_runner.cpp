@@ -3,6 +3,7 @@
 // writer transactions, P9 / P13 between the terminal facts (terminal_facts.cpp).
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "crashsim/agent.h"
@@ -80,7 +81,13 @@ AgentRunner::AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRunt
       tools_(tools),
       cancel_(cancel),
       stop_(std::move(stop)),
-      model_(scenario) {}
+      model_(scenario) {
+#if defined(CRASHSIM_ENABLE_FAILPOINTS)
+  // The harness drives the clock (the T1-exists probe); never in the production library.
+  if (const char* start = std::getenv("CRASHSIM_CLOCK_START_MS"); start && *start)
+    clock_.drive(std::strtod(start, nullptr));
+#endif
+}
 
 AgentRunner::~AgentRunner() = default;
 
@@ -325,8 +332,16 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   prepared.canonicalArgsHash = argsHash;
   prepared.recoveryMode = decision.recoveryMode;
   prepared.committedAt = clock_.now();
+  // Planted bug: a continuation run's own call runs its implementation before its T1 commits
+  // (the dispatch is recorded after the side effect). A kill in between leaves a side effect
+  // no durable T1 covers; only a kill inside the continuation's own calls can see it.
+  std::optional<ToolResult> early;
+  if (planted("continuation_runs_tool_before_t1") && summary.continuation)
+    early =
+        tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
   const WriteResult t1 = accepted([&] { return store_.commitToolPrepared(prepared); });
-  if (!t1.created) {
+  // Planted bug: the implementation runs although T1 says the operation already exists.
+  if (!t1.created && !planted("t1_exists_runs_tool")) {
     // The operation was already claimed: the implementation must not run (f.4).
     throw Error(code::tool_already_claimed,
                 "tool operation " + op + " was already prepared; not executing it again");
@@ -338,7 +353,9 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
     live_.started.insert(op);  // from here on a Stop cannot say "not started"
   }
   const ToolResult result =
-      tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId}, cancel_);
+      early ? *early
+            : tools_.execute(call, decision, ToolExecution{op, call.callId, id.invocationId},
+                             cancel_);
   ++summary.executions;
   if (result.isError) ++summary.toolErrors;
   CRASHSIM_FAILPOINT(P4);

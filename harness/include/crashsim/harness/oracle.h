@@ -141,7 +141,7 @@ struct RecoveryKillExpectation {
   // has a non-terminal header (`targetHeader`) or none.
   bool claim = false;
   std::string claimStart;
-  int targetEvents = 0;
+  int targetEvents = 0;  // -1: not fixed (a continuation killed inside its own calls)
   bool targetHeader = false;
 };
 RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHit);
@@ -170,10 +170,11 @@ std::vector<Json> importedLegacyEvents(const Scenario& scenario);
 size_t expectImportStoredEvents(const Scenario& scenario, const CaseId& id);
 
 // How recovery must settle the continuation claim a recovery kill left (spec g's claim saga),
-// for a recovery killed at P11, P14 or P15 (nullopt for the other points):
+// for a recovery killed at P11, P14, P15 or inside the continuation's own calls (P0–P7; nullopt
+// for the other points):
 //   P11, P14  no start: the saga commits the claim_repair start and the deterministic failed
 //             terminal (failureClass continuation_abandoned_before_provider_dispatch);
-//   P15       a runtime_admission start: the saga leaves it alone; the target is then a crashed
+//   P15, P0–P7  a runtime_admission start: the saga leaves it alone; the target is then a crashed
 //             run like any other (README "Deviations": this host holds the store's process lock,
 //             so no provider call of it can be live elsewhere): run recovery seals it, never with
 //             the saga's abandoned terminal.
@@ -197,8 +198,41 @@ std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id);
 //     continuation run commits its own terminal fact (P8) and header (P9).
 // After a kill at an import point (P16, P17) the scenario's run never started: recovery re-runs
 // every import batch (P16 and P17 predictedImportBatches() times each) and nothing else.
-// Indexed by failpoint number (case_id.h). Indices 0–7 are zero: the continuation run's own tool
-// boundaries are not planned as kills.
+//   - the continuation run makes the scenario's calls the crashed run left unanswered (the
+//     continuation's own tool calls: continuationFirstCall) and reaches P0–P7 for them exactly as
+//     a first run of those calls would (predictedHits of continuationScenario).
+// Indexed by failpoint number (case_id.h).
 std::array<int, kPoints> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
+
+// The continuation's own tool calls (issue #44 §3: a continuation killed inside its own calls).
+// When recovery from a kill at (failpoint, hit) continues the task, the scripted model goes on
+// from the first step whose calls are not all answered (scenarios/README.md): the index of the
+// first scenario call the continuation run issues — the armed step's first call at P0, the
+// re-issued armed call at P1, the call after the settled step at P4/P5 (completed bundle), P6
+// and P7. nullopt when recovery parks, or continues without a call (P8: every call answered).
+std::optional<size_t> continuationFirstCall(const Scenario& scenario, int failpoint, int hit);
+// The scenario as the continuation run plays it: the calls from `firstCall` on (their steps, ids
+// and preflight as in the scenario), so expectCase/predictedHits of it place a kill inside the
+// continuation's own calls the way they place one in a first run.
+Scenario continuationScenario(const Scenario& scenario, size_t firstCall);
+// Whether a recovery kill at (recoveryFailpoint) is inside the continuation's own tool calls
+// (P0–P7 of the continuation run).
+inline bool isContinuationKill(const CaseId& id) {
+  return id.recoveryFailpoint && *id.recoveryFailpoint >= 0 && *id.recoveryFailpoint <= 7;
+}
+// The continuation kills the double-fault sweep plans after the primary (failpoint, hit): hits
+// 1..n of P0–P7 in the continuation run, n per point (the others' continuation reach is still
+// checked, V3). After P0#1 — nothing settled, the continuation makes every call of the task —
+// every hit; after P7#1 — the first step settled, the continuation's replay holds it — the hits
+// of the continuation's first step; none after the other primaries. Keeps the added cases
+// linear in the scenario's length.
+std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoint, int hit);
+// The expectation of a continuation kill `id` (isContinuationKill), in the whole scenario's
+// terms: expectCase(continuationScenario, rfp, rhit) places the kill among the continuation's
+// calls; the calls before them were answered in the crashed run (completed). `ops` and
+// `armedCall` index the whole scenario. `run2`, when given, receives the expectation of the
+// continuation run alone (its calls only), for its durable facts and decisions.
+CaseExpectation expectContinuationKill(const Scenario& scenario, const CaseId& id,
+                                       CaseExpectation* run2 = nullptr);
 
 }  // namespace crashsim::harness
