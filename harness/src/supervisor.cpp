@@ -57,7 +57,8 @@ const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_POWERLOSS_STRICT_DIRSYNC",
                                   "CRASHSIM_POWERLOSS_ACKED",
                                   "CRASHSIM_SYNCHRONOUS",
-                                  "CRASHSIM_TOOL_HOLD"};
+                                  "CRASHSIM_TOOL_HOLD",
+                                  "CRASHSIM_CLOCK_START_MS"};
 
 class ForkServer;
 
