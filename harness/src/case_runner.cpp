@@ -226,6 +226,23 @@ std::map<std::string, int> perScriptedCall(const std::map<std::string, int>& eff
   return out;
 }
 
+// Both Stop requests got a receipt (the agent's stderr lines {"stopReceipt":…}) that accepted
+// them while the run was active; "" when so.
+std::string stopReceiptsProblem(const fs::path& stderrFile) {
+  int receipts = 0;
+  std::istringstream err(readFile(stderrFile));
+  for (std::string line; std::getline(err, line);) {
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("stopReceipt")) continue;
+    ++receipts;
+    if (j["stopReceipt"].value("accepted", false) != true ||
+        j["stopReceipt"].value("alreadyIdle", true) != false)
+      return "Stop receipt " + line + ": expected accepted, not idle (the run was active)";
+  }
+  if (receipts != 2) return fmt::format("{} Stop receipt(s) for two Stop requests", receipts);
+  return "";
+}
+
 // V1 of a Stop case: the agent reported the point in stop mode, took both Stops (two receipts,
 // the run still active) and then either ended by itself with the contract's exit code and its
 // normal-exit marker, or — with a Stop-path kill point — reported that point and died of SIGKILL.
@@ -240,17 +257,7 @@ std::string stopProcessProblem(const ChildResult& child, const CaseId& id, bool 
       ctl.value("hit", 0) != id.hit || ctl.value("stop", false) != true)
     return fmt::format("reported '{}' instead of a stop at {}#{} ({})", child.controlLine,
                        id.failpointName(), id.hit, child.describe());
-  int receipts = 0;
-  std::istringstream err(readFile(spec.stderrFile));
-  for (std::string line; std::getline(err, line);) {
-    Json j = Json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("stopReceipt")) continue;
-    ++receipts;
-    if (j["stopReceipt"].value("accepted", false) != true ||
-        j["stopReceipt"].value("alreadyIdle", true) != false)
-      return "Stop receipt " + line + ": expected accepted, not idle (the run was active)";
-  }
-  if (receipts != 2) return fmt::format("{} Stop receipt(s) for two Stop requests", receipts);
+  if (std::string p = stopReceiptsProblem(spec.stderrFile); !p.empty()) return p;
   if (id.stopKill) {
     Json k = Json::parse(child.secondControlLine, nullptr, false);
     if (!k.is_object() || k.value("failpoint", "") != failpointName(*id.stopKill))
@@ -329,17 +336,7 @@ std::string graceProcessProblem(const ChildResult& child, const SpawnSpec& spec,
   if (child.timedOut)
     return fmt::format("hung after the Stop (timeout {} ms): {}", spec.timeout.count(),
                        lastLine(spec.stderrFile));
-  int receipts = 0;
-  std::istringstream err(readFile(spec.stderrFile));
-  for (std::string line; std::getline(err, line);) {
-    Json j = Json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("stopReceipt")) continue;
-    ++receipts;
-    if (j["stopReceipt"].value("accepted", false) != true ||
-        j["stopReceipt"].value("alreadyIdle", true) != false)
-      return "Stop receipt " + line + ": expected accepted, not idle (the run was active)";
-  }
-  if (receipts != 2) return fmt::format("{} Stop receipt(s) for two Stop requests", receipts);
+  if (std::string p = stopReceiptsProblem(spec.stderrFile); !p.empty()) return p;
   if (!child.exited || child.exitCode != 1)
     return fmt::format("{} after the watchdog seal, expected exit 1 ({})", child.describe(),
                        lastLine(spec.stderrFile));
