@@ -1,8 +1,8 @@
 // crashsim/reports/schema_validator.h — a minimal JSON Schema validator for report.schema.json.
 //
 // Supports exactly the subset the report schema uses: type (string or array of strings),
-// required, properties, additionalProperties (bool or schema), enum, const, items, minimum, maximum,
-// minLength, pattern (ECMAScript regex), $ref to "#/$defs/<name>". Any other keyword in a
+// required, properties, additionalProperties (bool or schema), enum, const, items, minimum,
+// maximum, minLength, pattern (ECMAScript regex), $ref to "#/$defs/<name>". Any other keyword in a
 // schema is an error (so the schema cannot silently use a keyword this validator ignores).
 #pragma once
 
