@@ -159,6 +159,19 @@ TEST(PlantedFault, AReconcilerThatFollowsASymlinkedParentFailsV8) {
                       "--scenario parent-symlink-swap --failpoint P4", {"V3", "V8"});
 }
 
+// The other components of the target's path: a directory in the target's place is not a regular
+// file (unreadable, never "absent"); a deleted parent makes the target observably absent
+// (diverged, never "unreadable"). Each planted mix-up parks with the wrong reason: V8.
+TEST(PlantedFault, AReconcilerThatCallsADirectoryAbsentFailsV8) {
+  expectCaught("reconcile_directory_is_absent",
+               "--scenario target-becomes-directory --failpoint P4", "V8");
+}
+
+TEST(PlantedFault, AReconcilerThatCallsAMissingParentUnreadableFailsV8) {
+  expectCaught("reconcile_missing_parent_unreadable", "--scenario parent-deleted --failpoint P4",
+               "V8");
+}
+
 // V8 parked branch: a park must leave the workspace as the crash left it.
 TEST(PlantedFault, ParkThatRewritesTheTargetFailsV8Only) {
   expectCaughtExactly("park_rewrites_target", "--scenario write-config-port --failpoint P2",

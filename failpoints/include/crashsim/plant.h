@@ -56,6 +56,10 @@
 //                                (+R:P0..P7 double faults) only
 //   t1_exists_runs_tool          the implementation runs although T1 returned created:false
 //                                (spec f.4) → V8 of the T1-exists probe (kill-mode P2#1 cases)
+//   reconcile_directory_is_absent  the reconciler observes a directory in the target's place
+//                                as "no file" → V8 of target-becomes-directory's afterCrash cases
+//   reconcile_missing_parent_unreadable  a missing directory on the target's path is called
+//                                unreadable, not absent → V8 of parent-deleted's afterCrash cases
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -127,6 +127,10 @@ FileStateEvidence evidenceStateOf(const FileState& s) {
 std::optional<FileState> readTarget(const WorkspaceIdentity& workspace, const std::string& target,
                                     uint64_t maxBytes, std::string& failure) {
   ParentDir parent = openParent(workspace.root, target);
+  if (parent.missing && planted("reconcile_missing_parent_unreadable")) {
+    failure = std::string(code::observation_io_failed);  // planted bug: absence is not guessed
+    return std::nullopt;
+  }
   if (parent.missing) return FileState{};  // a missing directory: the file is observably absent
   if (!parent.failure.empty()) {
     failure = parent.failure;
@@ -142,6 +146,8 @@ std::optional<FileState> readTarget(const WorkspaceIdentity& workspace, const st
     failure = std::string(code::observation_target_symlink);
     return std::nullopt;
   }
+  if (S_ISDIR(st.st_mode) && planted("reconcile_directory_is_absent"))
+    return FileState{};  // planted bug: "no file there" for a directory in its place
   if (!S_ISREG(st.st_mode)) {
     failure = std::string(code::observation_target_not_regular);
     return std::nullopt;
