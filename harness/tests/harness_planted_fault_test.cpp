@@ -167,6 +167,11 @@ TEST(PlantedFault, AReconcilerThatCallsADirectoryAbsentFailsV8) {
                "--scenario target-becomes-directory --failpoint P4", "V8");
 }
 
+TEST(PlantedFault, AReconcilerThatCallsAFileInAParentsPlaceAbsentFailsV8) {
+  expectCaught("reconcile_file_parent_is_absent", "--scenario parent-becomes-file --failpoint P4",
+               "V8");
+}
+
 TEST(PlantedFault, AReconcilerThatCallsAMissingParentUnreadableFailsV8) {
   expectCaught("reconcile_missing_parent_unreadable", "--scenario parent-deleted --failpoint P4",
                "V8");

@@ -60,6 +60,8 @@
 //                                as "no file" → V8 of target-becomes-directory's afterCrash cases
 //   reconcile_missing_parent_unreadable  a missing directory on the target's path is called
 //                                unreadable, not absent → V8 of parent-deleted's afterCrash cases
+//   reconcile_file_parent_is_absent  a regular file where a directory of the path should be
+//                                is read as "no file there" → V8 of parent-becomes-file's cases
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

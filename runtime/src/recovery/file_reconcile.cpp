@@ -90,7 +90,7 @@ ParentDir openParent(const fs::path& root, const std::string& relative) {
     Fd next(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | follow | O_CLOEXEC));
     if (!next.ok()) {
       const int err = errno;
-      if (err == ENOENT) {
+      if (err == ENOENT || (err == ENOTDIR && planted("reconcile_file_parent_is_absent"))) {
         out.missing = true;
       } else if (err == ELOOP || err == ENOTDIR) {
         out.failure = std::string(code::observation_parent_unsafe);
