@@ -383,8 +383,12 @@ TEST(PlantedFault, AnOrphanResponseJudgedCompletedFailsV4UnderCorruptMode) {
   // call leaves an orphan response (spec c.5).
   int rc = -1;
   ASSERT_TRUE(plantWired("resolver_orphan_response_completed"));
+  // At P3 (the refused call answered, the next call's T1 pending) and P6 the call_delete damage
+  // leaves the orphan; the whole scenario (247 cases, 50 s under ASan) finds it at 8 points.
   auto failed = failedChecks("resolver_orphan_response_completed",
-                             "--mode corrupt --scenario permission-denied --states 19", &rc);
+                             "--mode corrupt --scenario permission-denied --states 19 "
+                             "--failpoint P3 --failpoint P6",
+                             &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_TRUE(failed.count("V4"));
 }
