@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -450,10 +451,13 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
     a.mayGoUnnoticed = !r.detectable && kept < layout.commits();
   };
 
-  if (r.kind.rfind("db_", 0) == 0 && r.kind != "db_empty_beside_wal") {
-    // A small store's data lives in its WAL, so damage to the database file alone would hit only
-    // pages the WAL supersedes: first fold the WAL in, as a clean close or an auto-checkpoint
-    // (past 16 MiB) leaves a store, so the damage lands on the ledger's own pages.
+  // The damages to the database file's own pages. A small store's data lives in its WAL, so
+  // damage to the database file alone would hit only pages the WAL supersedes: first fold the WAL
+  // in, as a clean close or an auto-checkpoint (past 16 MiB) leaves a store, so the damage lands
+  // on the ledger's own pages. (db_empty_beside_wal needs the WAL as the crash left it.)
+  constexpr std::array kDamageCheckpointedPages = {"db_bitflip", "db_zero_page", "db_truncate"};
+  if (std::find(kDamageCheckpointedPages.begin(), kDamageCheckpointedPages.end(), r.kind) !=
+      kDamageCheckpointedPages.end()) {
     Db(db).exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
   if (r.kind == "db_bitflip") {
