@@ -92,8 +92,9 @@ void checkGateRefusal(const pathmut::Expectation& e, const WorkspaceSnapshot& st
                       const SpawnSpec& recover, Checks& c);
 
 // V8, besides checkRecovery, of a workspace root moved to a copy and linked from its path (kind
-// adopted): the path is still that link, and the plan names workspace_location_changed (spec
-// e.6 step 6: a diagnostic, never a rejection; recovery otherwise goes on as without the move).
+// adopted): the path is still that link, and a plan that continues names
+// workspace_location_changed (spec e.6 step 6: a diagnostic, never a rejection; recovery otherwise
+// goes on as without the move; a plan parked before the boundary gates need not name it).
 void checkAdoptedRoot(const pathmut::Expectation& e, const std::filesystem::path& ws,
                       const std::string& recoverStdout, Checks& c);
 
