@@ -39,6 +39,10 @@ std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
   return {fp, hit};
 }
 
+bool isPathMutationName(std::string_view m) {
+  return m == "symlink" || m == "dir" || m == "file" || m == "remove";
+}
+
 }  // namespace
 
 std::string failpointName(int fp) {
@@ -63,10 +67,39 @@ std::string CaseId::str() const {
                      recoveryHit.value_or(1));
   if (stopKill) s += fmt::format("+K:{}#1", harness::failpointName(*stopKill));
   if (stopGrace) s += "+grace";
+  if (pathMutation)
+    s += fmt::format("~path:{}:{}", pathMutation->component, pathMutation->mutation);
   return s;
 }
 
 CaseId parseCaseId(std::string_view text) {
+  // The path-mutation suffix first: the component may hold '/', '+' or '@' of a file name.
+  if (auto tilde = text.find('~'); tilde != std::string_view::npos) {
+    const std::string_view whole = text, v = text.substr(tilde + 1);
+    const auto last = v.rfind(':');
+    if (v.substr(0, 5) != "path:" || last == std::string_view::npos || last < 5)
+      throw std::invalid_argument(
+          fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
+    PathMutation m{std::string(v.substr(5, last - 5)), std::string(v.substr(last + 1))};
+    if (m.component.empty() || !isPathMutationName(m.mutation))
+      throw std::invalid_argument(
+          fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
+    if (m.component.front() == '/' || m.component.back() == '/' ||
+        (m.component != "." &&
+         (m.component.find("/./") != std::string::npos || m.component.substr(0, 2) == "./" ||
+          m.component.find("..") != std::string::npos)))
+      throw std::invalid_argument(fmt::format(
+          "case id {}: the component is a workspace-relative path without . or .. (the root: .)",
+          whole));
+    CaseId id = parseCaseId(text.substr(0, tilde));
+    if (id.mode != "kill" || id.isDoubleFault() || id.isBarrier() || id.isImport())
+      throw std::invalid_argument(
+          fmt::format("case id {}: a path mutation follows a primary kill at a named failpoint "
+                      "(P<n>#<hit>/kill)",
+                      whole));
+    id.pathMutation = std::move(m);
+    return id;
+  }
   CaseId id;
   auto s1 = text.find('/');
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);

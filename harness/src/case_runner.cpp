@@ -648,11 +648,12 @@ void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& 
 template <class Say>
 bool restoreCrashState(const RunOptions& opts, const CaseId& id, const fs::path& store,
                        const fs::path& ws, Say& say) {
-  CaseId primary = id;
+  CaseId primary = id.withoutPathMutation();
   primary.recoveryFailpoint.reset();
   primary.recoveryHit.reset();
   const fs::path snapshot = crashStateDir(opts, primary);
-  if (!id.isDoubleFault() || !fs::exists(snapshot / "complete")) return false;
+  if ((!id.isDoubleFault() && !id.isPathMutation()) || !fs::exists(snapshot / "complete"))
+    return false;
   copyDir(snapshot / "store", store);
   copyDir(snapshot / "ws", ws);
   say("started from the crash state of " + primary.str());
@@ -667,7 +668,7 @@ void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& di
     copyDir(store, dir / "crashed" / "store");
     copyDir(ws, dir / "crashed" / "ws");
   }
-  if (opts.keepCrashStates && !id.isDoubleFault()) {
+  if (opts.keepCrashStates && !id.isDoubleFault() && !id.isPathMutation()) {
     const fs::path snap = crashStateDir(opts, id);
     copyDir(store, snap / "store");
     copyDir(ws, snap / "ws");
@@ -1108,7 +1109,20 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   fs::remove_all(dir);
   fs::create_directories(dir / "store");
   fs::path store = dir / "store", ws = dir / "ws";
-  const Scenario& sc = ref.scenario;
+  // A path-mutation case is judged against the scenario with the generated change as its
+  // afterCrash (verdicts/path_mutations.h); the agent still plays the scenario file.
+  std::optional<pathmut::Expectation> pathX;
+  std::optional<Scenario> judged;
+  std::string pathOracleProblem;
+  if (id.isPathMutation()) {
+    try {
+      pathX = pathmut::expect(ref.scenario, id);
+      judged = pathmut::judgedScenario(ref.scenario, id, *pathX);
+    } catch (const std::exception& e) {
+      pathOracleProblem = e.what();
+    }
+  }
+  const Scenario& sc = judged ? *judged : ref.scenario;
 
   auto finish = [&]() -> CaseOutcome {
     ph.to("report");
@@ -1131,6 +1145,10 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
 
   if (!ref.problem.empty()) {
     c.fail("V1", "reference run failed: " + ref.problem);
+    return finish();
+  }
+  if (!pathOracleProblem.empty()) {
+    c.fail("V1", "oracle: " + pathOracleProblem);
     return finish();
   }
   // A scenario with a legacy store is swept at its import; its own run is the same as without
@@ -1204,12 +1222,29 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     if (powerloss) plFindings = checkPowerlossCrash(dir, store, opts.synchronous, c.m);
   }
 
-  // Another process changes the workspace while the agent is down (scenario afterCrash).
+  // Another process changes the workspace while the agent is down (scenario afterCrash, or the
+  // case's generated change of the target's path).
   ph.to("setup");
   bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
-  if (afterCrash) {
+  if (pathX) {
+    pathmut::apply(ref.scenario, id, ws);
+    say("applied the path mutation " + id.pathMutation->component + ":" +
+        id.pathMutation->mutation + " (" + pathX->rule + ")");
+  } else if (afterCrash) {
     workspace::applyAfterCrash(sc.spec, ws);
     say("applied the scenario's afterCrash mutations");
+  }
+  if (pathX && pathX->kind == pathmut::Expectation::Kind::gate) {
+    // The workspace root is gone or a file: start-up must refuse before it writes anything.
+    const WorkspaceSnapshot storeBefore = snapshotWorkspace(store);
+    SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
+    auto r = runToEnd(recover);
+    ph.child(r, "recovery");
+    ph.to("v8");
+    say(fmt::format("recovery to the end (expected refused: {}): {}", pathX->code, r.describe()));
+    c.pass("V1");
+    checkGateRefusal(*pathX, storeBefore, store, ws, dir / "recover-hits.json", r, recover, c);
+    return finish();
   }
   WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
 
@@ -1278,6 +1313,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   checkRecovery(id, sc, first ? expectContinuationKill(sc, id) : x, barrierFacts, afterCrash, ref,
                 store, ws, atCrash, r.exitCode, recover, c);
+  if (pathX && pathX->kind == pathmut::Expectation::Kind::adopted)
+    checkAdoptedRoot(*pathX, ws, readFile(recover.stdoutFile), c);
   if (id.mode == "kill" && !id.isDoubleFault() && !id.isBarrier() && id.failpoint == 2 &&
       id.hit == 1)
     probeT1Exists(opts, sc, ref, dir, c);

@@ -432,6 +432,12 @@ int runCommand(int argc, char** argv) {
                   "stopping process at P12/P13)");
   sweep->add_flag("!--no-barriers", so.barriers,
                   "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");
+  sweep
+      ->add_option("--path-mutations", so.pathMutations,
+                   "kill mode: the generated changes of every component of a reconciled Write/Edit "
+                   "target's path (file, parents, workspace root) between kill and recovery, at P4 "
+                   "(p4, the default), at P2-P5 (all), or none (off)")
+      ->check(CLI::IsMember({"off", "p4", "all"}));
   sweep->add_flag("--verify-determinism", so.verifyDeterminism,
                   "V9 for every case (default: a sample)");
   sweep->add_option("--case", so.caseGlobs,

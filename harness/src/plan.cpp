@@ -11,6 +11,7 @@
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/reports/report.h"
+#include "verdicts/path_mutations.h"
 #include "verdicts/stop.h"
 
 namespace crashsim::harness {
@@ -116,6 +117,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   if (sel.doubleFaults && sel.mode == "powerloss")
     throw std::runtime_error(
         "--double-faults is kill mode only: the recovery kill is a process kill, not a power cut");
+  if (sel.pathMutations != "off" && sel.pathMutations != "p4" && sel.pathMutations != "all")
+    throw std::runtime_error("--path-mutations is off, p4 or all");
   if (sel.doubleFaults && sel.mode == "corrupt")
     throw std::runtime_error(
         "--double-faults is kill mode only: a corrupt case damages the crash state of one kill");
@@ -206,6 +209,18 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               if (want) g.doubles.push_back({d, si});
             }
           }
+          // The generated changes of the armed file target's path (path_mutations.h).
+          if (sel.mode == "kill" && sel.pathMutations != "off") {
+            const auto variants = pathmut::variantsAt(sc, fp, h, sel.pathMutations == "all");
+            if (!variants.empty())
+              reach(sc.id, fp, "path").predicted += static_cast<int>(variants.size());
+            for (const auto& m : variants) {
+              CaseId d = pid;
+              d.pathMutation = m;
+              if (fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, d.str()))
+                g.doubles.push_back({d, si});
+            }
+          }
           // The watchdog case of the scenario's Bash call that ignores cancellation (stop.h).
           if (stopMode && fp == 2 && stop::holdingHit(sc) == h) {
             reach(sc.id, fp, "agent").predicted += 1;
@@ -255,6 +270,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     for (const auto& d : g.doubles) {
       if (d.id.stopKill)
         take(d, *d.id.stopKill, "stop");
+      else if (d.id.pathMutation)
+        take(d, d.id.failpoint, "path");
       else if (d.id.stopGrace)
         take(d, d.id.failpoint, "agent");
       else

@@ -74,7 +74,11 @@ std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
     reports::CoverageRow row{r.scenario, r.failpoint, r.process, r.predicted, r.planned};
     for (const auto& c : cases) {
       const bool second = c.recoveryFailpoint.has_value();
-      const char* process = !second ? "agent" : c.mode == "stop" ? "stop" : "recovery";
+      const bool path = c.id.find("~path:") != std::string::npos;  // a path mutation (case_id.h)
+      const char* process = path               ? "path"
+                            : !second          ? "agent"
+                            : c.mode == "stop" ? "stop"
+                                               : "recovery";
       if (c.scenario != r.scenario || r.process != process ||
           (second ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
         continue;
@@ -199,6 +203,7 @@ PlanSelection selectionOf(const SweepOptions& opts) {
   sel.shardIndex = opts.shardIndex;
   sel.shardTotal = opts.shardTotal;
   sel.barriers = opts.barriers;
+  sel.pathMutations = opts.pathMutations;
   return sel;
 }
 }  // namespace
@@ -289,7 +294,8 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
       (opts.mode == "powerloss" && opts.synchronous != "FULL" ? " --synchronous " + opts.synchronous
                                                               : std::string()) +
       opts.reproduceExtra;
-  ro.keepCrashStates = opts.doubleFaults;
+  // Double faults and path mutations start from their primary's crash state.
+  ro.keepCrashStates = opts.doubleFaults || opts.pathMutations != "off";
   p.jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   const int jobs = p.jobs;
 
@@ -350,22 +356,22 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {
-    return opts.verifyDeterminism || (!id.isDoubleFault() && id.hit == 1);
+    return opts.verifyDeterminism || (!id.isDoubleFault() && !id.isPathMutation() && id.hit == 1);
   };
 
-  // Double faults wait for their primary (they start from its crash state); a double fault
-  // whose primary is not selected kills the agent run itself.
+  // Double faults and path mutations wait for their primary (they start from its crash state);
+  // one whose primary is not selected kills the agent run itself.
   std::deque<PlannedCase> queue;
   std::map<CaseId, std::vector<PlannedCase>> waiting;
   {
     std::set<CaseId> primaries;
     for (const auto& pc : plan.cases)
-      if (!pc.id.isDoubleFault()) primaries.insert(pc.id);
+      if (!pc.id.isDoubleFault() && !pc.id.isPathMutation()) primaries.insert(pc.id);
     for (const auto& pc : plan.cases) {
-      CaseId primary = pc.id;
+      CaseId primary = pc.id.withoutPathMutation();
       primary.recoveryFailpoint.reset();
       primary.recoveryHit.reset();
-      if (pc.id.isDoubleFault() && primaries.count(primary))
+      if ((pc.id.isDoubleFault() || pc.id.isPathMutation()) && primaries.count(primary))
         waiting[primary].push_back(pc);
       else
         queue.push_back(pc);

@@ -177,6 +177,47 @@ TEST(PlantedFault, AReconcilerThatCallsAMissingParentUnreadableFailsV8) {
                "V8");
 }
 
+// #44 §3, the generated path mutations (verdicts/path_mutations.h): every component of a
+// reconciled target's path × symlink / dir / file / remove, each with spec i's (or h's) outcome.
+// Each plant below passes every hand-written case of its scenario (afterCrash included) and is
+// caught only by a generated one.
+//
+// A walk that follows a symlink below the first directory: parent-symlink-swap swaps `src`, which
+// the walk still refuses; the generated `src/app` swap (a link to app.decoy holding the expected
+// bytes) is followed, the Write completes instead of parking reconcile_unreadable (V8) and the
+// continuation reaches failpoints a park does not (V3's reach).
+TEST(PlantedFault, AWalkThatFollowsASymlinkBelowTheFirstDirectoryFailsOnlyTheGeneratedSwap) {
+  expectUnseen("reconcile_follows_inner_parent_symlink",
+               "--scenario parent-symlink-swap --failpoint P4 --path-mutations off",
+               "the hand-written scenario swaps the first directory only");
+  expectCaughtExactly("reconcile_follows_inner_parent_symlink",
+                      "--scenario parent-symlink-swap --case '*~path:src/app:symlink'",
+                      {"V3", "V8"});
+}
+
+// A host that re-creates a missing workspace root (mkdir -p) before proving it: start-up then
+// refuses with workspace_unmarked instead of the contract's workspace_not_found, and has written
+// the directory (V8's gate expectation). No hand-written scenario removes the root.
+TEST(PlantedFault, AHostThatRecreatesAMissingWorkspaceFailsTheGeneratedRootRemoval) {
+  expectUnseen("host_creates_missing_workspace",
+               "--scenario write-config-port --failpoint P4 --path-mutations off",
+               "no hand-written case removes the workspace root");
+  expectCaughtExactly("host_creates_missing_workspace",
+                      "--scenario write-config-port --case '*~path:.:remove'", {"V8"});
+}
+
+// A host that keeps the workspace path as given instead of its realpath: a root moved behind a
+// symlink (spec h: the same workspace, e.6 step 6: workspace_location_changed) is walked through
+// the link, which the reconciler refuses to follow, so the Write parks instead of completing and
+// the plan never names the move (V8; V3: no continuation reach).
+TEST(PlantedFault, AHostThatKeepsTheGivenWorkspacePathFailsTheGeneratedRootSymlink) {
+  expectUnseen("workspace_root_as_given",
+               "--scenario write-config-port --failpoint P4 --path-mutations off",
+               "no hand-written case moves the workspace root");
+  expectCaughtExactly("workspace_root_as_given",
+                      "--scenario write-config-port --case '*~path:.:symlink'", {"V3", "V8"});
+}
+
 // V8 parked branch: a park must leave the workspace as the crash left it.
 TEST(PlantedFault, ParkThatRewritesTheTargetFailsV8Only) {
   expectCaughtExactly("park_rewrites_target", "--scenario write-config-port --failpoint P2",

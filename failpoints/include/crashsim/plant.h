@@ -62,6 +62,14 @@
 //                                unreadable, not absent → V8 of parent-deleted's afterCrash cases
 //   reconcile_file_parent_is_absent  a regular file where a directory of the path should be
 //                                is read as "no file there" → V8 of parent-becomes-file's cases
+//   reconcile_follows_inner_parent_symlink  the walk opens only the first directory below the
+//                                root without following a symlink → V3 + V8 of the generated
+//                                `~path:src/app:symlink` cases only (no scenario names that swap)
+//   workspace_root_as_given      the workspace root is the path as given, not its realpath (a
+//                                root moved behind a symlink keeps its old location) → V3 + V8
+//                                of the generated `~path:.:symlink` cases only
+//   host_creates_missing_workspace  start-up re-creates a missing workspace directory before it
+//                                proves it → V8 of the generated `~path:.:remove` cases only
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -10,6 +10,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/recovery_resolver.h"
+#include "verdicts/coverage.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/v3_durable_facts.h"
 #include "verdicts/v4_decisions.h"
@@ -369,9 +370,12 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
           c.fail("V8", "workspace after recovery: " + line);
       // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
       // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
-      if (auto bad =
-              parkProblem(readFile(recover.stdoutFile), x.outcome == Outcome::parked_replay_gap);
-          !bad.empty())
+      // An external change that parks the armed call of a step with a replay gap: either reason.
+      const std::optional<bool> gap = x.outcome != Outcome::parked_replay_gap
+                                          ? std::optional<bool>(false)
+                                      : afterCrash ? std::nullopt
+                                                   : std::optional<bool>(true);
+      if (auto bad = parkProblem(readFile(recover.stdoutFile), gap); !bad.empty())
         c.fail("V8", bad);
       // A park changes nothing in the workspace: every file is as the crash (and the external
       // change) left it; only the tool's own temp file of the interrupted call may be gone.
@@ -392,6 +396,74 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
   } catch (const std::exception& e) {
     c.fail("V8", std::string("error after recovery: ") + e.what());
   }
+}
+
+void checkGateRefusal(const pathmut::Expectation& e, const WorkspaceSnapshot& storeBefore,
+                      const fs::path& store, const fs::path& ws, const fs::path& hitsFile,
+                      const ChildResult& r, const SpawnSpec& recover, Checks& c) {
+  const std::string what =
+      fmt::format("a workspace root that is {} ", e.rootFile ? "a file" : "gone");
+  if (!r.exited) {
+    c.fail("V8", what + "must be refused at start-up; crashsim-agent recover " + r.describe());
+    return;
+  }
+  std::string gotCode;
+  try {
+    const std::string out = readFile(recover.stdoutFile);
+    gotCode = Json::parse(out.substr(0, out.find('\n')))["error"].value("code", "");
+  } catch (...) {
+  }
+  if (r.exitCode != 2 || gotCode != e.code)
+    c.fail("V8",
+           fmt::format("{}must be refused at start-up with {} (exit 2; {}); recover exited {} "
+                       "with code '{}': {}",
+                       what, e.code, e.rule, r.exitCode, gotCode, lastLine(recover.stderrFile)));
+  WorkspaceSnapshot after = snapshotWorkspace(store), before = storeBefore;
+  for (auto* snap : {&after, &before}) snap->erase("agent-exit.json");
+  if (after != before) {
+    std::string diff;
+    for (const auto& [k, v] : after)
+      if (!before.count(k) || before.at(k) != v) diff += (diff.empty() ? "" : ", ") + k;
+    for (const auto& [k, v] : before)
+      if (!after.count(k)) diff += (diff.empty() ? "" : ", ") + k + " (removed)";
+    c.fail("V8", "start-up refused the workspace root but wrote the store first: " + diff);
+  }
+  if (const auto hits = readHits(hitsFile))
+    for (int fp = 0; fp < kPoints; ++fp)  // S: a read-only open may commit in a private copy
+      if (fp != kBarrierS && (*hits)[static_cast<size_t>(fp)] != 0) {
+        c.fail("V8", fmt::format("a refused start-up reached {} {} time(s)", failpointName(fp),
+                                 (*hits)[static_cast<size_t>(fp)]));
+        break;
+      }
+  std::error_code ec;
+  const auto st = fs::symlink_status(ws, ec);
+  if (!e.rootFile && fs::exists(st))
+    c.fail("V8", "the removed workspace root exists again after the refused start-up");
+  if (e.rootFile && (!fs::is_regular_file(st) || readFile(ws) != *e.rootFile))
+    c.fail("V8", "the file in the workspace root's place was changed by the refused start-up");
+  if (!c.failed("V8")) c.pass("V8");
+}
+
+void checkAdoptedRoot(const pathmut::Expectation& e, const fs::path& ws,
+                      const std::string& recoverStdout, Checks& c) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(ws, ec)) ||
+      fs::read_symlink(ws, ec).string() != e.rootLink.value_or(""))
+    c.fail("V8", "the workspace root's path is no longer the link to its moved copy");
+  // A plan that continues passed every boundary gate, step 6 included; one that parked earlier
+  // (a replay gap, an unsettled call: e.2) need not have reached it.
+  bool named = false, continues = false;
+  try {
+    const Json plan = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')))["plan"];
+    continues = plan.value("decision", "") == "continue";
+    for (const Json& d : plan.value("diagnostics", Json::array()))
+      named = named || d.value("code", "") == e.code;
+  } catch (...) {
+  }
+  if (continues && !named)
+    c.fail("V8", fmt::format("the workspace was moved behind a symlink, but the plan does not name "
+                             "{} ({})",
+                             e.code, e.rule));
 }
 
 }  // namespace crashsim::harness

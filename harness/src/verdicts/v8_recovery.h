@@ -23,6 +23,7 @@
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/store.h"
 #include "verdicts/barrier.h"
+#include "verdicts/path_mutations.h"
 #include "verdicts/verdict.h"
 
 namespace crashsim::harness {
@@ -78,5 +79,23 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
                           const Reference& ref, const std::map<std::string, int>& effects,
                           const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
                           const std::filesystem::path& ws, Checks& c);
+
+// V8 of a path mutation that removed the workspace root or put a file in its place
+// (path_mutations.h, kind gate): host start-up refuses with the contract's code (`e.code`, spec h)
+// — exit 2, {"error":{"code"}} on stdout — before it writes anything: every store file is
+// byte-identical to `storeBefore` (the agent's exit marker aside, which is the harness protocol's),
+// no failpoint past the gate was reached, nothing ran (the effects log is a store file), and the
+// workspace path is as the change left it (still absent: nothing re-created; still that file).
+void checkGateRefusal(const pathmut::Expectation& e, const WorkspaceSnapshot& storeBefore,
+                      const std::filesystem::path& store, const std::filesystem::path& ws,
+                      const std::filesystem::path& hitsFile, const ChildResult& r,
+                      const SpawnSpec& recover, Checks& c);
+
+// V8, besides checkRecovery, of a workspace root moved to a copy and linked from its path (kind
+// adopted): the path is still that link, and a plan that continues names
+// workspace_location_changed (spec e.6 step 6: a diagnostic, never a rejection; recovery otherwise
+// goes on as without the move; a plan parked before the boundary gates need not name it).
+void checkAdoptedRoot(const pathmut::Expectation& e, const std::filesystem::path& ws,
+                      const std::string& recoverStdout, Checks& c);
 
 }  // namespace crashsim::harness

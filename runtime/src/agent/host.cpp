@@ -183,6 +183,8 @@ HostLock::HostLock(const fs::path& storeDir, std::chrono::milliseconds wait) {
 HostLock::~HostLock() { ::close(fd_); }
 
 WorkspaceIdentity requireStoreWorkspace(const RuntimeStore& store, const fs::path& workspaceDir) {
+  // planted bug: a missing workspace directory is created (mkdir -p) before it is proven
+  if (planted("host_creates_missing_workspace")) fs::create_directories(workspaceDir);
   const std::optional<WorkspaceIdentity> marked = readWorkspaceIdentity(workspaceDir);
   std::set<std::string> recorded;
   for (const RunHeader& h : store.listRuns())
@@ -201,6 +203,12 @@ WorkspaceIdentity requireStoreWorkspace(const RuntimeStore& store, const fs::pat
     throw Error(code::workspace_identity_mismatch,
                 "workspace " + marked->root.string() + " is " + marked->identity +
                     ", but the store's runs recorded " + list + "; nothing was written");
+  if (planted("workspace_root_as_given")) {  // planted bug: the path as given, not its realpath
+    WorkspaceIdentity given = *marked;
+    given.root = fs::absolute(workspaceDir).lexically_normal();
+    if (given.root.has_filename() == false) given.root = given.root.parent_path();
+    return given;
+  }
   return *marked;
 }
 

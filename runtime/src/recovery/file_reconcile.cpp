@@ -86,8 +86,11 @@ ParentDir openParent(const fs::path& root, const std::string& relative) {
   }
   // planted bug: only the target itself is opened without following a symlink.
   const int follow = planted("reconcile_follows_parent_symlink") ? 0 : O_NOFOLLOW;
+  // planted bug: only the first directory below the root is opened without following one.
+  const bool innerFollows = planted("reconcile_follows_inner_parent_symlink");
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    Fd next(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | follow | O_CLOEXEC));
+    Fd next(::openat(dir.get(), parts[i].c_str(),
+                     O_RDONLY | O_DIRECTORY | (innerFollows && i > 0 ? 0 : follow) | O_CLOEXEC));
     if (!next.ok()) {
       const int err = errno;
       if (err == ENOENT || (err == ENOTDIR && planted("reconcile_file_parent_is_absent"))) {

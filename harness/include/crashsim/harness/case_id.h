@@ -5,9 +5,15 @@
 // at the point instead of a kill) with their double faults "scenario/P4#1/stop+K:P12#1" (the
 // stopping process then SIGKILLed at a Stop-path failpoint, P12 or P13, before restart recovery),
 // and the legacy import's cases "scenario/P16#2/kill", "scenario/P17#1/kill+R:P16#3" (kill mode
-// only, for a scenario whose store starts from a legacy JSONL: crashsim/scenario.h legacyStore).
+// only, for a scenario whose store starts from a legacy JSONL: crashsim/scenario.h legacyStore),
+// and the generated path-component mutations of a kill case,
+// "scenario/P4#1/kill~path:src/app:symlink" (between the kill and the recovery one component of the
+// armed Write/Edit target's path — the file, a parent directory, or the workspace root ".":
+// "scenario/P4#1/kill~path:.:remove" — is replaced by a symlink, a directory, a regular file, or
+// removed: verdicts/path_mutations.h).
 //
-// A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
+// A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]
+// | [path mutation]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
 // case the seed of its damage (crashsim/harness/corrupt_checks.h): the same seed reproduces the
 // same state; a kill case has none. The
@@ -24,6 +30,15 @@
 
 namespace crashsim::harness {
 
+// A generated afterCrash change of one component of the armed file tool's target path
+// (verdicts/path_mutations.h). `component` is the component's workspace-relative path ("." is the
+// workspace root); `mutation` is symlink | dir | file | remove.
+struct PathMutation {
+  std::string component;
+  std::string mutation;
+  auto operator<=>(const PathMutation&) const = default;
+};
+
 struct CaseId {
   std::string scenario;
   int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F), kImportP16, kImportP17
@@ -37,6 +52,8 @@ struct CaseId {
   // stop mode, "+grace": the watchdog case of the call armed at P2#hit, a Bash tool that
   // ignores cancellation (verdicts/stop.h expectStopGrace)
   bool stopGrace = false;
+  // kill mode, primary named failpoint only: "~path:<component>:<mutation>"
+  std::optional<PathMutation> pathMutation;
 
   std::string str() const;
   std::string failpointName() const;  // "P4"
@@ -44,6 +61,13 @@ struct CaseId {
   bool isStopDoubleFault() const { return stopKill.has_value(); }
   bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
   bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
+  bool isPathMutation() const { return pathMutation.has_value(); }
+  // The case without its path mutation: the plain kill whose crash state it starts from.
+  CaseId withoutPathMutation() const {
+    CaseId p = *this;
+    p.pathMutation.reset();
+    return p;
+  }
   auto operator<=>(const CaseId&) const = default;
 };
 

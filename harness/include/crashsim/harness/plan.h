@@ -15,6 +15,10 @@
 // also gets +K:P12#1 and +K:P13#1 (process "stop" in `reach`). No barrier and no recovery-process
 // point is stopped.
 //
+// Path-mutation cases ("…/P4#1/kill~path:src:symlink", verdicts/path_mutations.h) go with their
+// primary like its double faults (same shard; they start from its crash state). Their reach rows
+// are process "path": predicted = the mutations generated at that failpoint.
+//
 // Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
 // the contract does not fix how many transactions or file steps a run takes. They are planned
 // from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
@@ -38,6 +42,9 @@ struct PlanSelection {
   uint64_t seed = 0;  // powerloss / corrupt: mixed into the state seeds
   bool doubleFaults = false;
   bool barriers = true;  // kill mode: plan the S/F barrier cases too
+  // kill mode: the generated path-component mutations (verdicts/path_mutations.h) — "off", "p4"
+  // (at P4 of every reconciled Write/Edit: the default) or "all" (at P2–P5)
+  std::string pathMutations = "p4";
   int shardIndex = 0, shardTotal = 1;
 };
 

@@ -41,6 +41,7 @@ struct SweepOptions {
   uint64_t seed = 0;
   bool doubleFaults = false;
   bool barriers = true;  // kill mode: also the unnamed barriers S#k / F#k (--no-barriers)
+  std::string pathMutations = "p4";  // kill mode: off | p4 | all (verdicts/path_mutations.h)
   bool verifyDeterminism = false;
   bool keepFailures = false;
   std::optional<std::filesystem::path> out;

@@ -127,7 +127,8 @@ struct Shard {
 
 // Coverage (the sweep's reach, checked before and while cases run): one row per (scenario,
 // failpoint, process) the oracle predicts is reached — process "agent" for P0–P9 in the agent
-// run, "recovery" for P8–P11 in the primaries' recovery processes (double faults).
+// run, "recovery" for P8–P11 in the primaries' recovery processes (double faults), "path" for
+// the generated path-component mutations of a kill (predicted: the mutations generated there).
 //   predicted  hits the oracle predicts from the scenario alone (recovery: summed over the
 //              scenario's primary cases), whatever the selection
 //   planned    selected cases of this report that kill there
