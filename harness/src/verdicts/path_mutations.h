@@ -6,34 +6,18 @@
 // from the scenario alone — one case per component of the armed target's path and per change
 // another process can make to it while the agent is down:
 //
-//   component          mutation  applied                                   contract (spec i, h,
-//   e.6) the file           symlink   a link to <name>.decoy, holding the       unreadable (never
-//   followed)
-//                                expected-after bytes
-//                      dir       a directory (with kept.txt) in its place  unreadable (not a
-//                      regular file) remove    deleted                                   absent:
-//                      diverged, or
-//                                                                          matches_prior_state when
-//                                                                          the call created the
-//                                                                          file
-//   each parent dir    symlink   a link to <dir>.decoy, whose copy of the  unreadable (no component
-//   of
-//                                rest of the path holds the expected bytes the path is followed)
-//                      file      a regular file in the directory's place   unreadable (unsafe, not
-//                      absent) remove    the directory tree deleted                absent, as for
-//                      the file
-//   the workspace      remove    deleted                                   refused at host
-//   start-up: root "." workspace_not_found
-//                      file      a regular file in its place               refused:
-//                      invalid_workspace symlink   moved to ../ws.moved (a full copy: the adopted
-//                      (spec h: realpath,
-//                                marker too) and linked from its path      the marker is the
-//                                identity);
-//                                                                          the plan says
-//                                                                          workspace_location_changed
-//                                                                          (e.6 step 6), recovery
-//                                                                          goes on as without the
-//                                                                          change
+// - the file: `symlink` (a link to <name>.decoy holding the expected-after bytes) → unreadable,
+//   never followed; `dir` (a directory with kept.txt in its place) → unreadable, not a regular
+//   file; `remove` → absent: diverged, or matches_prior_state when the call created the file.
+// - each parent directory: `symlink` (a link to <dir>.decoy, whose copy of the rest of the path
+//   holds the expected bytes) → unreadable, no component of the path is followed; `file` (a
+//   regular file in the directory's place) → unreadable, unsafe, not absent; `remove` (the
+//   directory tree deleted) → absent, as for the file.
+// - the workspace root ".": `remove` → refused at host start-up, workspace_not_found; `file` (a
+//   regular file in its place) → refused, invalid_workspace; `symlink` (moved to ../ws.moved, a
+//   full copy, marker too, and linked from its path) → adopted (spec h: realpath, the marker is
+//   the identity): the plan says workspace_location_changed (e.6 step 6) and recovery goes on as
+//   without the change.
 //
 // The expected observation follows from the rule table (README "File recovery after a crash"),
 // the file's before-state (the seed and the earlier Write/Edit calls of the scenario, replayed
