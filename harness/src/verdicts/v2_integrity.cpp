@@ -5,8 +5,12 @@
 
 namespace crashsim::harness {
 
-void checkIntegrity(const std::filesystem::path& storeDir, const std::string& when, Checks& c) {
-  if (const std::string r = observed::integrity(storeDir); r != "ok")
+void checkIntegrity(const std::filesystem::path& storeDir, const std::string& when, Checks& c,
+                    const std::filesystem::path& firstWriterScratch) {
+  const std::string r = firstWriterScratch.empty()
+                            ? observed::integrity(storeDir)
+                            : observed::integrityAsFirstWriter(storeDir, firstWriterScratch);
+  if (r != "ok")
     c.fail("V2", when + r);
   else if (!c.failed("V2"))
     c.pass("V2");
