@@ -62,6 +62,12 @@
 //                                unreadable, not absent → V8 of parent-deleted's afterCrash cases
 //   reconcile_file_parent_is_absent  a regular file where a directory of the path should be
 //                                is read as "no file there" → V8 of parent-becomes-file's cases
+//   replace_unlinks_target_first  Write/Edit unlinks the target before renaming the synced temp
+//                                file onto it (a "portable" replace): a power cut before the
+//                                directory fsync may keep the unlink and lose the rename → D3
+//                                under --mode powerloss at the F barriers only (the file-step
+//                                trace check does not order unlinks; a kill keeps both or
+//                                neither, no barrier falls between them)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -137,8 +137,8 @@ std::vector<std::string> problems(const Scenario& scenario,
     if (what.empty())
       what = !disk ? " — the file is gone" : " — lost, torn or garbage bytes of a replace";
     out.push_back(fmt::format(
-        "{} after the power cut is {} {}{}; the durable facts allow only: {}{}", rel,
-        describe(disk), disk ? quoteShort(*disk) : "", what, allowed,
+        "{} after the power cut is {}{}{}; the durable facts allow only: {}{}", rel, describe(disk),
+        disk ? " " + quoteShort(*disk) : "", what, allowed,
         lo > 0 ? fmt::format(" ({} is acknowledged: its result is durable)", list[lo - 1].callId)
                : ""));
   }
