@@ -8,6 +8,13 @@
 //   tear_last:   one draw for the cut piece c = r % pieces; then, if garbage is allowed, one draw
 //                (garbage iff r & 1); then one draw per garbage byte (low 8 bits, bumped until it
 //                differs from both the old and the new byte).
+// Then, continuing the same generator, the fates of the pending name changes (namespaceFates):
+//   drop_all:    none persists (no draw);
+//   keep_prefix: one draw, the first r % (m + 1) of the m pending name changes persist;
+//   keep_subset: one draw per name change in issue order, persisted iff (r & 1) and every earlier
+//                pending name change of one of its names persisted;
+//   tear_last:   every name change persists (no draw).
+// The data draws come first and are unchanged, so a seed keeps the data fates it had before #44.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,7 +175,7 @@ uint64_t createLocked(State& s, const std::string& key) {
   if (cur != 0) return cur;
   cur = s.nextInode++;
   s.inodes[cur] = Inode{std::string(), key, false};
-  s.nsOps.push_back(NsOp{"create", key, std::string(), {parentOf(key)}});
+  s.nsOps.push_back(NsOp{"create", key, std::string(), {parentOf(key)}, {{key, cur}}});
   return cur;
 }
 
@@ -202,7 +209,7 @@ void syncDirLocked(State& s, const std::string& dirKey) {
 void removeLocked(State& s, const std::string& key) {
   trackLocked(s, key);
   s.current[key] = 0;
-  s.nsOps.push_back(NsOp{"delete", key, std::string(), {parentOf(key)}});
+  s.nsOps.push_back(NsOp{"delete", key, std::string(), {parentOf(key)}, {{key, 0}}});
 }
 
 void renameLocked(State& s, const std::string& fromKey, const std::string& toKey) {
@@ -212,7 +219,39 @@ void renameLocked(State& s, const std::string& fromKey, const std::string& toKey
   s.current[toKey] = id;
   s.current[fromKey] = 0;
   if (id != 0) s.inodes.at(id).path = toKey;
-  s.nsOps.push_back(NsOp{"rename", fromKey, toKey, {parentOf(fromKey), parentOf(toKey)}});
+  s.nsOps.push_back(NsOp{
+      "rename", fromKey, toKey, {parentOf(fromKey), parentOf(toKey)}, {{fromKey, 0}, {toKey, id}}});
+}
+
+std::vector<bool> namespaceFates(const std::vector<NsOp>& ops, CrashKind kind,
+                                 std::mt19937_64& rng) {
+  const size_t m = ops.size();
+  std::vector<bool> persist(m, false);
+  switch (kind) {
+    case CrashKind::drop_all:
+      break;
+    case CrashKind::keep_prefix: {
+      const size_t prefix = m == 0 ? 0 : static_cast<size_t>(rng() % (m + 1));
+      for (size_t i = 0; i < prefix; ++i) persist[i] = true;
+      break;
+    }
+    case CrashKind::keep_subset:
+      for (size_t j = 0; j < m; ++j) {
+        bool p = (rng() & 1) != 0;  // drawn for every op, so later draws do not depend on fates
+        for (size_t i = 0; i < j && p; ++i) {
+          if (persist[i]) continue;
+          for (const auto& mine : ops[j].sets)
+            for (const auto& theirs : ops[i].sets)
+              if (mine.first == theirs.first) p = false;
+        }
+        persist[j] = p;
+      }
+      break;
+    case CrashKind::tear_last:
+      persist.assign(m, true);
+      break;
+  }
+  return persist;
 }
 
 void realFsyncDir(const std::string& dir) {
@@ -340,11 +379,21 @@ nlohmann::json materialiseLocked(State& s, uint64_t seed, CrashKind kind) {
     }
   }
 
-  // Names: every path takes its durable name; content is the crash image of its inode.
+  // Names: every path takes its durable name, changed by the pending name changes this crash
+  // persists (only in the directories not synced since); content is the crash image of the
+  // inode the name ends up with (its own data fate: a persisted rename over unsynced data names
+  // lost or torn bytes).
+  const std::vector<bool> persisted = namespaceFates(s.nsOps, kind, rng);
+  std::map<std::string, uint64_t> names = s.durable;
+  for (size_t j = 0; j < s.nsOps.size(); ++j) {
+    if (!persisted[j]) continue;
+    for (const auto& [name, inode] : s.nsOps[j].sets)
+      if (s.nsOps[j].dirs.count(parentOf(name))) names[name] = inode;
+  }
   nlohmann::json files = nlohmann::json::array();
   std::set<std::string> dirs;
   for (const auto& [key, cur] : s.current) {
-    const uint64_t target = s.durable[key];
+    const uint64_t target = names[key];
     if (target == 0) {
       if (cur == 0) continue;
       if (::unlink(key.c_str()) != 0 && errno != ENOENT) ioError("unlink", key, errno);
@@ -362,8 +411,10 @@ nlohmann::json materialiseLocked(State& s, uint64_t seed, CrashKind kind) {
   for (const std::string& d : dirs) realFsyncDir(d);
 
   nlohmann::json ns = nlohmann::json::array();
-  for (const NsOp& op : s.nsOps) {
-    nlohmann::json e = {{"op", op.op}, {"file", op.file}, {"fate", "undone"}};
+  for (size_t j = 0; j < s.nsOps.size(); ++j) {
+    const NsOp& op = s.nsOps[j];
+    nlohmann::json e = {
+        {"op", op.op}, {"file", op.file}, {"fate", persisted[j] ? "persisted" : "undone"}};
     if (!op.to.empty()) e["to"] = op.to;
     ns.push_back(std::move(e));
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,13 +31,24 @@ struct PendingOp {
   std::string path;     // the file's name when issued
 };
 
-// One name change not yet made durable; `dirs` are the directories still to be fsynced.
+// One name change not yet made durable; `dirs` are the directories still to be fsynced. `sets`
+// are the directory entries it changes (name -> inode it names afterwards, 0 = absent): a
+// create {file -> new}, a delete {file -> 0}, a rename {file -> 0, to -> the renamed inode}. A
+// crash that persists the op applies the entries whose directory is still in `dirs`.
 struct NsOp {
   std::string op;  // create | delete | rename
   std::string file;
   std::string to;
   std::set<std::string> dirs;
+  std::vector<std::pair<std::string, uint64_t>> sets;
 };
+
+// Which pending name changes a crash of `kind` persists, in issue order (powerloss.h FAULT MODEL
+// "Names at the crash"): drop_all none; keep_prefix a prefix (one draw, r % (m + 1)); keep_subset
+// a coin per op (r & 1) in issue order, an op persisting only if every earlier pending op on one
+// of its names persisted; tear_last all. Draws continue `rng` after the data draws.
+std::vector<bool> namespaceFates(const std::vector<NsOp>& ops, CrashKind kind,
+                                 std::mt19937_64& rng);
 
 struct State {
   std::mutex mu;

@@ -111,7 +111,7 @@ TEST_F(PowerlossFs, FilesCreatedWithoutDirSyncVanish) {
   ASSERT_EQ(sum.at("namespace").size(), 1u);
   EXPECT_EQ(sum.at("namespace")[0].at("op"), "create");
   EXPECT_EQ(sum.at("namespace")[0].at("file"), dir.file("late"));
-  json desc = materialiseCrashState(2, CrashKind::keep_subset);
+  json desc = materialiseCrashState(2, CrashKind::drop_all);  // no pending name change persists
   EXPECT_TRUE(fs::exists(dir.file("fresh")));  // its creation was covered by the dir sync
   EXPECT_EQ(slurp(dir.file("kept")), "named");
   EXPECT_FALSE(fs::exists(dir.file("late")));
@@ -138,7 +138,7 @@ TEST_F(PowerlossFs, RenameWithoutDirFsyncIsUndone) {
   fsyncFile(tmp);
   rename(tmp, target);
   EXPECT_EQ(slurp(target), "{\"port\":2}");
-  json desc = materialiseCrashState(7, CrashKind::keep_prefix);
+  json desc = materialiseCrashState(7, CrashKind::drop_all);  // no pending name change persists
   EXPECT_EQ(slurp(target), "{\"port\":1}") << desc.dump();
   EXPECT_FALSE(fs::exists(tmp)) << "the temp file's creation was never made durable";
   bool renameUndone = false;

@@ -140,9 +140,9 @@ CaseId parseCaseId(std::string_view text) {
   if (!seeded && id.seed)
     throw std::invalid_argument(fmt::format("case id {}: {} takes no @seed", text, mode));
   id.mode = std::string(mode);
-  if (id.isBarrier() && mode != "kill")
+  if (id.isBarrier() && mode != "kill" && mode != "powerloss")
     throw std::invalid_argument(
-        fmt::format("case id {}: barrier cases (S, F) are kill mode only", text));
+        fmt::format("case id {}: barrier cases (S, F) are kill or powerloss mode only", text));
   if (id.isImport() && mode != "kill")
     throw std::invalid_argument(
         fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));

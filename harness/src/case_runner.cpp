@@ -26,6 +26,7 @@
 #include "verdicts/barrier.h"
 #include "verdicts/c1_corrupt.h"
 #include "verdicts/coverage.h"
+#include "verdicts/durable_replace.h"
 #include "verdicts/fail_closed.h"
 #include "verdicts/file_steps.h"
 #include "verdicts/legacy_import.h"
@@ -106,7 +107,7 @@ void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& sto
 void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs::path& dir,
                             const RunOptions& opts, barrier::CrashFacts& facts, Checks& c) {
   try {
-    checkIntegrity(store, "", c);
+    checkIntegrity(store, "", c, opts.mode == "powerloss" ? dir / "v2-first-writer" : fs::path());
     auto st = RuntimeStore::open(store);
     checkBarrierCrash(sc, *st, store, facts, c);
     checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
@@ -119,7 +120,7 @@ void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs:
 void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path& store,
                      const fs::path& dir, const RunOptions& opts, Checks& c) {
   try {
-    checkIntegrity(store, "", c);
+    checkIntegrity(store, "", c, opts.mode == "powerloss" ? dir / "v2-first-writer" : fs::path());
     auto st = RuntimeStore::open(store);
     auto runs = st->listRuns();
 
@@ -1182,7 +1183,8 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
   const bool powerloss = id.mode == "powerloss";
   PowerlossFindings plFindings;  // D1 and D2 (powerloss_checks.h)
-  if (powerloss) c.m["D1"] = c.m["D2"] = Check{"n/a", "no power-loss crash state was checked"};
+  if (powerloss)
+    c.m["D1"] = c.m["D2"] = c.m["D3"] = Check{"n/a", "no power-loss crash state was checked"};
   // A barrier has no oracle row: its expectation follows from the crash state (barrierFacts).
   const CaseExpectation x =
       id.isBarrier() ? CaseExpectation{} : expectCase(sc, id.failpoint, id.hit);
@@ -1213,13 +1215,17 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       return finish();
     }
     ph.to("setup");
+    if (powerloss) keepPowerlossCrashCopy(store, dir);
     keepCrashState(opts, id, dir, store, ws);
     ph.to("verify");
     if (id.isBarrier())
       checkBarrierCrashState(sc, store, dir, opts, barrierFacts, c);
     else
       checkNamedCrash(id, x, store, dir, opts, c);
-    if (powerloss) plFindings = checkPowerlossCrash(dir, store, opts.synchronous, c.m);
+    if (powerloss) {
+      plFindings = checkPowerlossCrash(dir, store, opts.synchronous, c.m);
+      durable_replace::check(sc, store, ws, c);  // D3, before any afterCrash change
+    }
   }
 
   // Another process changes the workspace while the agent is down (scenario afterCrash, or the

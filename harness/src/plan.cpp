@@ -82,7 +82,8 @@ std::vector<CaseId> seededIds(const std::string& scenario, int fp, int hit,
 
 bool plansBarriers(const PlanSelection& sel) {
   const auto fpWanted = wantedFailpoints(sel);
-  return sel.barriers && sel.mode == "kill" && (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+  return sel.barriers && (sel.mode == "kill" || sel.mode == "powerloss") &&
+         (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
          (sel.caseGlobs.empty() ||
           std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
 }

@@ -26,6 +26,9 @@ namespace {
 
 constexpr const char* kCrashLog = "powerloss.json";
 constexpr const char* kAckedDir = "acked";
+constexpr const char* kCrashCopyDir = "crash-copy";
+constexpr const char* kDbFiles[] = {"runtime.sqlite", "runtime.sqlite-wal",
+                                    "runtime.sqlite-journal"};
 constexpr size_t kMaxListed = 8;  // facts named in one reason
 
 void setCheck(CheckMap& checks, const char* name, std::string status, std::string reason) {
@@ -203,6 +206,14 @@ std::string powerlossCrashProblem(const CaseId& id, const fs::path& caseDir) {
   return "";
 }
 
+void keepPowerlossCrashCopy(const fs::path& store, const fs::path& caseDir) {
+  const fs::path copy = caseDir / kCrashCopyDir;
+  fs::remove_all(copy);
+  fs::create_directories(copy);
+  for (const char* name : kDbFiles)
+    if (fs::exists(store / name)) fs::copy_file(store / name, copy / name);
+}
+
 PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& store,
                                       const std::string& synchronous, CheckMap& checks) {
   PowerlossFindings f;
@@ -255,7 +266,15 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
     auto acked = dumpTables(ackedCopy / "runtime.sqlite");
     auto calls = callsOfEvents(ackedCopy);
     fs::remove_all(ackedCopy);
-    auto now = dumpTables(store / "runtime.sqlite");
+    // The crash state as the disk kept it (keepPowerlossCrashCopy), not the store after the
+    // checks opened it.
+    const fs::path crashCopy = caseDir / kCrashCopyDir;
+    std::map<std::string, Table> now;
+    if (!fs::exists(crashCopy))
+      now = dumpTables(store / "runtime.sqlite");
+    else if (fs::exists(crashCopy / "runtime.sqlite"))
+      now = dumpTables(crashCopy / "runtime.sqlite");
+    fs::remove_all(crashCopy);
     std::vector<std::string> unacknowledged;
     for (const auto& [table, rows] : acked) {
       const Table& cur = now[table];

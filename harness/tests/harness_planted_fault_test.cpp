@@ -126,6 +126,28 @@ TEST(PlantedFault, ATempFileSyncedAfterItsRenameFailsTheFileStepOrder) {
                          "before the temp file's bytes were fsynced");
 }
 
+// #44 §3: a replace that unlinks its target before renaming the synced temp file onto it (a
+// "portable" replace) keeps every step the file-step trace checks in order, and a process kill
+// keeps both name changes or neither. Under power loss the model may persist the unlink and undo
+// the rename before the directory fsync (keep_prefix: a prefix of the pending name changes;
+// keep_subset: the unlink's own coin), and only D3 sees the target gone — at the F barrier before
+// the directory fsync (F#4 of write-config-port's one Write), which the power-loss sweep reaches
+// only since it runs the barriers too. Four states (one per crash kind) keep the test a few
+// seconds long.
+TEST(PlantedFault, AReplaceThatUnlinksItsTargetFirstFailsOnlyD3AtAPowerCutBarrier) {
+  const std::string selection = "--scenario write-config-port --case 'write-config-port/F#4/*'";
+  expectCaughtExactly("replace_unlinks_target_first", selection + " --mode powerloss --states 4",
+                      {"D3"});
+  expectUnseen("replace_unlinks_target_first", selection,
+               "a process kill at the barriers keeps the unlink and the rename together");
+  expectUnseen("replace_unlinks_target_first",
+               "--scenario write-config-port --failpoint P3 --failpoint P4 --mode powerloss "
+               "--states 4",
+               "the named failpoints fall before the unlink and after the directory fsync");
+  expectUnseen("none", selection + " --mode powerloss --states 4",
+               "a replace that renames over its target keeps the old or the new file");
+}
+
 TEST(PlantedFault, UnplantedSweepOfTheSameCasesPasses) {
   expectUnseen("none", "--scenario write-config-port --failpoint P4 --failpoint P6",
                "no plant, no failure");

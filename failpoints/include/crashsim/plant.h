@@ -70,6 +70,12 @@
 //                                of the generated `~path:.:symlink` cases only
 //   host_creates_missing_workspace  start-up re-creates a missing workspace directory before it
 //                                proves it → V8 of the generated `~path:.:remove` cases only
+//   replace_unlinks_target_first  Write/Edit unlinks the target before renaming the synced temp
+//                                file onto it (a "portable" replace): a power cut before the
+//                                directory fsync may keep the unlink and lose the rename → D3
+//                                under --mode powerloss at the F barriers only (the file-step
+//                                trace check does not order unlinks; a kill keeps both or
+//                                neither, no barrier falls between them)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -34,9 +34,29 @@
 //                  something is always torn). Device::atomic_sector never leaves garbage and
 //                  never tears inside a sector; Device::safe_append never leaves garbage in an
 //                  append (a write starting at or after the file's end). A torn truncate is lost.
-//   and every name change not made durable by a directory fsync is undone: files created since
-//   are removed, removed files reappear with their durable content, renames are reverted. The
-//   result is written to disk (fsynced), then the process is SIGKILLed. Garbage bytes are
+//   Names at the crash (since #44). Every name change not made durable by a directory fsync
+//   (create, unlink, rename) is PENDING; the same crash kind decides which of them persist,
+//   drawn after the data choices (so a seed keeps the data fates it had before):
+//     drop_all     none persists: files created since are removed, removed files reappear with
+//                  their durable content, renames are reverted (the only behaviour before #44);
+//     keep_prefix  a seeded prefix of the pending name changes, in issue order, persists;
+//     keep_subset  each persists on a seeded coin, except that a name change persists only if
+//                  every earlier pending change of one of its names persisted;
+//     tear_last    every name change persists.
+//   A persisted name names its inode, whose bytes follow that inode's own data fate: a rename
+//   persisted over a file whose writes were not synced publishes lost or torn bytes (ALICE's
+//   "rename before data" state, e.g. ext4 delayed allocation, xfs, btrfs), and a persisted create
+//   over lost data leaves an empty file. Why this model: POSIX makes a name durable only after an
+//   fsync of its directory and orders nothing before it; ALICE (Pillai et al., OSDI '14) found
+//   file systems (ext4 writeback and delayed allocation, xfs, btrfs) on which a rename reaches
+//   the disk before the data it names, and LazyFS likewise drops unsynced data at its simulated
+//   crash. Journaling file systems (ext4, xfs) commit directory operations in order: keep_prefix
+//   is that file system. keep_subset is one that orders only the changes of one name (a create
+//   before the rename of that name, an unlink before a later create of it), so a rename
+//   never persists without the create of the file it moves. A name change persisting never
+//   depends on a data write persisting, in either direction. A rename across directories that
+//   persists changes only the names in directories not synced since (as before).
+//   The result is written to disk (fsynced), then the process is SIGKILLed. Garbage bytes are
 //   chosen to differ from both the old and the new byte. A write that extends past the end of the
 //   file leaves zeros in any gap; the file size after a crash is the size implied by the kept
 //   operations (no zero-extended tails from lost appends).
@@ -139,7 +159,7 @@ void fsyncDir(const std::filesystem::path& dir);
 //   {"seed","kind","device","sectorSize","pendingWrites",
 //    "writes":[{"seq","file","op":"write"|"truncate","offset","length",
 //               "fate":"kept"|"lost"|"garbage","torn"?:true}],   // a torn write: several pieces
-//    "namespace":[{"op":"create"|"delete"|"rename","file","to"?,"fate":"undone"}],
+//    "namespace":[{"op":"create"|"delete"|"rename","file","to"?,"fate":"persisted"|"undone"}],
 //    "files":[{"file","state":"written"|"removed","size"?}]}
 // "seq" is the write's index among the pending writes in issue order; for a truncate "offset" is
 // the new size and "length" 0. Afterwards the model is reset (what is on disk is the durable

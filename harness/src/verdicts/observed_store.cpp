@@ -118,9 +118,9 @@ std::vector<ClaimRow> claims(const fs::path& storeDir) {
   return out;
 }
 
-std::string integrity(const fs::path& storeDir) {
+namespace {
+std::string integrityOf(Db db) {
   try {
-    Db db = openReadOnly(storeDir);
     std::string out;
     for (const char* sql : {"PRAGMA integrity_check", "PRAGMA foreign_key_check"}) {
       Stmt s = prepare(db.get(), sql);
@@ -146,6 +146,40 @@ std::string integrity(const fs::path& storeDir) {
   } catch (const std::exception& e) {
     return e.what();
   }
+}
+}  // namespace
+
+std::string integrity(const fs::path& storeDir) {
+  try {
+    return integrityOf(openReadOnly(storeDir));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string integrityAsFirstWriter(const fs::path& storeDir, const fs::path& scratch) {
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  std::string out;
+  try {
+    fs::create_directories(scratch);
+    const auto file = storeDir / "runtime.sqlite";
+    if (!fs::exists(file)) throw std::runtime_error("no runtime.sqlite in " + storeDir.string());
+    for (const char* name : {"runtime.sqlite", "runtime.sqlite-wal", "runtime.sqlite-journal"})
+      if (fs::exists(storeDir / name)) fs::copy_file(storeDir / name, scratch / name);
+    sqlite3* raw = nullptr;
+    const auto copy = scratch / "runtime.sqlite";
+    int rc = sqlite3_open_v2(copy.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+    Db db(raw, &sqlite3_close);
+    if (rc != SQLITE_OK)
+      throw std::runtime_error(fmt::format("open a copy of {} read-write: {}", file.string(),
+                                           raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+    out = integrityOf(std::move(db));
+  } catch (const std::exception& e) {
+    out = e.what();
+  }
+  fs::remove_all(scratch, ec);
+  return out;
 }
 
 int eventsOfRun(const fs::path& storeDir, const std::string& runId) {

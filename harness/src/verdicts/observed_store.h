@@ -34,6 +34,13 @@ std::vector<ClaimRow> claims(const std::filesystem::path& storeDir);
 // "ok", or what `PRAGMA integrity_check` and `PRAGMA foreign_key_check` report (one line each,
 // joined by "; "), or why the database cannot be opened or read at all.
 std::string integrity(const std::filesystem::path& storeDir);
+// The same, as the store's first writer sees it: the database file with its -wal and -journal is
+// copied into `scratch` (emptied first, removed after) and opened read-write there, so SQLite rolls
+// back a hot rollback journal and recovers the WAL as the runtime's first open would. A power cut
+// may leave a hot journal (the journal-mode switch of a store being created), which a read-only
+// connection refuses to read ("attempt to write a readonly database"). storeDir is not touched.
+std::string integrityAsFirstWriter(const std::filesystem::path& storeDir,
+                                   const std::filesystem::path& scratch);
 
 // Number of runtime_events rows of a run (any session).
 int eventsOfRun(const std::filesystem::path& storeDir, const std::string& runId);

@@ -227,6 +227,14 @@ void replaceFileAtomically(const fs::path& target, const std::string& content,
     CRASHSIM_FAILPOINT(P3);
     try {
       CRASHSIM_BARRIER(F);
+      // Planted bug: a "portable" replace (for platforms whose rename refuses an existing target)
+      // unlinks the target first, then renames. A process kill between the two is a narrow
+      // window; a power cut before the directory fsync may keep the unlink and lose the rename,
+      // and the target is gone (caught by D3 under --mode powerloss at the F barriers).
+      if (planted("replace_unlinks_target_first")) {
+        std::error_code ec;
+        if (fs::exists(fs::symlink_status(target, ec))) dfs.removeFile(target);
+      }
       dfs.rename(temp, target);
       if (syncAfterRename) dfs.fsyncFile(target);
     } catch (...) {

@@ -11,6 +11,10 @@
 //   D1 durability: every row of every table of the acknowledged copy (run headers, events —
 //      T1, T2, terminal, bundle —, projections, continuation claims) is present, unchanged, in
 //      the store reopened after the power cut, and nothing appears that was never acknowledged.
+//      The same at a barrier (S, F): the acknowledged copy is taken there too, so what must be
+//      durable follows from what the runtime had committed when the power went, never from an
+//      oracle row (a barrier has none). Just before a COMMIT (S) that transaction was not
+//      acknowledged and a power cut cannot keep it either (its commit frame was never written).
 //      With synchronous=FULL this must hold; with NORMAL the check lists the lost facts, and,
 //      once recovery ran, what recovery decided for the tool calls they belonged to.
 //   D2 fail-closed: on the crashed ledger and after recovery, the resolver reports `completed`
@@ -47,6 +51,15 @@ void armPowerloss(SpawnSpec& run, const CaseId& id, const std::filesystem::path&
 // V1 addendum: "" when <caseDir>/powerloss.json describes a materialised crash state of the
 // case's seed, otherwise why not.
 std::string powerlossCrashProblem(const CaseId& id, const std::filesystem::path& caseDir);
+
+// Copies the store's database, -wal and -journal files as the power cut left them into
+// <caseDir>/crash-copy, before any check opens the store: D1 compares that copy (opened read-write,
+// so SQLite recovers it as the runtime's first open would) with the acknowledged one. A check that
+// opens the store itself may write to it (RuntimeStore::open creates the schema of a store whose
+// creation never committed — a power cut at the first COMMIT barrier, S#1): those rows were
+// never in the crash state and must not count as "durable but never acknowledged".
+void keepPowerlossCrashCopy(const std::filesystem::path& store,
+                            const std::filesystem::path& caseDir);
 
 // What the crash-time checks learnt, for the after-recovery part.
 struct PowerlossFindings {

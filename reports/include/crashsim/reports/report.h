@@ -37,10 +37,12 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   D1 every commit acknowledged before the crash is present after reopen
 //   D2 fail-closed: no `completed` without a durable response, no tool run twice, a damaged
 //      store refused with a stable code
+//   D3 every file a Write/Edit replaces is its old or its complete new content, an acknowledged
+//      replace durable (harness/src/verdicts/durable_replace.h)
 // and the corruption check (--mode corrupt; harness/include/crashsim/harness/corrupt_checks.h):
 //   C1 a damaged store fails closed with a stable code, or recovers to the contract's outcome;
 //      inspect never writes; nothing crashes or hangs
-inline constexpr std::array<std::string_view, 3> kOptionalCheckNames = {"D1", "D2", "C1"};
+inline constexpr std::array<std::string_view, 4> kOptionalCheckNames = {"D1", "D2", "D3", "C1"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
