@@ -74,7 +74,11 @@ std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
     reports::CoverageRow row{r.scenario, r.failpoint, r.process, r.predicted, r.planned};
     for (const auto& c : cases) {
       const bool second = c.recoveryFailpoint.has_value();
-      const char* process = !second ? "agent" : c.mode == "stop" ? "stop" : "recovery";
+      const bool race = c.id.ends_with("+H2");
+      const char* process = race               ? "race"
+                            : !second          ? "agent"
+                            : c.mode == "stop" ? "stop"
+                                               : "recovery";
       if (c.scenario != r.scenario || r.process != process ||
           (second ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
         continue;
@@ -350,7 +354,7 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {
-    return opts.verifyDeterminism || (!id.isDoubleFault() && id.hit == 1);
+    return opts.verifyDeterminism || (!id.startsFromPrimary() && id.hit == 1);
   };
 
   // Double faults wait for their primary (they start from its crash state); a double fault
@@ -360,12 +364,10 @@ reports::Report runSweep(const SweepOptions& opts) {
   {
     std::set<CaseId> primaries;
     for (const auto& pc : plan.cases)
-      if (!pc.id.isDoubleFault()) primaries.insert(pc.id);
+      if (!pc.id.startsFromPrimary()) primaries.insert(pc.id);
     for (const auto& pc : plan.cases) {
-      CaseId primary = pc.id;
-      primary.recoveryFailpoint.reset();
-      primary.recoveryHit.reset();
-      if (pc.id.isDoubleFault() && primaries.count(primary))
+      const CaseId primary = pc.id.primary();
+      if (pc.id.startsFromPrimary() && primaries.count(primary))
         waiting[primary].push_back(pc);
       else
         queue.push_back(pc);

@@ -5,7 +5,9 @@
 // at the point instead of a kill) with their double faults "scenario/P4#1/stop+K:P12#1" (the
 // stopping process then SIGKILLed at a Stop-path failpoint, P12 or P13, before restart recovery),
 // and the legacy import's cases "scenario/P16#2/kill", "scenario/P17#1/kill+R:P16#3" (kill mode
-// only, for a scenario whose store starts from a legacy JSONL: crashsim/scenario.h legacyStore).
+// only, for a scenario whose store starts from a legacy JSONL: crashsim/scenario.h legacyStore),
+// and the race of two hosts "scenario/P6#1/kill+H2" (kill mode: the primary's crash state
+// recovered by two `crashsim-agent recover` processes released together, verdicts/h1_race.h).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
@@ -37,6 +39,8 @@ struct CaseId {
   // stop mode, "+grace": the watchdog case of the call armed at P2#hit, a Bash tool that
   // ignores cancellation (verdicts/stop.h expectStopGrace)
   bool stopGrace = false;
+  // kill mode, "+H2": two recovery processes race on the primary's crash state (verdicts/h1_race.h)
+  bool race = false;
 
   std::string str() const;
   std::string failpointName() const;  // "P4"
@@ -44,6 +48,17 @@ struct CaseId {
   bool isStopDoubleFault() const { return stopKill.has_value(); }
   bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
   bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
+  bool isRace() const { return race; }
+  // A case that starts from its primary's crash state: a double fault or a race.
+  bool startsFromPrimary() const { return isDoubleFault() || race; }
+  // The primary case whose crash state this one starts from (itself for a primary).
+  CaseId primary() const {
+    CaseId p = *this;
+    p.recoveryFailpoint.reset();
+    p.recoveryHit.reset();
+    p.race = false;
+    return p;
+  }
   auto operator<=>(const CaseId&) const = default;
 };
 

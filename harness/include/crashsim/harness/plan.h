@@ -15,6 +15,10 @@
 // also gets +K:P12#1 and +K:P13#1 (process "stop" in `reach`). No barrier and no recovery-process
 // point is stopped.
 //
+// The race of two hosts (kill mode, with double faults): each primary oracle.h racedPrimary
+// names also gets "+H2", two recovery processes released together on its crash state (process
+// "race" in `reach`, by the primary's failpoint).
+//
 // Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
 // the contract does not fix how many transactions or file steps a run takes. They are planned
 // from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
@@ -51,7 +55,9 @@ struct PlannedCase {
 // "recovery" rows for P8–P11, P14, P15 in the recovery processes of the primary cases (double
 // faults).
 struct PlannedReach {
-  std::string scenario, failpoint, process;  // process: "agent" | "recovery" | "stop"
+  // process: "agent" | "recovery" | "stop" | "race" (the +H2 cases of racedPrimary, by the
+  // primary's failpoint)
+  std::string scenario, failpoint, process;
   int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
   int planned = 0;    // selected cases that kill there (this shard)
 };
