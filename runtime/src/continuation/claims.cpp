@@ -501,7 +501,8 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
   verifyBoundary(c, claim);
   ClaimResult out;
   // Planted bug (claim_insert_trusts_plan): the writer trusts the planner's claim lookup (e.2
-  // step 5, an earlier read) and only upserts its row: a read and a write in two transactions.
+  // step 5, an earlier read: no claim for this boundary, fresh target ids) and only upserts its
+  // row — the read and the write in two transactions.
   const bool trustsPlan = planted("claim_insert_trusts_plan");
   static const std::vector<ClaimState> kUnchecked;
   const std::vector<ClaimState>& checked = trustsPlan ? kUnchecked : rows;
@@ -541,7 +542,7 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
       return out;
     }
   }
-  if (!targetLedgerEmpty(c, claim.target)) {
+  if (!trustsPlan && !targetLedgerEmpty(c, claim.target)) {
     throw Error(code::continuation_target_not_empty,
                 "Continuation claim target RuntimeEvent ledger is not empty");
   }
