@@ -200,8 +200,12 @@ TEST(Spawn, ExecAndForkServerSweepsGiveIdenticalVerdictRecords) {
     }
     EXPECT_NEAR(total, c["durationMs"].get<double>(), 0.05 * c["durationMs"].get<double>() + 0.1)
         << c["id"];
+    // A race of two hosts (+H2) starts from its primary's kept crash state: no armed run, no
+    // crash state of its own to verify.
+    const bool race = c["id"].get<std::string>().ends_with("+H2");
     for (auto phase : {"spawn", "run", "kill", "verify", "recovery", "v8", "report"})
-      EXPECT_GT(c["phasesMs"].value(phase, 0.0), 0.0) << c["id"] << " " << phase;
+      if (!race || (std::string_view(phase) != "run" && std::string_view(phase) != "verify"))
+        EXPECT_GT(c["phasesMs"].value(phase, 0.0), 0.0) << c["id"] << " " << phase;
   }
   const json& budget = rep["summary"]["budget"];
   EXPECT_EQ(budget["workers"], 2);
