@@ -6,9 +6,11 @@
 # cases, and at the continuation admission (P14, P15) after the first P1 and P6 kills (a call
 # re-issued, a call answered), and the continuation of the first P0 kill at the first hit of each
 # of its own P0–P7: every failpoint P0–P11, P14, P15 at least once, about a fifth of the full sweep
-# (578 kill cases; 97 of them the continuation's own), plus the generated path-component mutations
-# of one scenario whose target lies two directories deep (parent-deleted: the file, src/app, src
-# and the workspace root, each symlinked, replaced and removed: 12 cases, a few seconds). A sanitizer
+# (578 kill cases; 97 of them the continuation's own), the race of two hosts (+H2,
+# verdicts/h1_race.h) on the crash state of the first P6 kill (a call answered, the task
+# continues): 15 cases, plus the generated path-component mutations of one scenario whose
+# target lies two directories deep (parent-deleted: the file, src/app, src and the workspace
+# root, each symlinked, replaced and removed: 12 cases, a few seconds). A sanitizer
 # report in a child makes it exit non-zero (its case fails); one in crashsim itself fails the
 # sweep. Then the same bound under --mode stop: a Stop at the first hit of every failpoint, and
 # the Stop-path kills (P12, P13) after a Stop at P1, P3 and P5 (a call not yet dispatched, an
@@ -25,7 +27,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86:
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ./build/asan/harness/crashsim sweep --double-faults --jobs "$(nproc)" \
   --case '*/P*#1/kill' --case '*/P*#1/kill+R:P[89]#1' --case '*/P*#1/kill+R:P1[01]#1' \
-  --case '*/P[16]#1/kill+R:P1[45]#1' --case '*/P0#1/kill+R:P[0-7]#1' \
+  --case '*/P[16]#1/kill+R:P1[45]#1' --case '*/P0#1/kill+R:P[0-7]#1' --case '*/P6#1/kill+H2' \
   --case 'parent-deleted/P4#1/kill~path:*' --out "$out"
 exec ./build/asan/harness/crashsim sweep --mode stop --double-faults --jobs "$(nproc)" \
   --case '*/P*#1/stop' --case '*/P[135]#1/stop+K:*' --case '*/stop+grace' --out "$out/stop"

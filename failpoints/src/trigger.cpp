@@ -15,15 +15,18 @@
 // exact boundary with the token cancelled. A second arming (CRASHSIM_ARM_AFTER_STOP) then kills
 // the stopping process at a Stop-path failpoint (double faults).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -243,6 +246,44 @@ void hit(Id id) {
 }
 
 void noteStopAccepted() { gStopsAccepted.fetch_add(1); }
+
+void awaitRaceBarrier() {
+  const char* fifo = env("CRASHSIM_RACE_BARRIER");
+  if (fifo == nullptr) return;
+  auto& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    initLocked(s);
+  }
+  // Non-blocking open: a FIFO's read end opens without a writer, and poll() then waits for the
+  // harness's byte (no POLLHUP before a writer ever came). Nothing reads the byte, so every racer
+  // sees it.
+  const int fd = ::open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "%s: CRASHSIM_RACE_BARRIER %s: %s\n", kTriggerTag, fifo,
+                 std::strerror(errno));
+    std::_Exit(2);
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  writeAll(
+      s.controlFd,
+      nlohmann::json{{"barrier", "race"}, {"pid", static_cast<int64_t>(::getpid())}}.dump() + "\n");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left, 0)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0 && (p.revents & (POLLIN | POLLHUP)) != 0) break;
+    if (n == 0 || left <= 0) {
+      std::fprintf(stderr, "%s: no release at the race barrier within 30 s\n", kTriggerTag);
+      std::_Exit(3);
+    }
+  }
+  ::close(fd);
+}
 
 bool consumeIoFault() {
   int64_t left = gIoFaults.load();

@@ -69,6 +69,7 @@ std::string CaseId::str() const {
   if (stopGrace) s += "+grace";
   if (pathMutation)
     s += fmt::format("~path:{}:{}", pathMutation->component, pathMutation->mutation);
+  if (race) s += "+H2";
   return s;
 }
 
@@ -105,7 +106,7 @@ CaseId parseCaseId(std::string_view text) {
   auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
   if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
     throw std::invalid_argument(fmt::format(
-        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>|+K:P12#1|"
+        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>|+H2|+K:P12#1|"
         "+K:P13#1]",
         text));
   id.scenario = std::string(text.substr(0, s1));
@@ -165,10 +166,17 @@ CaseId parseCaseId(std::string_view text) {
     id.stopKill = k == "K:P12#1" ? kStopP12 : kStopP13;
     return id;
   }
+  if (plus != std::string_view::npos && rest.substr(plus + 1) == "H2") {
+    if (mode != "kill" || id.isBarrier() || id.isImport())
+      throw std::invalid_argument(fmt::format(
+          "case id {}: the race of two hosts (+H2) follows a named kill of the agent run", text));
+    id.race = true;
+    return id;
+  }
   if (plus != std::string_view::npos) {
     std::string_view r = rest.substr(plus + 1);
     if (r.substr(0, 2) != "R:")
-      throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit>", text));
+      throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit> or +H2", text));
     auto [fp, hit] = parsePoint(r.substr(2), text);
     if (fp == kBarrierS || fp == kBarrierF || id.isBarrier())
       throw std::invalid_argument(

@@ -29,6 +29,7 @@
 #include "verdicts/durable_replace.h"
 #include "verdicts/fail_closed.h"
 #include "verdicts/file_steps.h"
+#include "verdicts/h1_race.h"
 #include "verdicts/legacy_import.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/recovery_kill_state.h"
@@ -649,12 +650,9 @@ void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& 
 template <class Say>
 bool restoreCrashState(const RunOptions& opts, const CaseId& id, const fs::path& store,
                        const fs::path& ws, Say& say) {
-  CaseId primary = id.withoutPathMutation();
-  primary.recoveryFailpoint.reset();
-  primary.recoveryHit.reset();
+  const CaseId primary = id.primary();
   const fs::path snapshot = crashStateDir(opts, primary);
-  if ((!id.isDoubleFault() && !id.isPathMutation()) || !fs::exists(snapshot / "complete"))
-    return false;
+  if (!id.startsFromPrimary() || !fs::exists(snapshot / "complete")) return false;
   copyDir(snapshot / "store", store);
   copyDir(snapshot / "ws", ws);
   say("started from the crash state of " + primary.str());
@@ -669,7 +667,7 @@ void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& di
     copyDir(store, dir / "crashed" / "store");
     copyDir(ws, dir / "crashed" / "ws");
   }
-  if (opts.keepCrashStates && !id.isDoubleFault() && !id.isPathMutation()) {
+  if (opts.keepCrashStates && !id.startsFromPrimary()) {
     const fs::path snap = crashStateDir(opts, id);
     copyDir(store, snap / "store");
     copyDir(ws, snap / "ws");
@@ -915,6 +913,75 @@ void runCorruptCase(const CaseId& id, const Reference& ref, const RunOptions& op
     }
   }
   judgeCorruption(applied, o, *rec.corruption, c);
+}
+
+// The race of two hosts (+H2, verdicts/h1_race.h): two `crashsim-agent recover` released
+// together on the crash state; H1 judges the race, then V8 (and V3's recovery reach) the task's
+// end from the racer that recovered, as for the primary's single recovery.
+template <class Say>
+void runRaceRecovery(const CaseId& id, const CaseExpectation& x, bool afterCrash,
+                     const Reference& ref, const RunOptions& opts, const fs::path& dir,
+                     const WorkspaceSnapshot& atCrash, Checks& c, Say& say, Phases& ph) {
+  const Scenario& sc = ref.scenario;
+  const fs::path store = dir / "store", ws = dir / "ws";
+  const auto predicted = predictedRecoveryHits(sc, id.failpoint, id.hit);
+  race::Facts before;
+  try {
+    before = race::observe(store);
+  } catch (const std::exception& e) {
+    c.fail("H1", std::string("reading the crash state: ") + e.what());
+    return;
+  }
+  std::vector<SpawnSpec> specs;
+  for (const char* name : {"a", "b"}) {
+    SpawnSpec s = agentCommand(opts, sc, "recover", store, ws);
+    s.timeout = std::chrono::milliseconds(20000);
+    s.stdoutFile = dir / fmt::format("recover-{}.stdout", name);
+    s.stderrFile = dir / fmt::format("recover-{}.stderr", name);
+    s.env["CRASHSIM_HITS_OUT"] = (dir / fmt::format("recover-{}-hits.json", name)).string();
+    s.env["CRASHSIM_MODEL_LOG"] = (dir / fmt::format("model-inputs-{}.jsonl", name)).string();
+    specs.push_back(std::move(s));
+  }
+  const RaceResult rr = runRace(specs, dir / "race.fifo");
+  ph.child(rr.wall, "recovery");
+  ph.to("v8");
+  std::vector<race::Host> hosts;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ChildResult& r = rr.children[i];
+    say(fmt::format("racer {}: {}: {}", i == 0 ? "a" : "b", r.describe(),
+                    lastLine(specs[i].stdoutFile)));
+    race::Host h;
+    h.name = i == 0 ? "a" : "b";
+    h.atBarrier = rr.atBarrier[i];
+    h.exited = r.exited;
+    h.exitCode = r.exitCode;
+    h.describe = r.describe();
+    h.stdoutText = readFile(specs[i].stdoutFile);
+    h.modelLog = readFile(specs[i].env.at("CRASHSIM_MODEL_LOG"));
+    h.hits = readHits(specs[i].env.at("CRASHSIM_HITS_OUT"));
+    hosts.push_back(std::move(h));
+  }
+  race::Judgement j;
+  try {
+    j = race::judge(race::Expectation{predicted[11] > 0}, before, race::observe(store), hosts);
+  } catch (const std::exception& e) {
+    j.problems.push_back(std::string("reading the store after the race: ") + e.what());
+  }
+  std::string why;
+  for (const auto& p : j.problems) why += (why.empty() ? "" : "; ") + p;
+  if (why.empty())
+    c.pass("H1");
+  else
+    c.fail("H1", why);
+  if (!j.recovered) {
+    c.fail("V8", "no racer recovered the crash state (H1)");
+    return;
+  }
+  const size_t w = *j.recovered;
+  say(fmt::format("racer {} recovered the crash state", hosts[w].name));
+  if (!c.failed("V1")) checkRecoveryReach(specs[w].env.at("CRASHSIM_HITS_OUT"), predicted, c);
+  checkRecovery(id, sc, x, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
+                hosts[w].exitCode, specs[w], c);
 }
 
 // The T1-exists probe (verdicts/t1_exists.h) of a kill-mode P2#1 case: the run request
@@ -1253,6 +1320,20 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     return finish();
   }
   WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
+
+  // --- the race of two hosts ------------------------------------------------------------
+  if (id.isRace()) {
+    if (!c.failed("V1")) c.pass("V1");
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+      if (c.m[v].reason == "not evaluated")
+        c.na(v, "crash state verified by the primary case; H1 and V8 judge the race");
+    if (id.mode != "kill" || id.isBarrier()) {
+      c.fail("H1", "the race of two hosts follows a named kill of the agent run");
+      return finish();
+    }
+    runRaceRecovery(id, x, afterCrash, ref, opts, dir, atCrash, c, say, ph);
+    return finish();
+  }
 
   // --- double fault: kill the recovery process, then check the intermediate state --------
   if (id.isDoubleFault()) {

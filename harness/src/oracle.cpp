@@ -367,6 +367,17 @@ std::array<int, 8> sweptContinuationKills(const Scenario& s, int fp, int hit) {
   return n;
 }
 
+bool racedPrimary(const Scenario& s, int fp, int hit) {
+  auto work = [&](int h) {
+    const auto r = predictedRecoveryHits(s, fp, h);
+    return r[10] > 0 || r[11] > 0;
+  };
+  if (fp < 0 || fp > 9 || !work(hit)) return false;
+  for (int h = 1; h < hit; ++h)
+    if (work(h)) return false;
+  return true;
+}
+
 CaseExpectation expectContinuationKill(const Scenario& s, const CaseId& id, CaseExpectation* run2) {
   CaseExpectation x;
   const auto first = continuationFirstCall(s, id.failpoint, id.hit);

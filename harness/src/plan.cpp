@@ -222,6 +222,14 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
                 g.doubles.push_back({d, si});
             }
           }
+          // The race of two hosts on this crash state (verdicts/h1_race.h), kill mode only.
+          if (sel.doubleFaults && sel.mode == "kill" && racedPrimary(sc, fp, h)) {
+            reach(sc.id, fp, "race").predicted += 1;
+            CaseId d = pid;
+            d.race = true;
+            if (fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, d.str()))
+              g.doubles.push_back({d, si});
+          }
           // The watchdog case of the scenario's Bash call that ignores cancellation (stop.h).
           if (stopMode && fp == 2 && stop::holdingHit(sc) == h) {
             reach(sc.id, fp, "agent").predicted += 1;
@@ -275,6 +283,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         take(d, d.id.failpoint, "path");
       else if (d.id.stopGrace)
         take(d, d.id.failpoint, "agent");
+      else if (d.id.race)
+        take(d, d.id.failpoint, "race");
       else
         take(d, *d.id.recoveryFailpoint, "recovery");
     }

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +59,8 @@ const char* const kOwnedVars[] = {"CRASHSIM_ARM",
                                   "CRASHSIM_POWERLOSS_ACKED",
                                   "CRASHSIM_SYNCHRONOUS",
                                   "CRASHSIM_TOOL_HOLD",
-                                  "CRASHSIM_CLOCK_START_MS"};
+                                  "CRASHSIM_CLOCK_START_MS",
+                                  "CRASHSIM_RACE_BARRIER"};
 
 class ForkServer;
 
@@ -545,6 +547,67 @@ ChildResult runToEnd(SpawnSpec spec) {
   killAndReap(s, r, r.timedOut);
   r.elapsed = sinceUs(start);
   return r;
+}
+
+RaceResult runRace(std::vector<SpawnSpec> specs, const std::filesystem::path& fifo) {
+  RaceResult race;
+  const auto start = Clock::now();
+  race.children.resize(specs.size());
+  race.atBarrier.assign(specs.size(), false);
+  std::error_code ec;
+  std::filesystem::remove(fifo, ec);
+  if (::mkfifo(fifo.c_str(), 0600) != 0) {
+    const std::string why = fmt::format("mkfifo {}: {}", fifo.string(), std::strerror(errno));
+    for (auto& r : race.children) r.error = why;
+    race.wall.error = why;
+    return race;
+  }
+  std::vector<Spawned> spawned(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto t = Clock::now();
+    specs[i].env["CRASHSIM_RACE_BARRIER"] = fifo.string();
+    spawned[i] = spawn(specs[i], true);
+    ChildResult& r = race.children[i];
+    r.spawnTime = sinceUs(t);
+    if (spawned[i].pid < 0)
+      r.error = spawned[i].error;
+    else
+      r.spawned = true;
+  }
+  // Every racer at the barrier (or gone, or silent until its timeout), then one release.
+  std::vector<std::string> bufs(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!race.children[i].spawned) continue;
+    std::string line;
+    bool timedOut = false;
+    if (readControlLine(spawned[i].controlRead, bufs[i], start + specs[i].timeout, line, timedOut))
+      race.atBarrier[i] = line.find("\"barrier\":\"race\"") != std::string::npos;
+    race.children[i].controlLine = line;
+  }
+  const auto released = Clock::now();
+  const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (w >= 0) {
+    const char go = 'g';
+    while (::write(w, &go, 1) < 0 && errno == EINTR) {
+    }
+    ::close(w);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    ChildResult& r = race.children[i];
+    if (!r.spawned) continue;
+    const WaitResult wr = waitForExit(spawned[i].pid, released + specs[i].timeout);
+    r.timedOut = wr == WaitResult::timed_out;
+    killAndReap(spawned[i], r, r.timedOut);
+    r.elapsed = sinceUs(start);
+    race.wall.spawnTime += r.spawnTime;
+    race.wall.killReapTime += r.killReapTime;
+  }
+  std::filesystem::remove(fifo, ec);
+  race.wall.spawned = true;
+  race.wall.exited = true;
+  race.wall.exitCode = 0;
+  race.wall.elapsed = sinceUs(start);
+  return race;
 }
 
 std::filesystem::path locateAgent() {

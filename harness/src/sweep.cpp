@@ -75,7 +75,9 @@ std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
     for (const auto& c : cases) {
       const bool second = c.recoveryFailpoint.has_value();
       const bool path = c.id.find("~path:") != std::string::npos;  // a path mutation (case_id.h)
+      const bool race = c.id.ends_with("+H2");
       const char* process = path               ? "path"
+                            : race             ? "race"
                             : !second          ? "agent"
                             : c.mode == "stop" ? "stop"
                                                : "recovery";
@@ -356,7 +358,7 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {
-    return opts.verifyDeterminism || (!id.isDoubleFault() && !id.isPathMutation() && id.hit == 1);
+    return opts.verifyDeterminism || (!id.startsFromPrimary() && id.hit == 1);
   };
 
   // Double faults and path mutations wait for their primary (they start from its crash state);
@@ -366,12 +368,10 @@ reports::Report runSweep(const SweepOptions& opts) {
   {
     std::set<CaseId> primaries;
     for (const auto& pc : plan.cases)
-      if (!pc.id.isDoubleFault() && !pc.id.isPathMutation()) primaries.insert(pc.id);
+      if (!pc.id.startsFromPrimary()) primaries.insert(pc.id);
     for (const auto& pc : plan.cases) {
-      CaseId primary = pc.id.withoutPathMutation();
-      primary.recoveryFailpoint.reset();
-      primary.recoveryHit.reset();
-      if ((pc.id.isDoubleFault() || pc.id.isPathMutation()) && primaries.count(primary))
+      const CaseId primary = pc.id.primary();
+      if (pc.id.startsFromPrimary() && primaries.count(primary))
         waiting[primary].push_back(pc);
       else
         queue.push_back(pc);

@@ -98,7 +98,8 @@ TEST(Coverage, ListPlansWithoutRunningAndTheManifestLocksTheCaseSet) {
   // From the contract: P4 is reached by each of the two dispatched calls (Read, Write); the
   // Write's recovery seals the run (P8, P9), commits the completed bundle (P10) and continues
   // (the claim P11, its target run P14, its start P15, then the continuation's own terminal:
-  // P8#2, P9#2); the Read's recovery parks.
+  // P8#2, P9#2) — and, as the first P4 hit whose recovery has that work, two hosts race on its
+  // crash state (+H2); the Read's recovery parks.
   const std::string want =
       "write-config-port/P4#1/kill\n"
       "write-config-port/P4#1/kill+R:P8#1\n"
@@ -111,14 +112,15 @@ TEST(Coverage, ListPlansWithoutRunningAndTheManifestLocksTheCaseSet) {
       "write-config-port/P4#2/kill+R:P10#1\n"
       "write-config-port/P4#2/kill+R:P11#1\n"
       "write-config-port/P4#2/kill+R:P14#1\n"
-      "write-config-port/P4#2/kill+R:P15#1\n";
+      "write-config-port/P4#2/kill+R:P15#1\n"
+      "write-config-port/P4#2/kill+H2\n";
   EXPECT_EQ(list.out, want);
   std::ofstream(d / "manifest.txt") << want;
-  auto run = sh(cs() + sel + " --expect-cases 12 --expect-manifest " +
+  auto run = sh(cs() + sel + " --expect-cases 13 --expect-manifest " +
                 (d / "manifest.txt").string() + " --out " + (d / "out").string() + " 2>&1");
   ASSERT_EQ(run.exitCode, 0) << run.out;
   auto rep = json::parse(slurp(d / "out" / "report.json"));
-  EXPECT_EQ(rep["cases"].size(), 12u);
+  EXPECT_EQ(rep["cases"].size(), 13u);
   std::vector<std::string> ids;
   for (const auto& c : rep["cases"]) ids.push_back(c["id"]);
   EXPECT_EQ(rep["manifest"]["digest"], crashsim::reports::manifestDigest(ids));

@@ -583,3 +583,47 @@ TEST(PlantedFault, AToolRunDespiteCreatedFalseFailsV8OfTheT1ExistsProbe) {
   expectUnseen("none", "--scenario write-config-port --scenario bash-touch-marker --failpoint P2",
                "no plant: T1's created:false stops the implementation");
 }
+
+// #44 §3: no case raced two hosts. The "+H2" cases release two `crashsim-agent recover` together
+// on a primary's crash state (verdicts/h1_race.h): every writer holds the host lock, so one
+// recovers and the other is refused (host_already_active) or finds nothing left. Which of the
+// interleavings a broken host meets depends on the scheduler, so each plant runs the race at the
+// first hit of P0, P1, P6 and P7 of two scenarios (all continue the task) and must turn H1 red in
+// some of them; the unplanted races all pass.
+namespace {
+const char* const kRaces =
+    "--double-faults --scenario write-config-port --scenario read-then-write --case "
+    "'*/P[0167]#1/kill+H2'";
+}  // namespace
+
+// A host that takes its lock only for the continuation run it starts: start-up's repair, reconcile,
+// planning and claim run beside the other racer, which then fails its claim (existing), parks
+// continuation_started_indeterminate or refuses only after it committed. One recovery at a time
+// (no race) never notices.
+TEST(PlantedFault, AHostLockTakenOnlyForTheContinuationFailsH1OfTheRaces) {
+  expectCaught("host_lock_after_claim", kRaces, "H1");
+  expectUnseen("host_lock_after_claim", "--scenario write-config-port --failpoint P6",
+               "one recovery at a time: when the lock is taken changes nothing");
+}
+
+// The claim read and written in two transactions (the writer trusts the planner's lookup and
+// upserts, spec e.8's TOCTOU): the host lock hides it — the second racer is refused or plans after
+// the first claimed — and it shows once the lock lets both plan: both racers log `acquired`.
+TEST(PlantedFault, AClaimReadAndWrittenApartIsCaughtByH1WhenTheLockLetsBothIn) {
+  ASSERT_TRUE(plantWired("claim_insert_trusts_plan"));
+  expectUnseen("claim_insert_trusts_plan", kRaces,
+               "the host lock serialises the racers: the second never claims");
+  int rc = -1;
+  const json rep = plantedSweep("host_lock_after_claim,claim_insert_trusts_plan", kRaces, &rc);
+  EXPECT_EQ(rc, 1);
+  int twoAcquired = 0;
+  for (const auto& c : rep.value("cases", json::array()))
+    if (c["reasons"].value("H1", "").find("2 racers acquired the continuation claim") !=
+        std::string::npos)
+      ++twoAcquired;
+  EXPECT_GT(twoAcquired, 0) << rep.dump().substr(0, 2000);
+}
+
+TEST(PlantedFault, UnplantedRacesPass) {
+  expectUnseen("none", kRaces, "no plant: one racer recovers, the other is refused");
+}

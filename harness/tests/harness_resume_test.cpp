@@ -177,12 +177,15 @@ TEST_F(ResumeTest, ResumeWithScenarioFinishesTheTask) {
     for (const auto& [key, value] : line.items()) {
       static const std::set<std::string> allowed = {"event",       "sessionId", "sourceRunId",
                                                     "targetRunId", "claimId",   "reasonCodes",
-                                                    "errorClass",  "status"};
+                                                    "errorClass",  "status",    "result"};
       EXPECT_TRUE(allowed.count(key)) << "lifecycle field " << key << ": " << value.dump();
     }
     pos = nl + 1;
   }
-  EXPECT_EQ(lines, 4u) << lifecycle;  // approved, started, completed; then parked (again)
+  // approved, started, the claim (acquired), completed; then parked (again)
+  EXPECT_EQ(lines, 5u) << lifecycle;
+  EXPECT_NE(lifecycle.find(R"("event":"continuation_claim")"), std::string::npos) << lifecycle;
+  EXPECT_NE(lifecycle.find(R"("result":"acquired")"), std::string::npos) << lifecycle;
 }
 
 // One reason per operation, and the exit code of each crash window (catalogue + spec c, e).

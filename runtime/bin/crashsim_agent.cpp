@@ -29,6 +29,8 @@
 // copies the store's database and WAL files, as the page cache holds them (every commit the
 // runtime was acknowledged), into DIR with plain I/O outside the model: the harness's D1 check
 // compares that acknowledged ledger with the store reopened after the power cut.
+// CRASHSIM_RACE_BARRIER=FIFO (recover only): wait at the race barrier before host start-up
+// (crashsim/failpoints.h awaitRaceBarrier), so that two racing hosts start together.
 // CRASHSIM_SYNCHRONOUS=FULL|NORMAL sets the store's PRAGMA synchronous for `run` (default FULL);
 // CRASHSIM_WAL_BATCHING=0 opens it on SQLite's own VFS (StoreOptions::walBatching off), for the
 // differential crash test of the WAL batching VFS.
@@ -310,6 +312,9 @@ int agentMain(int argc, char** argv) {
       summary = s.toJson();
       rc = s.status == crashsim::code::completed ? 0 : 1;
     } else {
+      // The race of two hosts (CRASHSIM_RACE_BARRIER): released together with the other racer,
+      // before start-up takes the host lock.
+      crashsim::failpoints::awaitRaceBarrier();
       crashsim::HostStartupOptions startup;
       startup.storeDir = paths.storeDir;
       startup.workspaceDir = paths.workspaceDir;

@@ -26,6 +26,11 @@
 //                                  WAL batching VFS asks consumeIoFault()), e.g. P12:2
 //   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts
 //   {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,...,"P17":n}
+//   CRASHSIM_RACE_BARRIER=<fifo>   the race of two hosts (awaitRaceBarrier): before its host
+//                                  start-up the process reports {"barrier":"race","pid":N} on the
+//                                  control fd and waits until the FIFO turns readable — the
+//                                  harness writes one byte once every racer reported, and nobody
+//                                  reads it, so all of them are released by that one write
 //
 // Barriers (CRASHSIM_BARRIER(S) / (F)) are crash points nobody named: the instrumented build
 // counts every durability barrier of the store (S: just before each COMMIT of a store
@@ -128,6 +133,10 @@ bool consumeIoFault();
 // The process accepted a Stop (its cancellation token is cancelled): releases a stop-mode
 // failpoint waiting for it. Async-signal-safe (one atomic store). Both builds.
 void noteStopAccepted();
+// CRASHSIM_RACE_BARRIER (above): report at the barrier and wait for the release, before host
+// start-up takes the host lock. Returns at once when the variable is unset; an unopenable FIFO,
+// or no release within 30 s, ends the process (exit 2 / 3) before it touches the store.
+void awaitRaceBarrier();
 
 // Reads and validates CRASHSIM_ARM / CRASHSIM_CONTROL_FD / CRASHSIM_FAILPOINT_MODE /
 // CRASHSIM_POWERLOSS / CRASHSIM_HITS_OUT before any work. Throws std::invalid_argument with
@@ -159,6 +168,7 @@ inline constexpr bool kEnabled = true;
 #else
 inline void initFromEnvironment() {}
 inline void noteStopAccepted() {}
+inline void awaitRaceBarrier() {}
 inline void writeHitCountsIfRequested() {}
 inline constexpr bool kEnabled = false;
 #define CRASHSIM_FAILPOINT(ID) ((void)0)

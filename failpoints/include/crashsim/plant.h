@@ -76,6 +76,13 @@
 //                                under --mode powerloss at the F barriers only (the file-step
 //                                trace check does not order unlinks; a kill keeps both or
 //                                neither, no barrier falls between them)
+//   host_lock_after_claim        host start-up takes the host lock only for the continuation run
+//                                it starts: repair, reconcile, planning and the claim run beside
+//                                any other host → H1 of the race cases (+H2) only
+//   claim_insert_trusts_plan     the claim writer trusts the planner's claim lookup and upserts
+//                                its row (a read and a write in two transactions) → unseen while
+//                                the host lock serialises hosts; with host_lock_after_claim H1
+//                                sees two racers acquire one boundary's claim
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

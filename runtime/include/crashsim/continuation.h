@@ -259,6 +259,9 @@ struct ContinuationHost {
   // Write the t1_after_preflight_v1 marker on the live continuation-start (the SQLite T1/T2
   // sink is wired in this runtime).
   bool protocolMarker = true;
+  // Told the claim's result (acquired | existing | conflict) as soon as claimContinuation
+  // returned, before anything else is checked: the host logs it (lifecycle `continuation_claim`).
+  std::function<void(const ClaimResult&)> onClaim;
 };
 
 // True unless CRASHSIM_SAFE_BOUNDARY_RESUME is "0" (or host.enabled says otherwise).

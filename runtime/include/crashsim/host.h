@@ -34,7 +34,8 @@
 //      continuation authority claims and starts the target run (executeContinuation), then
 //      the normal run loop continues the task.
 // Lifecycle (spec e.1 observability): each plan is recorded as plan_approved | plan_parked,
-// each execution as execution_started, then execution_completed | execution_failed, one JSON
+// each execution as execution_started, then continuation_claim (the claim's result: acquired |
+// existing | conflict), then execution_completed | execution_failed, one JSON
 // line each in <store>/lifecycle.jsonl — identities, reason codes and error classes only, never
 // prompts, tool arguments or results. A dry run records nothing.
 // Dry run: the store is opened read-only (no byte of the store directory changes) and copied

@@ -281,7 +281,9 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     source.reset();
     store = RuntimeStore::open(scratch->path);
   } else {
-    lock.emplace(storeDir);
+    // Planted bug (host_lock_after_claim): the lock is taken only for the continuation run it
+    // starts, so start-up's repair, planning and claim run beside any other host.
+    if (!planted("host_lock_after_claim")) lock.emplace(storeDir);
     // The workspace is proven on a read-only open, before the writable one writes anything (a
     // manifest, a checkpoint when it closes on an error) — unless a legacy import is pending:
     // a read-only open would run the whole import once more in a scratch copy (its failpoints
@@ -346,7 +348,12 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   const Json ids{{"targetRunId", plan.runId}, {"claimId", plan.claimId}};
   lifecycle.write("execution_started", plan, ids);
   try {
-    ContinuationExecution ex = executeContinuation(*store, plan, host);
+    ContinuationHost claiming = host;
+    claiming.onClaim = [&lifecycle, &p = plan](const ClaimResult& cr) {
+      lifecycle.write("continuation_claim", p, Json{{"claimId", p.claimId}, {"result", cr.result}});
+    };
+    ContinuationExecution ex = executeContinuation(*store, plan, claiming);
+    if (planted("host_lock_after_claim")) lock.emplace(storeDir);
     EffectsLog effects(effectsPath);
     ToolPolicy policy = policyOf(*scenario);
     policy.bashKillGrace = options.bashKillGrace;

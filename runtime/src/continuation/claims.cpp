@@ -500,7 +500,13 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
   std::vector<ClaimState> rows = readAllClaims(c);  // decode-checks every existing row
   verifyBoundary(c, claim);
   ClaimResult out;
-  for (const ClaimState& r : rows) {
+  // Planted bug (claim_insert_trusts_plan): the writer trusts the planner's claim lookup (e.2
+  // step 5, an earlier read: no claim for this boundary, fresh target ids) and only upserts its
+  // row — the read and the write in two transactions.
+  const bool trustsPlan = planted("claim_insert_trusts_plan");
+  static const std::vector<ClaimState> kUnchecked;
+  const std::vector<ClaimState>& checked = trustsPlan ? kUnchecked : rows;
+  for (const ClaimState& r : checked) {
     if (r.claim.boundaryDigest == claim.boundaryDigest) {
       if (stableJson(r.claim.boundary.toJson()) != boundaryJson) {
         throw Error(code::continuation_claim_row_mismatch,
@@ -511,7 +517,7 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
       return out;
     }
   }
-  for (const ClaimState& r : rows) {
+  for (const ClaimState& r : checked) {
     const ContinuationClaim& o = r.claim;
     std::string what;
     if (o.claimId == claim.claimId) {
@@ -536,12 +542,13 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
       return out;
     }
   }
-  if (!targetLedgerEmpty(c, claim.target)) {
+  if (!trustsPlan && !targetLedgerEmpty(c, claim.target)) {
     throw Error(code::continuation_target_not_empty,
                 "Continuation claim target RuntimeEvent ledger is not empty");
   }
   auto ins = c.prepare(
-      "INSERT INTO runtime_continuation_claims (claim_id, source_session_id, "
+      std::string(trustsPlan ? "INSERT OR REPLACE" : "INSERT") +
+      " INTO runtime_continuation_claims (claim_id, source_session_id, "
       "source_invocation_id, source_run_id, source_turn_id, source_event_high_water, "
       "source_prefix_digest, boundary_digest, boundary_json, provider_projection_version, "
       "provider_replay_digest, target_session_id, target_invocation_id, target_run_id, "

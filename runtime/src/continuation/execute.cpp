@@ -213,6 +213,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
                                {"sourcePrefixDigest", plan.sourcePrefixDigest},
                                {"replayManifestDigest", claim.boundaryDigest}};
   ClaimResult cr = claimContinuation(store, claim);
+  if (host.onClaim) host.onClaim(cr);
   if (cr.result != code::acquired) {
     reval(code::continuation_claim_conflict,
           "continuation claim was not acquired (" + cr.result +

@@ -11,6 +11,8 @@
 // armed Write/Edit target's path — the file, a parent directory, or the workspace root ".":
 // "scenario/P4#1/kill~path:.:remove" — is replaced by a symlink, a directory, a regular file, or
 // removed: verdicts/path_mutations.h).
+// and the race of two hosts "scenario/P6#1/kill+H2" (kill mode: the primary's crash state
+// recovered by two `crashsim-agent recover` processes released together, verdicts/h1_race.h).
 //
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]
 // | [path mutation]).
@@ -54,6 +56,8 @@ struct CaseId {
   bool stopGrace = false;
   // kill mode, primary named failpoint only: "~path:<component>:<mutation>"
   std::optional<PathMutation> pathMutation;
+  // kill mode, "+H2": two recovery processes race on the primary's crash state (verdicts/h1_race.h)
+  bool race = false;
 
   std::string str() const;
   std::string failpointName() const;  // "P4"
@@ -65,6 +69,18 @@ struct CaseId {
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {
     CaseId p = *this;
+    p.pathMutation.reset();
+    return p;
+  }
+  bool isRace() const { return race; }
+  // A case that starts from its primary's crash state: a double fault, a race or a path mutation.
+  bool startsFromPrimary() const { return isDoubleFault() || race || pathMutation.has_value(); }
+  // The primary case whose crash state this one starts from (itself for a primary).
+  CaseId primary() const {
+    CaseId p = *this;
+    p.recoveryFailpoint.reset();
+    p.recoveryHit.reset();
+    p.race = false;
     p.pathMutation.reset();
     return p;
   }

@@ -227,6 +227,12 @@ inline bool isContinuationKill(const CaseId& id) {
 // of the continuation's first step; none after the other primaries. Keeps the added cases
 // linear in the scenario's length.
 std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoint, int hit);
+// The race of two hosts (verdicts/h1_race.h): whether the sweep races two recovery processes on
+// the crash state of the primary (failpoint, hit). Only where recovery has work a second host
+// could do twice — it continues (a claim: P11 in predictedRecoveryHits) or commits a recovery
+// bundle (P10) — and only at the first such hit of each agent failpoint of a scenario: a linear
+// number of cases, each a kind of work at a kind of crash point.
+bool racedPrimary(const Scenario& scenario, int failpoint, int hit);
 // The expectation of a continuation kill `id` (isContinuationKill), in the whole scenario's
 // terms: expectCase(continuationScenario, rfp, rhit) places the kill among the continuation's
 // calls; the calls before them were answered in the crashed run (completed). `ops` and

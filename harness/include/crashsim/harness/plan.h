@@ -18,6 +18,9 @@
 // Path-mutation cases ("…/P4#1/kill~path:src:symlink", verdicts/path_mutations.h) go with their
 // primary like its double faults (same shard; they start from its crash state). Their reach rows
 // are process "path": predicted = the mutations generated at that failpoint.
+// The race of two hosts (kill mode, with double faults): each primary oracle.h racedPrimary
+// names also gets "+H2", two recovery processes released together on its crash state (process
+// "race" in `reach`, by the primary's failpoint).
 //
 // Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
 // the contract does not fix how many transactions or file steps a run takes. They are planned
@@ -58,7 +61,9 @@ struct PlannedCase {
 // "recovery" rows for P8–P11, P14, P15 in the recovery processes of the primary cases (double
 // faults).
 struct PlannedReach {
-  std::string scenario, failpoint, process;  // process: "agent" | "recovery" | "stop"
+  // process: "agent" | "recovery" | "stop" | "race" (the +H2 cases of racedPrimary, by the
+  // primary's failpoint)
+  std::string scenario, failpoint, process;
   int predicted = 0;  // predicted hits (recovery: summed over primaries; S/F: the reference run)
   int planned = 0;    // selected cases that kill there (this shard)
 };

@@ -88,6 +88,20 @@ ChildResult runStoppedWhileHeld(SpawnSpec spec, const std::filesystem::path& hol
 // Spawns unarmed and waits for it to exit (SIGKILL + failure after the timeout).
 ChildResult runToEnd(SpawnSpec spec);
 
+// The race of two hosts: spawns every spec unarmed with CRASHSIM_RACE_BARRIER=`fifo` (created
+// here, a FIFO), waits until each reported the barrier on its control pipe
+// ({"barrier":"race",…}, crashsim/failpoints.h awaitRaceBarrier), then releases them all with one
+// write and waits for each to exit (each its own spec.timeout from the release; SIGKILL and a
+// timeout after). A child that exits or hangs before the barrier does not hold the others: they
+// are released when the last report came or could not come. `wall` times the whole race (its
+// spawn and kill times the children's sums), for the crash budget.
+struct RaceResult {
+  std::vector<ChildResult> children;  // in spec order
+  std::vector<bool> atBarrier;        // each reported the barrier
+  ChildResult wall;
+};
+RaceResult runRace(std::vector<SpawnSpec> specs, const std::filesystem::path& fifo);
+
 // The crashsim-agent binary: $CRASHSIM_AGENT, else <build>/runtime/crashsim-agent relative to
 // this executable (<build>/harness/crashsim → ../runtime/crashsim-agent), else next to it.
 std::filesystem::path locateAgent();

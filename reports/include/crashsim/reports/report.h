@@ -42,7 +42,12 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 // and the corruption check (--mode corrupt; harness/include/crashsim/harness/corrupt_checks.h):
 //   C1 a damaged store fails closed with a stable code, or recovers to the contract's outcome;
 //      inspect never writes; nothing crashes or hangs
-inline constexpr std::array<std::string_view, 4> kOptionalCheckNames = {"D1", "D2", "D3", "C1"};
+// and the race of two hosts (the "+H2" cases; harness/src/verdicts/h1_race.h):
+//   H1 two recovery processes released together on one crash state: one recovers, the other is
+//      refused (host_already_active) or finds nothing to do; one claim acquired, one
+//      continuation, one bundle per operation, no call twice
+// (every optional check a case evaluated is in `checks` beside V1..V9)
+inline constexpr std::array<std::string_view, 5> kOptionalCheckNames = {"D1", "D2", "D3", "C1", "H1"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
