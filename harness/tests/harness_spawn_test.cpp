@@ -205,7 +205,8 @@ TEST(Spawn, ExecAndForkServerSweepsGiveIdenticalVerdictRecords) {
     const std::string cid = c["id"].get<std::string>();
     const bool fromCrashState = cid.find("~path:") != std::string::npos || cid.ends_with("+H2");
     for (auto phase : {"spawn", "run", "kill", "verify", "recovery", "v8", "report"})
-      if (!fromCrashState || (std::string_view(phase) != "run" && std::string_view(phase) != "verify"))
+      if (!fromCrashState ||
+          (std::string_view(phase) != "run" && std::string_view(phase) != "verify"))
         EXPECT_GT(c["phasesMs"].value(phase, 0.0), 0.0) << c["id"] << " " << phase;
   }
   const json& budget = rep["summary"]["budget"];

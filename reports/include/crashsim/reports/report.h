@@ -47,7 +47,8 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //      refused (host_already_active) or finds nothing to do; one claim acquired, one
 //      continuation, one bundle per operation, no call twice
 // (every optional check a case evaluated is in `checks` beside V1..V9)
-inline constexpr std::array<std::string_view, 5> kOptionalCheckNames = {"D1", "D2", "D3", "C1", "H1"};
+inline constexpr std::array<std::string_view, 5> kOptionalCheckNames = {"D1", "D2", "D3", "C1",
+                                                                        "H1"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
