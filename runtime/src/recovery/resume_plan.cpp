@@ -4,7 +4,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
-#include "recovery/flat_index.h"
+#include "ledger/flat_index.h"
 
 namespace crashsim {
 

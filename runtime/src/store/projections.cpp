@@ -6,7 +6,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/store.h"
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
 namespace crashsim {

@@ -8,7 +8,7 @@
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
