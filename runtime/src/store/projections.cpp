@@ -163,6 +163,24 @@ LedgerProjection projectLedger(Connection& c) {
   return out;
 }
 
+ToolOperationRow operationFromRow(Stmt& st) {
+  ToolOperationRow r;
+  r.operationId = st.text(0);
+  r.invocationId = st.text(1);
+  r.runId = st.text(2);
+  r.turnId = st.text(3);
+  r.providerToolCallId = st.text(4);
+  r.toolName = st.text(5);
+  r.canonicalArgsHash = st.text(6);
+  r.recoveryMode = st.text(7);
+  r.currentState = st.text(8);
+  r.callEventId = st.text(9);
+  r.dispatchEventId = st.optText(10);
+  r.resultEventId = st.optText(11);
+  r.version = st.int64(12);
+  return r;
+}
+
 }  // namespace store_detail
 
 RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
@@ -185,23 +203,6 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
 }
 
 namespace {
-ToolOperationRow opFromRow(store_detail::Stmt& st) {
-  ToolOperationRow r;
-  r.operationId = st.text(0);
-  r.invocationId = st.text(1);
-  r.runId = st.text(2);
-  r.turnId = st.text(3);
-  r.providerToolCallId = st.text(4);
-  r.toolName = st.text(5);
-  r.canonicalArgsHash = st.text(6);
-  r.recoveryMode = st.text(7);
-  r.currentState = st.text(8);
-  r.callEventId = st.text(9);
-  r.dispatchEventId = st.optText(10);
-  r.resultEventId = st.optText(11);
-  r.version = st.int64(12);
-  return r;
-}
 constexpr const char* kOpCols =
     "o.operation_id, o.invocation_id, o.run_id, o.turn_id, o.provider_tool_call_id, o.tool_name, "
     "o.canonical_args_hash, o.recovery_mode, o.current_state, o.call_event_id, "
@@ -213,7 +214,7 @@ std::vector<ToolOperationRow> RuntimeStore::listToolOperations() const {
   std::vector<ToolOperationRow> out;
   auto st = impl_->conn->prepare(std::string("SELECT ") + kOpCols +
                                  " FROM tool_operations o ORDER BY o.operation_id");
-  while (st.step()) out.push_back(opFromRow(st));
+  while (st.step()) out.push_back(store_detail::operationFromRow(st));
   return out;
 }
 
@@ -252,7 +253,7 @@ std::vector<ToolOperationRow> RuntimeStore::listUnsettledToolOperations(
       "WHERE o.current_state = 'prepared' AND o.result_event_id IS NULL "
       "AND (?1 IS NULL OR d.session_id = ?1) ORDER BY o.invocation_id, o.operation_id");
   st.bind(1, sessionId);
-  while (st.step()) out.push_back(opFromRow(st));
+  while (st.step()) out.push_back(store_detail::operationFromRow(st));
   return out;
 }
 

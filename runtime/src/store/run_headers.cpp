@@ -36,6 +36,23 @@ RunHeader headerFromRow(store_detail::Stmt& st) {
   return h;
 }
 
+// The stored header of header's run (checked by headerFromRow), read by the header writers
+// inside their transaction, and its stored JSON in *storedJson when given;
+// code::run_not_found when the run has none.
+RunHeader storedHeaderOf(Connection& c, const RunHeader& header,
+                         std::string* storedJson = nullptr) {
+  auto sel = c.prepare(
+      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
+      "WHERE session_id = ?1 AND run_id = ?2");
+  sel.bind(1, header.sessionId).bind(2, header.runId);
+  if (!sel.step()) {
+    throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
+  }
+  RunHeader stored = headerFromRow(sel);
+  if (storedJson) *storedJson = sel.text(5);
+  return stored;
+}
+
 }  // namespace
 
 // ----------------------------------------------------------------------------------------
@@ -199,15 +216,8 @@ void RuntimeStore::markRunTerminal(const RunHeader& header) {
   Connection& c = *impl_->conn;
   const std::string json = stableJson(header.toJson());
   ImmediateTx tx(c);
-  auto sel = c.prepare(
-      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
-      "WHERE session_id = ?1 AND run_id = ?2");
-  sel.bind(1, header.sessionId).bind(2, header.runId);
-  if (!sel.step()) {
-    throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
-  }
-  RunHeader stored = headerFromRow(sel);
-  std::string storedJson = sel.text(5);
+  std::string storedJson;
+  RunHeader stored = storedHeaderOf(c, header, &storedJson);
   if (stored.invocationId != header.invocationId || stored.turnId != header.turnId) {
     throw Error(code::run_header_conflict,
                 "Run header identity conflict for " + header.sessionId + "/" + header.runId);
@@ -254,14 +264,7 @@ void RuntimeStore::updateRunHeader(const RunHeader& header) {
   Connection& c = *impl_->conn;
   const std::string json = stableJson(header.toJson());
   ImmediateTx tx(c);
-  auto sel = c.prepare(
-      "SELECT session_id, run_id, invocation_id, turn_id, status, header_json FROM agent_runs "
-      "WHERE session_id = ?1 AND run_id = ?2");
-  sel.bind(1, header.sessionId).bind(2, header.runId);
-  if (!sel.step()) {
-    throw Error(code::run_not_found, "Unknown run " + header.sessionId + "/" + header.runId);
-  }
-  RunHeader stored = headerFromRow(sel);
+  RunHeader stored = storedHeaderOf(c, header);
   if (isTerminalRunStatus(stored.status)) {
     throw Error(code::run_sealed,
                 "Run " + header.sessionId + "/" + header.runId + " header is already terminal");

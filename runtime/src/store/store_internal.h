@@ -226,6 +226,11 @@ std::recursive_mutex& mutexOf(RuntimeStore& store);
 // the rebuild (f.8): a whole tool_operations row, and one tool_journal_events entry of an
 // operation (its identity columns come from op).
 void insertOperationRow(Connection& c, const ToolOperationRow& row);
+// The tool_operations row at st's current result row, whose columns are, in order:
+// operation_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name,
+// canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id,
+// result_event_id, version.
+ToolOperationRow operationFromRow(Stmt& st);
 // The tool projection rows runtime_events alone imply (spec f.8), through the shared scanner:
 // operations in ledger order, journal rows in the order online commits wrote them (their
 // events' rowids), journalOperation[i] = the index of journal[i]'s operation. Throws
