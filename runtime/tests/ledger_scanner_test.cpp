@@ -1,6 +1,6 @@
 // ledger_scanner_test.cpp — the single scanner (spec c.2), recovery-tail interpretation (c.4)
 // and recovery-bundle validation codes in their f.6 order.
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 
 #include <gtest/gtest.h>
 

@@ -79,51 +79,43 @@ void requireCapability(store_detail::Connection& c) {
   }
 }
 
-}  // namespace
-
-ContinuationExecution executeContinuation(RuntimeStore& store, const ContinuationPlan& plan,
-                                          const ContinuationHost& host) {
-  auto storeLock = continuation_detail::lockStore(store);
-  if (!plan.isContinue()) {
-    throw Error(code::continuation_claim_invalid, "executeContinuation needs a continue plan");
-  }
-  if (!host.inspector) throw Error(code::safety_observation_unavailable, "no safety inspector");
-  store_detail::Connection& c = conn(store);
-  // 1. in-process uniqueness, active runs, capability.
-  InProgress guard(plan.sessionId);
-  for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
+// e.9 step 1: no run of the session is active.
+void requireNoActiveRun(store_detail::Connection& c, const std::string& sessionId) {
+  for (const RunHeader& h : readHeaders(c, sessionId)) {
     if (h.status == code::running) {
       throw Error(code::run_active,
                   "Cannot continue while another run is active (" + h.runId + ")");
     }
   }
-  requireCapability(c);
-  // 2. re-read the lineage: ancestors pinned, immediate source pinned at the planned head.
-  if (!plan.boundary || plan.providerReplayDigest.empty() ||
-      plan.providerProjectionVersion != kProviderProjectionVersion) {
-    reval(code::source_identity_changed,
-          "plan lacks boundary, replay digest or projection version");
-  }
-  std::optional<RunHeader> header = readHeader(c, plan.sessionId, plan.sourceRunId);
-  if (!header) reval(code::source_identity_changed, "source run header is missing");
+}
+
+// e.9 step 2: the lineage re-read, ancestors pinned and the immediate source pinned at the
+// planned head, must give the plan's boundary segments. `header` is the source run's header.
+Lineage rereadLineage(store_detail::Connection& c, const ContinuationPlan& plan,
+                      const RunHeader& header) {
   const PrefixIdentity srcId{plan.sessionId, plan.sourceInvocationId, plan.sourceRunId,
                              plan.sourceTurnId};
   Lineage lineage;
   try {
     ImmutablePrefix immediate = readPrefix(c, srcId, plan.sourceRuntimeEventHighWater);
-    lineage = traverse(c, *header, std::move(immediate));
+    lineage = traverse(c, header, std::move(immediate));
   } catch (const Error& e) {
     reval(code::source_identity_changed, std::string("lineage: ") + e.code() + ": " + e.what());
   }
-  std::vector<const ImmutablePrefix*> segPtrs;
-  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
   Json segments = Json::array();
-  for (const ImmutablePrefix* p : segPtrs) segments.push_back(p->segmentJson());
+  for (const ImmutablePrefix& p : lineage.segments) segments.push_back(p.segmentJson());
   if (segments != plan.boundary->segments) {
     reval(code::source_identity_changed, "source identity/position/digest changed since planning");
   }
-  // 3. replay.
-  // The replayed context is compared in place (segment events by replay index), not copied.
+  return lineage;
+}
+
+// e.9 step 3: the composite replay of the re-read lineage gives the plan's boundary, replay
+// digest and runtime context (compared in place, segment events by replay index, not copied;
+// the replay items are moved out of the lineage's projections).
+void revalidateReplay(const ContinuationPlan& plan, Lineage& lineage) {
+  std::vector<const ImmutablePrefix*> segPtrs;
+  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
   CompositeReplay replay =
       composeReplayConsuming(segPtrs, lineage.projections, plan.providerProjectionVersion);
   bool sameContext = true;
@@ -145,8 +137,13 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
       replay.providerReplayDigest != plan.providerReplayDigest || !sameContext) {
     reval(code::source_replay_changed, "source replay changed since planning");
   }
-  // 4. source header and latest head.
-  if (header->invocationId != plan.sourceInvocationId || header->turnId != plan.sourceTurnId) {
+}
+
+// e.9 step 4: the source header's ids, its one terminal fact, its latest head (the planned
+// high-water) and a ledger without foreign identities are as planned.
+void revalidateSourceHead(store_detail::Connection& c, const ContinuationPlan& plan,
+                          const RunHeader& header) {
+  if (header.invocationId != plan.sourceInvocationId || header.turnId != plan.sourceTurnId) {
     reval(code::source_identity_changed, "source header ids changed");
   }
   size_t terminals = 0;
@@ -156,34 +153,34 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
                                       [&](int64_t eventSeq, const RuntimeEvent& e) {
                                         if (e.isTerminal() && !e.partial) {
                                           ++terminals;
-                                          factStatus = terminalFactStatus(e, *header);
+                                          factStatus = terminalFactStatus(e, header);
                                         }
                                         ++latestRows;
                                         count = eventSeq;
                                       });
-  if (terminals != 1 || !factStatus || *factStatus != header->status) {
+  if (terminals != 1 || !factStatus || *factStatus != header.status) {
     reval(code::source_terminal_changed, "source terminal fact changed");
   }
   if (count != plan.sourceRuntimeEventHighWater || latestRows != plan.sourceRuntimeEventHighWater) {
     reval(code::source_high_water_changed, "source high-water changed since planning");
   }
-  {
-    auto st = c.prepare(
-        "SELECT COUNT(*) FROM runtime_events WHERE (session_id = ?1 AND run_id = ?2 AND "
-        "(invocation_id <> ?3 OR turn_id <> ?4)) OR (invocation_id = ?3 AND "
-        "(session_id <> ?1 OR run_id <> ?2 OR turn_id <> ?4))");
-    st.bind(1, plan.sessionId)
-        .bind(2, plan.sourceRunId)
-        .bind(3, plan.sourceInvocationId)
-        .bind(4, plan.sourceTurnId);
-    if (st.step() && st.int64(0) != 0) {
-      reval(code::source_ledger_identity_changed, "source ledger carries a foreign identity");
-    }
+  auto st = c.prepare(
+      "SELECT COUNT(*) FROM runtime_events WHERE (session_id = ?1 AND run_id = ?2 AND "
+      "(invocation_id <> ?3 OR turn_id <> ?4)) OR (invocation_id = ?3 AND "
+      "(session_id <> ?1 OR run_id <> ?2 OR turn_id <> ?4))");
+  st.bind(1, plan.sessionId)
+      .bind(2, plan.sourceRunId)
+      .bind(3, plan.sourceInvocationId)
+      .bind(4, plan.sourceTurnId);
+  if (st.step() && st.int64(0) != 0) {
+    reval(code::source_ledger_identity_changed, "source ledger carries a foreign identity");
   }
-  // 5. safety re-inspection.
-  reinspect(plan, host);
-  // 6. target header + claim.
-  const double claimedAt = host.now ? host.now() : store_detail::nowMs();
+}
+
+// e.9 step 6: the claim of the plan's boundary for its target, with the target's run header
+// (created, its continuation_source_v2 naming the source), claimed at `claimedAt`.
+ContinuationClaim buildClaim(const ContinuationPlan& plan, const ContinuationHost& host,
+                             double claimedAt) {
   ContinuationClaim claim;
   claim.claimId = plan.claimId;
   claim.boundary = *plan.boundary;
@@ -212,14 +209,13 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
                                {"sourceRuntimeEventHighWater", plan.sourceRuntimeEventHighWater},
                                {"sourcePrefixDigest", plan.sourcePrefixDigest},
                                {"replayManifestDigest", claim.boundaryDigest}};
-  ClaimResult cr = claimContinuation(store, claim);
-  if (host.onClaim) host.onClaim(cr);
-  if (cr.result != code::acquired) {
-    reval(code::continuation_claim_conflict,
-          "continuation claim was not acquired (" + cr.result +
-              (cr.conflictDetail.empty() ? "" : ": " + cr.conflictDetail) + ")");
-  }
-  // 7. legacy continuation of the same boundary; target run already present.
+  return claim;
+}
+
+// e.9 step 7: no legacy continuation records the same boundary, and the target run does not
+// exist yet.
+void requireNoLegacyContinuationOrTarget(store_detail::Connection& c,
+                                         const ContinuationPlan& plan) {
   for (const RunHeader& h : readHeaders(c, plan.sessionId)) {
     if (h.runId == plan.runId) {
       reval(code::target_run_conflict, "target run " + plan.runId + " already exists");
@@ -232,6 +228,50 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
       reval(code::continuation_claim_conflict, "a legacy continuation records the same boundary");
     }
   }
+}
+
+}  // namespace
+
+ContinuationExecution executeContinuation(RuntimeStore& store, const ContinuationPlan& plan,
+                                          const ContinuationHost& host) {
+  auto storeLock = continuation_detail::lockStore(store);
+  if (!plan.isContinue()) {
+    throw Error(code::continuation_claim_invalid, "executeContinuation needs a continue plan");
+  }
+  if (!host.inspector) throw Error(code::safety_observation_unavailable, "no safety inspector");
+  store_detail::Connection& c = conn(store);
+  // 1. in-process uniqueness, active runs, capability.
+  InProgress guard(plan.sessionId);
+  requireNoActiveRun(c, plan.sessionId);
+  requireCapability(c);
+  // 2. re-read the lineage: ancestors pinned, immediate source pinned at the planned head.
+  if (!plan.boundary || plan.providerReplayDigest.empty() ||
+      plan.providerProjectionVersion != kProviderProjectionVersion) {
+    reval(code::source_identity_changed,
+          "plan lacks boundary, replay digest or projection version");
+  }
+  std::optional<RunHeader> header = readHeader(c, plan.sessionId, plan.sourceRunId);
+  if (!header) reval(code::source_identity_changed, "source run header is missing");
+  Lineage lineage = rereadLineage(c, plan, *header);
+  // 3. replay.
+  revalidateReplay(plan, lineage);
+  // 4. source header and latest head.
+  revalidateSourceHead(c, plan, *header);
+  // 5. safety re-inspection.
+  reinspect(plan, host);
+  // 6. target header + claim.
+  const double claimedAt = host.now ? host.now() : store_detail::nowMs();
+  ContinuationClaim claim = buildClaim(plan, host, claimedAt);
+  const RunHeader& th = claim.targetRunHeader;
+  ClaimResult cr = claimContinuation(store, claim);
+  if (host.onClaim) host.onClaim(cr);
+  if (cr.result != code::acquired) {
+    reval(code::continuation_claim_conflict,
+          "continuation claim was not acquired (" + cr.result +
+              (cr.conflictDetail.empty() ? "" : ": " + cr.conflictDetail) + ")");
+  }
+  // 7. legacy continuation of the same boundary; target run already present.
+  requireNoLegacyContinuationOrTarget(c, plan);
   // Planted bug: the target run is created before the claim's crash window (P11 must find the
   // claim alone: the double-fault state check).
   const bool targetEarly = planted("target_run_before_claim_window");

@@ -81,59 +81,101 @@ std::string str(const Json& j, const char* k) {
   return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
 }
 
-}  // namespace
+// An edge found by the walk: the child's position counted from the immediate source (0), its
+// continuation source and whether that is continuation_source_v2.
+struct WalkEdge {
+  size_t childRev;
+  Json source;
+  bool v2;
+};
 
-Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
-                 ImmutablePrefix immediate) {
-  // Collected newest first, reversed at the end (no ancestor is ever copied into a child).
+// The segments and headers of a lineage, newest first (no ancestor is ever copied into a
+// child), with the edges between them.
+struct Walk {
   std::vector<ImmutablePrefix> segs;
   std::vector<RunHeader> heads;
-  struct Edge {
-    size_t childRev;
-    Json source;
-    bool v2;
-  };
-  std::vector<Edge> edges;
-  segs.push_back(std::move(immediate));
-  heads.push_back(immediateHeader);
+  std::vector<WalkEdge> edges;
+};
+
+// e.4: a run holds a continuation-start exactly when its header has a continuation_source_v2,
+// and the start names the same claim, boundary, replay manifest and immediate source.
+void checkContinuationStart(const RunHeader& childH, const Json* start, const Json& source,
+                            bool v2) {
+  if (start && !v2) {
+    fail(code::runtime_lineage_start_mismatch,
+         "run " + childH.runId + " has a continuation-start but no continuation_source_v2");
+  }
+  if (!v2) return;
+  if (!start) {
+    fail(code::runtime_lineage_start_mismatch,
+         "continuation run " + childH.runId + " has no continuation-start");
+  }
+  const Json& s = *start;
+  const Json& is = s.value("immediateSource", Json::object());
+  bool ok = str(s, "claimId") == str(source, "claimId") &&
+            str(s, "boundaryDigest") == str(source, "boundaryDigest") &&
+            str(s, "replayManifestDigest") == str(source, "replayManifestDigest") &&
+            str(is, "sessionId") == childH.sessionId &&
+            str(is, "invocationId") == str(source, "sourceInvocationId") &&
+            str(is, "runId") == str(source, "sourceRunId") &&
+            str(is, "turnId") == str(source, "sourceTurnId") &&
+            is.value("highWater", Json()) == source.value("sourceRuntimeEventHighWater", Json()) &&
+            str(is, "prefixDigest") == str(source, "sourcePrefixDigest");
+  if (!ok) {
+    fail(code::runtime_lineage_start_mismatch,
+         "continuation-start of " + childH.runId + " does not match its continuation source");
+  }
+}
+
+// e.4: the ancestor `source` names (run srcRun, read up to high-water hw): its header and
+// prefix, which must match the edge's identity and high-water (and, for v2, its prefix digest).
+void readAncestor(store_detail::Connection& c, const RunHeader& childH, const Json& source, bool v2,
+                  const std::string& srcRun, int64_t hw, std::optional<RunHeader>& ah,
+                  ImmutablePrefix& ap) {
+  try {
+    ah = readHeader(c, childH.sessionId, srcRun);
+    if (!ah) fail(code::runtime_lineage_missing, "ancestor run " + srcRun + " is missing");
+    ap = readPrefix(c, identityOf(*ah), hw);
+  } catch (const Error& e) {
+    fail(code::runtime_lineage_missing, std::string("ancestor ") + srcRun + ": " + e.what());
+  }
+  PrefixIdentity edgeId{childH.sessionId, v2 ? str(source, "sourceInvocationId") : ah->invocationId,
+                        srcRun, v2 ? str(source, "sourceTurnId") : ah->turnId};
+  if (!v2) {
+    if (source.contains("sourceInvocationId"))
+      edgeId.invocationId = str(source, "sourceInvocationId");
+    if (source.contains("sourceTurnId")) edgeId.turnId = str(source, "sourceTurnId");
+  }
+  if (!sameIdentity(ap.identity, edgeId) || ap.lastEventSeq != hw) {
+    fail(code::runtime_identity_mismatch,
+         "ancestor " + srcRun + " does not match its continuation edge");
+  }
+  if (v2 && str(source, "sourcePrefixDigest") != ap.prefixDigest) {
+    fail(code::source_prefix_digest_mismatch, "ancestor " + srcRun + " prefix digest differs");
+  }
+}
+
+// e.4: from the immediate source back along each header's continuation source to the first run
+// without one: no cycle, at most kMaxLineageDepth segments, every ancestor present and matching
+// its edge.
+Walk walkAncestors(store_detail::Connection& c, const RunHeader& immediateHeader,
+                   ImmutablePrefix immediate) {
+  Walk w;
+  w.segs.push_back(std::move(immediate));
+  w.heads.push_back(immediateHeader);
   std::unordered_set<std::string> seen{immediateHeader.runId};
   int depth = 1;
   for (;;) {
-    const size_t childIdx = segs.size() - 1;
-    const RunHeader childH = heads[childIdx];
-    const Json* start = startOf(segs[childIdx]);
+    const size_t childIdx = w.segs.size() - 1;
+    const RunHeader childH = w.heads[childIdx];
+    const Json* start = startOf(w.segs[childIdx]);
     const bool hasSource =
         childH.continuationSource.has_value() && !childH.continuationSource->is_null();
     const Json source = hasSource ? *childH.continuationSource : Json();
     const bool v2 = hasSource && isV2(source);
-    if (start && !v2) {
-      fail(code::runtime_lineage_start_mismatch,
-           "run " + childH.runId + " has a continuation-start but no continuation_source_v2");
-    }
-    if (v2) {
-      if (!start) {
-        fail(code::runtime_lineage_start_mismatch,
-             "continuation run " + childH.runId + " has no continuation-start");
-      }
-      const Json& s = *start;
-      const Json& is = s.value("immediateSource", Json::object());
-      bool ok =
-          str(s, "claimId") == str(source, "claimId") &&
-          str(s, "boundaryDigest") == str(source, "boundaryDigest") &&
-          str(s, "replayManifestDigest") == str(source, "replayManifestDigest") &&
-          str(is, "sessionId") == childH.sessionId &&
-          str(is, "invocationId") == str(source, "sourceInvocationId") &&
-          str(is, "runId") == str(source, "sourceRunId") &&
-          str(is, "turnId") == str(source, "sourceTurnId") &&
-          is.value("highWater", Json()) == source.value("sourceRuntimeEventHighWater", Json()) &&
-          str(is, "prefixDigest") == str(source, "sourcePrefixDigest");
-      if (!ok) {
-        fail(code::runtime_lineage_start_mismatch,
-             "continuation-start of " + childH.runId + " does not match its continuation source");
-      }
-    }
+    checkContinuationStart(childH, start, source, v2);
     if (!hasSource) break;
-    edges.push_back(Edge{childIdx, source, v2});
+    w.edges.push_back(WalkEdge{childIdx, source, v2});
     const std::string srcRun = str(source, "sourceRunId");
     if (seen.count(srcRun)) fail(code::runtime_lineage_cycle, "lineage cycle at run " + srcRun);
     if (depth >= kMaxLineageDepth) {
@@ -147,43 +189,27 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     const int64_t hw = hwJ.get<int64_t>();
     std::optional<RunHeader> ah;
     ImmutablePrefix ap;
-    try {
-      ah = readHeader(c, childH.sessionId, srcRun);
-      if (!ah) fail(code::runtime_lineage_missing, "ancestor run " + srcRun + " is missing");
-      ap = readPrefix(c, identityOf(*ah), hw);
-    } catch (const Error& e) {
-      fail(code::runtime_lineage_missing, std::string("ancestor ") + srcRun + ": " + e.what());
-    }
-    PrefixIdentity edgeId{childH.sessionId,
-                          v2 ? str(source, "sourceInvocationId") : ah->invocationId, srcRun,
-                          v2 ? str(source, "sourceTurnId") : ah->turnId};
-    if (!v2) {
-      if (source.contains("sourceInvocationId"))
-        edgeId.invocationId = str(source, "sourceInvocationId");
-      if (source.contains("sourceTurnId")) edgeId.turnId = str(source, "sourceTurnId");
-    }
-    if (!sameIdentity(ap.identity, edgeId) || ap.lastEventSeq != hw) {
-      fail(code::runtime_identity_mismatch,
-           "ancestor " + srcRun + " does not match its continuation edge");
-    }
-    if (v2 && str(source, "sourcePrefixDigest") != ap.prefixDigest) {
-      fail(code::source_prefix_digest_mismatch, "ancestor " + srcRun + " prefix digest differs");
-    }
-    segs.push_back(std::move(ap));
-    heads.push_back(std::move(*ah));
+    readAncestor(c, childH, source, v2, srcRun, hw, ah, ap);
+    w.segs.push_back(std::move(ap));
+    w.heads.push_back(std::move(*ah));
     seen.insert(srcRun);
     ++depth;
   }
+  return w;
+}
+
+// The lineage oldest first, each segment projected once, the edges in the same order.
+Lineage assembleLineage(Walk&& w) {
   Lineage out;
-  const size_t n = segs.size();
+  const size_t n = w.segs.size();
   out.segments.reserve(n);
   for (size_t i = n; i-- > 0;) {
-    out.segments.push_back(std::move(segs[i]));
-    out.headers.push_back(std::move(heads[i]));
+    out.segments.push_back(std::move(w.segs[i]));
+    out.headers.push_back(std::move(w.heads[i]));
   }
   out.projections.reserve(n);
   for (const ImmutablePrefix& p : out.segments) out.projections.push_back(projectSegment(p));
-  for (auto it = edges.rbegin(); it != edges.rend(); ++it) {
+  for (auto it = w.edges.rbegin(); it != w.edges.rend(); ++it) {
     LineageEdge le;
     le.childSegment = n - 1 - it->childRev;
     le.source = it->source;
@@ -191,16 +217,30 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
     if (it->v2) le.start = out.segments[le.childSegment].events.front();
     out.edges.push_back(std::move(le));
   }
-  // V2 edges: replay of the segments before the child, then the durable claim state. Each
-  // segment's stable JSON is rendered once into one shared array text; every edge's boundary
-  // (a prefix of that array) is digested from it, and its claim row is compared with it.
+  return out;
+}
+
+// The replay boundary before each v2 edge: the stable JSON of the segments before the child,
+// rendered once into one shared array text (`segArray`, without its closing ']'; an edge's
+// boundary is its first arrayLen bytes) and that boundary's manifest digest.
+struct EdgeBoundary {
+  size_t arrayLen = 0;  // segArray.size() at the edge
+  std::string manifestDigest;
+};
+struct EdgeBoundaries {
+  std::string segArray;
+  std::vector<EdgeBoundary> edges;  // one per lineage edge (set for v2 edges)
+};
+
+// e.4, v2 edges: the replay of the segments before the child is replayable and matches the
+// child's continuation-start (boundary digest, provider replay digest).
+EdgeBoundaries checkEdgeReplays(const Lineage& out) {
   ReplayDigester digester(kProviderProjectionVersion);
-  std::string segArray = "[";  // stableJSON of segments [0, nextSeg) without the closing ']'
-  struct EdgeBoundary {
-    size_t arrayLen = 0;  // segArray.size() at the edge
-    std::string manifestDigest;
-  };
-  std::vector<EdgeBoundary> edgeBoundaries(out.edges.size());
+  EdgeBoundaries b;
+  std::string& segArray = b.segArray;  // stableJSON of segments [0, nextSeg) without ']'
+  segArray = "[";
+  std::vector<EdgeBoundary>& edgeBoundaries = b.edges;
+  edgeBoundaries.resize(out.edges.size());
   bool prefixReplayable = true;
   size_t nextSeg = 0;
   for (size_t k = 0; k < out.edges.size(); ++k) {
@@ -226,7 +266,14 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
            "replay before " + out.headers[e.childSegment].runId + " differs from its start");
     }
   }
-  // Identity summary of the segments before each child, for the claim rows' boundary rules.
+  return b;
+}
+
+// e.4, v2 edges: the durable claim state matches the child (claim and boundary, start event and
+// provenance, the target's immutable header), read with the boundary already known and the
+// identity summary of the segments before the child, for the claim rows' boundary rules.
+void checkEdgeClaims(store_detail::Connection& c, const Lineage& out, const EdgeBoundaries& b) {
+  const std::string& segArray = b.segArray;
   std::unordered_set<std::string> runs, invocations, turns;
   bool identitiesWellFormed = true;
   const std::string& session = out.segments.front().identity.sessionId;
@@ -244,7 +291,7 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
       turns.insert(id.turnId);
     }
     if (!e.v2) continue;
-    const EdgeBoundary& eb = edgeBoundaries[k];
+    const EdgeBoundary& eb = b.edges[k];
     // stableJson(BoundaryCursor::toJson()): keys manifestDigest < protocol < segments.
     boundaryJson = "{\"manifestDigest\":";
     boundaryJson += stableJson(Json(eb.manifestDigest));
@@ -281,6 +328,16 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
            "durable claim state does not match continuation run " + childH.runId);
     }
   }
+}
+
+}  // namespace
+
+Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
+                 ImmutablePrefix immediate) {
+  Lineage out = assembleLineage(walkAncestors(c, immediateHeader, std::move(immediate)));
+  // V2 edges: replay of the segments before the child, then the durable claim state.
+  const EdgeBoundaries boundaries = checkEdgeReplays(out);
+  checkEdgeClaims(c, out, boundaries);
   return out;
 }
 

@@ -157,15 +157,14 @@ std::string itemRole(const Json& item) {
 
 }  // namespace
 
-// The planner body (e.2 steps 2–8) given the authoritative entry's facts.
-static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& header,
-                                       const SafetyFacts& facts, const ContinuationHost& host,
-                                       std::optional<int64_t> expectedHighWater) {
-  store_detail::Connection& c = conn(store);
+namespace {
+
+// e.2 step 2: reads the source run's lineage prefixes into `lineage`; the park a lineage or
+// ledger error gives instead (nullopt when the lineage was read).
+std::optional<ContinuationPlan> readLineage(store_detail::Connection& c, const RunHeader& header,
+                                            Lineage& lineage) {
   const std::string& sid = header.sessionId;
   const std::string& rid = header.runId;
-  // 2. lineage prefixes.
-  Lineage lineage;
   try {
     ImmutablePrefix immediate = readPrefix(c, identityOf(header), std::nullopt);
     lineage = traverse(c, header, std::move(immediate));
@@ -173,45 +172,51 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
     if (isLineageCode(e.code())) return park(sid, rid, e.code(), Json{{"message", e.what()}});
     return park(sid, rid, code::runtime_ledger_unreadable, Json{{"message", e.what()}});
   }
-  const ImmutablePrefix& src = lineage.segments.back();
-  // 3. immediate identity.
-  if (src.identity.sessionId != sid || src.identity.runId != rid) {
-    return park(sid, rid, code::runtime_identity_mismatch);
+  return std::nullopt;
+}
+
+// e.2 step 4: the park a composite replay that is not replayable gives (nullopt when it is).
+std::optional<ContinuationPlan> unreplayable(const CompositeReplay& replay, const std::string& sid,
+                                             const std::string& rid) {
+  if (replay.replayable) return std::nullopt;
+  if (replay.blockedReason == code::provider_replay_non_suffix_gap ||
+      replay.blockedReason == code::provider_replay_unsupported) {
+    return park(sid, rid, replay.blockedReason, Json{{"segment", *replay.blockedSegment}});
   }
-  // 4. composite replay.
-  std::vector<const ImmutablePrefix*> segPtrs;
-  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
-  // The runtime context is not copied here: a continue plan moves it out of the lineage.
-  CompositeReplay replay =
-      composeReplayConsuming(segPtrs, lineage.projections, kProviderProjectionVersion);
-  if (!replay.replayable) {
-    if (replay.blockedReason == code::provider_replay_non_suffix_gap ||
-        replay.blockedReason == code::provider_replay_unsupported) {
-      return park(sid, rid, replay.blockedReason, Json{{"segment", *replay.blockedSegment}});
-    }
-    return park(
-        sid, rid, code::runtime_ledger_unreadable,
-        Json{{"message", "continuation replay segment " + std::to_string(*replay.blockedSegment) +
-                             " is not replayable: " + replay.blockedReason}});
-  }
-  // 5. durable claim state by boundary digest.
+  return park(
+      sid, rid, code::runtime_ledger_unreadable,
+      Json{{"message", "continuation replay segment " + std::to_string(*replay.blockedSegment) +
+                           " is not replayable: " + replay.blockedReason}});
+}
+
+// e.2 step 5: the durable claim state by boundary digest. The park an existing claim on the
+// replay's boundary gives (classified by e.5), or the authority being unreadable; nullopt when
+// there is no claim.
+std::optional<ContinuationPlan> existingClaim(store_detail::Connection& c,
+                                              const CompositeReplay& replay, const std::string& sid,
+                                              const std::string& rid) {
   std::optional<ClaimState> existing;
   try {
     existing = readClaim(c, ClaimKey::boundaryDigest, replay.boundary.manifestDigest);
   } catch (const Error& e) {
     return park(sid, rid, code::continuation_authority_unavailable, Json{{"message", e.what()}});
   }
-  if (existing) {
-    const ContinuationClaim& cl = existing->claim;
-    Json detail{{"continuationClaimId", cl.claimId}, {"continuationRunId", cl.target.runId}};
-    if (stableJson(cl.boundary.toJson()) != stableJson(replay.boundary.toJson()) ||
-        cl.providerProjectionVersion != replay.providerProjectionVersion ||
-        cl.providerReplayDigest != replay.providerReplayDigest) {
-      return park(sid, rid, code::continuation_claim_repair_required, detail);
-    }
-    return park(sid, rid, classifyExistingClaim(c, *existing), detail);
+  if (!existing) return std::nullopt;
+  const ContinuationClaim& cl = existing->claim;
+  Json detail{{"continuationClaimId", cl.claimId}, {"continuationRunId", cl.target.runId}};
+  if (stableJson(cl.boundary.toJson()) != stableJson(replay.boundary.toJson()) ||
+      cl.providerProjectionVersion != replay.providerProjectionVersion ||
+      cl.providerReplayDigest != replay.providerReplayDigest) {
+    return park(sid, rid, code::continuation_claim_repair_required, detail);
   }
-  // 6. legacy lookup.
+  return park(sid, rid, classifyExistingClaim(c, *existing), detail);
+}
+
+// e.2 step 6: the park a legacy continuation gives (a run header whose continuationSource names
+// this source run at its high-water); nullopt when there is none.
+std::optional<ContinuationPlan> legacyContinuation(store_detail::Connection& c,
+                                                   const std::string& sid, const std::string& rid,
+                                                   const ImmutablePrefix& src) {
   for (const RunHeader& h : readHeaders(c, sid)) {
     if (!h.continuationSource || !h.continuationSource->is_object()) continue;
     const Json& s = *h.continuationSource;
@@ -221,7 +226,12 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
                   Json{{"continuationRunId", h.runId}});
     }
   }
-  // 7. fresh ids, in this exact order.
+  return std::nullopt;
+}
+
+// e.2 step 7: a plan with fresh ids, drawn in this exact order.
+ContinuationPlan freshPlan(const ContinuationHost& host, const std::string& sid,
+                           const std::string& rid) {
   auto newId = host.newId ? host.newId : randomId;
   ContinuationPlan plan;
   plan.sessionId = sid;
@@ -230,74 +240,51 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.runId = newId();
   plan.turnId = newId();
   plan.claimId = newId();
-  // 8. boundary gates (e.6).
-  auto reason = [&](std::string_view r, std::optional<Json> detail = std::nullopt) {
-    if (std::find(plan.rejectionReasons.begin(), plan.rejectionReasons.end(), r) ==
-        plan.rejectionReasons.end()) {
-      plan.rejectionReasons.push_back(std::string(r));
-    }
-    plan.diagnostics.push_back(PlanDiagnostic{std::string(r), std::move(detail)});
-  };
-  const bool repaired = terminalRepairSucceeded(header, src.events);
-  // 1
-  if (hasPendingPermission(lineage)) reason(code::pending_permission);
-  // 2
-  std::optional<int64_t> expected =
-      facts.workspaceCheckpoint
-          ? std::optional<int64_t>(facts.workspaceCheckpoint->runtimeEventHighWater)
-          : expectedHighWater;
-  if (expected && *expected != src.lastEventSeq) {
-    reason(code::runtime_offset_mismatch, Json{{"expectedRuntimeEventHighWater", *expected},
-                                               {"actualRuntimeEventHighWater", src.lastEventSeq}});
+  return plan;
+}
+
+// e.6: a rejection reason (recorded once) and its diagnostic (every time).
+void reject(ContinuationPlan& plan, std::string_view r, std::optional<Json> detail = std::nullopt) {
+  if (std::find(plan.rejectionReasons.begin(), plan.rejectionReasons.end(), r) ==
+      plan.rejectionReasons.end()) {
+    plan.rejectionReasons.push_back(std::string(r));
   }
-  // 3
+  plan.diagnostics.push_back(PlanDiagnostic{std::string(r), std::move(detail)});
+}
+
+// e.6 gate 3: the source ledger is not empty, its events share one execution identity, and the
+// fresh ids reuse none of the lineage's. Returns true when the identities disagree.
+bool gateSourceIdentity(ContinuationPlan& plan, const Lineage& lineage,
+                        const ImmutablePrefix& src) {
   bool identityMismatch = false;
   if (src.events.empty()) {
-    reason(code::runtime_ledger_empty);
-  } else {
-    const RuntimeEvent& e0 = src.events.front();
-    for (const RuntimeEvent& e : src.events) {
-      if (e.sessionId != e0.sessionId || e.invocationId != e0.invocationId || e.runId != e0.runId ||
-          e.turnId != e0.turnId) {
-        identityMismatch = true;
+    reject(plan, code::runtime_ledger_empty);
+    return identityMismatch;
+  }
+  const RuntimeEvent& e0 = src.events.front();
+  for (const RuntimeEvent& e : src.events) {
+    if (e.sessionId != e0.sessionId || e.invocationId != e0.invocationId || e.runId != e0.runId ||
+        e.turnId != e0.turnId) {
+      identityMismatch = true;
+    }
+  }
+  if (identityMismatch) reject(plan, code::runtime_identity_mismatch);
+  bool reused = false;
+  for (const ImmutablePrefix& p : lineage.segments) {
+    for (const std::string& id : {plan.invocationId, plan.runId, plan.turnId}) {
+      if (id == p.identity.invocationId || id == p.identity.runId || id == p.identity.turnId) {
+        reused = true;
       }
     }
-    if (identityMismatch) reason(code::runtime_identity_mismatch);
-    bool reused = false;
-    for (const ImmutablePrefix& p : lineage.segments) {
-      for (const std::string& id : {plan.invocationId, plan.runId, plan.turnId}) {
-        if (id == p.identity.invocationId || id == p.identity.runId || id == p.identity.turnId) {
-          reused = true;
-        }
-      }
-    }
-    if (reused) reason(code::continuation_identity_reused);
   }
-  // 4 (ledgerReadable is true here: an unreadable ledger parked above).
-  // 5
-  if (!repaired) reason(code::terminal_repair_failed);
-  // 6
-  if (header.cwd && !host.currentCwd.empty() &&
-      normaliseCwd(*header.cwd) != normaliseCwd(host.currentCwd)) {
-    plan.diagnostics.push_back(
-        PlanDiagnostic{std::string(code::workspace_location_changed),
-                       Json{{"sourceCwd", *header.cwd}, {"currentCwd", host.currentCwd}}});
-  }
-  // 7
-  if (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity) {
-    reason(code::workspace_identity_mismatch);
-  }
-  // 8
-  if (!facts.backgroundOperationsSettled) reason(code::background_operation_pending);
-  // 9
-  if (facts.workspaceCheckpoint) {
-    if (!facts.workspaceCheckpoint->ref) {
-      reason(code::workspace_ref_missing);
-    } else if (!facts.workspaceCheckpoint->restored) {
-      reason(code::checkpoint_restore_failed);
-    }
-  }
-  // 10
+  if (reused) reject(plan, code::continuation_identity_reused);
+  return identityMismatch;
+}
+
+// e.6 gate 10: every tool the replay calls is available. Returns the available tool names,
+// sorted and unique (the safety snapshot's).
+std::vector<std::string> gateToolCatalog(ContinuationPlan& plan, const Lineage& lineage,
+                                         const SafetyFacts& facts) {
   std::vector<std::string> tools = sortedUnique(facts.availableToolNames);
   std::vector<std::string> unavailable;
   for (size_t s = 0; s < lineage.segments.size(); ++s) {
@@ -310,34 +297,87 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
     }
   }
   if (!unavailable.empty()) {
-    reason(code::tool_catalog_mismatch, Json{{"unavailableToolNames", sortedUnique(unavailable)}});
+    reject(plan, code::tool_catalog_mismatch,
+           Json{{"unavailableToolNames", sortedUnique(unavailable)}});
   }
+  return tools;
+}
+
+// e.6 gates 11 and 12: the provider items start with a user item and end with a user or tool
+// item.
+void gateProviderBoundary(ContinuationPlan& plan, const Json& items) {
+  if (items.empty() || itemRole(items.front()) != "user") {
+    reject(plan, code::provider_resume_head_unsupported);
+  }
+  if (items.empty() || (itemRole(items.back()) != "user" && itemRole(items.back()) != "tool")) {
+    reject(plan, code::provider_resume_boundary_unsupported);
+  }
+}
+
+// e.2 step 8: the boundary gates (e.6), in their order. Returns the available tool names
+// (gate 10).
+std::vector<std::string> applyBoundaryGates(ContinuationPlan& plan, const RunHeader& header,
+                                            const SafetyFacts& facts, const ContinuationHost& host,
+                                            std::optional<int64_t> expectedHighWater,
+                                            const Lineage& lineage, const ImmutablePrefix& src,
+                                            const CompositeReplay& replay) {
+  const bool repaired = terminalRepairSucceeded(header, src.events);
+  // 1
+  if (hasPendingPermission(lineage)) reject(plan, code::pending_permission);
+  // 2
+  std::optional<int64_t> expected =
+      facts.workspaceCheckpoint
+          ? std::optional<int64_t>(facts.workspaceCheckpoint->runtimeEventHighWater)
+          : expectedHighWater;
+  if (expected && *expected != src.lastEventSeq) {
+    reject(plan, code::runtime_offset_mismatch,
+           Json{{"expectedRuntimeEventHighWater", *expected},
+                {"actualRuntimeEventHighWater", src.lastEventSeq}});
+  }
+  // 3
+  const bool identityMismatch = gateSourceIdentity(plan, lineage, src);
+  // 4 (ledgerReadable is true here: an unreadable ledger parked above).
+  // 5
+  if (!repaired) reject(plan, code::terminal_repair_failed);
+  // 6
+  if (header.cwd && !host.currentCwd.empty() &&
+      normaliseCwd(*header.cwd) != normaliseCwd(host.currentCwd)) {
+    plan.diagnostics.push_back(
+        PlanDiagnostic{std::string(code::workspace_location_changed),
+                       Json{{"sourceCwd", *header.cwd}, {"currentCwd", host.currentCwd}}});
+  }
+  // 7
+  if (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity) {
+    reject(plan, code::workspace_identity_mismatch);
+  }
+  // 8
+  if (!facts.backgroundOperationsSettled) reject(plan, code::background_operation_pending);
+  // 9
+  if (facts.workspaceCheckpoint) {
+    if (!facts.workspaceCheckpoint->ref) {
+      reject(plan, code::workspace_ref_missing);
+    } else if (!facts.workspaceCheckpoint->restored) {
+      reject(plan, code::checkpoint_restore_failed);
+    }
+  }
+  // 10
+  std::vector<std::string> tools = gateToolCatalog(plan, lineage, facts);
   // 11, 12
-  if (!identityMismatch) {
-    const Json& items = replay.providerItems;
-    if (items.empty() || itemRole(items.front()) != "user") {
-      reason(code::provider_resume_head_unsupported);
-    }
-    if (items.empty() || (itemRole(items.back()) != "user" && itemRole(items.back()) != "tool")) {
-      reason(code::provider_resume_boundary_unsupported);
-    }
-  }
-  plan.lineageDepth = lineage.segments.size();
-  if (!plan.rejectionReasons.empty() || src.events.empty()) {
-    plan.decision = "park";
-    plan.invocationId.clear();
-    plan.runId.clear();
-    plan.turnId.clear();
-    plan.claimId.clear();
-    return plan;
-  }
+  if (!identityMismatch) gateProviderBoundary(plan, replay.providerItems);
+  return tools;
+}
+
+// e.2 end, continue: the source's identity, high-water and digest, the runtime context moved
+// out of the lineage (each event was copied once, by the read; the immediate source's part is
+// also kept apart for a multi-segment lineage), the replay and the safety snapshot.
+void fillContinuePlan(ContinuationPlan& plan, Lineage& lineage, CompositeReplay& replay,
+                      const SafetyFacts& facts, std::vector<std::string> tools) {
+  const ImmutablePrefix& src = lineage.segments.back();
   plan.decision = "continue";
   plan.sourceInvocationId = src.events.front().invocationId;
   plan.sourceTurnId = src.events.front().turnId;
   plan.sourceRuntimeEventHighWater = src.lastEventSeq;
   plan.sourcePrefixDigest = src.prefixDigest;
-  // The replay context, moved out of the lineage (each event was copied once, by the read);
-  // the immediate source's part is also kept apart for a multi-segment lineage.
   size_t contextSize = 0;
   for (const SegmentReplay& sr : lineage.projections) contextSize += sr.replayEventIndexes.size();
   plan.runtimeContext.reserve(contextSize);
@@ -358,9 +398,54 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.providerProjectionVersion = replay.providerProjectionVersion;
   plan.safetySnapshot.workspaceIdentity = facts.workspaceIdentity;
   plan.safetySnapshot.backgroundOperationsSettled = true;
-  plan.safetySnapshot.availableToolNames = tools;
+  plan.safetySnapshot.availableToolNames = std::move(tools);
   if (facts.workspaceCheckpoint)
     plan.safetySnapshot.workspaceCheckpoint = facts.workspaceCheckpoint;
+}
+
+}  // namespace
+
+// The planner body (e.2 steps 2–8) given the authoritative entry's facts.
+static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& header,
+                                       const SafetyFacts& facts, const ContinuationHost& host,
+                                       std::optional<int64_t> expectedHighWater) {
+  store_detail::Connection& c = conn(store);
+  const std::string& sid = header.sessionId;
+  const std::string& rid = header.runId;
+  // 2. lineage prefixes.
+  Lineage lineage;
+  if (auto parked = readLineage(c, header, lineage)) return std::move(*parked);
+  const ImmutablePrefix& src = lineage.segments.back();
+  // 3. immediate identity.
+  if (src.identity.sessionId != sid || src.identity.runId != rid) {
+    return park(sid, rid, code::runtime_identity_mismatch);
+  }
+  // 4. composite replay.
+  std::vector<const ImmutablePrefix*> segPtrs;
+  for (const ImmutablePrefix& p : lineage.segments) segPtrs.push_back(&p);
+  // The runtime context is not copied here: a continue plan moves it out of the lineage.
+  CompositeReplay replay =
+      composeReplayConsuming(segPtrs, lineage.projections, kProviderProjectionVersion);
+  if (auto parked = unreplayable(replay, sid, rid)) return std::move(*parked);
+  // 5. durable claim state by boundary digest.
+  if (auto parked = existingClaim(c, replay, sid, rid)) return std::move(*parked);
+  // 6. legacy lookup.
+  if (auto parked = legacyContinuation(c, sid, rid, src)) return std::move(*parked);
+  // 7. fresh ids, in this exact order.
+  ContinuationPlan plan = freshPlan(host, sid, rid);
+  // 8. boundary gates (e.6).
+  std::vector<std::string> tools =
+      applyBoundaryGates(plan, header, facts, host, expectedHighWater, lineage, src, replay);
+  plan.lineageDepth = lineage.segments.size();
+  if (!plan.rejectionReasons.empty() || src.events.empty()) {
+    plan.decision = "park";
+    plan.invocationId.clear();
+    plan.runId.clear();
+    plan.turnId.clear();
+    plan.claimId.clear();
+    return plan;
+  }
+  fillContinuePlan(plan, lineage, replay, facts, std::move(tools));
   return plan;
 }
 

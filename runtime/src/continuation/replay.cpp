@@ -28,12 +28,9 @@ std::string contentText(const RuntimeEvent& e) {
   return c.contains("text") && c["text"].is_string() ? c["text"].get<std::string>() : std::string();
 }
 
-}  // namespace
-
-SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
-  SegmentReplay out;
-  const auto& events = prefix.events;
-  // 1. resolver gate.
+// e.3 step 1, the resolver gate: the segment's blocked reason when the resolver finds its tool
+// ledger corrupt or an operation not settled (indeterminate, parked); nullopt otherwise.
+std::optional<std::string> resolverGate(const std::vector<RuntimeEvent>& events) {
   RecoveryResolution res = resolveRecovery(events);
   bool corrupt = res.hasCorruption;
   bool unsettled = false;
@@ -41,130 +38,144 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
     if (d.status == code::corruption) corrupt = true;
     if (d.status == code::indeterminate || d.status == code::parked) unsettled = true;
   }
-  if (corrupt) {
-    out.blockedReason = std::string(code::tool_recovery_corruption);
-    return out;
-  }
-  if (unsettled) {
-    out.blockedReason = std::string(code::tool_recovery_unsettled);
-    return out;
-  }
-  // 2. projection version.
-  if (version != kProviderProjectionVersion) {
-    out.blockedReason = std::string(code::provider_replay_unsupported);
-    return out;
-  }
-  // 3. projection.
-  struct CallState {
-    size_t item;
-    size_t event;
-    std::string toolName;
-    bool answered = false;
-  };
-  std::unordered_map<std::string, CallState> calls;
+  if (corrupt) return std::string(code::tool_recovery_corruption);
+  if (unsettled) return std::string(code::tool_recovery_unsettled);
+  return std::nullopt;
+}
+
+// A function call the projection has seen: its item, its event, and whether a response
+// answered it.
+struct ReplayCallState {
+  size_t item;
+  size_t event;
+  std::string toolName;
+  bool answered = false;
+};
+
+// e.3 step 3, the projection: each event's provider item (text, thinking, tool call, tool
+// result) appended to out.items with the event it came from. An event the projection cannot
+// carry (a partial event, an unsupported role, a response without its call or with another
+// tool's name) is a blocking diagnostic.
+struct SegmentItemProjection {
+  explicit SegmentItemProjection(SegmentReplay& o) : out(o) {}
+  SegmentReplay& out;
+  std::unordered_map<std::string, ReplayCallState> calls;
   std::vector<std::string> callOrder;
   std::vector<size_t> itemEvent;  // event index per item
   bool blocking = false;
-  auto block = [&](std::string_view c, const RuntimeEvent& e) {
+
+  void block(std::string_view c, const RuntimeEvent& e) {
     out.diagnostics.push_back({std::string(c), e.id, true});
     blocking = true;
-  };
-  auto addItem = [&](Json item, size_t ev) {
+  }
+  void addItem(Json item, size_t ev) {
     out.items.push_back(std::move(item));
     itemEvent.push_back(ev);
-  };
-  for (size_t i = 0; i < events.size(); ++i) {
-    const RuntimeEvent& e = events[i];
+  }
+
+  void event(const RuntimeEvent& e, size_t i) {
     if (e.partial) {
       block(code::partial_skipped, e);
-      continue;
+      return;
     }
-    if (e.hidden) continue;
-    if (e.isTerminal()) continue;  // diagnostic only; never user input
+    if (e.hidden) return;
+    if (e.isTerminal()) return;  // diagnostic only; never user input
     switch (e.contentKind) {
       case ContentKind::none:
       case ContentKind::error:
         break;  // action-only / error content: diagnostic only
-      case ContentKind::text: {
-        std::string text = contentText(e);
-        if (e.role == Role::system) break;
-        if (e.role == Role::user) {
-          if (text.empty()) break;
-          Json item = itemBase("text", e);
-          item["role"] = "user";
-          item["text"] = text;
-          addItem(std::move(item), i);
-        } else if (e.role == Role::model) {
-          if (text.empty()) break;
-          Json item = itemBase("text", e);
-          item["role"] = "assistant";
-          item["text"] = text;
-          addItem(std::move(item), i);
-        } else {
-          block(code::provider_replay_unsupported, e);
-        }
+      case ContentKind::text:
+        textItem(e, i);
         break;
-      }
-      case ContentKind::thinking: {
-        if (e.role != Role::model) {
-          block(code::provider_replay_unsupported, e);
-          break;
-        }
-        std::string text = contentText(e);
-        if (text.empty()) break;
-        Json item = itemBase("thinking", e);
-        item["text"] = text;
-        const Json& c = e.json["content"];
-        if (c.contains("signature")) item["signature"] = c["signature"];
-        addItem(std::move(item), i);
+      case ContentKind::thinking:
+        thinkingItem(e, i);
         break;
-      }
-      case ContentKind::function_call: {
-        if (e.role != Role::model) {
-          block(code::provider_replay_unsupported, e);
-          break;
-        }
-        Json item = itemBase("tool_call", e);
-        item["toolCallId"] = e.callId;
-        item["toolName"] = e.toolName;
-        item["args"] = e.json["content"]["args"];
-        calls[e.callId] = CallState{out.items.size(), i, e.toolName};
-        callOrder.push_back(e.callId);
-        addItem(std::move(item), i);
+      case ContentKind::function_call:
+        toolCallItem(e, i);
         break;
-      }
-      case ContentKind::function_response: {
-        auto it = calls.find(e.callId);
-        if (it == calls.end() || it->second.answered) {
-          block(code::unmatched_tool_result, e);
-          break;
-        }
-        if (it->second.toolName != e.toolName) {
-          block(code::tool_id_mismatch, e);
-          break;
-        }
-        it->second.answered = true;
-        Json item = itemBase("tool_result", e);
-        item["toolCallId"] = e.callId;
-        item["toolName"] = e.toolName;
-        item["result"] = e.json["content"]["result"];
-        item["isError"] = e.isError;
-        addItem(std::move(item), i);
+      case ContentKind::function_response:
+        toolResultItem(e, i);
         break;
-      }
     }
   }
-  if (blocking) {
-    out.items.clear();
-    out.blockedReason = std::string(code::provider_replay_unsupported);
-    return out;
+
+  void textItem(const RuntimeEvent& e, size_t i) {
+    std::string text = contentText(e);
+    if (e.role == Role::system) return;
+    if (e.role == Role::user) {
+      if (text.empty()) return;
+      Json item = itemBase("text", e);
+      item["role"] = "user";
+      item["text"] = text;
+      addItem(std::move(item), i);
+    } else if (e.role == Role::model) {
+      if (text.empty()) return;
+      Json item = itemBase("text", e);
+      item["role"] = "assistant";
+      item["text"] = text;
+      addItem(std::move(item), i);
+    } else {
+      block(code::provider_replay_unsupported, e);
+    }
   }
-  // Unmatched calls are dropped (diagnostic); 4. any kept item after one → non-suffix gap.
-  std::vector<bool> dropped(out.items.size(), false);
-  std::vector<bool> eventTrimmed(events.size(), false);
+
+  void thinkingItem(const RuntimeEvent& e, size_t i) {
+    if (e.role != Role::model) {
+      block(code::provider_replay_unsupported, e);
+      return;
+    }
+    std::string text = contentText(e);
+    if (text.empty()) return;
+    Json item = itemBase("thinking", e);
+    item["text"] = text;
+    const Json& c = e.json["content"];
+    if (c.contains("signature")) item["signature"] = c["signature"];
+    addItem(std::move(item), i);
+  }
+
+  void toolCallItem(const RuntimeEvent& e, size_t i) {
+    if (e.role != Role::model) {
+      block(code::provider_replay_unsupported, e);
+      return;
+    }
+    Json item = itemBase("tool_call", e);
+    item["toolCallId"] = e.callId;
+    item["toolName"] = e.toolName;
+    item["args"] = e.json["content"]["args"];
+    calls[e.callId] = ReplayCallState{out.items.size(), i, e.toolName};
+    callOrder.push_back(e.callId);
+    addItem(std::move(item), i);
+  }
+
+  void toolResultItem(const RuntimeEvent& e, size_t i) {
+    auto it = calls.find(e.callId);
+    if (it == calls.end() || it->second.answered) {
+      block(code::unmatched_tool_result, e);
+      return;
+    }
+    if (it->second.toolName != e.toolName) {
+      block(code::tool_id_mismatch, e);
+      return;
+    }
+    it->second.answered = true;
+    Json item = itemBase("tool_result", e);
+    item["toolCallId"] = e.callId;
+    item["toolName"] = e.toolName;
+    item["result"] = e.json["content"]["result"];
+    item["isError"] = e.isError;
+    addItem(std::move(item), i);
+  }
+};
+
+// e.3 step 4: unanswered calls are dropped (a diagnostic each; their items `dropped`, their
+// events `eventTrimmed`). False when an item after the first dropped one is kept: a
+// non-suffix gap.
+bool dropUnansweredCalls(SegmentItemProjection& p, const std::vector<RuntimeEvent>& events,
+                         std::vector<bool>& dropped, std::vector<bool>& eventTrimmed) {
+  SegmentReplay& out = p.out;
   size_t firstUnmatched = out.items.size();
-  for (const std::string& id : callOrder) {
-    const CallState& cs = calls[id];
+  for (const std::string& id : p.callOrder) {
+    const ReplayCallState& cs = p.calls[id];
     if (cs.answered) continue;
     dropped[cs.item] = true;
     eventTrimmed[cs.event] = true;
@@ -172,13 +183,15 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
     out.diagnostics.push_back({std::string(code::unmatched_tool_call), events[cs.event].id, false});
   }
   for (size_t k = firstUnmatched; k < out.items.size(); ++k) {
-    if (!dropped[k]) {
-      out.items.clear();
-      out.blockedReason = std::string(code::provider_replay_non_suffix_gap);
-      return out;
-    }
+    if (!dropped[k]) return false;
   }
-  // 5. suffix trimming to the last stable item.
+  return true;
+}
+
+// e.3 step 5: the items are trimmed to the last stable one (a tool result or a user text);
+// the events of every item not kept are `eventTrimmed`. Renders the kept items' stable JSON.
+void trimToLastStable(SegmentReplay& out, const std::vector<bool>& dropped,
+                      const std::vector<size_t>& itemEvent, std::vector<bool>& eventTrimmed) {
   std::optional<size_t> lastStable;
   for (size_t k = 0; k < out.items.size(); ++k) {
     if (dropped[k]) continue;
@@ -198,7 +211,11 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
   out.items = std::move(kept);
   out.itemStableJson.reserve(out.items.size());
   for (const Json& it : out.items) out.itemStableJson.push_back(stableJson(it));
-  // 6. segment replay events.
+}
+
+// e.3 step 6: the segment's replay events, the visible events not trimmed.
+void selectReplayEvents(SegmentReplay& out, const std::vector<RuntimeEvent>& events,
+                        const std::vector<bool>& eventTrimmed) {
   // Planted bug: an unanswered (trimmed) call stays in the history handed to the model (V8's
   // replay check must catch it; the ledger itself is unchanged).
   const bool keepUnanswered = planted("replay_keeps_unanswered_call");
@@ -208,6 +225,43 @@ SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
     if (!events[i].hidden && (!eventTrimmed[i] || (keepUnanswered && unansweredCall)))
       out.replayEventIndexes.push_back(i);
   }
+}
+
+}  // namespace
+
+SegmentReplay projectSegment(const ImmutablePrefix& prefix, int version) {
+  SegmentReplay out;
+  const auto& events = prefix.events;
+  // 1. resolver gate.
+  if (std::optional<std::string> blocked = resolverGate(events)) {
+    out.blockedReason = std::move(*blocked);
+    return out;
+  }
+  // 2. projection version.
+  if (version != kProviderProjectionVersion) {
+    out.blockedReason = std::string(code::provider_replay_unsupported);
+    return out;
+  }
+  // 3. projection.
+  SegmentItemProjection projection(out);
+  for (size_t i = 0; i < events.size(); ++i) projection.event(events[i], i);
+  if (projection.blocking) {
+    out.items.clear();
+    out.blockedReason = std::string(code::provider_replay_unsupported);
+    return out;
+  }
+  // Unmatched calls are dropped (diagnostic); 4. any kept item after one → non-suffix gap.
+  std::vector<bool> dropped(out.items.size(), false);
+  std::vector<bool> eventTrimmed(events.size(), false);
+  if (!dropUnansweredCalls(projection, events, dropped, eventTrimmed)) {
+    out.items.clear();
+    out.blockedReason = std::string(code::provider_replay_non_suffix_gap);
+    return out;
+  }
+  // 5. suffix trimming to the last stable item.
+  trimToLastStable(out, dropped, projection.itemEvent, eventTrimmed);
+  // 6. segment replay events.
+  selectReplayEvents(out, events, eventTrimmed);
   out.replayable = true;
   return out;
 }

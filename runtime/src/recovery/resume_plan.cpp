@@ -4,7 +4,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
-#include "recovery/flat_index.h"
+#include "ledger/flat_index.h"
 
 namespace crashsim {
 
@@ -46,44 +46,45 @@ void addDiagnostic(std::vector<PlanDiagnostic>& out, std::string_view c,
   out.push_back(PlanDiagnostic{std::string(c), std::move(detail)});
 }
 
-}  // namespace
+constexpr uint32_t kNoIndex = detail::FlatIndex::kEmpty;
 
-ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
-                           std::optional<uint64_t> expectedRuntimeEventHighWater) {
-  ResumePlan plan;
-  plan.resolution = resolveRecovery(events);
-  const RecoveryResolution& resolution = plan.resolution;
-  plan.sourceRuntimeEventHighWater = events.size();
-
-  // Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
-  // (both key by the provider call id only). A group's key points at the first event that
-  // carried the call id, so the events pass compares against memory it has just read.
-  using detail::FlatIndex;
-  using detail::hashView;
-  constexpr uint32_t kNone = FlatIndex::kEmpty;
-  struct CallGroup {
-    std::string_view callId;
-    uint32_t latestCall = kNone;     // index of the latest non-partial call event with this id
-    uint32_t lastOperation = kNone;  // last projected operation with this call id
-    bool paired = false;  // d.8: a response named the tool of the id's latest call before it
-  };
-  std::vector<CallGroup> groups;
-  groups.reserve(resolution.decisions.size() + 1);
-  FlatIndex groupByCallId(resolution.decisions.size() + 1);
-  auto groupOf = [&](std::string_view callId) -> uint32_t {
-    const uint64_t h = hashView(callId);
-    uint32_t g = groupByCallId.find(h, [&](uint32_t v) {
-      return groups[v].callId.data() == callId.data() || groups[v].callId == callId;
+// Call-id groups shared by the unmatched/name-mismatch diagnostics and the replay pairing
+// (both key by the provider call id only). A group's key points at the first event that
+// carried the call id, so the events pass compares against memory it has just read.
+struct ResumeCallGroup {
+  std::string_view callId;
+  uint32_t latestCall = kNoIndex;     // index of the latest non-partial call event with this id
+  uint32_t lastOperation = kNoIndex;  // last projected operation with this call id
+  bool paired = false;  // d.8: a response named the tool of the id's latest call before it
+};
+class ResumeCallGroups {
+ public:
+  explicit ResumeCallGroups(size_t capacity) : byCallId_(capacity) { groups_.reserve(capacity); }
+  // The group of callId, created (unpaired, without call or operation) on first sight.
+  uint32_t groupOf(std::string_view callId) {
+    const uint64_t h = detail::hashView(callId);
+    uint32_t g = byCallId_.find(h, [&](uint32_t v) {
+      return groups_[v].callId.data() == callId.data() || groups_[v].callId == callId;
     });
-    if (g == kNone) {
-      g = static_cast<uint32_t>(groups.size());
-      groups.push_back(CallGroup{callId, kNone, kNone, false});
-      groupByCallId.insert(h, g, [&](uint32_t v) { return hashView(groups[v].callId); });
+    if (g == kNoIndex) {
+      g = static_cast<uint32_t>(groups_.size());
+      groups_.push_back(ResumeCallGroup{callId, kNoIndex, kNoIndex, false});
+      byCallId_.insert(h, g, [&](uint32_t v) { return detail::hashView(groups_[v].callId); });
     }
     return g;
-  };
+  }
+  ResumeCallGroup& operator[](uint32_t g) { return groups_[g]; }
 
-  // d.2 operations: decisions with a call that is not hidden, in decision order.
+ private:
+  std::vector<ResumeCallGroup> groups_;
+  detail::FlatIndex byCallId_;
+};
+
+// d.2 operations: decisions with a call that is not hidden, in decision order. Returns true
+// when a hidden call is indeterminate.
+bool projectOperations(ResumePlan& plan, std::span<const RuntimeEvent> events,
+                       ResumeCallGroups& groups) {
+  const RecoveryResolution& resolution = plan.resolution;
   plan.operations.reserve(resolution.decisions.size());
   bool hiddenIndeterminate = false;
   const std::vector<ToolDecision>& decisions = resolution.decisions;
@@ -103,10 +104,19 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     op.callRuntimeEventId = *d.callRuntimeEventId;
     op.responseRuntimeEventId = d.responseRuntimeEventId;
     op.responseIsError = d.responseIsError;
-    groups[groupOf(call.callId)].lastOperation = static_cast<uint32_t>(plan.operations.size() - 1);
+    groups[groups.groupOf(call.callId)].lastOperation =
+        static_cast<uint32_t>(plan.operations.size() - 1);
   }
+  return hiddenIndeterminate;
+}
 
-  // d.4 diagnostics, in the contract's order.
+// d.4 diagnostics, in the contract's order, up to the events pass: the offset, each visible
+// operation's status, the resolver's issues, the corrupt decisions without a call, and the
+// hidden indeterminate calls. Returns true when a visible operation is indeterminate.
+bool resolutionDiagnostics(ResumePlan& plan, std::span<const RuntimeEvent> events,
+                           std::optional<uint64_t> expectedRuntimeEventHighWater,
+                           bool hiddenIndeterminate) {
+  const RecoveryResolution& resolution = plan.resolution;
   std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
   if (expectedRuntimeEventHighWater && *expectedRuntimeEventHighWater != events.size()) {
     addDiagnostic(diagnostics, code::runtime_offset_mismatch,
@@ -147,16 +157,30 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
       }
     }
   }
+  return visibleIndeterminate;
+}
 
-  // One pass over the events: responses without a projected operation (d.4, last two
-  // diagnostics) and call-id pairing for the provider replay (d.8). Pairing is per call id, not
-  // per event: an id is paired once some non-partial response names the same tool as the
-  // LATEST earlier non-partial call of that id, and then every visible non-partial call and
-  // response of the id is replayed (so no call the resolver bound a response to is dropped,
-  // and no response loses its call: j.2). Replay candidates are collected in the same pass and
-  // calls/responses filtered by their id's pairing afterwards.
+// The replay candidates of the events pass (every visible non-partial event) and the call-id
+// group of each tool event (kNoIndex for the others).
+struct ReplayCandidates {
   std::vector<uint32_t> candidates;
-  std::vector<uint32_t> groupOfEvent(events.size(), kNone);  // tool events only
+  std::vector<uint32_t> groupOfEvent;
+};
+
+// One pass over the events: responses without a projected operation (d.4, last two
+// diagnostics) and call-id pairing for the provider replay (d.8). Pairing is per call id, not
+// per event: an id is paired once some non-partial response names the same tool as the
+// LATEST earlier non-partial call of that id, and then every visible non-partial call and
+// response of the id is replayed (so no call the resolver bound a response to is dropped,
+// and no response loses its call: j.2). Replay candidates are collected in the same pass and
+// calls/responses filtered by their id's pairing afterwards.
+ReplayCandidates pairToolEvents(ResumePlan& plan, std::span<const RuntimeEvent> events,
+                                ResumeCallGroups& groups) {
+  std::vector<PlanDiagnostic>& diagnostics = plan.diagnostics;
+  ReplayCandidates rc;
+  std::vector<uint32_t>& candidates = rc.candidates;
+  std::vector<uint32_t>& groupOfEvent = rc.groupOfEvent;
+  groupOfEvent.assign(events.size(), kNoIndex);  // tool events only
   candidates.reserve(events.size());
   const size_t n = events.size();
   for (size_t i = 0; i < n; ++i) {
@@ -166,17 +190,17 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     const bool isResponse = e.contentKind == ContentKind::function_response;
     if (!e.hidden) candidates.push_back(static_cast<uint32_t>(i));
     if (!isCall && !isResponse) continue;
-    groupOfEvent[i] = groupOf(e.callId);
-    CallGroup& group = groups[groupOfEvent[i]];
+    groupOfEvent[i] = groups.groupOf(e.callId);
+    ResumeCallGroup& group = groups[groupOfEvent[i]];
     if (isCall) {
       group.latestCall = static_cast<uint32_t>(i);
       continue;
     }
-    if (group.latestCall != kNone && events[group.latestCall].toolName == e.toolName) {
+    if (group.latestCall != kNoIndex && events[group.latestCall].toolName == e.toolName) {
       group.paired = true;
     }
     if (e.hidden) continue;
-    if (group.lastOperation == kNone) {
+    if (group.lastOperation == kNoIndex) {
       addDiagnostic(diagnostics, code::unmatched_tool_result);
     } else if (const PlanOperation& op = plan.operations[group.lastOperation];
                op.toolName != e.toolName) {
@@ -184,9 +208,12 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
                     Json{{"callToolName", op.toolName}, {"responseToolName", e.toolName}});
     }
   }
+  return rc;
+}
 
-  // d.5 rejection reasons (set, first-appearance order).
-  for (const PlanDiagnostic& diagnostic : diagnostics) {
+// d.5 rejection reasons (set, first-appearance order).
+void rejectionReasons(ResumePlan& plan) {
+  for (const PlanDiagnostic& diagnostic : plan.diagnostics) {
     std::string_view reason;
     if (diagnostic.code == code::runtime_offset_mismatch) {
       reason = code::runtime_offset_mismatch;
@@ -199,7 +226,25 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
     for (const std::string& r : plan.rejectionReasons) present = present || r == reason;
     if (!present) plan.rejectionReasons.emplace_back(reason);
   }
+}
 
+}  // namespace
+
+ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
+                           std::optional<uint64_t> expectedRuntimeEventHighWater) {
+  ResumePlan plan;
+  plan.resolution = resolveRecovery(events);
+  const RecoveryResolution& resolution = plan.resolution;
+  plan.sourceRuntimeEventHighWater = events.size();
+  ResumeCallGroups groups(resolution.decisions.size() + 1);
+  // d.2 operations.
+  const bool hiddenIndeterminate = projectOperations(plan, events, groups);
+  // d.4 diagnostics, in the contract's order.
+  const bool visibleIndeterminate =
+      resolutionDiagnostics(plan, events, expectedRuntimeEventHighWater, hiddenIndeterminate);
+  const ReplayCandidates rc = pairToolEvents(plan, events, groups);
+  // d.5 rejection reasons.
+  rejectionReasons(plan);
   // d.6, d.7.
   plan.requiresVerification = visibleIndeterminate || hiddenIndeterminate;
   if (plan.requiresVerification) plan.directive = std::string(kResumeDirective);
@@ -207,13 +252,12 @@ ResumePlan buildResumePlan(std::span<const RuntimeEvent> events,
       plan.rejectionReasons.empty() && !plan.requiresVerification && !resolution.hasCorruption
           ? code::safe_replay
           : code::blocked;
-
   // d.8 provider replay events: keep content-less and other content events; keep calls and
   // responses only when their call id is paired.
-  plan.replayEventIndexes.reserve(candidates.size());
-  for (const uint32_t index : candidates) {
-    const uint32_t g = groupOfEvent[index];
-    if (g == kNone || groups[g].paired) plan.replayEventIndexes.push_back(index);
+  plan.replayEventIndexes.reserve(rc.candidates.size());
+  for (const uint32_t index : rc.candidates) {
+    const uint32_t g = rc.groupOfEvent[index];
+    if (g == kNoIndex || groups[g].paired) plan.replayEventIndexes.push_back(index);
   }
   return plan;
 }

@@ -7,7 +7,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
 namespace crashsim::store_detail {

@@ -7,6 +7,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/durable_fs.h"
 #include "crashsim/store.h"
+#include "store/store_internal.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -86,5 +87,49 @@ void requireRuntimeStore(const fs::path& storeDir) {
   }
   throw Error(code::store_open_failed, "no runtime store at " + storeDir.string());
 }
+
+namespace store_detail {
+
+// A database below the schema version its manifest records has lost data (store.h).
+void requireManifestSchema(const std::filesystem::path& storeDir,
+                           const std::optional<int64_t>& manifest, int64_t userVersion) {
+  if (!manifest || userVersion >= *manifest) return;
+  throw Error(code::store_data_lost,
+              "the store manifest in " + storeDir.string() + " records schema version " +
+                  std::to_string(*manifest) + " but runtime.sqlite has version " +
+                  std::to_string(userVersion) +
+                  (userVersion == 0 ? " (no schema: empty, truncated or its WAL lost)" : "") +
+                  ": the store's data is lost (nothing was re-created)");
+}
+
+// SQLite treats a database file of 0 bytes as a new, empty database and deletes its WAL when
+// it opens it (read-only with a -shm too), so a WAL that still holds every commit of a store
+// whose database file was emptied (delayed allocation, a botched copy) would be destroyed before
+// anything decides. Called before SQLite sees the directory; reads only.
+void refuseEmptyDatabaseBesideAWal(const std::filesystem::path& storeDir,
+                                   const std::optional<int64_t>& manifest, bool readOnly) {
+  namespace fs = std::filesystem;
+  const fs::path db = storeDir / "runtime.sqlite", wal = storeDir / "runtime.sqlite-wal";
+  std::error_code ec;
+  if (fs::symlink_status(db, ec).type() != fs::file_type::regular || ec) return;
+  if (fs::file_size(db, ec) != 0 || ec) return;
+  const auto walBytes = fs::file_size(wal, ec);
+  if (ec || walBytes == 0) return;
+  if (const size_t frames = store_detail::walCommittedFrames(wal); frames > 0) {
+    throw Error(code::store_database_empty_wal_holds_data,
+                db.string() + " is empty (0 bytes) but " + wal.string() + " holds " +
+                    std::to_string(frames) +
+                    " committed frame(s): the store's data is in the WAL alone; nothing was "
+                    "opened or changed (crashsim store salvage-wal rebuilds it into a new "
+                    "directory)");
+  }
+  if (!readOnly && !manifest) return;  // no store recorded, no commit in the WAL: a new store
+  throw Error(manifest ? code::store_data_lost : code::store_open_failed,
+              db.string() + " is empty (0 bytes) and " + wal.string() +
+                  " holds no committed frame" +
+                  (manifest ? ": the store's data is lost (nothing was re-created)" : ""));
+}
+
+}  // namespace store_detail
 
 }  // namespace crashsim

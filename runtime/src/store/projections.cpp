@@ -6,7 +6,8 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/store.h"
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
+#include "store/store_impl.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
@@ -162,6 +163,24 @@ LedgerProjection projectLedger(Connection& c) {
   return out;
 }
 
+ToolOperationRow operationFromRow(Stmt& st) {
+  ToolOperationRow r;
+  r.operationId = st.text(0);
+  r.invocationId = st.text(1);
+  r.runId = st.text(2);
+  r.turnId = st.text(3);
+  r.providerToolCallId = st.text(4);
+  r.toolName = st.text(5);
+  r.canonicalArgsHash = st.text(6);
+  r.recoveryMode = st.text(7);
+  r.currentState = st.text(8);
+  r.callEventId = st.text(9);
+  r.dispatchEventId = st.optText(10);
+  r.resultEventId = st.optText(11);
+  r.version = st.int64(12);
+  return r;
+}
+
 }  // namespace store_detail
 
 RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
@@ -181,6 +200,61 @@ RuntimeStore::RebuildResult RuntimeStore::rebuildProjections() {
   }
   tx.commit();
   return {p.operations.size(), p.journal.size()};
+}
+
+namespace {
+constexpr const char* kOpCols =
+    "o.operation_id, o.invocation_id, o.run_id, o.turn_id, o.provider_tool_call_id, o.tool_name, "
+    "o.canonical_args_hash, o.recovery_mode, o.current_state, o.call_event_id, "
+    "o.dispatch_event_id, o.result_event_id, o.version";
+}  // namespace
+
+std::vector<ToolOperationRow> RuntimeStore::listToolOperations() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<ToolOperationRow> out;
+  auto st = impl_->conn->prepare(std::string("SELECT ") + kOpCols +
+                                 " FROM tool_operations o ORDER BY o.operation_id");
+  while (st.step()) out.push_back(store_detail::operationFromRow(st));
+  return out;
+}
+
+std::vector<JournalRow> RuntimeStore::listJournal() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<JournalRow> out;
+  auto st = impl_->conn->prepare(
+      "SELECT journal_event_id, operation_id, invocation_id, run_id, turn_id, state, "
+      "runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, committed_at "
+      "FROM tool_journal_events ORDER BY journal_seq");
+  while (st.step()) {
+    JournalRow r;
+    r.journalEventId = st.text(0);
+    r.operationId = st.text(1);
+    r.invocationId = st.text(2);
+    r.runId = st.text(3);
+    r.turnId = st.text(4);
+    r.state = st.text(5);
+    r.runtimeEventId = st.text(6);
+    r.canonicalArgsHash = st.text(7);
+    r.recoveryMode = st.text(8);
+    r.metadataJson = st.optText(9);
+    r.committedAt = st.real(10);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<ToolOperationRow> RuntimeStore::listUnsettledToolOperations(
+    const std::optional<std::string>& sessionId) const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<ToolOperationRow> out;
+  auto st = impl_->conn->prepare(
+      std::string("SELECT ") + kOpCols +
+      " FROM tool_operations o JOIN runtime_events d ON d.event_id = o.dispatch_event_id "
+      "WHERE o.current_state = 'prepared' AND o.result_event_id IS NULL "
+      "AND (?1 IS NULL OR d.session_id = ?1) ORDER BY o.invocation_id, o.operation_id");
+  st.bind(1, sessionId);
+  while (st.step()) out.push_back(store_detail::operationFromRow(st));
+  return out;
 }
 
 }  // namespace crashsim

@@ -218,7 +218,7 @@ std::optional<StoredEvent> readEventById(Connection& conn, const std::string& ev
 // Current time in Unix milliseconds.
 double nowMs();
 
-// Access to a store's connection (store.cpp defines it).
+// Access to a store's connection (open.cpp defines it).
 Connection& connectionOf(RuntimeStore& store);
 std::recursive_mutex& mutexOf(RuntimeStore& store);
 
@@ -226,6 +226,11 @@ std::recursive_mutex& mutexOf(RuntimeStore& store);
 // the rebuild (f.8): a whole tool_operations row, and one tool_journal_events entry of an
 // operation (its identity columns come from op).
 void insertOperationRow(Connection& c, const ToolOperationRow& row);
+// The tool_operations row at st's current result row, whose columns are, in order:
+// operation_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name,
+// canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id,
+// result_event_id, version.
+ToolOperationRow operationFromRow(Stmt& st);
 // The tool projection rows runtime_events alone imply (spec f.8), through the shared scanner:
 // operations in ledger order, journal rows in the order online commits wrote them (their
 // events' rowids), journalOperation[i] = the index of journal[i]'s operation. Throws
@@ -260,12 +265,40 @@ void insertJournal(Connection& c, const std::string& journalId, const ToolOperat
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);
 
-// Run header rows (store.cpp): insert a new one, read one (checked like readRun), and overwrite
-// an existing one's status, json, updatedAt, invocation and turn.
+// Run header rows (run_headers.cpp): insert a new one, read one (checked like readRun), and
+// overwrite an existing one's status, json, updatedAt, invocation and turn.
 void insertRunHeader(Connection& c, const RunHeader& header);
 std::optional<RunHeader> readRunHeader(Connection& c, const std::string& sessionId,
                                        const std::string& runId);
 void writeHeader(Connection& c, const RunHeader& header, const std::string& json);
+
+// The schema (schema.cpp, spec f.2), checked by every open (open.cpp).
+// PRAGMA user_version; code::store_corrupt when it returns no row.
+int64_t readUserVersion(Connection& c);
+// Throws code::schema_newer_than_supported for a schema version above kSchemaVersion.
+[[noreturn]] void throwNewer(int64_t version);
+// Brings the schema to kSchemaVersion by the shipped migrations, in one immediate transaction
+// (re-checked under the write lock); a no-op when it is there. code::store_open_failed when a
+// migration is missing; throwNewer for a newer schema.
+void migrate(Connection& c);
+// code::store_schema_damaged unless sqlite_master holds exactly the schema the migrations build
+// (a flipped bit there can rename a column or drop a constraint), naming the first difference.
+void requireSchema(Connection& c, const std::filesystem::path& file);
+// code::capability_unavailable unless every capability this runtime needs is recorded at
+// version 1 in runtime_capabilities.
+void checkCapabilities(Connection& c);
+
+// The open-time refusals the manifest decides (manifest.cpp, crashsim/store.h
+// kStoreManifestName), before anything is created. requireManifestSchema: code::store_data_lost
+// when the database's schema version is below the one the manifest records.
+// refuseEmptyDatabaseBesideAWal: an empty (0-byte) database beside a -wal is refused before
+// SQLite sees it (SQLite would delete that WAL): code::store_database_empty_wal_holds_data when
+// the WAL holds committed frames; otherwise code::store_data_lost when the manifest records a
+// store, code::store_open_failed for a read-only open without one. Reads only.
+void requireManifestSchema(const std::filesystem::path& storeDir,
+                           const std::optional<int64_t>& manifest, int64_t userVersion);
+void refuseEmptyDatabaseBesideAWal(const std::filesystem::path& storeDir,
+                                   const std::optional<int64_t>& manifest, bool readOnly);
 
 // Legacy JSONL import (legacy_import.cpp, crashsim/store.h kLegacyJsonlName). readLegacyJsonl
 // decodes the whole file (its 1-based line numbers kept) and writes nothing;

@@ -8,7 +8,7 @@
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
@@ -47,21 +47,7 @@ std::optional<ToolOperationRow> loadOperation(Connection& c, const std::string& 
       "result_event_id, version FROM tool_operations WHERE operation_id = ?1");
   st.bindRef(1, operationId);
   if (!st.step()) return std::nullopt;
-  ToolOperationRow r;
-  r.operationId = st.text(0);
-  r.invocationId = st.text(1);
-  r.runId = st.text(2);
-  r.turnId = st.text(3);
-  r.providerToolCallId = st.text(4);
-  r.toolName = st.text(5);
-  r.canonicalArgsHash = st.text(6);
-  r.recoveryMode = st.text(7);
-  r.currentState = st.text(8);
-  r.callEventId = st.text(9);
-  r.dispatchEventId = st.optText(10);
-  r.resultEventId = st.optText(11);
-  r.version = st.int64(12);
-  return r;
+  return store_detail::operationFromRow(st);
 }
 
 int changes(Connection& c) { return sqlite3_changes(c.db()); }

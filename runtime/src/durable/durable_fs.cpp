@@ -1,4 +1,5 @@
 // durable_fs.cpp — the POSIX DurableFs and the process-wide selection (crashsim/durable_fs.h).
+// Its own room (durable/): the workspace tools and the store manifest both write through it.
 #include "crashsim/durable_fs.h"
 
 #include <fcntl.h>

@@ -1,7 +1,9 @@
 // ledger_scanner.h — THE single ledger scanner (spec c.2) and recovery-tail interpreter (c.4).
 //
 // Shared by the RecoveryResolver, projection rebuild and every store writer's prospective
-// transition check. Nothing else may scan tool-ledger lanes.
+// transition check. Nothing else may scan tool-ledger lanes. Its room, ledger/, sits below
+// both users: store/ and recovery/ include it, it includes neither (only the public event and
+// resolver-issue types).
 //
 // Contract summary:
 //  - scanLedger() makes one pass over the events in physical order. Operations are keyed by

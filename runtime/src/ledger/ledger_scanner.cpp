@@ -4,7 +4,7 @@
 // Performance notes: the scan is one pass; lookups go through small open-addressing tables
 // of (32-bit tag, 32-bit index) slots whose keys are string_views into the scanned events,
 // so a scan allocates per operation, never per event.
-#include "recovery/ledger_scanner.h"
+#include "ledger/ledger_scanner.h"
 
 #include <algorithm>
 #include <bit>
@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "crashsim/codes.h"
-#include "recovery/flat_index.h"
+#include "ledger/flat_index.h"
 
 namespace crashsim::detail {
 
