@@ -380,10 +380,17 @@ bool sweptRecoveryBarriers(const Scenario& s, int fp, int hit) {
     return r[10] > 0 && r[11] > 0;
   };
   if (!bundleThenContinue(fp, hit)) return false;
+  // Of those, the one whose continuation makes the fewest calls itself (the continuation's calls
+  // are P0#1's already), the first in case-id order among equals.
+  const size_t from = *continuationCallsFrom(s, fp, hit);
   const auto hits = predictedHits(s);
-  for (int f = 0; f <= fp; ++f)
-    for (int h = 1; h <= (f == fp ? hit - 1 : hits[static_cast<size_t>(f)]); ++h)
-      if (bundleThenContinue(f, h)) return false;
+  for (int f = 0; f < 10; ++f)
+    for (int h = 1; h <= hits[static_cast<size_t>(f)]; ++h) {
+      if ((f == fp && h == hit) || !bundleThenContinue(f, h)) continue;
+      const size_t other = *continuationCallsFrom(s, f, h);
+      if (other > from || (other == from && std::make_pair(f, h) < std::make_pair(fp, hit)))
+        return false;
+    }
   return true;
 }
 

@@ -159,6 +159,9 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
     for (const auto& b :
          barrier::continuationStateProblems(cont, target->events, own, state.continuation))
       bad.push_back("continuation run " + target->runId + ": " + b);
+    // The continuation's terminal fact is durable: the task ended, and the next recovery only
+    // writes the target's (completed) header; the saga has nothing to settle.
+    if (state.continuation.finished) state.settle.reset();
   } else {
     // No continuation-start: none of the continuation's calls may have run.
     for (size_t i = firstCall; i < sc.calls.size(); ++i)

@@ -233,9 +233,10 @@ std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoin
 // continues (a claim: P11 in predictedRecoveryHits), and of those two per scenario, each a
 // different kind of recovery: P0#1 (nothing settled: the recovery seals the crashed run, claims,
 // starts the continuation and makes every call of the task — every transaction kind a
-// continuation commits) and the first (failpoint, hit), in case-id order, whose recovery commits
-// a recovery bundle before it continues (the bundle's own transaction). The other primaries'
-// recoveries run the same transactions over fewer calls. The hit counts are not predicted (the
+// continuation commits) and one (failpoint, hit) whose recovery commits a recovery bundle before
+// it continues (the bundle's own transaction): of those, the one whose continuation makes the
+// fewest calls itself (P0#1 already kills inside every call), the first in case-id order among
+// equals. The other primaries' recoveries run the same transactions over other calls. The hit counts are not predicted (the
 // contract does not fix a run's number of transactions): they come from the reference recovery of
 // each such primary (buildReference), like the first run's barrier counts.
 bool sweptRecoveryBarriers(const Scenario& scenario, int failpoint, int hit);
