@@ -180,7 +180,8 @@ CaseId parseCaseId(std::string_view text) {
     auto [fp, hit] = parsePoint(r.substr(2), text);
     // A barrier primary has no named state to recover from twice; a barrier of the recovery
     // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
-    if (id.isBarrier() || ((fp == kBarrierS || fp == kBarrierF) && (id.isImport() || mode != "kill")))
+    if (id.isBarrier() ||
+        ((fp == kBarrierS || fp == kBarrierF) && (id.isImport() || mode != "kill")))
       throw std::invalid_argument(fmt::format(
           "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
           "after a named kill of the agent run",

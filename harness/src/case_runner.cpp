@@ -196,8 +196,10 @@ void checkRecoveryBarrierState(const Scenario& sc, recovery_barrier::Judged& jud
     if (res.hasCorruption)
       c.fail("V4", "after the recovery barrier kill: the resolver reports corruption on run " +
                        run.runId + " (half a transaction?)");
-    if (auto bad = modelDisagreement(run.events, res, "run " + run.runId + " after the recovery "
-                                                                           "barrier kill");
+    if (auto bad = modelDisagreement(run.events, res,
+                                     "run " + run.runId +
+                                         " after the recovery "
+                                         "barrier kill");
         !bad.empty())
       c.fail("V4", bad);
   }

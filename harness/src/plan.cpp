@@ -58,8 +58,7 @@ std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
 // ("s/P0#1/kill+R:S#*", "s/P0#1/*"): when the part after it names R:S or R:F or holds a wildcard.
 bool globMayMatchBarrier(const std::string& glob) {
   const auto slash = glob.find('/');
-  if (slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P')
-    return true;
+  if (slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P') return true;
   const auto second = glob.find('/', slash + 1);
   if (second == std::string::npos) return glob.find_first_of("*?[", slash + 1) != std::string::npos;
   const std::string rest = glob.substr(second);

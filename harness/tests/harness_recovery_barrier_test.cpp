@@ -123,7 +123,8 @@ TEST(RecoveryBarrierOracle, TheOracleSelectsTheRecoveriesWhoseBarriersAreSwept) 
   EXPECT_EQ(continuationCallsFrom(r.scenario, 0, 1), std::optional<size_t>(0));
   EXPECT_TRUE(sweptRecoveryBarriers(r.scenario, 0, 1));
   // P8 seals a run whose calls are all answered: the continuation makes none itself.
-  EXPECT_EQ(continuationCallsFrom(r.scenario, 8, 1), std::optional<size_t>(r.scenario.calls.size()));
+  EXPECT_EQ(continuationCallsFrom(r.scenario, 8, 1),
+            std::optional<size_t>(r.scenario.calls.size()));
   EXPECT_FALSE(sweptRecoveryBarriers(r.scenario, 6, 1));  // continues, no bundle, not P0#1
 }
 

@@ -36,17 +36,16 @@ std::vector<std::string> problems(const Scenario& sc,
       const RuntimeEvent& first = *durable.front();
       const bool marked = first.runtimeProtocol ==
                           std::optional<std::string>(std::string(code::t1_after_preflight_v1));
-      const bool opens = continuation ? first.continuationStart.has_value() &&
-                                            first.continuationStart->provenance ==
-                                                code::runtime_admission
-                                      : first.role == Role::user &&
-                                            first.contentKind == ContentKind::text;
+      const bool opens = continuation
+                             ? first.continuationStart.has_value() &&
+                                   first.continuationStart->provenance == code::runtime_admission
+                             : first.role == Role::user && first.contentKind == ContentKind::text;
       if (!opens || !marked)
-        bad.push_back(fmt::format("the {}'s first event {} is not its {} carrying the {} marker",
-                                  continuation ? "continuation run" : "run", first.id,
-                                  continuation ? "runtime_admission continuation-start"
-                                               : "user message",
-                                  code::t1_after_preflight_v1));
+        bad.push_back(
+            fmt::format("the {}'s first event {} is not its {} carrying the {} marker",
+                        continuation ? "continuation run" : "run", first.id,
+                        continuation ? "runtime_admission continuation-start" : "user message",
+                        code::t1_after_preflight_v1));
       else
         facts.accepted = true;
       if (continuation)

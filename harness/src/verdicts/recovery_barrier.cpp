@@ -37,8 +37,8 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
   // --- the crashed run: append-only, only its unsettled calls' recovery facts and a seal ------
   const Run& crashed = at.runs.front();
   if (crashed.runId != atPrimary.runId)
-    bad.push_back(fmt::format("the first run is {}, the crashed run was {}", crashed.runId,
-                              atPrimary.runId));
+    bad.push_back(
+        fmt::format("the first run is {}, the crashed run was {}", crashed.runId, atPrimary.runId));
   const auto before = durableOf(atPrimary.events), now = durableOf(crashed.events);
   size_t common = 0;
   while (common < before.size() && common < now.size() &&
@@ -91,9 +91,10 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
     const int was = effectsAtPrimary.count(id) ? effectsAtPrimary.at(id) : 0;
     const int is = at.effects.count(id) ? at.effects.at(id) : 0;
     if (is != was)
-      bad.push_back(fmt::format("{} of the crashed run executed {} time(s) at the primary crash, "
-                                "{} after the recovery kill",
-                                id, was, is));
+      bad.push_back(
+          fmt::format("{} of the crashed run executed {} time(s) at the primary crash, "
+                      "{} after the recovery kill",
+                      id, was, is));
   }
 
   // --- the claim and the continuation run -------------------------------------------------
@@ -124,16 +125,15 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
   for (size_t r = 1; r < at.runs.size(); ++r) {
     const Run& run = at.runs[r];
     if (!run.status)
-      bad.push_back(fmt::format("run {} has {} event(s) but no header", run.runId,
-                                run.events.size()));
+      bad.push_back(
+          fmt::format("run {} has {} event(s) but no header", run.runId, run.events.size()));
     if (!claim || run.runId != claim->targetRunId) {
       bad.push_back(fmt::format("run {} exists but no claim names it as its target", run.runId));
       continue;
     }
     target = &run;
   }
-  if (claim && target && isTerminalHeader(target->status) &&
-      durableOf(target->events).empty())
+  if (claim && target && isTerminalHeader(target->status) && durableOf(target->events).empty())
     bad.push_back(fmt::format("the claimed target {} is {} before any event", target->runId,
                               *target->status));
   // Each COMMIT atomic: the claim records the start exactly when the target run holds it first.
@@ -166,8 +166,8 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
     // No continuation-start: none of the continuation's calls may have run.
     for (size_t i = firstCall; i < sc.calls.size(); ++i)
       if (at.effects.count(sc.calls[i].id) && !effectsAtPrimary.count(sc.calls[i].id))
-        bad.push_back(fmt::format("{} executed although no continuation-start is durable",
-                                  sc.calls[i].id));
+        bad.push_back(
+            fmt::format("{} executed although no continuation-start is durable", sc.calls[i].id));
   }
   return bad;
 }

@@ -206,8 +206,7 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
 void checkRecoveryBarrierRecovery(const Scenario& sc, const recovery_barrier::Judged& judged,
                                   const Reference& ref, const std::map<std::string, int>& effects,
                                   const std::string& recoverStdout,
-                                  const WorkspaceSnapshot& atCrash, const fs::path& ws,
-                                  Checks& c) {
+                                  const WorkspaceSnapshot& atCrash, const fs::path& ws, Checks& c) {
   Json summary;
   try {
     summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));

@@ -69,9 +69,7 @@ struct CaseId {
   bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
   // "+R:S#k" / "+R:F#k": the recovery process killed at its own k-th store COMMIT or file step
   // (verdicts/recovery_barrier.h).
-  bool isRecoveryBarrier() const {
-    return recoveryFailpoint == 12 || recoveryFailpoint == 13;
-  }
+  bool isRecoveryBarrier() const { return recoveryFailpoint == 12 || recoveryFailpoint == 13; }
   bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.

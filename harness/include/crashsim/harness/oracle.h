@@ -236,9 +236,10 @@ std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoin
 // continuation commits) and one (failpoint, hit) whose recovery commits a recovery bundle before
 // it continues (the bundle's own transaction): of those, the one whose continuation makes the
 // fewest calls itself (P0#1 already kills inside every call), the first in case-id order among
-// equals. The other primaries' recoveries run the same transactions over other calls. The hit counts are not predicted (the
-// contract does not fix a run's number of transactions): they come from the reference recovery of
-// each such primary (buildReference), like the first run's barrier counts.
+// equals. The other primaries' recoveries run the same transactions over other calls. The hit
+// counts are not predicted (the contract does not fix a run's number of transactions): they come
+// from the reference recovery of each such primary (buildReference), like the first run's barrier
+// counts.
 bool sweptRecoveryBarriers(const Scenario& scenario, int failpoint, int hit);
 // The first scenario call the continuation of the primary (failpoint, hit) makes itself, or the
 // scenario's call count when it makes none (P8: it gives the final answer only); nullopt when
