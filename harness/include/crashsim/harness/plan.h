@@ -61,8 +61,9 @@ struct PlannedCase {
 };
 
 // Predicted reach of one (scenario, failpoint) — "agent" rows for P0–P9 in the agent run,
-// "recovery" rows for P8–P11, P14, P15 in the recovery processes of the primary cases (double
-// faults).
+// "recovery" rows for P8–P11, P14, P15 (and the continuation's P0–P7) in the recovery processes
+// of the primary cases (double faults), and for S and F in the reference recoveries of the
+// primaries oracle.h sweptRecoveryBarriers names.
 struct PlannedReach {
   // process: "agent" | "recovery" | "stop" | "race" (the +H2 cases of racedPrimary, by the
   // primary's failpoint)
