@@ -54,16 +54,13 @@ std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
 
 // Whether a --case glob can select a barrier case: unless its failpoint part (after the first
 // '/') starts with 'P', it may ("*", "s/S#*/kill", "s/*"), and the barriers must be planned.
-// A glob whose failpoint part is named may still select a recovery process's barrier case
-// ("s/P0#1/kill+R:S#*", "s/P0#1/*"): when the part after it names R:S or R:F or holds a wildcard.
+// A glob whose failpoint part is named ("s/P4#*") excludes the barrier cases as before; one that
+// names the recovery process's barriers ("s/P0#1/kill+R:S#*", "*+R:[SF]#*") selects them.
 bool globMayMatchBarrier(const std::string& glob) {
   const auto slash = glob.find('/');
   if (slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P') return true;
-  const auto second = glob.find('/', slash + 1);
-  if (second == std::string::npos) return glob.find_first_of("*?[", slash + 1) != std::string::npos;
-  const std::string rest = glob.substr(second);
-  return rest.find("R:S") != std::string::npos || rest.find("R:F") != std::string::npos ||
-         rest.find_first_of("*?[") != std::string::npos;
+  return glob.find("R:S") != std::string::npos || glob.find("R:F") != std::string::npos ||
+         glob.find("R:[") != std::string::npos;
 }
 
 // The cases of one (scenario, failpoint, hit) in the selected mode: one kill or Stop case, or
