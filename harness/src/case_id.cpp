@@ -178,9 +178,14 @@ CaseId parseCaseId(std::string_view text) {
     if (r.substr(0, 2) != "R:")
       throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit> or +H2", text));
     auto [fp, hit] = parsePoint(r.substr(2), text);
-    if (fp == kBarrierS || fp == kBarrierF || id.isBarrier())
-      throw std::invalid_argument(
-          fmt::format("case id {}: barrier cases (S, F) are primary kills only", text));
+    // A barrier primary has no named state to recover from twice; a barrier of the recovery
+    // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
+    if (id.isBarrier() ||
+        ((fp == kBarrierS || fp == kBarrierF) && (id.isImport() || mode != "kill")))
+      throw std::invalid_argument(fmt::format(
+          "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
+          "after a named kill of the agent run",
+          text));
     // An import kill's recovery reaches only the import (the scenario's run never started),
     // and only an import kill leaves the import pending for a recovery process.
     if (id.isImport() != (fp == kImportP16 || fp == kImportP17))

@@ -32,6 +32,7 @@
 #include "verdicts/h1_race.h"
 #include "verdicts/legacy_import.h"
 #include "verdicts/observed_store.h"
+#include "verdicts/recovery_barrier.h"
 #include "verdicts/recovery_kill_state.h"
 #include "verdicts/stop.h"
 #include "verdicts/t1_exists.h"
@@ -147,16 +148,83 @@ void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path&
     failUndecided(c, e);
   }
 }
+// The store's runs for the recovery barrier oracle: headers in creation order, then any run that
+// holds events without a header (read with plain SQLite).
+recovery_barrier::StoreAtKill storeAtKill(const RuntimeStore& st, const fs::path& store) {
+  recovery_barrier::StoreAtKill at;
+  auto headers = st.listRuns();
+  std::stable_sort(headers.begin(), headers.end(), [](const RunHeader& a, const RunHeader& b) {
+    return a.createdAt < b.createdAt;
+  });
+  std::set<std::string> seen;
+  for (const auto& h : headers) {
+    at.runs.push_back({h.runId, h.status, eventsOf(st, h)});
+    seen.insert(h.runId);
+  }
+  for (const auto& runId : observed::eventRunIds(store)) {
+    if (seen.count(runId)) continue;
+    recovery_barrier::Run r{runId, std::nullopt, {}};
+    for (const auto& row : observed::runEvents(store, runId)) {
+      try {
+        r.events.push_back(decodeRuntimeEvent(row.payload));
+      } catch (const std::exception&) {
+      }
+    }
+    at.runs.push_back(std::move(r));
+  }
+  at.claims = observed::claims(store);
+  at.effects = readEffects(store / "effects.jsonl");
+  return at;
+}
+
+// V3/V4 on the state a recovery process killed at its own barrier left
+// (verdicts/recovery_barrier.h): what must hold at every instant over the crashed run and the
+// partial continuation; every run's resolver decisions the independent model's, no corruption.
+void checkRecoveryBarrierState(const Scenario& sc, recovery_barrier::Judged& judged,
+                               const recovery_barrier::Run& atPrimary, const RuntimeStore& st,
+                               const fs::path& store, Checks& c) {
+  const auto at = storeAtKill(st, store);
+  for (const auto& bad : recovery_barrier::stateProblems(sc, judged.firstCall, atPrimary,
+                                                         judged.effectsAtPrimary, at, judged.state))
+    c.fail("V3", "after the recovery barrier kill: " + bad);
+  for (const auto& run : at.runs)
+    if (auto bad = runMarkerProblem(run.events); !bad.empty())
+      c.fail("V3", "after the recovery barrier kill: " + bad);
+  if (!c.failed("V3")) c.pass("V3");
+  for (const auto& run : at.runs) {
+    const auto res = resolveRecovery(run.events);
+    if (res.hasCorruption)
+      c.fail("V4", "after the recovery barrier kill: the resolver reports corruption on run " +
+                       run.runId + " (half a transaction?)");
+    if (auto bad = modelDisagreement(run.events, res,
+                                     "run " + run.runId +
+                                         " after the recovery "
+                                         "barrier kill");
+        !bad.empty())
+      c.fail("V4", bad);
+  }
+  if (!c.failed("V4")) c.pass("V4");
+}
+
 // V2–V7 on the state a killed recovery process left (double faults): integrity, the state that
-// recovery failpoint defines (verdicts/recovery_kill_state.h), fact before header, read-only
-// planning, rebuildable projections.
+// recovery failpoint defines (verdicts/recovery_kill_state.h) or, at a barrier of the recovery
+// process, what must hold at every instant (verdicts/recovery_barrier.h), fact before header,
+// read-only planning, rebuildable projections.
 void checkRecoveryKilledState(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                               const fs::path& store, const fs::path& dir, const RunOptions& opts,
-                              Checks& c) {
+                              Checks& c, recovery_barrier::Judged* judged = nullptr,
+                              const recovery_barrier::Run* atPrimary = nullptr) {
   try {
     checkIntegrity(store, "after the recovery kill: ", c);
     auto st = RuntimeStore::open(store);
-    checkRecoveryKillState(id, sc, x, *st, store, c);
+    if (id.isRecoveryBarrier()) {
+      if (judged && atPrimary)
+        checkRecoveryBarrierState(sc, *judged, *atPrimary, *st, store, c);
+      else
+        c.fail("V3", "the primary's crash state was not read before the recovery barrier kill");
+    } else {
+      checkRecoveryKillState(id, sc, x, *st, store, c);
+    }
     if (auto bad = terminalInvariant(*st); !bad.empty())
       c.fail("V7", "after the recovery kill: " + bad);
     else if (!c.failed("V7"))
@@ -1026,6 +1094,56 @@ void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& 
   if (!opts.keepDir) fs::remove_all(probe);
 }
 
+// The reference recovery of the primary (fp, hit) (oracle.h sweptRecoveryBarriers): a fresh
+// agent run killed there, the scenario's afterCrash change when it names that point, then one
+// unarmed `crashsim-agent recover`. It must reach exactly the recovery points the oracle predicts
+// and at least the barriers the contract's recovery commits need (every terminal fact, bundle,
+// claim, target run, continuation-start, T1 and T2 is a COMMIT; every replace takes fsync, rename
+// and fsync-dir); only its S and F counts are taken, as the first run's are from the reference
+// run. Returns "" or the problem.
+std::string referenceRecovery(const Scenario& sc, const RunOptions& opts, const Reference& ref,
+                              const fs::path& dir, int fp, int hit, RecoveryBarrierHits& out) {
+  const std::string at = fmt::format("reference recovery of {}#{}", failpointName(fp), hit);
+  const fs::path rdir = dir / sanitize(fmt::format("rr-{}-{}", failpointName(fp), hit));
+  fs::remove_all(rdir);
+  fs::create_directories(rdir / "store");
+  const fs::path store = rdir / "store", ws = rdir / "ws";
+  copyDir(ref.templateWorkspace, ws);
+  SpawnSpec run = agentCommand(opts, sc, "run", store, ws);
+  run.stderrFile = rdir / "run.stderr";
+  run.stdoutFile = rdir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(15000);
+  const auto child = runArmed(run, failpointName(fp), hit);
+  if (auto bad = killProblem(child, failpointName(fp), hit, run, store); !bad.empty())
+    return at + ": the agent run: " + bad;
+  if (workspace::afterCrashApplies(sc.spec, failpointName(fp)))
+    workspace::applyAfterCrash(sc.spec, ws);
+  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, rdir);
+  const auto r = runToEnd(recover);
+  if (!r.exited || r.exitCode != 0)
+    return fmt::format("{} {}: {}", at, r.describe(), lastLine(recover.stderrFile));
+  const auto hits = readHits(rdir / "recover-hits.json");
+  if (!hits) return at + " wrote no readable failpoint hit counts";
+  const auto want = predictedRecoveryHits(sc, fp, hit);
+  std::vector<int> points = {0, 1, 2, 3, 4, 5, 6, 7};
+  points.insert(points.end(), kRecoveryPoints.begin(), kRecoveryPoints.end());
+  for (int p : points)
+    if ((*hits)[static_cast<size_t>(p)] != want[static_cast<size_t>(p)])
+      return fmt::format("{} reached {} {} time(s), the oracle predicts {}", at, failpointName(p),
+                         (*hits)[static_cast<size_t>(p)], want[static_cast<size_t>(p)]);
+  auto w = [&](int p) { return want[static_cast<size_t>(p)]; };
+  const int minS = w(2) + w(5) + w(8) + w(10) + w(11) + w(kAdmissionP14) + w(kAdmissionP15);
+  const int minF = 3 * w(3);
+  out = {fp, hit, (*hits)[kBarrierS], (*hits)[kBarrierF]};
+  if (out.s < minS || out.f < minF)
+    return fmt::format(
+        "{} reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; its named "
+        "commits and file replaces alone need at least {} and {}",
+        at, out.s, out.f, minS, minF);
+  if (!opts.keepFailures) fs::remove_all(rdir);
+  return "";
+}
+
 }  // namespace
 
 fs::path defaultWorkRoot(const std::string& mode) {
@@ -1138,6 +1256,17 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   for (const auto& [call, n] : ref.executionsPerCall)
     if (n != 1) ref.problem = fmt::format("reference run executed {} {} times", call, n);
   if (!opts.keepFailures) fs::remove_all(dir / "store"), fs::remove_all(dir / "ws");
+  // The reference recoveries the +R:S#k / +R:F#k double faults are planned from.
+  if (ref.problem.empty() && opts.recoveryBarriers && !scenario.spec.legacyStore) {
+    const auto hits = predictedHits(scenario);
+    for (int fp = 0; fp < 10 && ref.problem.empty(); ++fp)
+      for (int h = 1; h <= hits[static_cast<size_t>(fp)] && ref.problem.empty(); ++h) {
+        if (!sweptRecoveryBarriers(scenario, fp, h)) continue;
+        RecoveryBarrierHits rb;
+        ref.problem = referenceRecovery(scenario, opts, ref, dir, fp, h, rb);
+        if (ref.problem.empty()) ref.recoveryBarriers.push_back(rb);
+      }
+  }
   return ref;
 }
 
@@ -1336,7 +1465,31 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
   }
 
   // --- double fault: kill the recovery process, then check the intermediate state --------
+  std::optional<recovery_barrier::Judged> rbJudged;
   if (id.isDoubleFault()) {
+    // A kill at the recovery process's own barrier is judged against the primary's crash state
+    // (verified by the primary case): read it before the recovery touches it.
+    std::optional<recovery_barrier::Run> atPrimary;
+    if (id.isRecoveryBarrier()) {
+      const auto from = continuationCallsFrom(sc, id.failpoint, id.hit);
+      try {
+        auto st = RuntimeStore::open(store);
+        const auto runs = st->listRuns();
+        if (runs.size() == 1 && from) {
+          atPrimary = recovery_barrier::Run{runs[0].runId, runs[0].status, eventsOf(*st, runs[0])};
+          rbJudged.emplace();
+          rbJudged->firstCall = *from;
+          rbJudged->effectsAtPrimary = readEffects(store / "effects.jsonl");
+        }
+      } catch (const std::exception& e) {
+        say(std::string("reading the primary's crash state: ") + e.what());
+      }
+      if (!from)
+        c.fail("V1", "oracle: the recovery of " + id.primary().str() +
+                         " does not continue; its barriers are not swept");
+      else if (!atPrimary)
+        c.fail("V1", "the primary's crash state does not hold exactly one run");
+    }
     SpawnSpec first = agentCommand(opts, sc, "recover", store, ws);
     first.timeout = std::chrono::milliseconds(20000);
     first.stderrFile = dir / "recover1.stderr";
@@ -1363,7 +1516,9 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
         ph.to("verify");
       }
     }
-    checkRecoveryKilledState(id, sc, x, store, dir, opts, c);
+    checkRecoveryKilledState(id, sc, x, store, dir, opts, c, rbJudged ? &*rbJudged : nullptr,
+                             atPrimary ? &*atPrimary : nullptr);
+    if (id.isRecoveryBarrier()) atCrash = snapshotWorkspace(ws);
     if (isContinuationKill(id)) {
       // Killed inside its own calls: the task's end follows from that kill, and from the
       // scenario's external change when it names that point.
@@ -1399,7 +1554,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     return finish();
   }
   checkRecovery(id, sc, first ? expectContinuationKill(sc, id) : x, barrierFacts, afterCrash, ref,
-                store, ws, atCrash, r.exitCode, recover, c);
+                store, ws, atCrash, r.exitCode, recover, c, rbJudged ? &*rbJudged : nullptr);
   if (pathX && pathX->kind == pathmut::Expectation::Kind::adopted)
     checkAdoptedRoot(*pathX, ws, readFile(recover.stdoutFile), c);
   if (id.mode == "kill" && !id.isDoubleFault() && !id.isBarrier() && id.failpoint == 2 &&

@@ -367,6 +367,33 @@ std::array<int, 8> sweptContinuationKills(const Scenario& s, int fp, int hit) {
   return n;
 }
 
+std::optional<size_t> continuationCallsFrom(const Scenario& s, int fp, int hit) {
+  if (fp < 0 || fp > 9 || predictedRecoveryHits(s, fp, hit)[11] == 0) return std::nullopt;
+  return continuationFirstCall(s, fp, hit).value_or(s.calls.size());
+}
+
+bool sweptRecoveryBarriers(const Scenario& s, int fp, int hit) {
+  if (s.spec.legacyStore || !continuationCallsFrom(s, fp, hit)) return false;
+  if (fp == 0 && hit == 1) return true;
+  auto bundleThenContinue = [&](int f, int h) {
+    const auto r = predictedRecoveryHits(s, f, h);
+    return r[10] > 0 && r[11] > 0;
+  };
+  if (!bundleThenContinue(fp, hit)) return false;
+  // Of those, the one whose continuation makes the fewest calls itself (the continuation's calls
+  // are P0#1's already), the first in case-id order among equals.
+  const size_t from = *continuationCallsFrom(s, fp, hit);
+  const auto hits = predictedHits(s);
+  for (int f = 0; f < 10; ++f)
+    for (int h = 1; h <= hits[static_cast<size_t>(f)]; ++h) {
+      if ((f == fp && h == hit) || !bundleThenContinue(f, h)) continue;
+      const size_t other = *continuationCallsFrom(s, f, h);
+      if (other > from || (other == from && std::make_pair(f, h) < std::make_pair(fp, hit)))
+        return false;
+    }
+  return true;
+}
+
 bool racedPrimary(const Scenario& s, int fp, int hit) {
   auto work = [&](int h) {
     const auto r = predictedRecoveryHits(s, fp, h);

@@ -54,9 +54,13 @@ std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
 
 // Whether a --case glob can select a barrier case: unless its failpoint part (after the first
 // '/') starts with 'P', it may ("*", "s/S#*/kill", "s/*"), and the barriers must be planned.
+// A glob whose failpoint part is named ("s/P4#*") excludes the barrier cases as before; one that
+// names the recovery process's barriers ("s/P0#1/kill+R:S#*", "*+R:[SF]#*") selects them.
 bool globMayMatchBarrier(const std::string& glob) {
   const auto slash = glob.find('/');
-  return slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P';
+  if (slash == std::string::npos || slash + 1 >= glob.size() || glob[slash + 1] != 'P') return true;
+  return glob.find("R:S") != std::string::npos || glob.find("R:F") != std::string::npos ||
+         glob.find("R:[") != std::string::npos;
 }
 
 // The cases of one (scenario, failpoint, hit) in the selected mode: one kill or Stop case, or
@@ -222,6 +226,25 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
                 g.doubles.push_back({d, si});
             }
           }
+          // The recovery process killed at its own barriers (verdicts/recovery_barrier.h), from
+          // the primary's reference recovery.
+          if (sel.doubleFaults && sel.mode == "kill" && si < barrierHits.size() &&
+              plansBarriers(sel))
+            for (const auto& rb : barrierHits[si].recovery) {
+              if (rb.failpoint != fp || rb.hit != h) continue;
+              for (int rfp : {kBarrierS, kBarrierF}) {
+                const int n = rfp == kBarrierS ? rb.s : rb.f;
+                if (n > 0) reach(sc.id, rfp, "recovery").predicted += n;
+                for (int rh = 1; rh <= n; ++rh) {
+                  CaseId d = pid;
+                  d.recoveryFailpoint = rfp;
+                  d.recoveryHit = rh;
+                  if ((fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
+                      globMatch(sel.caseGlobs, d.str()))
+                    g.doubles.push_back({d, si});
+                }
+              }
+            }
           // The race of two hosts on this crash state (verdicts/h1_race.h), kill mode only.
           if (sel.doubleFaults && sel.mode == "kill" && racedPrimary(sc, fp, h)) {
             reach(sc.id, fp, "race").predicted += 1;

@@ -298,6 +298,8 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
       opts.reproduceExtra;
   // Double faults and path mutations start from their primary's crash state.
   ro.keepCrashStates = opts.doubleFaults || opts.pathMutations != "off";
+  // The recovery process's own barriers (+R:S#k, +R:F#k) are planned from reference recoveries.
+  ro.recoveryBarriers = barriers && opts.doubleFaults && opts.mode == "kill";
   p.jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   const int jobs = p.jobs;
 
@@ -335,7 +337,8 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   }
   if (barriers) {
     std::vector<BarrierHits> counts;
-    for (const auto& r : refs) counts.push_back({r.hits[kBarrierS], r.hits[kBarrierF]});
+    for (const auto& r : refs)
+      counts.push_back({r.hits[kBarrierS], r.hits[kBarrierF], r.recoveryBarriers});
     try {
       p.plan = planCases(opts, chosen, counts);
     } catch (...) {

@@ -299,10 +299,17 @@ TEST(CaseIdFormat, RoundTripsAndSortsNumerically) {
   // A power cut at a barrier is a case since #44 (a stop or a corrupt case there is not).
   EXPECT_EQ(parseCaseId("s/F#1/powerloss@3").str(), "s/F#1/powerloss@3");
   EXPECT_EQ(parseCaseId("s/S#2/powerloss@0").str(), "s/S#2/powerloss@0");
+  // The recovery process killed at its own barriers (#44 §3): after a named kill, kill mode.
+  const CaseId rs = parseCaseId("s/P0#1/kill+R:S#9");
+  EXPECT_TRUE(rs.isRecoveryBarrier());
+  EXPECT_TRUE(rs.isDoubleFault());
+  EXPECT_EQ(rs.str(), "s/P0#1/kill+R:S#9");
+  EXPECT_EQ(parseCaseId("s/P4#2/kill+R:F#3").recoveryFailpoint, std::optional<int>(kBarrierF));
+  EXPECT_FALSE(parseCaseId("s/P4#2/kill+R:P15#1").isRecoveryBarrier());
   for (auto bad :
        {"s/P12#1/kill", "s/P4#0/kill", "s/P4/kill", "P4#1/kill", "s/P4#1/crash", "s/P04#1/kill",
-        "s/P4#1/kill+P10#1", "s/S#0/kill", "s/S7/kill", "s/S#1/kill+R:P10#1", "s/P4#1/kill+R:S#1",
-        "s/F#1/stop", "s/S#1/corrupt@3", "s/X#1/kill"})
+        "s/P4#1/kill+P10#1", "s/S#0/kill", "s/S7/kill", "s/S#1/kill+R:P10#1", "s/S#1/kill+R:S#1",
+        "s/P16#1/kill+R:S#1", "s/P4#1/kill+R:S#0", "s/F#1/stop", "s/S#1/corrupt@3", "s/X#1/kill"})
     EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
 }
 

@@ -627,3 +627,43 @@ TEST(PlantedFault, AClaimReadAndWrittenApartIsCaughtByH1WhenTheLockLetsBothIn) {
 TEST(PlantedFault, UnplantedRacesPass) {
   expectUnseen("none", kRaces, "no plant: one racer recovers, the other is refused");
 }
+
+// #44 §3: a continuation is never killed at its own barriers. The continuation-start and the
+// claim's record of it are one transaction (spec g); a recovery that commits them in two leaves,
+// if it dies between the two COMMITs, a target run that begins with a start its claim does not
+// record — and the next recovery's claim saga then takes the live start for a target without one.
+// No named failpoint falls between the two commits (P14 is before both, P15 after), so only the
+// recovery process's own S barrier kills (+R:S#k, verdicts/recovery_barrier.h) see it: V3 on the
+// killed state, V8 on what the next recovery leaves. Every other case of the scenario's
+// double-fault sweep, first-run barriers included, passes.
+TEST(PlantedFault, AStartSplitFromItsClaimRecordFailsOnlyTheRecoveryBarrierKills) {
+  const std::string plant = "admission_start_split_commit";
+  ASSERT_TRUE(plantWired(plant));
+  int rc = -1;
+  const json rep = plantedSweep(plant, "--scenario write-config-port --double-faults", &rc);
+  EXPECT_EQ(rc, 1);
+  std::set<std::string> failed;
+  size_t recoveryBarrierKills = 0, red = 0;
+  for (const auto& c : rep.value("cases", json::array())) {
+    const std::string id = c.value("id", "");
+    const bool own = id.find("+R:S#") != std::string::npos || id.find("+R:F#") != std::string::npos;
+    recoveryBarrierKills += own;
+    if (c.value("verdict", "") != "fail") continue;
+    ++red;
+    EXPECT_TRUE(own) << id << " failed: only a recovery killed at its own barrier may see it";
+    for (auto& [k, v] : c["checks"].items())
+      if (v == "fail") failed.insert(k);
+  }
+  EXPECT_GT(recoveryBarrierKills, 0u);
+  EXPECT_GT(red, 0u);
+  EXPECT_EQ(failed, (std::set<std::string>{"V3", "V8"}));
+}
+
+// The same recovery barrier kills without a plant pass (two scenarios: a bundle primary and a
+// continuation that itself continues a chain).
+TEST(PlantedFault, UnplantedRecoveryBarrierKillsPass) {
+  expectUnseen("none",
+               "--scenario write-config-port --scenario continuation-chain --double-faults --case "
+               "'*+R:[SF]#*'",
+               "no plant, no failure");
+}

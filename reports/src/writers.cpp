@@ -15,12 +15,13 @@ namespace {
 
 // Matrix columns: the agent-run kills P0–P9, the recovery kills of double faults under the
 // failpoint that killed the recovery (R:P8–R:P11, not under the primary's; R:P0-7 the
-// continuation killed inside its own tool calls, one column), the races of two hosts (H2), then
+// continuation killed inside its own tool calls, one column; R:S, R:F the recovery process at its
+// own barriers), the races of two hosts (H2), then
 // the unnamed barriers S and F.
 const std::vector<std::string>& matrixColumns() {
   static const std::vector<std::string> cols = {
-      "P0",   "P1",   "P2",    "P3",    "P4",     "P5", "P6", "P7", "P8",    "P9",
-      "R:P8", "R:P9", "R:P10", "R:P11", "R:P0-7", "H2", "S",  "F",  "K:P12", "K:P13"};
+      "P0",   "P1",    "P2",    "P3",     "P4",  "P5",  "P6", "P7", "P8", "P9",    "R:P8",
+      "R:P9", "R:P10", "R:P11", "R:P0-7", "R:S", "R:F", "H2", "S",  "F",  "K:P12", "K:P13"};
   return cols;
 }
 // Double faults by their second point: R: a killed recovery process, K: the stopping process

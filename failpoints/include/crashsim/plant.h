@@ -54,6 +54,10 @@
 //   continuation_runs_tool_before_t1  a continuation run's own call runs its implementation
 //                                before its T1 commits → V3/V8 of the continuation kills
 //                                (+R:P0..P7 double faults) only
+//   admission_start_split_commit  the continuation-start and the claim's record of it commit in
+//                                two transactions → V3 (+ V8) of the recovery process's own
+//                                S barrier kills (+R:S#k double faults) only: no named failpoint
+//                                falls between the two commits
 //   t1_exists_runs_tool          the implementation runs although T1 returned created:false
 //                                (spec f.4) → V8 of the T1-exists probe (kill-mode P2#1 cases)
 //   reconcile_directory_is_absent  the reconciler observes a directory in the target's place

@@ -11,10 +11,14 @@
 
 namespace crashsim::harness::barrier {
 
-std::vector<std::string> crashStateProblems(const Scenario& sc,
-                                            const std::vector<std::vector<RuntimeEvent>>& runs,
-                                            const std::map<std::string, int>& effects,
-                                            CrashFacts& facts) {
+namespace {
+
+// `continuation`: the runs are one continuation run, whose first event is its runtime_admission
+// continuation-start (the calls are the continuation's own, a first run of them).
+std::vector<std::string> problems(const Scenario& sc,
+                                  const std::vector<std::vector<RuntimeEvent>>& runs,
+                                  const std::map<std::string, int>& effects, CrashFacts& facts,
+                                  bool continuation) {
   std::vector<std::string> bad;
   facts = CrashFacts{};
   facts.calls.assign(sc.calls.size(), CallAtCrash{});
@@ -22,22 +26,33 @@ std::vector<std::string> crashStateProblems(const Scenario& sc,
   for (size_t i = 0; i < sc.calls.size(); ++i) index[sc.calls[i].id] = i;
 
   if (runs.size() > 1)
-    bad.push_back(
-        fmt::format("{} runs in the crashed store; the agent run creates one", runs.size()));
+    bad.push_back(fmt::format("{} runs in the crashed store; the {} creates one", runs.size(),
+                              continuation ? "continuation" : "agent run"));
   for (const auto& events : runs) {
     std::vector<const RuntimeEvent*> durable;
     for (const auto& e : events)
       if (!e.partial) durable.push_back(&e);
     if (!durable.empty()) {
       const RuntimeEvent& first = *durable.front();
-      if (first.role != Role::user || first.contentKind != ContentKind::text ||
-          first.runtimeProtocol !=
-              std::optional<std::string>(std::string(code::t1_after_preflight_v1)))
+      const bool marked = first.runtimeProtocol ==
+                          std::optional<std::string>(std::string(code::t1_after_preflight_v1));
+      const bool opens = continuation
+                             ? first.continuationStart.has_value() &&
+                                   first.continuationStart->provenance == code::runtime_admission
+                             : first.role == Role::user && first.contentKind == ContentKind::text;
+      if (!opens || !marked)
         bad.push_back(
-            fmt::format("the run's first event {} is not its user message carrying the {} marker",
-                        first.id, code::t1_after_preflight_v1));
+            fmt::format("the {}'s first event {} is not its {} carrying the {} marker",
+                        continuation ? "continuation run" : "run", first.id,
+                        continuation ? "runtime_admission continuation-start" : "user message",
+                        code::t1_after_preflight_v1));
       else
         facts.accepted = true;
+      if (continuation)
+        for (size_t k = 1; k < durable.size(); ++k)
+          if (durable[k]->continuationStart)
+            bad.push_back(fmt::format("the continuation run holds a second continuation-start {}",
+                                      durable[k]->id));
     }
     int terminals = 0;
     std::vector<size_t> callAt(sc.calls.size(), SIZE_MAX), lastResponseOfOthers(sc.calls.size(), 0);
@@ -103,6 +118,22 @@ std::vector<std::string> crashStateProblems(const Scenario& sc,
           sc.calls[it->second].name));
   }
   return bad;
+}
+
+}  // namespace
+
+std::vector<std::string> crashStateProblems(const Scenario& sc,
+                                            const std::vector<std::vector<RuntimeEvent>>& runs,
+                                            const std::map<std::string, int>& effects,
+                                            CrashFacts& facts) {
+  return problems(sc, runs, effects, facts, false);
+}
+
+std::vector<std::string> continuationStateProblems(const Scenario& continuation,
+                                                   const std::vector<RuntimeEvent>& events,
+                                                   const std::map<std::string, int>& effects,
+                                                   CrashFacts& facts) {
+  return problems(continuation, {events}, effects, facts, true);
 }
 
 RecoveryExpectation expectRecovery(const Scenario& sc, const CrashFacts& facts) {

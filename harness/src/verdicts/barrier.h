@@ -51,6 +51,16 @@ std::vector<std::string> crashStateProblems(const Scenario& scenario,
                                             const std::map<std::string, int>& effects,
                                             CrashFacts& facts);
 
+// The same over one continuation run killed at a barrier of its recovery process
+// (verdicts/recovery_barrier.h): `continuation` is continuationScenario (the calls the
+// continuation makes itself), `events` the run's ledger, `effects` the effects log of those calls
+// only. The run's first event is its runtime_admission continuation-start carrying the marker
+// (`accepted`: it is durable), and no second start follows; the rest as for a first run.
+std::vector<std::string> continuationStateProblems(const Scenario& continuation,
+                                                   const std::vector<RuntimeEvent>& events,
+                                                   const std::map<std::string, int>& effects,
+                                                   CrashFacts& facts);
+
 // What recovery must do from these facts (spec e.2, f.6, g):
 //   mustPark  a call is dispatched without a response and the contract cannot settle it by
 //             re-running: Bash (never_auto_retry), Read (replay_safe: parked, the oracle's

@@ -203,6 +203,52 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
   }
 }
 
+void checkRecoveryBarrierRecovery(const Scenario& sc, const recovery_barrier::Judged& judged,
+                                  const Reference& ref, const std::map<std::string, int>& effects,
+                                  const std::string& recoverStdout,
+                                  const WorkspaceSnapshot& atCrash, const fs::path& ws, Checks& c) {
+  Json summary;
+  try {
+    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
+  } catch (...) {
+    c.fail("V8", "recover printed no JSON summary");
+    return;
+  }
+  const Json plan = summary.value("plan", Json());
+  const bool parked = plan.is_object() && plan.value("decision", "") == "park";
+  const bool continued = !summary.value("continuation", Json()).is_null();
+  const auto& state = judged.state;
+  if (state.continuation.finished) {
+    // The continuation's terminal fact is durable: the task ended; only its header is left.
+    if (continued) c.fail("V8", "recovery continued a task whose continuation had already ended");
+    checkExecutions(sc,
+                    recovery_barrier::expectedExecutions(sc, judged.firstCall,
+                                                         judged.effectsAtPrimary, state, false),
+                    effects, c);
+    checkFinishedWorkspace(sc, ref, ws, c);
+    return;
+  }
+  const auto want = recovery_barrier::expectRecovery(sc, judged.firstCall, state);
+  if (want.mustPark && (!parked || continued))
+    c.fail("V8", "recovery did not park although the continuation's " + want.why);
+  else if (!want.mustPark && !want.mayPark && (parked || !continued))
+    c.fail("V8",
+           "recovery did not continue although every dispatched call of the continuation has its "
+           "response: " +
+               plan.dump().substr(0, 200));
+  checkExecutions(sc,
+                  recovery_barrier::expectedExecutions(sc, judged.firstCall,
+                                                       judged.effectsAtPrimary, state, parked),
+                  effects, c);
+  if (parked) {
+    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
+    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+  } else {
+    checkFinishedWorkspace(sc, ref, ws, c);
+  }
+}
+
 std::string replayProblem(const std::string& modelLog,
                           const std::optional<std::set<std::string>>& firstReplay) {
   size_t lineNo = 0;
@@ -281,14 +327,16 @@ std::string claimSettlementProblem(const fs::path& store, const ClaimSettlement&
 void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                    const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
                    const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
-                   int exitCode, const SpawnSpec& recover, Checks& c) {
+                   int exitCode, const SpawnSpec& recover, Checks& c,
+                   const recovery_barrier::Judged* recoveryBarrier) {
   try {
     auto effects = readEffects(store / "effects.jsonl");
     // The kill the task's end follows from: the agent run's, or the continuation's inside its own
     // calls (then `x` is expectContinuationKill's, in the whole scenario's terms).
     const int endFp = isContinuationKill(id) ? *id.recoveryFailpoint : id.failpoint;
     // Executions per call come from the scenario and the contract (oracle), never from a run.
-    if (!id.isBarrier()) checkExecutions(sc, expectedExecutions(sc, x, endFp), effects, c);
+    if (!id.isBarrier() && !id.isRecoveryBarrier())
+      checkExecutions(sc, expectedExecutions(sc, x, endFp), effects, c);
     auto st = RuntimeStore::open(store);
     // Every run resolved once: the armed call's final decision, the model check, the headers.
     struct Resolved {
@@ -337,12 +385,24 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
     if (auto want = expectClaimSettlement(id))
       if (auto bad = claimSettlementProblem(store, *want); !bad.empty())
         c.fail("V8", "claim saga: " + bad);
+    if (recoveryBarrier && recoveryBarrier->state.settle)
+      if (auto bad = claimSettlementProblem(store, *recoveryBarrier->state.settle); !bad.empty())
+        c.fail("V8", "claim saga: " + bad);
     const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
     if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
       c.fail("V8", "history after recovery: " + bad);
     if (exitCode != 0)
       c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", exitCode,
                                lastLine(recover.stderrFile)));
+    if (id.isRecoveryBarrier()) {
+      if (!recoveryBarrier)
+        c.fail("V8", "no state of the recovery barrier kill to judge (V3 could not read it)");
+      else
+        checkRecoveryBarrierRecovery(sc, *recoveryBarrier, ref, effects,
+                                     readFile(recover.stdoutFile), atCrash, ws, c);
+      if (!c.failed("V8")) c.pass("V8");
+      return;
+    }
     if (id.isBarrier()) {
       checkBarrierRecovery(sc, barrierFacts, ref, effects, readFile(recover.stdoutFile), atCrash,
                            ws, c);

@@ -24,6 +24,7 @@
 #include "crashsim/store.h"
 #include "verdicts/barrier.h"
 #include "verdicts/path_mutations.h"
+#include "verdicts/recovery_barrier.h"
 #include "verdicts/verdict.h"
 
 namespace crashsim::harness {
@@ -71,7 +72,17 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
                    const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
                    const std::filesystem::path& store, const std::filesystem::path& ws,
                    const WorkspaceSnapshot& atCrash, int exitCode, const SpawnSpec& recover,
-                   Checks& c);
+                   Checks& c, const recovery_barrier::Judged* recoveryBarrier = nullptr);
+
+// V8 after recovering from a recovery process killed at its own barrier
+// (verdicts/recovery_barrier.h): the claim settled as spec g's saga says, the park decision the
+// continuation's facts demand, executions (the crashed run's as at the primary crash, the
+// continuation's as for a first run of its calls) and the workspace.
+void checkRecoveryBarrierRecovery(const Scenario& sc, const recovery_barrier::Judged& judged,
+                                  const Reference& ref, const std::map<std::string, int>& effects,
+                                  const std::string& recoverStdout,
+                                  const WorkspaceSnapshot& atCrash, const std::filesystem::path& ws,
+                                  Checks& c);
 
 // V8 after recovering from an unnamed barrier (verdicts/barrier.h): the park decision the crash
 // facts demand, the executions that follow from it, and the workspace.

@@ -615,6 +615,14 @@ WriteResult commitStart(RuntimeStore& store, const ContinuationClaim& claim,
     tx.commit();
     return WriteResult{true, 1};
   }
+  // Planted bug: the live start and the claim's record of it in two transactions (a crash between
+  // the two COMMITs leaves a target run that begins with a start its claim does not record). No
+  // named failpoint falls between them: only the recovery process's S barrier does.
+  std::optional<ImmediateTx> second;
+  if (kind == code::runtime_admission && planted("admission_start_split_commit")) {
+    tx.commit();
+    second.emplace(c);
+  }
   auto up = c.prepare(
       "UPDATE runtime_continuation_claims SET start_event_id = ?2, start_kind = ?3 "
       "WHERE claim_id = ?1 AND start_event_id IS NULL");
@@ -623,7 +631,10 @@ WriteResult commitStart(RuntimeStore& store, const ContinuationClaim& claim,
   if (sqlite3_changes(c.db()) != 1) {
     throw Error(code::continuation_start_conflict, "Continuation start compare-and-set failed");
   }
-  tx.commit();
+  if (second)
+    second->commit();
+  else
+    tx.commit();
   return WriteResult{true, 1};
 }
 

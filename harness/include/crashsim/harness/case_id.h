@@ -11,6 +11,8 @@
 // armed Write/Edit target's path — the file, a parent directory, or the workspace root ".":
 // "scenario/P4#1/kill~path:.:remove" — is replaced by a symlink, a directory, a regular file, or
 // removed: verdicts/path_mutations.h).
+// the recovery process killed at its own barriers "scenario/P0#1/kill+R:S#9", "…/kill+R:F#2"
+// (verdicts/recovery_barrier.h),
 // and the race of two hosts "scenario/P6#1/kill+H2" (kill mode: the primary's crash state
 // recovered by two `crashsim-agent recover` processes released together, verdicts/h1_race.h).
 //
@@ -47,7 +49,8 @@ struct CaseId {
   int hit = 1;        // 1-based
   std::string mode = "kill";
   std::optional<uint64_t> seed;  // powerloss / corrupt: the state's seed (required); else none
-  // P0..P11, kAdmissionP14, kAdmissionP15, kImportP16 or kImportP17
+  // P0..P11, kAdmissionP14, kAdmissionP15, kImportP16, kImportP17, or a barrier of the
+  // recovery process (kBarrierS, kBarrierF)
   std::optional<int> recoveryFailpoint;
   std::optional<int> recoveryHit;
   std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
@@ -64,6 +67,9 @@ struct CaseId {
   bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
   bool isStopDoubleFault() const { return stopKill.has_value(); }
   bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
+  // "+R:S#k" / "+R:F#k": the recovery process killed at its own k-th store COMMIT or file step
+  // (verdicts/recovery_barrier.h).
+  bool isRecoveryBarrier() const { return recoveryFailpoint == 12 || recoveryFailpoint == 13; }
   bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.

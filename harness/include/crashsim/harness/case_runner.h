@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "crashsim/harness/case_id.h"
+#include "crashsim/harness/plan.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/reports/report.h"
 
@@ -33,6 +34,9 @@ struct Reference {
   // The agent store's settings as the reference run's connection reported them
   // (agent-exit.json summary.journalMode / summary.synchronous).
   std::string journalMode, synchronous;
+  // With RunOptions::recoveryBarriers: the barriers the reference recovery of each primary
+  // oracle.h sweptRecoveryBarriers names reached (the +R:S#k / +R:F#k double faults' counts).
+  std::vector<RecoveryBarrierHits> recoveryBarriers;
 };
 
 struct RunOptions {
@@ -50,6 +54,9 @@ struct RunOptions {
   // Primary cases keep their crashed store + workspace (crashStateDir) so that their
   // double-fault cases start from that exact state instead of killing a new agent run.
   bool keepCrashStates = false;
+  // buildReference also runs the reference recoveries of the primaries whose recovery process
+  // the double-fault sweep kills at its own barriers (Reference::recoveryBarriers).
+  bool recoveryBarriers = false;
 };
 
 struct CaseOutcome {

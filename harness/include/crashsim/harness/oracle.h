@@ -227,6 +227,24 @@ inline bool isContinuationKill(const CaseId& id) {
 // of the continuation's first step; none after the other primaries. Keeps the added cases
 // linear in the scenario's length.
 std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoint, int hit);
+// The recovery process killed at its own unnamed barriers (+R:S#k, +R:F#k; issue #44 §3,
+// verdicts/recovery_barrier.h): whether the double-fault sweep kills the recovery of the primary
+// (failpoint, hit) at every store COMMIT and file step it reaches. Only primaries whose recovery
+// continues (a claim: P11 in predictedRecoveryHits), and of those two per scenario, each a
+// different kind of recovery: P0#1 (nothing settled: the recovery seals the crashed run, claims,
+// starts the continuation and makes every call of the task — every transaction kind a
+// continuation commits) and one (failpoint, hit) whose recovery commits a recovery bundle before
+// it continues (the bundle's own transaction): of those, the one whose continuation makes the
+// fewest calls itself (P0#1 already kills inside every call), the first in case-id order among
+// equals. The other primaries' recoveries run the same transactions over other calls. The hit
+// counts are not predicted (the contract does not fix a run's number of transactions): they come
+// from the reference recovery of each such primary (buildReference), like the first run's barrier
+// counts.
+bool sweptRecoveryBarriers(const Scenario& scenario, int failpoint, int hit);
+// The first scenario call the continuation of the primary (failpoint, hit) makes itself, or the
+// scenario's call count when it makes none (P8: it gives the final answer only); nullopt when
+// recovery does not continue.
+std::optional<size_t> continuationCallsFrom(const Scenario& scenario, int failpoint, int hit);
 // The race of two hosts (verdicts/h1_race.h): whether the sweep races two recovery processes on
 // the crash state of the primary (failpoint, hit). Only where recovery has work a second host
 // could do twice — it continues (a claim: P11 in predictedRecoveryHits) or commits a recovery

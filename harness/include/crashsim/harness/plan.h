@@ -25,7 +25,10 @@
 // Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
 // the contract does not fix how many transactions or file steps a run takes. They are planned
 // from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
-// checked against the contract's lower bound, and they are primary kill cases only.
+// checked against the contract's lower bound. With double faults (kill mode) the recovery process
+// of the primaries oracle.h sweptRecoveryBarriers names is killed at each of its own barriers too
+// ("…/P0#1/kill+R:S#9", process "recovery" in `reach`), planned from the counts of that primary's
+// reference recovery (`barrierHits[i].recovery`, checked against the contract's lower bound).
 #pragma once
 
 #include <cstdint>
@@ -58,8 +61,9 @@ struct PlannedCase {
 };
 
 // Predicted reach of one (scenario, failpoint) — "agent" rows for P0–P9 in the agent run,
-// "recovery" rows for P8–P11, P14, P15 in the recovery processes of the primary cases (double
-// faults).
+// "recovery" rows for P8–P11, P14, P15 (and the continuation's P0–P7) in the recovery processes
+// of the primary cases (double faults), and for S and F in the reference recoveries of the
+// primaries oracle.h sweptRecoveryBarriers names.
 struct PlannedReach {
   // process: "agent" | "recovery" | "stop" | "race" (the +H2 cases of racedPrimary, by the
   // primary's failpoint)
@@ -76,9 +80,19 @@ struct SweepPlan {
   std::string sweepManifestDigest;  // the same over all shards
 };
 
-// Reached counts of the barriers S and F in one scenario's reference run.
+// The barriers S and F the reference recovery of one primary (failpoint, hit) reached: the
+// primary's crash state recovered by one unarmed `crashsim-agent recover` (buildReference, for the
+// primaries oracle.h sweptRecoveryBarriers names).
+struct RecoveryBarrierHits {
+  int failpoint = 0, hit = 1;
+  int s = 0, f = 0;
+};
+
+// Reached counts of the barriers S and F in one scenario's reference run, and in its reference
+// recoveries (the +R:S#k / +R:F#k double faults are planned from those).
 struct BarrierHits {
   int s = 0, f = 0;
+  std::vector<RecoveryBarrierHits> recovery;
 };
 
 // Plans the sweep over `scenarios` (already filtered by --scenario). `barrierHits` holds one
