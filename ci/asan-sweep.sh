@@ -10,7 +10,9 @@
 # verdicts/h1_race.h) on the crash state of the first P6 kill (a call answered, the task
 # continues): 15 cases, plus the generated path-component mutations of one scenario whose
 # target lies two directories deep (parent-deleted: the file, src/app, src and the workspace
-# root, each symlinked, replaced and removed: 12 cases, a few seconds). A sanitizer
+# root, each symlinked, replaced and removed: 12 cases, a few seconds), and the first P0 kill's
+# recovery killed at its own first S and F barrier (+R:S#1, +R:F#1, verdicts/recovery_barrier.h:
+# 31 cases). A sanitizer
 # report in a child makes it exit non-zero (its case fails); one in crashsim itself fails the
 # sweep. Then the same bound under --mode stop: a Stop at the first hit of every failpoint, and
 # the Stop-path kills (P12, P13) after a Stop at P1, P3 and P5 (a call not yet dispatched, an
@@ -28,6 +30,6 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ./build/asan/harness/crashsim sweep --double-faults --jobs "$(nproc)" \
   --case '*/P*#1/kill' --case '*/P*#1/kill+R:P[89]#1' --case '*/P*#1/kill+R:P1[01]#1' \
   --case '*/P[16]#1/kill+R:P1[45]#1' --case '*/P0#1/kill+R:P[0-7]#1' --case '*/P6#1/kill+H2' \
-  --case 'parent-deleted/P4#1/kill~path:*' --out "$out"
+  --case 'parent-deleted/P4#1/kill~path:*' --case '*/P0#1/kill+R:[SF]#1' --out "$out"
 exec ./build/asan/harness/crashsim sweep --mode stop --double-faults --jobs "$(nproc)" \
   --case '*/P*#1/stop' --case '*/P[135]#1/stop+K:*' --case '*/stop+grace' --out "$out/stop"
