@@ -168,6 +168,19 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
           g.primary = {pid, si};
           g.primarySelected =
               fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          // The recovery process killed at the rh-th hit of rfp, rh = 1..n; selected when the
+          // primary's or the recovery's failpoint is and the case id matches the globs.
+          auto addRecoveryKills = [&, primaryFp = fp](int rfp, int n) {
+            for (int rh = 1; rh <= n; ++rh) {
+              CaseId d = pid;
+              d.recoveryFailpoint = rfp;
+              d.recoveryHit = rh;
+              if ((fpWanted[static_cast<size_t>(primaryFp)] ||
+                   fpWanted[static_cast<size_t>(rfp)]) &&
+                  globMatch(sel.caseGlobs, d.str()))
+                g.doubles.push_back({d, si});
+            }
+          };
           // The continuation killed inside its own tool calls (P0–P7 of the continuation run),
           // for the primaries whose continuation the sweep kills (oracle.h).
           if (sel.doubleFaults && !stopMode) {
@@ -175,14 +188,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
             for (int rfp = 0; rfp <= 7; ++rfp) {
               const int n = swept[static_cast<size_t>(rfp)];
               if (n > 0 && pid == ids.front()) reach(sc.id, rfp, "recovery").predicted += n;
-              for (int rh = 1; rh <= n; ++rh) {
-                CaseId d = pid;
-                d.recoveryFailpoint = rfp;
-                d.recoveryHit = rh;
-                if ((fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
-                    globMatch(sel.caseGlobs, d.str()))
-                  g.doubles.push_back({d, si});
-              }
+              addRecoveryKills(rfp, n);
             }
           }
           for (int rfp : kRecoveryPoints) {
@@ -193,15 +199,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
             if (importKill && rfp != kImportP16 && rfp != kImportP17) continue;
             if (recovery[static_cast<size_t>(rfp)] > 0 && pid == ids.front())
               reach(sc.id, rfp, "recovery").predicted += recovery[static_cast<size_t>(rfp)];
-            for (int rh = 1; rh <= recovery[static_cast<size_t>(rfp)]; ++rh) {
-              CaseId d = pid;
-              d.recoveryFailpoint = rfp;
-              d.recoveryHit = rh;
-              const bool want =
-                  (fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
-                  globMatch(sel.caseGlobs, d.str());
-              if (want) g.doubles.push_back({d, si});
-            }
+            addRecoveryKills(rfp, recovery[static_cast<size_t>(rfp)]);
           }
           if (stopMode && sel.doubleFaults && stopReachesBatch(fp)) {
             for (int k : {kStopP12, kStopP13}) {
@@ -235,14 +233,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               for (int rfp : {kBarrierS, kBarrierF}) {
                 const int n = rfp == kBarrierS ? rb.s : rb.f;
                 if (n > 0) reach(sc.id, rfp, "recovery").predicted += n;
-                for (int rh = 1; rh <= n; ++rh) {
-                  CaseId d = pid;
-                  d.recoveryFailpoint = rfp;
-                  d.recoveryHit = rh;
-                  if ((fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(rfp)]) &&
-                      globMatch(sel.caseGlobs, d.str()))
-                    g.doubles.push_back({d, si});
-                }
+                addRecoveryKills(rfp, n);
               }
             }
           // The race of two hosts on this crash state (verdicts/h1_race.h), kill mode only.

@@ -158,6 +158,56 @@ void checkFinishedWorkspace(const Scenario& sc, const Reference& ref, const fs::
     c.fail("V8", "final workspace: " + line);
 }
 
+namespace {
+// What the recover process's summary (its first stdout line) says it did.
+struct RecoverOutcome {
+  Json plan;
+  bool parked = false, continued = false;
+};
+
+std::optional<RecoverOutcome> recoverOutcome(const std::string& recoverStdout, Checks& c) {
+  Json summary;
+  try {
+    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
+  } catch (...) {
+    c.fail("V8", "recover printed no JSON summary");
+    return std::nullopt;
+  }
+  RecoverOutcome o;
+  o.plan = summary.value("plan", Json());
+  o.parked = o.plan.is_object() && o.plan.value("decision", "") == "park";
+  o.continued = !summary.value("continuation", Json()).is_null();
+  return o;
+}
+
+// After a barrier kill (of the first run or of the recovery's continuation): the recovery parks
+// when the crash facts demand it (`whose`: whose calls, for the message, "" for the first run's)
+// and continues when they leave nothing unknown; the executions follow from that decision; a park
+// leaves the workspace as the crash left it, a continuation the scenario's end state.
+void checkParkOrContinue(const Scenario& sc, const barrier::RecoveryExpectation& want,
+                         const std::string& whose, const RecoverOutcome& o,
+                         const std::vector<int>& executions, const Reference& ref,
+                         const std::map<std::string, int>& effects,
+                         const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
+                         const fs::path& ws, Checks& c) {
+  if (want.mustPark && (!o.parked || o.continued))
+    c.fail("V8",
+           "recovery did not park although " + (whose.empty() ? "" : whose + "'s ") + want.why);
+  else if (!want.mustPark && !want.mayPark && (o.parked || !o.continued))
+    c.fail("V8", "recovery did not continue although every dispatched call" +
+                     (whose.empty() ? "" : " of " + whose) +
+                     " has its response: " + o.plan.dump().substr(0, 200));
+  checkExecutions(sc, executions, effects, c);
+  if (o.parked) {
+    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
+    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+  } else {
+    checkFinishedWorkspace(sc, ref, ws, c);
+  }
+}
+}  // namespace
+
 // V8 after recovering from an unnamed barrier (verdicts/barrier.h): the park decision the crash
 // facts demand, the executions that follow from it, and an untouched workspace after a park or
 // the scenario's end state after a continuation.
@@ -165,17 +215,9 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
                           const Reference& ref, const std::map<std::string, int>& effects,
                           const std::string& recoverStdout, const WorkspaceSnapshot& atCrash,
                           const fs::path& ws, Checks& c) {
-  Json summary;
-  try {
-    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
-  } catch (...) {
-    c.fail("V8", "recover printed no JSON summary");
-    return;
-  }
-  const Json plan = summary.value("plan", Json());
-  const bool parked = plan.is_object() && plan.value("decision", "") == "park";
-  const bool continued = !summary.value("continuation", Json()).is_null();
-  const auto want = barrier::expectRecovery(sc, facts);
+  const auto o = recoverOutcome(recoverStdout, c);
+  if (!o) return;
+  const bool continued = o->continued;
   if (!facts.accepted || facts.finished) {
     // No task to continue: it was never accepted, or the run's terminal fact is durable.
     if (continued)
@@ -188,39 +230,22 @@ void checkBarrierRecovery(const Scenario& sc, const barrier::CrashFacts& facts,
       c.fail("V8", "recovery had no task but changed the workspace: " + bad);
     return;
   }
-  if (want.mustPark && (!parked || continued))
-    c.fail("V8", "recovery did not park although " + want.why);
-  else if (!want.mustPark && !want.mayPark && (parked || !continued))
-    c.fail("V8", "recovery did not continue although every dispatched call has its response: " +
-                     plan.dump().substr(0, 200));
-  checkExecutions(sc, barrier::expectedExecutions(sc, facts, parked), effects, c);
-  if (parked) {
-    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
-    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
-      c.fail("V8", "recovery parked but changed the workspace: " + bad);
-  } else {
-    checkFinishedWorkspace(sc, ref, ws, c);
-  }
+  checkParkOrContinue(sc, barrier::expectRecovery(sc, facts), "", *o,
+                      barrier::expectedExecutions(sc, facts, o->parked), ref, effects,
+                      recoverStdout, atCrash, ws, c);
 }
 
 void checkRecoveryBarrierRecovery(const Scenario& sc, const recovery_barrier::Judged& judged,
                                   const Reference& ref, const std::map<std::string, int>& effects,
                                   const std::string& recoverStdout,
                                   const WorkspaceSnapshot& atCrash, const fs::path& ws, Checks& c) {
-  Json summary;
-  try {
-    summary = Json::parse(recoverStdout.substr(0, recoverStdout.find('\n')));
-  } catch (...) {
-    c.fail("V8", "recover printed no JSON summary");
-    return;
-  }
-  const Json plan = summary.value("plan", Json());
-  const bool parked = plan.is_object() && plan.value("decision", "") == "park";
-  const bool continued = !summary.value("continuation", Json()).is_null();
+  const auto o = recoverOutcome(recoverStdout, c);
+  if (!o) return;
   const auto& state = judged.state;
   if (state.continuation.finished) {
     // The continuation's terminal fact is durable: the task ended; only its header is left.
-    if (continued) c.fail("V8", "recovery continued a task whose continuation had already ended");
+    if (o->continued)
+      c.fail("V8", "recovery continued a task whose continuation had already ended");
     checkExecutions(sc,
                     recovery_barrier::expectedExecutions(sc, judged.firstCall,
                                                          judged.effectsAtPrimary, state, false),
@@ -228,25 +253,11 @@ void checkRecoveryBarrierRecovery(const Scenario& sc, const recovery_barrier::Ju
     checkFinishedWorkspace(sc, ref, ws, c);
     return;
   }
-  const auto want = recovery_barrier::expectRecovery(sc, judged.firstCall, state);
-  if (want.mustPark && (!parked || continued))
-    c.fail("V8", "recovery did not park although the continuation's " + want.why);
-  else if (!want.mustPark && !want.mayPark && (parked || !continued))
-    c.fail("V8",
-           "recovery did not continue although every dispatched call of the continuation has its "
-           "response: " +
-               plan.dump().substr(0, 200));
-  checkExecutions(sc,
-                  recovery_barrier::expectedExecutions(sc, judged.firstCall,
-                                                       judged.effectsAtPrimary, state, parked),
-                  effects, c);
-  if (parked) {
-    if (auto bad = parkProblem(recoverStdout, std::nullopt); !bad.empty()) c.fail("V8", bad);
-    if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
-      c.fail("V8", "recovery parked but changed the workspace: " + bad);
-  } else {
-    checkFinishedWorkspace(sc, ref, ws, c);
-  }
+  checkParkOrContinue(sc, recovery_barrier::expectRecovery(sc, judged.firstCall, state),
+                      "the continuation", *o,
+                      recovery_barrier::expectedExecutions(
+                          sc, judged.firstCall, judged.effectsAtPrimary, state, o->parked),
+                      ref, effects, recoverStdout, atCrash, ws, c);
 }
 
 std::string replayProblem(const std::string& modelLog,
