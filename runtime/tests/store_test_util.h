@@ -347,10 +347,9 @@ inline std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return out;
 }
 
+// Two well-formed digests, and the scenarios folder of the source tree.
 inline const std::string kDigestA = "sha256:" + std::string(64, 'a');
-
 inline const std::string kDigestB = "sha256:" + std::string(64, 'b');
-
 inline const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
 
 }  // namespace crashsim::testutil
