@@ -39,9 +39,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
+struct GateTempDir {
   fs::path path;
-  TempDir() {
+  GateTempDir() {
     static std::atomic<int> counter{0};
     std::error_code ec;
     const fs::path root =
@@ -51,14 +51,14 @@ struct TempDir {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~GateTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
 };
 
-const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
-const std::string kOtherWs = "workspace:v1:9f8e7d6c-5b4a-4c3d-9e2f-1a0b9c8d7e6f";
+using propgen::kOtherWs;
+using propgen::kWs;
 
 using OpFate = propgen::ToolOpFate;  // the generator draws it by its value
 constexpr int kOpFates = 5;
@@ -135,13 +135,13 @@ rc::Gen<GateCase> genGateCase() {
 // ---------------------------------------------------------------------------------------
 // The gate model (e.1 entry, e.2 steps 4 and 8, e.3 step 1/5, e.6 gates 1–12).
 
-struct ModelPlan {
+struct GatePlan {
   std::string decision;
   std::vector<std::string> reasons;
 };
 
-ModelPlan gateModel(const GateCase& c, int64_t highWater) {
-  auto park1 = [](const char* r) { return ModelPlan{"park", {r}}; };
+GatePlan gateModel(const GateCase& c, int64_t highWater) {
+  auto park1 = [](const char* r) { return GatePlan{"park", {r}}; };
   // e.1 authoritative entry, in order; each parks with exactly one reason.
   if (!c.enabled) return park1("resume_feature_disabled");
   if (c.inspector == 1) return park1("safety_observation_unavailable");
@@ -153,7 +153,7 @@ ModelPlan gateModel(const GateCase& c, int64_t highWater) {
     if (o.fate == OpFate::unsettled || o.fate == OpFate::parked)
       return park1("runtime_ledger_unreadable");
   // e.6 gates, in order.
-  ModelPlan p;
+  GatePlan p;
   auto reason = [&](const char* r) { p.reasons.push_back(r); };
   if (c.permission == 2) reason("pending_permission");  // 1
   std::optional<int64_t> expected;                      // 2
@@ -293,7 +293,7 @@ std::string roleOf(const Json& item) {
 RC_GTEST_PROP(ContinuationGateProperties,
               PlannerAgreesWithGateModelAndContinuePlansAreWellFormedAndClaimedOnce, ()) {
   const GateCase c = *genGateCase();
-  TempDir dir;
+  GateTempDir dir;
   auto store = RuntimeStore::open(dir.path);
   Source s;
   writeSource(*store, s, c);
@@ -328,7 +328,7 @@ RC_GTEST_PROP(ContinuationGateProperties,
   const std::string hashBefore = store->ledgerHash();
   const ContinuationPlan plan = planContinuation(*store, s.session, s.run, host, expectedHw);
   RC_ASSERT(store->ledgerHash() == hashBefore);  // planning is read-only
-  const ModelPlan m = gateModel(c, s.seq);
+  const GatePlan m = gateModel(c, s.seq);
   RC_LOG() << "plan: " << plan.toJson().dump() << "\n";
   RC_TAG(m.decision, m.reasons.empty() ? std::string("-") : m.reasons.front());
   RC_ASSERT(plan.decision == m.decision);

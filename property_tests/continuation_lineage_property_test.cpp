@@ -50,9 +50,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
+struct LineageTempDir {
   fs::path path;
-  TempDir() {
+  LineageTempDir() {
     static std::atomic<int> counter{0};
     std::error_code ec;
     const fs::path root =
@@ -62,32 +62,32 @@ struct TempDir {
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~LineageTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
 };
 
 const std::string kSession = "session-l";
-const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
-const std::string kOtherWs = "workspace:v1:9f8e7d6c-5b4a-4c3d-9e2f-1a0b9c8d7e6f";
+using propgen::kOtherWs;
+using propgen::kWs;
 constexpr int kMaxSegments = 64;  // e.4: "at most 64 segments"
 
 // ---------------------------------------------------------------------------------------
 // The case.
 
-enum class Fate { settled = 0, refused, model_text, not_dispatched, unsettled, parked };
-const char* fateName(Fate f) {
+enum class StepFate { settled = 0, refused, model_text, not_dispatched, unsettled, parked };
+const char* stepFateName(StepFate f) {
   static const char* n[] = {"settled", "refused", "text", "not_dispatched", "unsettled", "parked"};
   return n[static_cast<int>(f)];
 }
-struct Step {
-  Fate fate = Fate::settled;
+struct LineageStep {
+  StepFate fate = StepFate::settled;
   int tool = 0;
 };
 struct SegSpec {
   int head = 0;  // root only: 0 user first, 1 model text then user, 2 no user (system text)
-  std::vector<Step> body;
+  std::vector<LineageStep> body;
 };
 enum class EdgeKind { v1 = 0, v2 };
 enum class Tamper {
@@ -169,8 +169,8 @@ void showValue(const LinCase& c, std::ostream& os) {
     if (i > 0) os << (c.want[i - 1] == EdgeKind::v2 ? " =v2=> " : " -v1-> ");
     os << "(";
     if (i == 0) os << "head" << c.segs[i].head << " ";
-    for (const Step& s : c.segs[i].body)
-      os << fateName(s.fate) << ":" << propgen::toolNames()[static_cast<size_t>(s.tool)] << " ";
+    for (const LineageStep& s : c.segs[i].body)
+      os << stepFateName(s.fate) << ":" << propgen::toolNames()[static_cast<size_t>(s.tool)] << " ";
     os << ")";
   }
   os << "] v1Ids=" << c.v1Ids << " tipTerminal=" << c.tipTerminal
@@ -183,19 +183,19 @@ void showValue(const LinCase& c, std::ostream& os) {
   os << "] expectedHw=" << c.expectedHw << "}";
 }
 
-rc::Gen<Step> genStep(bool clean) {
+rc::Gen<LineageStep> genStep(bool clean) {
   using propgen::uniform;
   return rc::gen::exec([clean] {
-    Step s;
+    LineageStep s;
     if (clean)
-      s.fate = static_cast<Fate>(*rc::gen::weightedOneOf<int>(
+      s.fate = static_cast<StepFate>(*rc::gen::weightedOneOf<int>(
           {{6, rc::gen::just(0)}, {2, rc::gen::just(1)}, {4, rc::gen::just(2)}}));
     else
-      s.fate = static_cast<Fate>(*rc::gen::weightedOneOf<int>({{6, rc::gen::just(0)},
-                                                               {2, rc::gen::just(1)},
-                                                               {4, rc::gen::just(2)},
-                                                               {1, rc::gen::just(3)},
-                                                               {1, uniform(4, 6)}}));
+      s.fate = static_cast<StepFate>(*rc::gen::weightedOneOf<int>({{6, rc::gen::just(0)},
+                                                                   {2, rc::gen::just(1)},
+                                                                   {4, rc::gen::just(2)},
+                                                                   {1, rc::gen::just(3)},
+                                                                   {1, uniform(4, 6)}}));
     s.tool = *uniform(0, static_cast<int>(propgen::toolNames().size()));
     return s;
   });
@@ -225,7 +225,7 @@ rc::Gen<LinCase> genLinCase(bool claims) {
       // Deep chains are mostly clean (so that depth, not dirt, decides); short ones are dirty
       // now and then.
       const bool dirty = deep ? *rare(150) : *rare(3);
-      s.body = *propgen::upTo<Step>(deep ? 2 : 3, genStep(!dirty));
+      s.body = *propgen::upTo<LineageStep>(deep ? 2 : 3, genStep(!dirty));
     }
     for (int i = 1; i < n; ++i)
       c.want.push_back(
@@ -284,8 +284,8 @@ MSegment modelSegment(const SegSpec& s, bool root, bool corrupt) {
     m.blocked = "runtime_ledger_unreadable";
     return m;
   }
-  for (const Step& st : s.body)
-    if (st.fate == Fate::unsettled || st.fate == Fate::parked) {
+  for (const LineageStep& st : s.body)
+    if (st.fate == StepFate::unsettled || st.fate == StepFate::parked) {
       m.blocked = "runtime_ledger_unreadable";
       return m;
     }
@@ -294,13 +294,13 @@ MSegment modelSegment(const SegSpec& s, bool root, bool corrupt) {
   std::vector<MItem> raw;
   if (root && s.head == 0) raw.push_back({'u', -1});
   if (root && s.head == 1) raw = {{'a', -1}, {'u', -1}};
-  for (const Step& st : s.body) {
-    if (st.fate == Fate::model_text) raw.push_back({'a', -1});
-    if (st.fate == Fate::settled || st.fate == Fate::refused) {
+  for (const LineageStep& st : s.body) {
+    if (st.fate == StepFate::model_text) raw.push_back({'a', -1});
+    if (st.fate == StepFate::settled || st.fate == StepFate::refused) {
       raw.push_back({'c', st.tool});
       raw.push_back({'r', st.tool});
     }
-    if (st.fate == Fate::not_dispatched) raw.push_back({'U', st.tool});
+    if (st.fate == StepFate::not_dispatched) raw.push_back({'U', st.tool});
   }
   // step 4: an unmatched call followed later by any provider item → non-suffix gap.
   for (size_t i = 0; i < raw.size(); ++i)
@@ -357,15 +357,15 @@ bool modelCanContinue(const World& w, size_t lastRun) {
   return c.items.front().kind == 'u' && (c.items.back().kind == 'u' || c.items.back().kind == 'r');
 }
 
-struct ModelPlan {
+struct LineagePlan {
   std::string decision;
   std::vector<std::string> reasons;
   std::vector<size_t> lineage;  // run indexes, oldest first (continue only)
   std::vector<MItem> items;
 };
 
-ModelPlan modelPlan(const LinCase& c, const World& w) {
-  auto park1 = [](const std::string& r) { return ModelPlan{"park", {r}, {}, {}}; };
+LineagePlan modelPlan(const LinCase& c, const World& w) {
+  auto park1 = [](const std::string& r) { return LineagePlan{"park", {r}, {}, {}}; };
   const size_t tip = w.tip();
   // e.1 authoritative entry, in order.
   if (!c.enabled) return park1("resume_feature_disabled");
@@ -446,7 +446,7 @@ ModelPlan modelPlan(const LinCase& c, const World& w) {
       break;
   }
   // e.6 gates, in order.
-  ModelPlan p;
+  LineagePlan p;
   auto reason = [&](const char* r) { p.reasons.push_back(r); };
   if (c.expectedHw == 2) reason("runtime_offset_mismatch");          // 2
   if (!w.tipTerminal) reason("terminal_repair_failed");              // 5
@@ -514,20 +514,20 @@ void append(RuntimeStore& store, Run& r, Json e) {
 
 void writeBody(RuntimeStore& store, Run& r, const SegSpec& s) {
   int k = 0;
-  for (const Step& st : s.body) {
+  for (const LineageStep& st : s.body) {
     ++k;
-    if (st.fate == Fate::model_text) {
+    if (st.fate == StepFate::model_text) {
       Json m = r.base(r.run + "-text-" + std::to_string(k), "model", "agent");
       m["content"] = Json{{"kind", "text"}, {"text", "thinking about step " + std::to_string(k)}};
       if (r.firstTextId.empty()) r.firstTextId = m["id"];
       append(store, r, m);
       continue;
     }
-    const propgen::ToolOpFate fate = st.fate == Fate::settled     ? propgen::ToolOpFate::settled
-                                     : st.fate == Fate::refused   ? propgen::ToolOpFate::refused
-                                     : st.fate == Fate::unsettled ? propgen::ToolOpFate::unsettled
-                                     : st.fate == Fate::parked
-                                         ? propgen::ToolOpFate::parked
+    const propgen::ToolOpFate fate =
+        st.fate == StepFate::settled     ? propgen::ToolOpFate::settled
+        : st.fate == StepFate::refused   ? propgen::ToolOpFate::refused
+        : st.fate == StepFate::unsettled ? propgen::ToolOpFate::unsettled
+        : st.fate == StepFate::parked    ? propgen::ToolOpFate::parked
                                          : propgen::ToolOpFate::not_dispatched;
     propgen::writeToolOperation(
         store, r, [&](const Json& e) { append(store, r, e); }, k, static_cast<size_t>(st.tool),
@@ -940,7 +940,7 @@ ContinuationHost finalHost(const LinCase& c, HostState& hs) {
 }
 
 // A continue plan's replay and digests (e.3, e.6 gates 11/12, e.7) against the stored chain.
-void checkContinuePlan(RuntimeStore& store, const Built& b, const ModelPlan& m,
+void checkContinuePlan(RuntimeStore& store, const Built& b, const LineagePlan& m,
                        const ContinuationPlan& plan) {
   RC_ASSERT(plan.boundary.has_value());
   RC_ASSERT(plan.lineageDepth == m.lineage.size());
@@ -1044,11 +1044,11 @@ void checkClaimedOnce(const fs::path& dir, RuntimeStore& store, const std::strin
 }
 
 void runCase(const LinCase& c, bool twoClaims) {
-  TempDir dir;
+  LineageTempDir dir;
   auto store = RuntimeStore::open(dir.path);
   const Built b = buildChain(*store, c);
   const World& w = b.world;
-  const ModelPlan m = modelPlan(c, w);
+  const LineagePlan m = modelPlan(c, w);
   RC_TAG(m.decision, m.reasons.empty() ? std::string("-") : m.reasons.front());
   RC_CLASSIFY(w.segs.size() > static_cast<size_t>(kMaxSegments), "deeper than 64");
   RC_CLASSIFY(std::count(w.edge.begin() + 1, w.edge.end(), EdgeKind::v2) >= 2, ">=2 V2 edges");
@@ -1114,10 +1114,11 @@ RC_GTEST_PROP(ContinuationLineageProperties, TwoClaimsOfOneGeneratedBoundaryNeve
   }
   c.segs[0].head = 0;  // a continuable chain: a user message and only settled work
   for (SegSpec& s : c.segs)
-    for (Step& st : s.body)
-      if (st.fate == Fate::not_dispatched || st.fate == Fate::unsettled || st.fate == Fate::parked)
-        st.fate = Fate::settled;
-  TempDir dir;
+    for (LineageStep& st : s.body)
+      if (st.fate == StepFate::not_dispatched || st.fate == StepFate::unsettled ||
+          st.fate == StepFate::parked)
+        st.fate = StepFate::settled;
+  LineageTempDir dir;
   auto store = RuntimeStore::open(dir.path);
   const Built b = buildChain(*store, c);
   RC_ASSERT(modelCanContinue(b.world, b.world.tip()));

@@ -846,4 +846,8 @@ inline void showValue(const LedgerCase& c, std::ostream& os) {
   os << "]}\n" << showLedger(caseEvents(c));
 }
 
+// The workspace identity of the continuation properties' runs, and another one.
+inline const std::string kWs = "workspace:v1:2b1c8a9e-3d4f-4a5b-8c6d-7e8f9a0b1c2d";
+inline const std::string kOtherWs = "workspace:v1:9f8e7d6c-5b4a-4c3d-9e2f-1a0b9c8d7e6f";
+
 }  // namespace crashsim::propgen

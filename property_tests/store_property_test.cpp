@@ -37,16 +37,16 @@ fs::path tempRoot() {
   return fs::temp_directory_path();
 }
 
-struct TempDir {
+struct StoreTempDir {
   fs::path path;
-  TempDir() {
+  StoreTempDir() {
     static std::atomic<int> counter{0};
     path = tempRoot() /
            ("crashsim-prop-store-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~StoreTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -219,7 +219,7 @@ RC_GTEST_PROP(StoreProperties,
         return Action{static_cast<Kind>(*propgen::uniform(0, kKinds)), *propgen::uniform(0, kOps)};
       }));
 
-  TempDir dir;
+  StoreTempDir dir;
   auto store = RuntimeStore::open(dir.path);
   {
     Json user = baseEvent("user-1", 1, "user", "user");

@@ -14,13 +14,6 @@ class PowerlossFs : public ::testing::Test {
   void TearDown() override { deactivate(); }
 };
 
-// A durable file: written, fsynced, directory fsynced.
-void durable(const std::string& path, const std::string& bytes) {
-  writeFile(path, bytes);
-  fsyncFile(path);
-  fsyncDir(fs::path(path).parent_path());
-}
-
 TEST_F(PowerlossFs, InactiveModePerformsRealPosixOperations) {
   TempDir dir;
   ASSERT_FALSE(active());

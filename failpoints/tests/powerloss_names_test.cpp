@@ -20,12 +20,6 @@ class PowerlossNames : public ::testing::Test {
   void TearDown() override { deactivate(); }
 };
 
-void durable(const std::string& path, const std::string& bytes) {
-  writeFile(path, bytes);
-  fsyncFile(path);
-  fsyncDir(fs::path(path).parent_path());
-}
-
 // The first seed in [0, 10000) whose draws satisfy `want` (the test's own replay of the rules).
 uint64_t seedWhere(const std::function<bool(std::mt19937_64&)>& want) {
   for (uint64_t seed = 0; seed < 10000; ++seed) {

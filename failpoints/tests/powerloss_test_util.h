@@ -249,6 +249,13 @@ inline int runChild(const std::function<void()>& body) {
   return status;
 }
 
+// A durable file: written, fsynced, directory fsynced.
+inline void durable(const std::string& path, const std::string& bytes) {
+  writeFile(path, bytes);
+  fsyncFile(path);
+  fsyncDir(fs::path(path).parent_path());
+}
+
 inline bool killedBySigkill(int status) {
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }

@@ -11,7 +11,10 @@
 #include "test_util.h"
 #include "verdicts/barrier.h"
 
-using namespace crashsim;
+using crashsim::ContentKind;
+using crashsim::RuntimeEvent;
+using crashsim::RuntimeStore;
+namespace harness = crashsim::harness;
 using namespace crashsim::harness;
 using namespace crashsim::harness::test;
 namespace fs = std::filesystem;
@@ -59,11 +62,6 @@ std::vector<std::string> problems(const Ran& r, const std::vector<RuntimeEvent>&
   auto bad = barrier::crashStateProblems(r.scenario, {events}, effects, facts);
   if (out) *out = facts;
   return bad;
-}
-
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
 }
 
 }  // namespace

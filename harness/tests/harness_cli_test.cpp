@@ -16,9 +16,7 @@ using namespace crashsim::harness::test;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-std::string cs() { return crashsimBinary().string(); }
-}  // namespace
+namespace {}  // namespace
 
 TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   auto r = sh(cs() + " sweep --shard 3/2 2>&1");

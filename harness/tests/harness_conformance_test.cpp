@@ -35,8 +35,6 @@ const std::string kWriteHash =
     "sha256:763712445cbfb7feebe3bd4ba14e29425f05e40b8cd14aef0896853dca24b4d9";
 const json kWriteArgs = {{"content", "after"}, {"path", "notes.txt"}};
 
-std::string cs() { return crashsimBinary().string(); }
-
 json op(const std::string& name, json input = json::object()) {
   return {{"op", name}, {"input", std::move(input)}};
 }
@@ -142,19 +140,19 @@ json hostFacts() {
           {"ids", {"inv-new", "run-new", "turn-new", "claim-new"}}};
 }
 
-struct Outcome {
+struct CliOutcome {
   int exitCode = -1;
   json out;
   std::string text;
 };
 
-Outcome planOf(const std::vector<json>& ops, json doc) {
+CliOutcome planOf(const std::vector<json>& ops, json doc) {
   auto d = freshDir("crashsim-conformance-plan");
   doc["store"] = {{"ops", ops}};
   std::ofstream(d / "plan.json") << doc.dump();
   auto r = sh(cs() + " ledger plan-continuation " + (d / "plan.json").string());
   fs::remove_all(d);
-  Outcome o{r.exitCode, json(), r.out};
+  CliOutcome o{r.exitCode, json(), r.out};
   if (!r.out.empty()) o.out = json::parse(r.out);
   return o;
 }
@@ -164,7 +162,7 @@ json planDoc(const std::string& session, const std::string& run, json host = hos
 }
 
 using Reasons = std::vector<std::string>;
-Reasons reasonsOf(const Outcome& o) {
+Reasons reasonsOf(const CliOutcome& o) {
   if (!o.out.is_object() || !o.out.contains("rejectionReasons"))
     return {"<no plan: " + o.text + ">"};
   return o.out["rejectionReasons"].get<Reasons>();
@@ -536,7 +534,7 @@ TEST(StoreExec, MalformedScriptExitsTwoBeforeAnyOpRuns) {
 
 TEST(PlanContinuation, ContinuePlanHasFreshIdsInAllocationOrderAndTheSafetySnapshot) {
   Ledger r("s1", "r1");
-  Outcome o = planOf(usualSource(r), planDoc("s1", "r1"));
+  CliOutcome o = planOf(usualSource(r), planDoc("s1", "r1"));
   ASSERT_EQ(o.exitCode, 0) << o.text;
   EXPECT_EQ(o.out["decision"], "continue");
   EXPECT_EQ(o.out["invocationId"], "inv-new");  // e.2 step 7 order
@@ -552,7 +550,7 @@ TEST(PlanContinuation, ContinuePlanHasFreshIdsInAllocationOrderAndTheSafetySnaps
 
 // Each host entry gate parks with exactly its code, as reason and as diagnostic (e.1).
 TEST(PlanContinuation, HostEntryGatesParkWithOneReasonEach) {
-  auto park = [](const Outcome& o, const std::string& code) {
+  auto park = [](const CliOutcome& o, const std::string& code) {
     EXPECT_EQ(o.exitCode, 1) << o.text;
     EXPECT_EQ(reasonsOf(o), Reasons{code}) << o.text;
     ASSERT_EQ(o.out["diagnostics"].size(), 1u) << o.text;
@@ -608,13 +606,13 @@ TEST(PlanContinuation, BoundaryGatesNameTheirReason) {
                   {"ref", "ckpt-1"}, {"restored", false}, {"runtimeEventHighWater", 4}};
             })),
             Reasons{"checkpoint_restore_failed"});
-  const Outcome catalog = with([](json& h) { h["safety"]["availableToolNames"] = {"Read"}; });
+  const CliOutcome catalog = with([](json& h) { h["safety"]["availableToolNames"] = {"Read"}; });
   EXPECT_EQ(reasonsOf(catalog), Reasons{"tool_catalog_mismatch"});
   EXPECT_EQ(catalog.out["diagnostics"][0]["detail"]["unavailableToolNames"], json({"Write"}));
   EXPECT_EQ(reasonsOf(with([](json&) {}, {{"expectedRuntimeEventHighWater", 3}})),
             Reasons{"runtime_offset_mismatch"});
   // a cwd change is a diagnostic only (k.1)
-  const Outcome moved = with([](json& h) { h["currentCwd"] = "/elsewhere/"; });
+  const CliOutcome moved = with([](json& h) { h["currentCwd"] = "/elsewhere/"; });
   EXPECT_EQ(moved.out["decision"], "continue") << moved.text;
   EXPECT_EQ(moved.out["diagnostics"][0]["code"], "workspace_location_changed");
 }
@@ -670,7 +668,7 @@ TEST(PlanContinuation, LegacyContinuationOfTheSameBoundaryIsAlreadyExists) {
   h["parentRunId"] = "r1";
   h["continuationSource"] = {{"sourceRunId", "r1"}, {"sourceRuntimeEventHighWater", 4}};
   ops.push_back(op("createRun", h));
-  const Outcome o = planOf(ops, planDoc("s1", "r1"));
+  const CliOutcome o = planOf(ops, planDoc("s1", "r1"));
   EXPECT_EQ(reasonsOf(o), Reasons{"continuation_already_exists"});
   EXPECT_EQ(o.out["diagnostics"][0]["detail"]["continuationRunId"], "r2") << o.text;
 }
@@ -741,7 +739,7 @@ TEST(PlanContinuation, LineageDeeperThan64SegmentsIsDepthExceeded) {
   EXPECT_EQ(reasonsOf(planOf(ops, planDoc("s1", "r64"))),
             Reasons{"runtime_lineage_depth_exceeded"});
   ops.resize(ops.size() - 4);  // drop r64: r63 has 64 segments, within the bound
-  const Outcome within = planOf(ops, planDoc("s1", "r63"));
+  const CliOutcome within = planOf(ops, planDoc("s1", "r63"));
   EXPECT_EQ(within.out["decision"], "continue") << within.text;
   EXPECT_EQ(within.out["lineageDepth"], 64);
 }
@@ -828,8 +826,8 @@ TEST(StoreExec, ClaimAndStartWritersFollowF7) {
   std::vector<json> source = usualSource(r1);
   const std::vector<json> second = usualSource(r2);
   source.insert(source.end(), second.begin(), second.end());
-  const Outcome p1 = planOf(source, planDoc("s1", "r1"));
-  const Outcome p2 = planOf(source, planDoc("s1", "r2"));
+  const CliOutcome p1 = planOf(source, planDoc("s1", "r1"));
+  const CliOutcome p2 = planOf(source, planDoc("s1", "r2"));
   ASSERT_EQ(p1.out["decision"], "continue") << p1.text;
   ASSERT_EQ(p2.out["decision"], "continue") << p2.text;
   const ClaimDoc a = claimFor(p1.out, "claim-a", "run-new", 90000);
@@ -876,7 +874,7 @@ TEST(StoreExec, ClaimAndStartWritersFollowF7) {
 TEST(StoreExec, ClaimBoundaryIsVerifiedAgainstTheLedger) {
   Ledger r("s1", "r1");
   const std::vector<json> source = usualSource(r);
-  const Outcome plan = planOf(source, planDoc("s1", "r1"));
+  const CliOutcome plan = planOf(source, planDoc("s1", "r1"));
   ASSERT_EQ(plan.out["decision"], "continue") << plan.text;
   const ClaimDoc a = claimFor(plan.out, "claim-a", "run-new", 90000);
   auto claimOn = [&](std::vector<json> ops, const json& claim) {
@@ -935,7 +933,7 @@ TEST(StoreExec, ClaimBoundaryIsVerifiedAgainstTheLedger) {
 TEST(PlanContinuation, ExistingClaimIsClassified) {
   Ledger r("s1", "r1");
   std::vector<json> claimed = usualSource(r);
-  const Outcome first = planOf(claimed, planDoc("s1", "r1"));
+  const CliOutcome first = planOf(claimed, planDoc("s1", "r1"));
   ASSERT_EQ(first.out["decision"], "continue") << first.text;
   const ClaimDoc a = claimFor(first.out, "claim-a", "run-new", 90000);
   claimed.push_back(op("claimContinuation", {{"claim", a.claim}}));
@@ -962,7 +960,7 @@ TEST(PlanContinuation, ExistingClaimIsClassified) {
   // digest, replay, claim), so its plan continues over two segments.
   json next = hostFacts();
   next["ids"] = {"inv-3", "run-3", "turn-3", "claim-3"};
-  const Outcome chained = planOf(claimed, planDoc("s1", "run-new", next));
+  const CliOutcome chained = planOf(claimed, planDoc("s1", "run-new", next));
   EXPECT_EQ(chained.out["decision"], "continue") << chained.text;
   EXPECT_EQ(chained.out["lineageDepth"], 2);
   EXPECT_EQ(chained.out["boundary"]["segments"].size(), 2u);

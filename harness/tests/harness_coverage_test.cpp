@@ -16,8 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string cs() { return crashsimBinary().string(); }
-
 // One line on stderr, exit 2, and the line says why.
 void expectExitTwo(const std::string& cmd, const std::string& why) {
   auto r = sh(cmd + " 2>&1 >/dev/null");

@@ -13,13 +13,7 @@ using namespace crashsim::harness::test;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string cs() { return crashsimBinary().string(); }
-
-json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(Durability, ReportMeasuresThePlatformAndMergesTwoPlatformsIntoOneMatrix) {
   auto d = freshDir("crashsim-durability");

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Scenario scenarioNamed(const std::string& id) {
+Scenario findScenario(const std::string& id) {
   return loadScenario(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json"));
 }
 
@@ -31,7 +31,7 @@ const std::string kNew = "{\"name\":\"demo\",\"port\":4000}\n";  // its Write ca
 
 std::vector<std::string> judge(const std::map<std::string, durable_replace::CallFacts>& facts,
                                const std::optional<std::string>& config) {
-  const auto sc = scenarioNamed("write-config-port");
+  const auto sc = findScenario("write-config-port");
   auto ws = freshDir("crashsim-d3");
   if (config) put(ws / "config.json", *config);
   auto out = durable_replace::problems(sc, facts, ws);
@@ -71,7 +71,7 @@ TEST(DurableReplace, AnAcknowledgedReplaceMustHoldItsNewContent) {
 
 TEST(DurableReplace, AFileTheScenarioCreatesMayBeAbsentUntilItsReplaceIsAcknowledged) {
   // tool-error: call-2 Writes missing.txt, which the seed does not have.
-  const auto sc = scenarioNamed("tool-error");
+  const auto sc = findScenario("tool-error");
   auto ws = freshDir("crashsim-d3-new");
   EXPECT_TRUE(durable_replace::problems(sc, {{"call-2", {true, false}}}, ws).empty());
   EXPECT_EQ(durable_replace::problems(sc, {{"call-2", {true, true}}}, ws).size(), 1u);

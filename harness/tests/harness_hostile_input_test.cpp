@@ -23,7 +23,7 @@ namespace code = crashsim::code;
 
 namespace {
 
-std::string cs() { return "timeout 60 " + crashsimBinary().string(); }
+std::string csWithTimeout() { return "timeout 60 " + crashsimBinary().string(); }
 std::string agent() { return "timeout 60 " + agentBinary().string(); }
 std::string scenarioFile(const std::string& id) {
   return (fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / (id + ".json")).string();
@@ -55,7 +55,7 @@ TEST_F(HostileInput, AFifoNamedLikeAScenarioIsRefusedNotWaitedFor) {
   fs::copy_file(scenarioFile("write-config-port"), scenarios / "write-config-port.json");
   const fs::path pipe = scenarios / "stalled.json";
   ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
-  const Cmd list = sh(cs() + " scenarios --scenarios " + scenarios.string() + " 2>&1");
+  const Cmd list = sh(csWithTimeout() + " scenarios --scenarios " + scenarios.string() + " 2>&1");
   EXPECT_EQ(list.exitCode, 2) << list.out;
   EXPECT_TRUE(has(list.out, code::scenario_invalid) && has(list.out, pipe.string()) &&
               has(list.out, "FIFO"))
@@ -65,7 +65,7 @@ TEST_F(HostileInput, AFifoNamedLikeAScenarioIsRefusedNotWaitedFor) {
        {agent() + " seed --workspace " + (dir / "ws").string() + " --scenario " + pipe.string(),
         agent() + " run --store " + (dir / "store").string() + " --workspace " +
             (dir / "ws").string() + " --scenario " + pipe.string(),
-        cs() + " resume " + (dir / "store").string() + " --scenario " + pipe.string()}) {
+        csWithTimeout() + " resume " + (dir / "store").string() + " --scenario " + pipe.string()}) {
     const Cmd r = sh(command + " 2>&1");
     EXPECT_EQ(r.exitCode, 2) << command << "\n" << r.out;
     EXPECT_TRUE(has(r.out, code::scenario_invalid) && has(r.out, pipe.string())) << r.out;
@@ -78,7 +78,7 @@ TEST_F(HostileInput, AFifoNamedLikeAScenarioIsRefusedNotWaitedFor) {
 TEST_F(HostileInput, AnExpectManifestThatIsADeviceOrAFifoIsRefused) {
   for (const std::string& manifest : {std::string("/dev/zero"), fifo("cases.txt").string()}) {
     const Cmd r =
-        sh(cs() + " sweep --scenario write-config-port --no-barriers --case " +
+        sh(csWithTimeout() + " sweep --scenario write-config-port --no-barriers --case " +
            "'write-config-port/P1#1/kill' --list --expect-manifest " + manifest + " 2>&1");
     EXPECT_EQ(r.exitCode, 2) << manifest << "\n" << r.out;
     EXPECT_TRUE(has(r.out, code::input_unreadable) && has(r.out, manifest)) << r.out;
@@ -92,16 +92,17 @@ TEST_F(HostileInput, ABatchInputPast64MiBIsRefusedBeforeAnyLine) {
   const fs::path big = dir / "big.jsonl";
   std::ofstream(big) << "[]\n";
   fs::resize_file(big, (size_t{64} << 20) + 1);
-  const Cmd file = sh(cs() + " ledger resolve --jsonl " + big.string() + " 2>&1");
+  const Cmd file = sh(csWithTimeout() + " ledger resolve --jsonl " + big.string() + " 2>&1");
   EXPECT_EQ(file.exitCode, 2) << file.out.substr(0, 400);
   EXPECT_TRUE(has(file.out, code::input_too_large)) << file.out.substr(0, 400);
   EXPECT_EQ(lines(file.out), 1u) << file.out.substr(0, 400);
-  const Cmd stream = sh("cat " + big.string() + " | " + cs() + " ledger resolve --jsonl - 2>&1");
+  const Cmd stream =
+      sh("cat " + big.string() + " | " + csWithTimeout() + " ledger resolve --jsonl - 2>&1");
   EXPECT_EQ(stream.exitCode, 2);
   EXPECT_TRUE(has(stream.out, code::input_too_large)) << stream.out.substr(0, 400);
   EXPECT_EQ(lines(stream.out), 1u) << stream.out.substr(0, 400);
   const fs::path pipe = fifo("batch.jsonl");
-  const Cmd p = sh(cs() + " ledger resolve --jsonl " + pipe.string() + " 2>&1");
+  const Cmd p = sh(csWithTimeout() + " ledger resolve --jsonl " + pipe.string() + " 2>&1");
   EXPECT_EQ(p.exitCode, 2) << p.out;
   EXPECT_TRUE(has(p.out, code::input_unreadable)) << p.out;
 }
@@ -122,7 +123,7 @@ TEST_F(HostileInput, AScenarioWithALoneSurrogateIsOneLineWithCodeAndFile) {
        {agent() + " seed --workspace " + (dir / "ws").string() + " --scenario " + file.string(),
         agent() + " run --store " + (dir / "store").string() + " --workspace " +
             (dir / "ws").string() + " --scenario " + file.string(),
-        cs() + " scenarios --scenarios " + scenarios.string()}) {
+        csWithTimeout() + " scenarios --scenarios " + scenarios.string()}) {
     const Cmd r = sh(command + " 2>&1");
     EXPECT_EQ(r.exitCode, 2) << command << "\n" << r.out;
     EXPECT_TRUE(has(r.out, code::scenario_invalid) && has(r.out, file.string()) &&
@@ -171,10 +172,10 @@ TEST_F(HostileInput, AFullDiskOrAClosedStdoutIsExitTwo) {
        {std::string(" sweep --scenario write-config-port --no-barriers --list"),
         std::string(" failpoints --json"), " ledger export " + store.string(),
         " inspect --json " + store.string(), " ledger resolve " + (dir / "ledger.json").string()}) {
-    const Cmd full = sh(cs() + args + " 2>&1 >/dev/full");
+    const Cmd full = sh(csWithTimeout() + args + " 2>&1 >/dev/full");
     EXPECT_EQ(full.exitCode, 2) << args << "\n" << full.out;
     EXPECT_TRUE(has(full.out, code::output_unwritable)) << args << "\n" << full.out;
-    const Cmd closed = sh(cs() + args + " 2>&1 >&-");
+    const Cmd closed = sh(csWithTimeout() + args + " 2>&1 >&-");
     EXPECT_EQ(closed.exitCode, 2) << args << "\n" << closed.out;
     EXPECT_TRUE(has(closed.out, code::output_unwritable)) << args << "\n" << closed.out;
   }
@@ -186,7 +187,7 @@ TEST_F(HostileInput, AnOutThatCannotBeWrittenFailsBeforeTheWork) {
   std::ofstream(dir / "file") << "x";
   for (const std::string& out :
        {std::string("/proc/crashsim-no-such-dir/out"), (dir / "file" / "out").string()}) {
-    const Cmd r = sh(cs() + " sweep --scenario write-config-port --no-barriers --case " +
+    const Cmd r = sh(csWithTimeout() + " sweep --scenario write-config-port --no-barriers --case " +
                      "'write-config-port/P1#1/kill' --out " + out + " 2>&1");
     EXPECT_EQ(r.exitCode, 2) << out << "\n" << r.out;
     EXPECT_TRUE(has(r.out, code::output_unwritable)) << out << "\n" << r.out;
@@ -202,7 +203,7 @@ TEST_F(HostileInput, AFailedRunLeavesNoScratchBehind) {
   fs::create_directories(notACase);
   std::ofstream(notACase / "precious") << "x";
   const Cmd r =
-      sh("TMPDIR=" + tmp.string() + " " + cs() +
+      sh("TMPDIR=" + tmp.string() + " " + csWithTimeout() +
          " run 'write-config-port/P6#1/powerloss@17' --keep " + notACase.string() + " 2>&1");
   EXPECT_EQ(r.exitCode, 2) << r.out;
   EXPECT_EQ(lines(r.out), 1u) << r.out;
@@ -213,7 +214,8 @@ TEST_F(HostileInput, AFailedRunLeavesNoScratchBehind) {
 // Numeric options are plain decimal: 0x4, +5 and 2^64 are one-line usage errors (exit 2), not
 // 4, 5 or a wrapped value.
 TEST_F(HostileInput, NumericOptionsAreDecimalOnly) {
-  const std::string sweep = cs() + " sweep --scenario write-config-port --no-barriers --list";
+  const std::string sweep =
+      csWithTimeout() + " sweep --scenario write-config-port --no-barriers --list";
   for (const std::string& option :
        {std::string("--jobs 0x4"), std::string("--jobs +5"), std::string("--states 0x2"),
         std::string("--seed 18446744073709551616"), std::string("--expect-cases +17")}) {
@@ -235,7 +237,7 @@ TEST_F(HostileInput, AgentUsageIsOneLineAndDurabilityCreatesNoStoreDir) {
     EXPECT_TRUE(has(r.out, code::agent_usage)) << args << "\n" << r.out;
   }
   const fs::path missing = dir / "no" / "such" / "dir";
-  const Cmd r = sh(cs() + " durability --store-dir " + missing.string() + " --out " +
+  const Cmd r = sh(csWithTimeout() + " durability --store-dir " + missing.string() + " --out " +
                    (dir / "out").string() + " 2>&1");
   EXPECT_EQ(r.exitCode, 2) << r.out;
   EXPECT_TRUE(has(r.out, code::input_unreadable)) << r.out;

@@ -22,8 +22,6 @@ namespace reports = crashsim::reports;
 
 namespace {
 
-json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
-
 // Runs a sweep and returns its report (empty object when none was written).
 json sweep(const fs::path& binary, const std::string& args, const fs::path& out, int* rc,
            const std::string& envPrefix = "") {

@@ -13,7 +13,8 @@
 #include "crashsim/harness/scenario.h"
 #include "verdicts/h1_race.h"
 
-using namespace crashsim;
+namespace code = crashsim::code;
+namespace harness = crashsim::harness;
 using namespace crashsim::harness;
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -93,7 +94,7 @@ std::string joined(const race::Judgement& j) {
   return s;
 }
 
-bool mentions(const race::Judgement& j, const std::string& text) {
+bool judgementMentions(const race::Judgement& j, const std::string& text) {
   return std::any_of(j.problems.begin(), j.problems.end(),
                      [&](const std::string& p) { return p.find(text) != std::string::npos; });
 }
@@ -161,7 +162,7 @@ TEST(H1, ASecondHostThatPlannedBesideTheFirstFails) {
       kContinues, kCrashed, recovered(),
       {host("a", 0, report(true), true),
        host("b", 0, report(false, {std::string(code::continuation_started_indeterminate)}))});
-  EXPECT_TRUE(mentions(j, "planned while the other was still recovering")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "planned while the other was still recovering")) << joined(j);
 }
 
 // Bug: the loser got as far as the claim (existing) before anything refused it.
@@ -172,8 +173,8 @@ TEST(H1, ALoserRefusedByTheClaimInsteadOfTheHostLockFails) {
       race::judge(kContinues, kCrashed, after,
                   {host("a", 0, report(true), true),
                    host("b", 2, refusal(std::string(code::continuation_claim_conflict)))});
-  EXPECT_TRUE(mentions(j, "continuation_claim_conflict")) << joined(j);
-  EXPECT_FALSE(mentions(j, "acquired the continuation claim")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "continuation_claim_conflict")) << joined(j);
+  EXPECT_FALSE(judgementMentions(j, "acquired the continuation claim")) << joined(j);
 }
 
 // Bug: the refused host had already repaired and committed (its lock came after its writes).
@@ -182,7 +183,8 @@ TEST(H1, ARefusedHostThatHadCommittedFails) {
   (*b.hits)[kBarrierS] = 2;
   const auto j =
       race::judge(kContinues, kCrashed, recovered(), {host("a", 0, report(true), true), b});
-  EXPECT_TRUE(mentions(j, "only after it had worked on the store (reached S×2)")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "only after it had worked on the store (reached S×2)"))
+      << joined(j);
 }
 
 // Bug: a claim checked in one transaction and written in another — both racers read acquired.
@@ -191,7 +193,8 @@ TEST(H1, TwoAcquiredClaimsFail) {
   after.lifecycle.push_back(claimLine(std::string(code::acquired)));
   const auto j = race::judge(kContinues, kCrashed, after,
                              {host("a", 0, report(true), true), host("b", 2, refusal())});
-  EXPECT_TRUE(mentions(j, "2 racers acquired the continuation claim of one boundary")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "2 racers acquired the continuation claim of one boundary"))
+      << joined(j);
 }
 
 // Bug: two continuation runs for one boundary (two claims under different ids, or one claim
@@ -206,9 +209,9 @@ TEST(H1, TwoContinuationRunsForOneBoundaryFail) {
        {{"continuationSource", {{"claimId", kClaim}, {"boundaryDigest", "sha256:b"}}}}});
   const auto j = race::judge(kContinues, kCrashed, after,
                              {host("a", 0, report(true), true), host("b", 0, report(true), true)});
-  EXPECT_TRUE(mentions(j, "has 2 continuation run(s)")) << joined(j);
-  EXPECT_TRUE(mentions(j, "both called the provider")) << joined(j);
-  EXPECT_TRUE(mentions(j, "both racers recovered")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "has 2 continuation run(s)")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "both called the provider")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "both racers recovered")) << joined(j);
 }
 
 // Bug: the bundle writer takes a second, different bundle for one operation (completed against
@@ -229,8 +232,8 @@ TEST(H1, TwoDifferingBundlesFail) {
       race::judge(kContinues, kCrashed, after,
                   {host("a", 0, report(true, {}, completed), true),
                    host("b", 0, report(false, {"continuation_already_exists"}, parked))});
-  EXPECT_TRUE(mentions(j, "holds 2 reconcile facts (that differ)")) << joined(j);
-  EXPECT_TRUE(mentions(j, "completed against parked")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "holds 2 reconcile facts (that differ)")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "completed against parked")) << joined(j);
 }
 
 // Two identical bundles converge (spec j.8): an exact retry creates nothing, so only one racer
@@ -247,13 +250,13 @@ TEST(H1, AnExactRetryOfTheBundleConvergesButTwoCreationsFail) {
   auto retry = race::judge(kContinues, kCrashed, after,
                            {host("a", 0, report(true, {}, op("bundle_committed")), true),
                             host("b", 0, report(true, {}, op("bundle_exact_retry")))});
-  EXPECT_FALSE(mentions(retry, "created its recovery bundle")) << joined(retry);
-  EXPECT_FALSE(mentions(retry, "completed against parked")) << joined(retry);
-  EXPECT_FALSE(mentions(retry, "reconcile facts")) << joined(retry);
+  EXPECT_FALSE(judgementMentions(retry, "created its recovery bundle")) << joined(retry);
+  EXPECT_FALSE(judgementMentions(retry, "completed against parked")) << joined(retry);
+  EXPECT_FALSE(judgementMentions(retry, "reconcile facts")) << joined(retry);
   auto twice = race::judge(kContinues, kCrashed, after,
                            {host("a", 0, report(true, {}, op("bundle_committed")), true),
                             host("b", 0, report(true, {}, op("bundle_committed")))});
-  EXPECT_TRUE(mentions(twice, "both racers created its recovery bundle")) << joined(twice);
+  EXPECT_TRUE(judgementMentions(twice, "both racers created its recovery bundle")) << joined(twice);
 }
 
 // Bug: a call executed twice (both racers ran the continuation's call).
@@ -262,7 +265,7 @@ TEST(H1, ADoubleExecutionFails) {
   after.effects["call-1"] = 2;
   const auto j = race::judge(kContinues, kCrashed, after,
                              {host("a", 0, report(true), true), host("b", 2, refusal())});
-  EXPECT_TRUE(mentions(j, "call-1 executed 2 times")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "call-1 executed 2 times")) << joined(j);
 }
 
 // A race that parks adds no claim; a claim that appears anyway is one too many.
@@ -270,7 +273,8 @@ TEST(H1, AParkAddsNoClaim) {
   race::Facts after = recovered();
   const auto j = race::judge(race::Expectation{false}, kCrashed, after,
                              {host("a", 0, report(true), true), host("b", 2, refusal())});
-  EXPECT_TRUE(mentions(j, "the race added 1 continuation claim(s), the contract expects 0"))
+  EXPECT_TRUE(
+      judgementMentions(j, "the race added 1 continuation claim(s), the contract expects 0"))
       << joined(j);
 }
 
@@ -280,5 +284,5 @@ TEST(H1, ARacerThatNeverReachedTheBarrierFails) {
   b.atBarrier = false;
   const auto j =
       race::judge(kContinues, kCrashed, recovered(), {host("a", 0, report(true), true), b});
-  EXPECT_TRUE(mentions(j, "never reached the race barrier")) << joined(j);
+  EXPECT_TRUE(judgementMentions(j, "never reached the race barrier")) << joined(j);
 }

@@ -1,5 +1,5 @@
 // The recovery barrier oracle (verdicts/recovery_barrier.h) on real ledgers: the real agent is
-// killed at P0#1 of write-config-port and recovered to the end (`crashsim run … --keep`), so the
+// killed at P0#1 of write-config-port and recoveredRun to the end (`crashsim run … --keep`), so the
 // store holds the crashed run (sealed) and the continuation run. That pair is cut and edited by
 // hand into the states a kill at one of the recovery process's own barriers may (or must never)
 // leave. Each bad input names the bug that produces it.
@@ -16,7 +16,10 @@
 #include "verdicts/observed_store.h"
 #include "verdicts/recovery_barrier.h"
 
-using namespace crashsim;
+using crashsim::RunHeader;
+using crashsim::RuntimeStore;
+namespace code = crashsim::code;
+namespace harness = crashsim::harness;
 using namespace crashsim::harness;
 using namespace crashsim::harness::test;
 namespace fs = std::filesystem;
@@ -33,8 +36,8 @@ struct Recovered {
 };
 
 // write-config-port killed at P0#1 (nothing settled: the continuation makes every call) and
-// recovered to the end.
-const Recovered& recovered() {
+// recoveredRun to the end.
+const Recovered& recoveredRun() {
   static const Recovered r = [] {
     Recovered out;
     const fs::path dir = freshDir("crashsim-recovery-barrier");
@@ -104,11 +107,6 @@ std::vector<std::string> problems(const Recovered& r, const rb::StoreAtKill& at,
   return bad;
 }
 
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
-}
-
 std::string join(const std::vector<std::string>& lines) {
   std::string s;
   for (const auto& l : lines) s += l + "\n";
@@ -118,7 +116,7 @@ std::string join(const std::vector<std::string>& lines) {
 }  // namespace
 
 TEST(RecoveryBarrierOracle, TheOracleSelectsTheRecoveriesWhoseBarriersAreSwept) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(continuationCallsFrom(r.scenario, 0, 1), std::optional<size_t>(0));
   EXPECT_TRUE(sweptRecoveryBarriers(r.scenario, 0, 1));
@@ -129,10 +127,10 @@ TEST(RecoveryBarrierOracle, TheOracleSelectsTheRecoveriesWhoseBarriersAreSwept) 
 }
 
 // Every state a kill at a transaction boundary of the recovery can leave is legal: nothing
-// recovered yet, the crashed run sealed, the claim alone, the target run's header, then each
+// recoveredRun yet, the crashed run sealed, the claim alone, the target run's header, then each
 // prefix of the continuation run with its effects.
 TEST(RecoveryBarrierOracle, EveryRecoveryPrefixAtATransactionBoundaryIsLegal) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   {
     rb::StoreAtKill at;
@@ -165,7 +163,7 @@ TEST(RecoveryBarrierOracle, EveryRecoveryPrefixAtATransactionBoundaryIsLegal) {
 // Bug (planted: admission_start_split_commit): the continuation-start and the claim's record of
 // it in two transactions; a kill between them leaves a start the claim does not record.
 TEST(RecoveryBarrierOracle, AStartTheClaimDoesNotRecordIsHalfATransaction) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 1);
   at.claims.front().startEventId.reset();
@@ -175,7 +173,7 @@ TEST(RecoveryBarrierOracle, AStartTheClaimDoesNotRecordIsHalfATransaction) {
 
 // Bug: the claim's start recorded before (or without) the start event.
 TEST(RecoveryBarrierOracle, AClaimedStartTheRunLacksIsHalfATransaction) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 0);
   at.claims.front() = r.claim;  // records the start, the run holds no event
@@ -184,7 +182,7 @@ TEST(RecoveryBarrierOracle, AClaimedStartTheRunLacksIsHalfATransaction) {
 
 // Bug: the claim (or the continuation) before the crashed run is sealed.
 TEST(RecoveryBarrierOracle, AClaimBeforeTheSealIsAViolation) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 0);
   at.runs.front() = atPrimary(r);
@@ -194,7 +192,7 @@ TEST(RecoveryBarrierOracle, AClaimBeforeTheSealIsAViolation) {
 // Bug: recovery rewrites the crashed run (a ledger is append-only) or appends to it what is no
 // recovery fact of an unsettled call.
 TEST(RecoveryBarrierOracle, TheCrashedRunIsAppendOnly) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 2);
   ASSERT_GE(at.runs.front().events.size(), 2u);
@@ -209,7 +207,7 @@ TEST(RecoveryBarrierOracle, TheCrashedRunIsAppendOnly) {
 
 // Bug: a run nobody claimed, a second claim, a second continuation-start.
 TEST(RecoveryBarrierOracle, OnlyTheClaimedTargetRunsAndStartsOnce) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 1);
   at.runs.back().runId = "run-nobody-claimed";
@@ -225,7 +223,7 @@ TEST(RecoveryBarrierOracle, OnlyTheClaimedTargetRunsAndStartsOnce) {
 // Bug: a continuation call runs before its T1 (or before the continuation even started), or a
 // crashed run's call runs again.
 TEST(RecoveryBarrierOracle, NoImplementationWithoutItsT1) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   auto at = withContinuationPrefix(r, 1);
   at.effects["call-1"] = 1;
@@ -246,7 +244,7 @@ TEST(RecoveryBarrierOracle, NoImplementationWithoutItsT1) {
 // again); a Write that ran may park; no start yet, or a finished continuation, continues /
 // finishes with every call run once.
 TEST(RecoveryBarrierOracle, TheNextRecoveryDoesWhatTheContinuationsFactsDemand) {
-  const auto& r = recovered();
+  const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
   const auto& cont = r.continuation.events;
   auto dispatchOf = [&](const std::string& call) {

@@ -145,7 +145,7 @@ TEST_F(ResumeTest, ResumeWithoutWorkspaceLeavesTheWriteForRecoverToFinish) {
   EXPECT_EQ(d["status"], code::completed) << d.dump();
   EXPECT_EQ(d["reason"], code::recovery_bundle_completed) << d.dump();
   EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
-  EXPECT_TRUE(workspace::expectedProblems(loadScenario(sc), dir / "ws").empty());
+  EXPECT_TRUE(workspace::expectedProblems(crashsim::loadScenario(sc), dir / "ws").empty());
 }
 
 // The same crash, `crashsim resume --scenario` alone: it reconciles, repairs, plans and
@@ -161,7 +161,7 @@ TEST_F(ResumeTest, ResumeWithScenarioFinishesTheTask) {
   EXPECT_EQ(r.json["plan"]["decision"], "continue");
   EXPECT_EQ(r.json["continuation"]["status"], "completed");
   EXPECT_EQ(executions(dir / "store", "call-2"), 1u);
-  EXPECT_TRUE(workspace::expectedProblems(loadScenario(sc), dir / "ws").empty());
+  EXPECT_TRUE(workspace::expectedProblems(crashsim::loadScenario(sc), dir / "ws").empty());
   // A second start-up has nothing to do: the source was continued.
   const Resume again = crashsim("resume " + store() + " --workspace " + ws() + " --json");
   EXPECT_EQ(again.exitCode, 0) << again.out;

@@ -24,8 +24,6 @@ namespace reports = crashsim::reports;
 
 namespace {
 
-json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
-
 // The pids of this process's children whose command line is `crashsim-agent serve`.
 std::vector<int> serveChildren() {
   std::vector<int> out;

@@ -15,13 +15,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 namespace reports = crashsim::reports;
 
-namespace {
-
-std::string cs() { return crashsimBinary().string(); }
-
-json loadJson(const fs::path& p) { return json::parse(slurp(p)); }
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(Sweep, ReportsValidateAgainstTheSchemaAndEveryCaseHasV1ToV9) {
   auto d = freshDir("crashsim-sweep-schema");

@@ -25,14 +25,19 @@
 #include "verdicts/v8_recovery.h"
 #include "verdicts/v9_determinism.h"
 
-using namespace crashsim;
+using crashsim::ContentKind;
+using crashsim::RuntimeEvent;
+using crashsim::RuntimeStore;
+namespace code = crashsim::code;
+namespace harness = crashsim::harness;
+namespace reports = crashsim::reports;
 using namespace crashsim::harness;
 using namespace crashsim::harness::test;
 namespace fs = std::filesystem;
 
 namespace {
 
-harness::Scenario scenarioNamed(const std::string& id) {
+harness::Scenario loadScenarioNamed(const std::string& id) {
   for (auto& s : loadScenarioDir(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios"))
     if (s.id == id) return s;
   ADD_FAILURE() << "no scenario " << id;
@@ -109,7 +114,7 @@ TEST(VerdictV1, OnlyASigkilledChildThatReportedTheArmedPointPasses) {
 // terminal fact is durable where the P6 window has none).
 TEST(VerdictV3, DurableFactsMustBeTheOracleRowsPrefix) {
   auto d = freshDir("crashsim-v3");
-  const auto sc = scenarioNamed("bash-touch-marker");
+  const auto sc = loadScenarioNamed("bash-touch-marker");
   const auto all = ledgerOf(completedStore(d, "bash-touch-marker"));
   const auto x = expectCase(sc, 6, 1);
   ASSERT_TRUE(x.ok);
@@ -129,7 +134,7 @@ TEST(VerdictV3, DurableFactsMustBeTheOracleRowsPrefix) {
 // ledger is P6's, the expectation P2's: the oracle wants dispatch_without_response).
 TEST(VerdictV4, DecisionsMustBeTheOracleRows) {
   auto d = freshDir("crashsim-v4");
-  const auto sc = scenarioNamed("bash-touch-marker");
+  const auto sc = loadScenarioNamed("bash-touch-marker");
   const auto crashed = upToFirstResponse(ledgerOf(completedStore(d, "bash-touch-marker")));
   Checks good, bad;
   checkDecisions(expectCase(sc, 6, 1), crashed, good);
@@ -224,7 +229,7 @@ TEST(VerdictV8, ParkWorkspaceHistoryAndExecutionsAreJudged) {
   EXPECT_NE(continuationHistoryProblem(*RuntimeStore::open(store), 0).find("1 user message"),
             std::string::npos);
 
-  const auto sc = scenarioNamed("bash-touch-marker");
+  const auto sc = loadScenarioNamed("bash-touch-marker");
   Checks once, twice;
   checkExecutions(sc, {1}, {{"call-1", 1}}, once);
   EXPECT_NE(once.m["V8"].status, "fail");

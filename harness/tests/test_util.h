@@ -4,11 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "crashsim/build_paths.h"
 
@@ -70,6 +73,20 @@ inline std::filesystem::path completedRun(const std::filesystem::path& dir, cons
           .exitCode != 0)
     return {};
   return dir / "store";
+}
+
+// The crashsim binary as a shell command word.
+inline std::string cs() { return crashsimBinary().string(); }
+
+// A JSON file's document.
+inline nlohmann::json loadJson(const std::filesystem::path& p) {
+  return nlohmann::json::parse(slurp(p));
+}
+
+// Whether any of `lines` contains `text`.
+inline bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
 }
 
 }  // namespace crashsim::harness::test

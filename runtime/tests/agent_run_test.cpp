@@ -18,6 +18,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "store_test_util.h"
 #include "verdicts/workspace_expect.h"
 
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ using namespace crashsim;
 
 namespace {
 
-const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+using testutil::kScenarioDir;
 
 struct Sandbox {
   Sandbox() {

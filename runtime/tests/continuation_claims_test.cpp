@@ -7,37 +7,6 @@ using namespace ctest;
 
 namespace {
 
-// Builds a claim for the plan exactly as executeContinuation does.
-ContinuationClaim claimFor(const ContinuationPlan& p, double claimedAt) {
-  ContinuationClaim c;
-  c.claimId = p.claimId;
-  c.boundary = *p.boundary;
-  c.boundaryDigest = p.boundary->manifestDigest;
-  c.providerReplayDigest = p.providerReplayDigest;
-  c.target = PrefixIdentity{p.sessionId, p.invocationId, p.runId, p.turnId};
-  c.claimedAt = claimedAt;
-  RunHeader& h = c.targetRunHeader;
-  h.sessionId = p.sessionId;
-  h.runId = p.runId;
-  h.invocationId = p.invocationId;
-  h.turnId = p.turnId;
-  h.status = "created";
-  h.createdAt = h.updatedAt = claimedAt;
-  h.workspaceIdentity = kWorkspace;
-  h.parentRunId = p.sourceRunId;
-  h.parentTurnId = p.sourceTurnId;
-  h.continuationSource = Json{{"protocol", "continuation_source_v2"},
-                              {"claimId", p.claimId},
-                              {"boundaryDigest", p.boundary->manifestDigest},
-                              {"sourceInvocationId", p.sourceInvocationId},
-                              {"sourceRunId", p.sourceRunId},
-                              {"sourceTurnId", p.sourceTurnId},
-                              {"sourceRuntimeEventHighWater", p.sourceRuntimeEventHighWater},
-                              {"sourcePrefixDigest", p.sourcePrefixDigest},
-                              {"replayManifestDigest", p.boundary->manifestDigest}};
-  return c;
-}
-
 struct Claims : ::testing::Test {
   TempStore ts{"claims"};
   Host h;
@@ -51,7 +20,7 @@ struct Claims : ::testing::Test {
   RuntimeStore& s() { return *ts; }
 };
 
-std::string codeOf(const std::function<void()>& f) {
+std::string codeOrNoError(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -128,14 +97,14 @@ TEST_F(Claims, SameSourceHighWaterWithDifferentBoundaryIsConflict) {
 TEST_F(Claims, InvalidClaimsAreRejectedWithContinuationClaimInvalid) {
   ContinuationClaim c = claimFor(plan, 5000);
   c.targetRunHeader.createdAt = 1;
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), c); }), "continuation_claim_invalid");
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), c); }), "continuation_claim_invalid");
   ContinuationPlan q = plan;
   q.runId = "r1";  // reuses the source run id
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), claimFor(q, 5000)); }),
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), claimFor(q, 5000)); }),
             "continuation_claim_invalid");
   ContinuationClaim d = claimFor(plan, 5000);
   d.boundaryDigest = "sha256:" + std::string(64, '0');
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), d); }), "continuation_claim_invalid");
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), d); }), "continuation_claim_invalid");
 }
 
 TEST_F(Claims, NonTerminalSourceIsContinuationBoundaryNotTerminal) {
@@ -152,7 +121,7 @@ TEST_F(Claims, NonTerminalSourceIsContinuationBoundaryNotTerminal) {
   q.sourceRuntimeEventHighWater = 1;
   q.sourcePrefixDigest = p.prefixDigest;
   q.boundary = buildBoundaryCursor(segs);
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), claimFor(q, 5000)); }),
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), claimFor(q, 5000)); }),
             "continuation_boundary_not_terminal");
   EXPECT_TRUE(listClaims(s()).empty());
   s().append(r.model("still writable: no seal"));
@@ -165,7 +134,7 @@ TEST_F(Claims, StaleOrMissingBoundaryIsChangedOrMissing) {
   q.boundary->segments = Json::array({seg});
   q.boundary->manifestDigest = manifestDigest(q.boundary->segments);
   q.sourcePrefixDigest = seg["prefixDigest"];
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), claimFor(q, 5000)); }),
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), claimFor(q, 5000)); }),
             "continuation_boundary_changed");
   ContinuationPlan m = plan;
   Json seg2 = m.boundary->segments[0];
@@ -173,14 +142,14 @@ TEST_F(Claims, StaleOrMissingBoundaryIsChangedOrMissing) {
   m.boundary->segments = Json::array({seg2});
   m.boundary->manifestDigest = manifestDigest(m.boundary->segments);
   m.sourceInvocationId = "inv-ghost";
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), claimFor(m, 5000)); }),
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), claimFor(m, 5000)); }),
             "continuation_boundary_missing");
 }
 
 TEST_F(Claims, NonEmptyTargetIsContinuationTargetNotEmpty) {
   RunIds t = RunIds{"s1", plan.invocationId, plan.runId, plan.turnId};
   s().append(t.user("squatter"));
-  EXPECT_EQ(codeOf([&] { claimContinuation(s(), claimFor(plan, 5000)); }),
+  EXPECT_EQ(codeOrNoError([&] { claimContinuation(s(), claimFor(plan, 5000)); }),
             "continuation_target_not_empty");
   EXPECT_TRUE(listClaims(s()).empty());
 }
@@ -188,10 +157,11 @@ TEST_F(Claims, NonEmptyTargetIsContinuationTargetNotEmpty) {
 TEST_F(Claims, ClaimSealsSourceAndReservesTargetEventOne) {
   ASSERT_EQ(claimContinuation(s(), claimFor(plan, 5000)).result, "acquired");
   RunIds t = RunIds{"s1", plan.invocationId, plan.runId, plan.turnId};
-  EXPECT_EQ(codeOf([&] { s().append(t.user("not the start")); }), "continuation_target_reserved");
+  EXPECT_EQ(codeOrNoError([&] { s().append(t.user("not the start")); }),
+            "continuation_target_reserved");
   RunIds again = src;
   // The source is terminal anyway; the seal rule is checked for the source identity too.
-  std::string c = codeOf([&] { s().append(again.model("late")); });
+  std::string c = codeOrNoError([&] { s().append(again.model("late")); });
   EXPECT_TRUE(c == "continuation_source_sealed" || c == "run_sealed") << c;
 }
 
@@ -206,9 +176,10 @@ TEST_F(Claims, ContinuationStartIsEventOneRetryIsIdempotentDifferentIsConflict) 
   EXPECT_FALSE(w2.created);
   EXPECT_EQ(w2.runtimeEventSeq, 1);
   RuntimeEvent other = buildContinuationStartEvent(c, "start-2", 5001, "runtime_admission", true);
-  EXPECT_EQ(codeOf([&] { commitContinuationStart(s(), c, other); }), "continuation_start_conflict");
+  EXPECT_EQ(codeOrNoError([&] { commitContinuationStart(s(), c, other); }),
+            "continuation_start_conflict");
   RuntimeEvent repair = buildContinuationStartEvent(c, "start-1", 5001, "claim_repair", false);
-  EXPECT_EQ(codeOf([&] { commitContinuationRepairStart(s(), c, repair); }),
+  EXPECT_EQ(codeOrNoError([&] { commitContinuationRepairStart(s(), c, repair); }),
             "continuation_start_conflict");
   auto state = readClaimById(s(), c.claimId);
   ASSERT_TRUE(state);
@@ -224,19 +195,19 @@ TEST_F(Claims, InvalidStartEventsAreContinuationStartInvalid) {
   ContinuationClaim c = claimFor(plan, 5000);
   ASSERT_EQ(claimContinuation(s(), c).result, "acquired");
   // ts before claimedAt
-  EXPECT_EQ(codeOf([&] {
+  EXPECT_EQ(codeOrNoError([&] {
               commitContinuationStart(
                   s(), c, buildContinuationStartEvent(c, "s", 4999, "runtime_admission", true));
             }),
             "continuation_start_invalid");
   // marker on a repair start
-  EXPECT_EQ(codeOf([&] {
+  EXPECT_EQ(codeOrNoError([&] {
               commitContinuationRepairStart(
                   s(), c, buildContinuationStartEvent(c, "s", 5000, "claim_repair", true));
             }),
             "continuation_start_invalid");
   // provenance differs from the writer's start kind
-  EXPECT_EQ(codeOf([&] {
+  EXPECT_EQ(codeOrNoError([&] {
               commitContinuationStart(
                   s(), c, buildContinuationStartEvent(c, "s", 5000, "claim_repair", false));
             }),
@@ -244,14 +215,14 @@ TEST_F(Claims, InvalidStartEventsAreContinuationStartInvalid) {
   // replay digest differs from the claim
   ContinuationClaim forged = c;
   forged.providerReplayDigest = "sha256:" + std::string(64, 'b');
-  EXPECT_EQ(codeOf([&] {
+  EXPECT_EQ(codeOrNoError([&] {
               commitContinuationStart(
                   s(), c,
                   buildContinuationStartEvent(forged, "s", 5000, "runtime_admission", true));
             }),
             "continuation_start_invalid");
   // claim that is not the durable one
-  EXPECT_EQ(codeOf([&] {
+  EXPECT_EQ(codeOrNoError([&] {
               commitContinuationStart(
                   s(), forged,
                   buildContinuationStartEvent(forged, "s", 5000, "runtime_admission", true));
@@ -266,9 +237,11 @@ TEST_F(Claims, ReadingClaimStateCrossChecksStartKind) {
   commitContinuationStart(s(), c,
                           buildContinuationStartEvent(c, "st", 5000, "runtime_admission", true));
   execSql(s(), "UPDATE runtime_continuation_claims SET start_kind = 'claim_repair'");
-  EXPECT_EQ(codeOf([&] { readClaimById(s(), c.claimId); }), "continuation_claim_row_mismatch");
+  EXPECT_EQ(codeOrNoError([&] { readClaimById(s(), c.claimId); }),
+            "continuation_claim_row_mismatch");
   execSql(s(), "UPDATE runtime_continuation_claims SET start_kind = NULL");
-  EXPECT_EQ(codeOf([&] { readClaimById(s(), c.claimId); }), "continuation_claim_row_mismatch");
+  EXPECT_EQ(codeOrNoError([&] { readClaimById(s(), c.claimId); }),
+            "continuation_claim_row_mismatch");
 }
 
 // e.5 classification, by name.

@@ -60,36 +60,6 @@ int claimCode(const std::filesystem::path& dir, const ContinuationClaim& c) {
   return kConflict;
 }
 
-ContinuationClaim claimFor(const ContinuationPlan& p, double at) {
-  ContinuationClaim c;
-  c.claimId = p.claimId;
-  c.boundary = *p.boundary;
-  c.boundaryDigest = p.boundary->manifestDigest;
-  c.providerReplayDigest = p.providerReplayDigest;
-  c.target = PrefixIdentity{p.sessionId, p.invocationId, p.runId, p.turnId};
-  c.claimedAt = at;
-  RunHeader& h = c.targetRunHeader;
-  h.sessionId = p.sessionId;
-  h.runId = p.runId;
-  h.invocationId = p.invocationId;
-  h.turnId = p.turnId;
-  h.status = "created";
-  h.createdAt = h.updatedAt = at;
-  h.workspaceIdentity = kWorkspace;
-  h.parentRunId = p.sourceRunId;
-  h.parentTurnId = p.sourceTurnId;
-  h.continuationSource = Json{{"protocol", "continuation_source_v2"},
-                              {"claimId", p.claimId},
-                              {"boundaryDigest", p.boundary->manifestDigest},
-                              {"sourceInvocationId", p.sourceInvocationId},
-                              {"sourceRunId", p.sourceRunId},
-                              {"sourceTurnId", p.sourceTurnId},
-                              {"sourceRuntimeEventHighWater", p.sourceRuntimeEventHighWater},
-                              {"sourcePrefixDigest", p.sourcePrefixDigest},
-                              {"replayManifestDigest", p.boundary->manifestDigest}};
-  return c;
-}
-
 }  // namespace
 
 TEST(ContinuationRace, TwoProcessesClaimingSameBoundaryOneAcquiredOneExisting) {

@@ -17,6 +17,7 @@
 #include "crashsim/error.h"
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
+#include "store_test_util.h"
 
 namespace ctest {
 
@@ -199,15 +200,37 @@ inline void execSql(RuntimeStore& s, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << msg << " in " << sql;
 }
 
-inline std::string sqlQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "''";
-    else
-      out.push_back(c);
-  }
-  return out + "'";
+using crashsim::testutil::sqlQuote;
+
+// Builds a claim for the plan exactly as executeContinuation does.
+inline ContinuationClaim claimFor(const ContinuationPlan& p, double claimedAt) {
+  ContinuationClaim c;
+  c.claimId = p.claimId;
+  c.boundary = *p.boundary;
+  c.boundaryDigest = p.boundary->manifestDigest;
+  c.providerReplayDigest = p.providerReplayDigest;
+  c.target = PrefixIdentity{p.sessionId, p.invocationId, p.runId, p.turnId};
+  c.claimedAt = claimedAt;
+  RunHeader& h = c.targetRunHeader;
+  h.sessionId = p.sessionId;
+  h.runId = p.runId;
+  h.invocationId = p.invocationId;
+  h.turnId = p.turnId;
+  h.status = "created";
+  h.createdAt = h.updatedAt = claimedAt;
+  h.workspaceIdentity = kWorkspace;
+  h.parentRunId = p.sourceRunId;
+  h.parentTurnId = p.sourceTurnId;
+  h.continuationSource = Json{{"protocol", "continuation_source_v2"},
+                              {"claimId", p.claimId},
+                              {"boundaryDigest", p.boundary->manifestDigest},
+                              {"sourceInvocationId", p.sourceInvocationId},
+                              {"sourceRunId", p.sourceRunId},
+                              {"sourceTurnId", p.sourceTurnId},
+                              {"sourceRuntimeEventHighWater", p.sourceRuntimeEventHighWater},
+                              {"sourcePrefixDigest", p.sourcePrefixDigest},
+                              {"replayManifestDigest", p.boundary->manifestDigest}};
+  return c;
 }
 
 }  // namespace ctest

@@ -8,14 +8,15 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/runtime_event.h"
+#include "store_test_util.h"
 
 namespace crashsim {
 namespace {
 
 using Ptr = Json::json_pointer;
 
-const std::string kDigestA = "sha256:" + std::string(64, 'a');
-const std::string kDigestB = "sha256:" + std::string(64, 'b');
+using testutil::kDigestA;
+using testutil::kDigestB;
 const std::string kWorkspace = "workspace:v1:3f2b8c1e-9d4a-4c7e-8b1f-0a2d3e4f5a6b";
 
 Json evidence() {

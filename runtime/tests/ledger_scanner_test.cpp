@@ -344,23 +344,9 @@ TEST(LedgerScanner, Step8RecoveryFactBeforeDispatchIsUnknownOperation) {
 
 // ---- recovery tail (c.4) and bundle validation (f.6) --------------------------------------
 
-// call, dispatch, reconcile(matches_expected_state), outcome, completed decision.
-Ledger completedBundle() {
-  Ledger l = testing::newProtocolT1();
-  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
-  l.response("op-1_response", "call-1", "Write", "op-1");
-  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
-             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
-  return l;
-}
+using testing::completedBundle;
 
-Ledger parkedBundle(const std::string& observation = "matches_prior_state",
-                    const std::string& reason = "reconcile_matches_prior_state") {
-  Ledger l = testing::newProtocolT1();
-  l.reconcile("rec", "op-1", "call-1", observation);
-  l.decision("dec", "op-1", "call-1", "parked", reason, {"op-1_call", "op-1_dispatch", "rec"});
-  return l;
-}
+using testing::parkedBundle;
 
 std::string validateCompleted(const Ledger& l) {
   return detail::validateRecoveryBundle(l.events[1], l.events[2], l.events[3], &l.events[4],

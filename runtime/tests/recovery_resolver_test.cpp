@@ -27,21 +27,9 @@ std::vector<std::string> issueCodes(const RecoveryResolution& r) {
 
 using Codes = std::vector<std::string>;
 
-Ledger completedBundle() {
-  Ledger l = testing::newProtocolT1();
-  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
-  l.response("op-1_response", "call-1", "Write", "op-1");
-  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
-             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
-  return l;
-}
+using testing::completedBundle;
 
-Ledger parkedBundle(const std::string& observation, const std::string& reason) {
-  Ledger l = testing::newProtocolT1();
-  l.reconcile("rec", "op-1", "call-1", observation);
-  l.decision("dec", "op-1", "call-1", "parked", reason, {"op-1_call", "op-1_dispatch", "rec"});
-  return l;
-}
+using testing::parkedBundle;
 
 // ---- c.1 protocol marker -----------------------------------------------------------------
 

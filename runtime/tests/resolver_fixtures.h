@@ -150,4 +150,22 @@ inline Ledger newProtocolT1(const std::string& mode = "reconcile") {
   return l;
 }
 
+// call, dispatch, reconcile(matches_expected_state), outcome, completed decision.
+inline Ledger completedBundle() {
+  Ledger l = testing::newProtocolT1();
+  l.reconcile("rec", "op-1", "call-1", "matches_expected_state");
+  l.response("op-1_response", "call-1", "Write", "op-1");
+  l.decision("dec", "op-1", "call-1", "completed", "reconcile_matches_expected_state",
+             {"op-1_call", "op-1_dispatch", "rec", "op-1_response"}, "op-1_response");
+  return l;
+}
+
+inline Ledger parkedBundle(const std::string& observation = "matches_prior_state",
+                           const std::string& reason = "reconcile_matches_prior_state") {
+  Ledger l = testing::newProtocolT1();
+  l.reconcile("rec", "op-1", "call-1", observation);
+  l.decision("dec", "op-1", "call-1", "parked", reason, {"op-1_call", "op-1_dispatch", "rec"});
+  return l;
+}
+
 }  // namespace crashsim::testing

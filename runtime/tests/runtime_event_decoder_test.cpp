@@ -13,14 +13,15 @@
 #include "crashsim/json.h"
 #include "crashsim/json_limits.h"
 #include "crashsim/runtime_event.h"
+#include "store_test_util.h"
 
 namespace crashsim {
 namespace {
 
 using Ptr = Json::json_pointer;
 
-const std::string kDigestA = "sha256:" + std::string(64, 'a');
-const std::string kDigestB = "sha256:" + std::string(64, 'b');
+using testutil::kDigestA;
+using testutil::kDigestB;
 
 Json envelope(const char* id, const char* role, const char* author) {
   return Json{

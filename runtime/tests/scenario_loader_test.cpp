@@ -13,13 +13,14 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/scenario.h"
+#include "store_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
 
 namespace {
 
-const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+using testutil::kScenarioDir;
 
 Json minimal() {
   return Json::parse(R"({

@@ -17,13 +17,6 @@ using namespace crashsim::testutil;
 
 namespace {
 
-// Every file of a directory with its bytes (what "writes nothing" compares).
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out[e.path().filename()] = readBytes(e.path());
-  return out;
-}
-
 std::optional<Error> openError(const fs::path& dir, bool readOnly = false) {
   StoreOptions o;
   o.readOnly = readOnly;

@@ -15,7 +15,7 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
-Snapshot snapshot(RuntimeStore& s, const Ident& id) {
+Snapshot projectionSnapshot(RuntimeStore& s, const Ident& id) {
   Snapshot out;
   out.ops = s.listToolOperations();
   out.journal = s.listJournal();
@@ -59,7 +59,7 @@ TEST(StoreProjectionTest, OnlineEqualsReopenEqualsRebuildForEveryState) {
   {
     auto s = RuntimeStore::open(dir.path);
     populate(*s, id);
-    online = snapshot(*s, id);
+    online = projectionSnapshot(*s, id);
   }
   ASSERT_EQ(online.ops.size(), 5u);
   std::map<std::string, std::pair<std::string, int64_t>> states;
@@ -74,13 +74,13 @@ TEST(StoreProjectionTest, OnlineEqualsReopenEqualsRebuildForEveryState) {
   EXPECT_EQ(online.unsettled[0].providerToolCallId, "c-prepared");
 
   auto s = RuntimeStore::open(dir.path);
-  Snapshot reopened = snapshot(*s, id);
+  Snapshot reopened = projectionSnapshot(*s, id);
   EXPECT_EQ(reopened, online);
   const std::string ledger = s->ledgerHash();
   auto r = s->rebuildProjections();
   EXPECT_EQ(r.operations, 5u);
   EXPECT_EQ(r.journalEvents, 12u);
-  Snapshot rebuilt = snapshot(*s, id);
+  Snapshot rebuilt = projectionSnapshot(*s, id);
   EXPECT_EQ(rebuilt.ops, online.ops);
   EXPECT_EQ(rebuilt.journal, online.journal);
   EXPECT_EQ(rebuilt, online);

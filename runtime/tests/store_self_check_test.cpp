@@ -12,14 +12,6 @@ using namespace crashsim::testutil;
 
 namespace {
 
-// Every file of a directory with its bytes: "writes nothing" means this map is unchanged.
-std::map<std::string, std::string> snapshot(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    out[e.path().filename().string()] = readBytes(e.path());
-  return out;
-}
-
 // A store as a crashed tool run leaves it: the user event, a completed call (T1 + T2), a text
 // event and a prepared-only call (T1), seq 1..7 of one invocation.
 struct ToolStore {

@@ -8,10 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 
+#include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
@@ -336,5 +338,18 @@ inline std::string jsonl(const std::vector<Json>& lines) {
 inline void writeFile(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
+
+// Every file of a directory with its bytes: "writes nothing" means this map is unchanged.
+inline std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    out[e.path().filename().string()] = readBytes(e.path());
+  return out;
+}
+
+// Two well-formed digests, and the scenarios folder of the source tree.
+inline const std::string kDigestA = "sha256:" + std::string(64, 'a');
+inline const std::string kDigestB = "sha256:" + std::string(64, 'b');
+inline const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
 
 }  // namespace crashsim::testutil

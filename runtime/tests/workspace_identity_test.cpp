@@ -12,21 +12,22 @@
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/workspace.h"
+#include "store_test_util.h"
 
 namespace fs = std::filesystem;
 using namespace crashsim;
 
 namespace {
 
-class TempDir {
+class ScratchDir {
  public:
-  TempDir() {
+  ScratchDir() {
     std::random_device rd;
     path_ = fs::temp_directory_path() /
             ("crashsim-ws-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
     fs::create_directories(path_);
   }
-  ~TempDir() {
+  ~ScratchDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
@@ -43,13 +44,10 @@ std::string readFile(const fs::path& p) {
   return s.str();
 }
 
-void writeFile(const fs::path& p, const std::string& content) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << content;
-}
+using testutil::writeFile;
 
 template <typename F>
-std::string codeOf(F&& f) {
+std::string thrownCode(F&& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -63,7 +61,7 @@ const char* kUuid = "0b5e7a52-3c1d-4f0e-9a7b-2c3d4e5f6a7b";
 }  // namespace
 
 TEST(WorkspaceIdentity, CreatesExactMarkerBytesAndIdentityString) {
-  TempDir dir;
+  ScratchDir dir;
   const WorkspaceIdentity id = ensureWorkspaceIdentity(dir.path());
   EXPECT_TRUE(id.created);
   EXPECT_TRUE(isValidWorkspaceUuid(id.workspaceId));
@@ -83,7 +81,7 @@ TEST(WorkspaceIdentity, CreatesExactMarkerBytesAndIdentityString) {
 }
 
 TEST(WorkspaceIdentity, ExistingMarkerIsAuthoritativeAndSurvivesMove) {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir.path() / "a");
   writeFile(dir.path() / "a" / ".maka-workspace.json", workspaceMarkerContent(kUuid));
   const auto first = ensureWorkspaceIdentity(dir.path() / "a");
@@ -96,7 +94,7 @@ TEST(WorkspaceIdentity, ExistingMarkerIsAuthoritativeAndSurvivesMove) {
 }
 
 TEST(WorkspaceIdentity, CanonicalRootIsRealpathWithoutTrailingSeparator) {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir.path() / "real");
   fs::create_directory_symlink(dir.path() / "real", dir.path() / "link");
   const fs::path viaLink = canonicalWorkspaceRoot((dir.path() / "link").string() + "///");
@@ -106,14 +104,15 @@ TEST(WorkspaceIdentity, CanonicalRootIsRealpathWithoutTrailingSeparator) {
 }
 
 TEST(WorkspaceIdentity, MissingDirectoryIsWorkspaceNotFound) {
-  TempDir dir;
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path() / "nope"); }), "workspace_not_found");
+  ScratchDir dir;
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path() / "nope"); }),
+            "workspace_not_found");
 }
 
 TEST(WorkspaceIdentity, RegularFileIsInvalidWorkspace) {
-  TempDir dir;
+  ScratchDir dir;
   writeFile(dir.path() / "file", "x");
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path() / "file"); }), "invalid_workspace");
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path() / "file"); }), "invalid_workspace");
 }
 
 TEST(WorkspaceIdentity, InvalidWorkspaceMarkerCases) {
@@ -132,9 +131,9 @@ TEST(WorkspaceIdentity, InvalidWorkspaceMarkerCases) {
       {"array", "[]"},
   };
   for (const auto& [name, content] : cases) {
-    TempDir dir;
+    ScratchDir dir;
     writeFile(dir.path() / ".maka-workspace.json", content);
-    EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker")
+    EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker")
         << name;
     // Never rebound: the invalid marker is left untouched.
     EXPECT_EQ(readFile(dir.path() / ".maka-workspace.json"), content) << name;
@@ -142,7 +141,7 @@ TEST(WorkspaceIdentity, InvalidWorkspaceMarkerCases) {
 }
 
 TEST(WorkspaceIdentity, UppercaseUuidIsAcceptedCaseInsensitively) {
-  TempDir dir;
+  ScratchDir dir;
   writeFile(dir.path() / ".maka-workspace.json",
             "{\"schemaVersion\":1,\"workspaceId\":\"0B5E7A52-3C1D-4F0E-9A7B-2C3D4E5F6A7B\"}\n");
   EXPECT_EQ(ensureWorkspaceIdentity(dir.path()).workspaceId,
@@ -150,20 +149,20 @@ TEST(WorkspaceIdentity, UppercaseUuidIsAcceptedCaseInsensitively) {
 }
 
 TEST(WorkspaceIdentity, SymlinkMarkerIsInvalidWorkspaceMarker) {
-  TempDir dir;
+  ScratchDir dir;
   writeFile(dir.path() / "real.json", workspaceMarkerContent(kUuid));
   fs::create_symlink(dir.path() / "real.json", dir.path() / ".maka-workspace.json");
-  EXPECT_EQ(codeOf([&] { readWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker");
+  EXPECT_EQ(thrownCode([&] { readWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker");
 }
 
 TEST(WorkspaceIdentity, DirectoryMarkerIsInvalidWorkspaceMarker) {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir.path() / ".maka-workspace.json");
-  EXPECT_EQ(codeOf([&] { readWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker");
+  EXPECT_EQ(thrownCode([&] { readWorkspaceIdentity(dir.path()); }), "invalid_workspace_marker");
 }
 
 TEST(WorkspaceIdentity, DirectoryReplacedDuringPublishIsWorkspaceIdentityChanged) {
-  TempDir dir;
+  ScratchDir dir;
   const fs::path ws = dir.path() / "ws";
   fs::create_directories(ws);
   EnsureWorkspaceOptions options;
@@ -171,13 +170,14 @@ TEST(WorkspaceIdentity, DirectoryReplacedDuringPublishIsWorkspaceIdentityChanged
     fs::rename(ws, dir.path() / "moved");
     fs::create_directories(ws);
   };
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(ws, options); }), "workspace_identity_changed");
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(ws, options); }),
+            "workspace_identity_changed");
   EXPECT_FALSE(fs::exists(ws / ".maka-workspace.json"));
   EXPECT_FALSE(fs::exists(dir.path() / "moved" / ".maka-workspace.json"));
 }
 
 TEST(WorkspaceIdentity, ConcurrentPublisherKeepsExistingMarker) {
-  TempDir dir;
+  ScratchDir dir;
   EnsureWorkspaceOptions options;
   options.beforePublish = [&] {
     writeFile(dir.path() / ".maka-workspace.json", workspaceMarkerContent(kUuid));
@@ -188,7 +188,7 @@ TEST(WorkspaceIdentity, ConcurrentPublisherKeepsExistingMarker) {
 }
 
 TEST(WorkspaceIdentity, GitWorktreeGetsInfoExcludeOnce) {
-  TempDir dir;
+  ScratchDir dir;
   if (::system(("git init -q '" + dir.path().string() + "' >/dev/null 2>&1").c_str()) != 0) {
     GTEST_SKIP() << "git is not installed";
   }
@@ -204,44 +204,46 @@ TEST(WorkspaceIdentity, GitWorktreeGetsInfoExcludeOnce) {
 }
 
 TEST(WorkspaceIdentity, MalformedGitIsWorkspaceIoFailedAndNoMarker) {
-  TempDir dir;
+  ScratchDir dir;
   writeFile(dir.path() / ".git", "gitdir: /nonexistent/place\n");
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path()); }), "workspace_io_failed");
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path()); }), "workspace_io_failed");
   EXPECT_FALSE(fs::exists(dir.path() / ".maka-workspace.json"));
 }
 
 TEST(WorkspaceIdentity, GitUnavailableIsWorkspaceIoFailedAndNoMarker) {
-  TempDir dir;
+  ScratchDir dir;
   fs::create_directories(dir.path() / ".git");
   EnsureWorkspaceOptions options;
   options.gitExecutable = "crashsim-no-such-git-binary";
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path(), options); }), "workspace_io_failed");
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path(), options); }),
+            "workspace_io_failed");
   EXPECT_FALSE(fs::exists(dir.path() / ".maka-workspace.json"));
 }
 
 TEST(WorkspaceIdentity, FullExcludeIsWorkspaceIoFailed) {
-  TempDir dir;
+  ScratchDir dir;
   if (::system(("git init -q '" + dir.path().string() + "' >/dev/null 2>&1").c_str()) != 0) {
     GTEST_SKIP() << "git is not installed";
   }
   fs::create_directories(dir.path() / ".git" / "info");
   writeFile(dir.path() / ".git" / "info" / "exclude", std::string((1u << 20) + 10, '#'));
-  EXPECT_EQ(codeOf([&] { ensureWorkspaceIdentity(dir.path()); }), "workspace_io_failed");
+  EXPECT_EQ(thrownCode([&] { ensureWorkspaceIdentity(dir.path()); }), "workspace_io_failed");
   EXPECT_FALSE(fs::exists(dir.path() / ".maka-workspace.json"));
 }
 
 TEST(WorkspacePath, RefusesEscapesWithInvalidWorkspacePath) {
-  TempDir dir;
+  ScratchDir dir;
   const fs::path root = canonicalWorkspaceRoot(dir.path());
   fs::create_directories(root / "inside");
-  TempDir outside;
+  ScratchDir outside;
   fs::create_directory_symlink(outside.path(), root / "out");
   writeFile(outside.path() / "secret", "s");
   fs::create_symlink(outside.path() / "secret", root / "secret-link");
   for (const std::string bad :
        {"", "/etc/passwd", "../x", "inside/../../x", "out/secret", "secret-link",
         ".maka-workspace.json", "missing-dir/file", "inside"}) {
-    EXPECT_EQ(codeOf([&] { resolveWorkspacePath(root, bad); }), "invalid_workspace_path") << bad;
+    EXPECT_EQ(thrownCode([&] { resolveWorkspacePath(root, bad); }), "invalid_workspace_path")
+        << bad;
   }
   const auto ok = resolveWorkspacePath(root, "./inside//file.txt");
   EXPECT_EQ(ok.relative, "inside/file.txt");
@@ -249,7 +251,7 @@ TEST(WorkspacePath, RefusesEscapesWithInvalidWorkspacePath) {
 }
 
 TEST(WorkspaceFiles, ObserveFileGivesSizeAndSha256) {
-  TempDir dir;
+  ScratchDir dir;
   writeFile(dir.path() / "f", "after");
   std::string content;
   const FileState s = observeFile(dir.path() / "f", 1024, &content);

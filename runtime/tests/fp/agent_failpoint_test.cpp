@@ -28,23 +28,23 @@ using namespace crashsim;
 
 namespace {
 
-const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
-const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+using testutil::kAgent;
+using testutil::kScenarioDir;
 constexpr uint64_t kMaxHitsPerFailpoint = 2;
 
 using Sandbox = testutil::AgentSandbox;
 
-struct ChildResult : testutil::AgentExit {
+struct AgentRun : testutil::AgentExit {
   std::optional<Json> control;  // the control line, when armed
 };
 
 // Spawns crashsim-agent <args> with `env` added; when `armed`, waits for the control line,
 // SIGKILLs the child and reaps it; otherwise waits for a normal exit.
-ChildResult runAgent(const std::vector<std::string>& args,
-                     const std::vector<std::pair<std::string, std::string>>& env, bool armed,
-                     const fs::path& logFile) {
+AgentRun runAgent(const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env, bool armed,
+                  const fs::path& logFile) {
   testutil::AgentProcess child(kAgent, args, env, logFile);
-  ChildResult result;
+  AgentRun result;
   if (armed) {
     result.control = child.waitForControlLine(std::chrono::seconds(30));
     child.kill();

@@ -18,13 +18,17 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../store_test_util.h"
+#include "crashsim/build_paths.h"
 #include "crashsim/json.h"
 
 namespace crashsim::testutil {
@@ -145,5 +149,17 @@ struct AgentSandbox {
   std::filesystem::path base;
   bool keep = false;
 };
+
+// The agent binary and a whole-file read, shared by the crash tests (kScenarioDir is in
+// store_test_util.h).
+inline const std::filesystem::path kAgent =
+    std::filesystem::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
+
+inline std::string readFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
 
 }  // namespace crashsim::testutil

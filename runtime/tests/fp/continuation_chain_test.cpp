@@ -39,21 +39,16 @@ using namespace crashsim;
 
 namespace {
 
-const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
+using testutil::kAgent;
 const fs::path kScenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "continuation-chain.json";
 
 using Sandbox = testutil::AgentSandbox;
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
+using testutil::readFile;
 
 enum class Kill { none, block, self };
 
-struct ChildResult : testutil::AgentExit {
+struct ChainStep : testutil::AgentExit {
   std::optional<Json> control;  // the failpoint's control line
   Json report;                  // the last JSON line on stdout (normal exit)
 };
@@ -61,8 +56,8 @@ struct ChildResult : testutil::AgentExit {
 // crashsim-agent <command> --store --workspace --scenario, armed with `arm` (when not empty).
 // block: waits for the control line, then SIGKILLs; self: the child raises SIGKILL itself
 // after writing the control line; none: waits for the normal exit.
-ChildResult agent(const Sandbox& box, const std::string& command, const std::string& arm, Kill kill,
-                  const std::string& logName) {
+ChainStep agent(const Sandbox& box, const std::string& command, const std::string& arm, Kill kill,
+                const std::string& logName) {
   const fs::path log = box.base / (logName + ".log");
   std::vector<std::pair<std::string, std::string>> env;
   if (!arm.empty()) env.emplace_back("CRASHSIM_ARM", arm);
@@ -71,7 +66,7 @@ ChildResult agent(const Sandbox& box, const std::string& command, const std::str
   if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
   args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", kScenario.string()});
   testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
-  ChildResult r;
+  ChainStep r;
   if (kill != Kill::none) {
     r.control = child.waitForControlLine(std::chrono::seconds(60));
     if (kill == Kill::block) child.kill();
@@ -90,7 +85,7 @@ ChildResult agent(const Sandbox& box, const std::string& command, const std::str
 void killedAt(const Sandbox& box, const std::string& command, const std::string& arm, Kill kill,
               const std::string& logName) {
   fs::remove(box.store() / "agent-exit.json");
-  const ChildResult r = agent(box, command, arm, kill, logName);
+  const ChainStep r = agent(box, command, arm, kill, logName);
   ASSERT_TRUE(r.control.has_value())
       << command << " never reached " << arm << ": " << readFile(box.base / (logName + ".log"));
   EXPECT_EQ((*r.control)["failpoint"], arm.substr(0, arm.find(':')));
@@ -214,7 +209,7 @@ TEST(ContinuationChain, KilledInsideEveryContinuationConvergesWithEveryCallOnce)
   // 5. The last recovery: claim repair (repair start + abandoned terminal on run 4), then a
   //    further continuation (run 5) re-issues call-3 under its own invocation and finishes the
   //    task with call-4.
-  const ChildResult last = agent(box, "recover", "", Kill::none, "recover-4");
+  const ChainStep last = agent(box, "recover", "", Kill::none, "recover-4");
   ASSERT_TRUE(last.exited) << readFile(box.base / "recover-4.log");
   EXPECT_EQ(last.exitCode, 0) << readFile(box.base / "recover-4.log");
   const Json& rep = last.report;
@@ -254,7 +249,7 @@ TEST(ContinuationChain, KilledInsideEveryContinuationConvergesWithEveryCallOnce)
   // Converged: a further recovery finds nothing to repair or continue.
   const std::string ledger = store->ledgerHash();
   store.reset();
-  const ChildResult again = agent(box, "recover", "", Kill::none, "recover-5");
+  const ChainStep again = agent(box, "recover", "", Kill::none, "recover-5");
   ASSERT_TRUE(again.exited);
   EXPECT_EQ(again.report["plan"]["decision"], "park");
   EXPECT_EQ(again.report["plan"]["rejectionReasons"], Json::array({"continuation_already_exists"}));
@@ -277,7 +272,7 @@ TEST(ContinuationChain, RecoveryKilledAtP11ThenRecoveredAgainConverges) {
     EXPECT_FALSE(store->readRun(session, claims[0].claim.target.runId).has_value());
     EXPECT_EQ(verifiedLineage(*store, session).segments.size(), 1u);
   }
-  const ChildResult second = agent(box, "recover", "", Kill::none, "recover-2");
+  const ChainStep second = agent(box, "recover", "", Kill::none, "recover-2");
   ASSERT_TRUE(second.exited) << readFile(box.base / "recover-2.log");
   EXPECT_EQ(second.exitCode, 0) << readFile(box.base / "recover-2.log");
   const Json& rep = second.report;
@@ -311,7 +306,7 @@ TEST(ContinuationChain, RecoveryAfterAFileRecoveryBundleIsIdempotent) {
   Sandbox box;
   ASSERT_EQ(agent(box, "seed", "", Kill::none, "seed").exitCode, 0);
   killedAt(box, "run", "P4:1", Kill::self, "run");  // call-1 (Write) done, T2 missing
-  const ChildResult first = agent(box, "recover", "", Kill::none, "recover-1");
+  const ChainStep first = agent(box, "recover", "", Kill::none, "recover-1");
   ASSERT_TRUE(first.exited) << readFile(box.base / "recover-1.log");
   EXPECT_EQ(first.report["reconcile"]["operations"].size(), 1u) << first.report.dump();
   std::string ledger;
@@ -319,7 +314,7 @@ TEST(ContinuationChain, RecoveryAfterAFileRecoveryBundleIsIdempotent) {
     auto store = RuntimeStore::open(box.store());
     ledger = store->ledgerHash();
   }
-  const ChildResult second = agent(box, "recover", "", Kill::none, "recover-2");
+  const ChainStep second = agent(box, "recover", "", Kill::none, "recover-2");
   ASSERT_TRUE(second.exited);
   ASSERT_TRUE(second.report.is_object()) << readFile(box.base / "recover-2.log");
   EXPECT_FALSE(second.report.contains("error")) << second.report.dump();

@@ -42,17 +42,12 @@ using namespace crashsim;
 
 namespace {
 
-const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
-const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+using testutil::kAgent;
+using testutil::kScenarioDir;
 
 using Sandbox = testutil::AgentSandbox;
 
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
+using testutil::readFile;
 
 std::map<std::string, std::string> snapshot(const fs::path& ws) {
   std::map<std::string, std::string> out;
@@ -103,17 +98,17 @@ void expectRebuildReproduces(RuntimeStore& s) {
   EXPECT_EQ(s.listJournal(), journal);
 }
 
-struct ChildResult : testutil::AgentExit {
+struct KillRun : testutil::AgentExit {
   bool reachedFailpoint = false;
 };
 
 // crashsim-agent <args>; when `arm` is set, waits for the control line, SIGKILLs and reaps.
-ChildResult runAgent(const std::vector<std::string>& args, const std::string& arm,
-                     const fs::path& log) {
+KillRun runAgentKilledAt(const std::vector<std::string>& args, const std::string& arm,
+                         const fs::path& log) {
   std::vector<std::pair<std::string, std::string>> env;
   if (!arm.empty()) env.emplace_back("CRASHSIM_ARM", arm);
   testutil::AgentProcess child(kAgent, args, env, log);
-  ChildResult r;
+  KillRun r;
   if (!arm.empty()) {
     r.reachedFailpoint = child.waitForControlLine(std::chrono::seconds(60)).has_value();
     child.kill();
@@ -122,7 +117,8 @@ ChildResult runAgent(const std::vector<std::string>& args, const std::string& ar
   return r;
 }
 
-std::vector<std::string> agentArgs(const char* command, const Sandbox& box, const fs::path& file) {
+std::vector<std::string> commandArgs(const char* command, const Sandbox& box,
+                                     const fs::path& file) {
   return {command,           "--store",    box.store().string(), "--workspace",
           box.ws().string(), "--scenario", file.string()};
 }
@@ -130,11 +126,11 @@ std::vector<std::string> agentArgs(const char* command, const Sandbox& box, cons
 // Kills `run` at `arm`; returns the workspace snapshot right after the kill.
 std::map<std::string, std::string> runAndKill(const Sandbox& box, const fs::path& file,
                                               const std::string& arm) {
-  const ChildResult seed =
-      runAgent({"seed", "--workspace", box.ws().string(), "--scenario", file.string()}, "",
-               box.base / "seed.log");
+  const KillRun seed =
+      runAgentKilledAt({"seed", "--workspace", box.ws().string(), "--scenario", file.string()}, "",
+                       box.base / "seed.log");
   EXPECT_TRUE(seed.exited && seed.exitCode == 0);
-  const ChildResult run = runAgent(agentArgs("run", box, file), arm, box.base / "run.log");
+  const KillRun run = runAgentKilledAt(commandArgs("run", box, file), arm, box.base / "run.log");
   EXPECT_TRUE(run.reachedFailpoint) << arm << ": " << readFile(box.base / "run.log");
   EXPECT_TRUE(run.signaled && run.signal == SIGKILL);
   EXPECT_FALSE(fs::exists(box.store() / "agent-exit.json"));
@@ -252,7 +248,8 @@ TEST_P(FileRecoveryAgentTest, RecoverParksPriorStateOrCompletesWithTheReferenceW
   const fs::path file = kScenarioDir / (c.scenario + ".json");
   const Scenario scenario = loadScenario(file);
   auto afterKill = runAndKill(box, file, c.arm);
-  const ChildResult rec = runAgent(agentArgs("recover", box, file), "", box.base / "recover.log");
+  const KillRun rec =
+      runAgentKilledAt(commandArgs("recover", box, file), "", box.base / "recover.log");
   ASSERT_TRUE(rec.exited) << readFile(box.base / "recover.log");
   SCOPED_TRACE(readFile(box.base / "recover.log"));
 
@@ -307,8 +304,8 @@ TEST(FileRecoveryAgentDoubleFault, RecoverKilledAtP10ThenRecoveredAgainCommitsOn
   const fs::path file = kScenarioDir / "write-config-port.json";
   const Scenario scenario = loadScenario(file);
   runAndKill(box, file, "P4:2");
-  const ChildResult first =
-      runAgent(agentArgs("recover", box, file), "P10:1", box.base / "recover1.log");
+  const KillRun first =
+      runAgentKilledAt(commandArgs("recover", box, file), "P10:1", box.base / "recover1.log");
   ASSERT_TRUE(first.reachedFailpoint) << readFile(box.base / "recover1.log");
   ASSERT_TRUE(first.signaled && first.signal == SIGKILL);
   const RunIdentity id = freshRunIdentity(scenario);
@@ -316,8 +313,8 @@ TEST(FileRecoveryAgentDoubleFault, RecoverKilledAtP10ThenRecoveredAgainCommitsOn
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(countIdsEnding(runEvents(*store, id), "_reconcile"), 0u);
   }
-  const ChildResult second =
-      runAgent(agentArgs("recover", box, file), "", box.base / "recover2.log");
+  const KillRun second =
+      runAgentKilledAt(commandArgs("recover", box, file), "", box.base / "recover2.log");
   ASSERT_TRUE(second.exited) << readFile(box.base / "recover2.log");
   auto store = RuntimeStore::open(box.store());
   const auto events = runEvents(*store, id);
@@ -345,7 +342,8 @@ TEST_P(FileRecoveryAfterCrashAgentTest, ParkedWithTheScenarioReasonExternalChang
   ASSERT_TRUE(scenario.afterCrash);
   runAndKill(box, file, GetParam().arm);
   crashsim::harness::workspace::applyAfterCrash(scenario, box.ws());
-  const ChildResult rec = runAgent(agentArgs("recover", box, file), "", box.base / "recover.log");
+  const KillRun rec =
+      runAgentKilledAt(commandArgs("recover", box, file), "", box.base / "recover.log");
   ASSERT_TRUE(rec.exited) << readFile(box.base / "recover.log");
   auto store = RuntimeStore::open(box.store());
   std::optional<ToolDecision> d =

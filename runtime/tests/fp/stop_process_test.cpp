@@ -31,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
+using testutil::kAgent;
 
 // A one-Bash-call scenario written into the sandbox.
 fs::path bashScenario(const testutil::AgentSandbox& box, const std::string& command) {

@@ -30,8 +30,8 @@ using namespace crashsim;
 
 namespace {
 
-const fs::path kAgent = fs::path(CRASHSIM_BINARY_DIR) / "runtime" / "crashsim-agent";
-const fs::path kScenarioDir = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios";
+using testutil::kAgent;
+using testutil::kScenarioDir;
 constexpr int kMaxBarrier = 200;
 
 // Drops the wall-clock fields of a stored JSON value (two runs are two moments).
