@@ -438,8 +438,12 @@ int runCommand(int argc, char** argv) {
                    "target's path (file, parents, workspace root) between kill and recovery, at P4 "
                    "(p4, the default), at P2-P5 (all), or none (off)")
       ->check(CLI::IsMember({"off", "p4", "all"}));
-  sweep->add_flag("--verify-determinism", so.verifyDeterminism,
-                  "V9 for every case (default: a sample)");
+  CLI::Option* verifyAll = sweep->add_flag("--verify-determinism", so.verifyDeterminism,
+                                           "V9 for every case (default: a sample)");
+  sweep
+      ->add_flag("--no-determinism", so.skipDeterminism,
+                 "V9 for no case (a sanitizer sweep: the second run repeats the first one's path)")
+      ->excludes(verifyAll);
   sweep->add_option("--case", so.caseGlobs,
                     "case id glob, e.g. 'write-config-port/P4#*' (repeatable; fnmatch)");
   bool listOnly = false;

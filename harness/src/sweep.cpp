@@ -361,6 +361,7 @@ reports::Report runSweep(const SweepOptions& opts) {
 
   // V9 sample: first hit of every (scenario, failpoint).
   auto sampled = [&](const CaseId& id) {
+    if (opts.skipDeterminism) return false;
     return opts.verifyDeterminism || (!id.startsFromPrimary() && id.hit == 1);
   };
 

@@ -374,6 +374,29 @@ TEST(PlantedFault, StateLeakingBetweenRunsFailsV9Only) {
       fs::remove(e.path());
 }
 
+// --no-determinism (the sanitizer sweep's choice) runs no second run: the same plant is then
+// unseen, every case's V9 is n/a, no case spends time in the determinism phase; and the flag
+// cannot be combined with --verify-determinism (exit 2).
+TEST(PlantedFault, NoDeterminismRunsNoSecondRunSoTheLeakIsUnseen) {
+  int rc = -1;
+  const json rep = plantedSweep(
+      "leftover_reruns_tool", "--scenario write-config-port --failpoint P6 --no-determinism", &rc);
+  EXPECT_EQ(rc, 0);
+  ASSERT_TRUE(rep.is_object());
+  ASSERT_FALSE(rep["cases"].empty());
+  for (const auto& c : rep["cases"]) {
+    EXPECT_EQ(c["checks"]["V9"], "n/a") << c["id"];
+    EXPECT_EQ(c["phasesMs"].value("determinism", 0.0), 0.0) << c["id"];
+  }
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    if (e.path().filename().string().rfind("crashsim-plant-leftover-", 0) == 0)
+      fs::remove(e.path());
+  auto r =
+      sh(crashsimBinary().string() +
+         " sweep --scenario write-config-port --no-determinism --verify-determinism --list 2>&1");
+  EXPECT_EQ(r.exitCode, 2) << r.out;
+}
+
 // Stop (--mode stop): each realistic Stop bug turns the stop oracle's V3 red.
 TEST(PlantedFault, AToolStartedAfterTheStopFailsV3UnderStopMode) {
   expectCaught("stop_ignores_token", "--mode stop --scenario write-config-port --failpoint P2",

@@ -10,8 +10,10 @@
 // --expect-manifest that differ from the plan, a planned case that did not run.
 //
 // V9 (determinism) re-runs a case and compares the verdict record (checks and reasons,
-// timings excluded). It runs for every case with verifyDeterminism, otherwise for a
-// deterministic sample: the first hit of every (scenario, failpoint) single-fault case.
+// timings excluded). It runs for every case with verifyDeterminism, for none with
+// skipDeterminism (a sanitizer sweep: the second run repeats the first one's code path, and the
+// main job judges V9), otherwise for a deterministic sample: the first hit of every (scenario,
+// failpoint) single-fault case.
 #pragma once
 
 #include <filesystem>
@@ -42,7 +44,8 @@ struct SweepOptions {
   bool doubleFaults = false;
   bool barriers = true;  // kill mode: also the unnamed barriers S#k / F#k (--no-barriers)
   std::string pathMutations = "p4";  // kill mode: off | p4 | all (verdicts/path_mutations.h)
-  bool verifyDeterminism = false;
+  bool verifyDeterminism = false;    // --verify-determinism: V9 for every case
+  bool skipDeterminism = false;      // --no-determinism: V9 for none (not with verifyDeterminism)
   bool keepFailures = false;
   std::optional<std::filesystem::path> out;
   std::filesystem::path scenarioDir;
