@@ -1,0 +1,57 @@
+// crashsim-tool-server: the tool server as a process (crashsim/open/tool_server.h).
+//
+//   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE            MCP on stdio
+//   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE NAME ARGS  one call
+//
+// MCP mode serves newline-delimited JSON-RPC on stdin/stdout until stdin closes (exit 0);
+// diagnostics go to stderr only. One-call mode prints {"result":…,"isError":bool} on stdout and
+// exits 0 (isError false) or 1 (isError true). Exit 2: bad arguments, an unloadable scenario, a
+// workspace that cannot be opened, ARGS that is not a JSON object, or a tool the scenario lacks.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "crashsim/error.h"
+#include "crashsim/open/tool_server.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"crashsim tool server (MCP over stdio, or one call)"};
+  std::string scenarioFile, workspace, effects, name, argsText;
+  app.add_option("--scenario", scenarioFile, "scenario file (scenarios/*.json)")->required();
+  app.add_option("--workspace", workspace, "the case workspace")->required();
+  app.add_option("--effects", effects, "the effects log (JSONL, appended)")->required();
+  app.add_option("name", name, "one-call mode: the tool");
+  app.add_option("args", argsText, "one-call mode: the arguments as a JSON object");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile),
+                                      {workspace, effects, "open-harness"});
+    if (name.empty()) {
+      server.serve(std::cin, std::cout);
+      return 0;
+    }
+    const nlohmann::json args = nlohmann::json::parse(argsText, nullptr, false);
+    if (!args.is_object()) {
+      std::cerr << "crashsim-tool-server: ARGS is not a JSON object\n";
+      return 2;
+    }
+    const auto descriptors = server.toolDescriptors();
+    bool known = false;
+    for (const auto& d : descriptors) known = known || d["name"] == name;
+    if (!known) {
+      std::cerr << "crashsim-tool-server: the scenario has no tool " << name << "\n";
+      return 2;
+    }
+    const auto outcome = server.call(name, args);
+    std::cout << nlohmann::json{{"result", outcome.result.result}, {"isError", outcome.result.isError}}
+                     .dump()
+              << std::endl;
+    return outcome.result.isError ? 1 : 0;
+  } catch (const crashsim::Error& e) {
+    std::cerr << "crashsim-tool-server: " << e.code() << ": " << e.what() << "\n";
+    return 2;
+  }
+}
