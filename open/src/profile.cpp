@@ -49,6 +49,8 @@ ProfileCommand commandOf(const json& value, const fs::path& baseDir, const std::
     checkPlaceholders(command.argv[i], source, path + ".argv[" + std::to_string(i) + "]");
   command.cwd = baseDir / value.value("cwd", std::string("."));
   command.cwd = command.cwd.lexically_normal();
+  if (!command.cwd.has_filename() && command.cwd.has_parent_path() && command.cwd != "/")
+    command.cwd = command.cwd.parent_path();  // "/profiles/." is "/profiles", not "/profiles/"
   if (value.contains("env")) {
     for (const auto& [key, v] : value.at("env").items()) {
       if (key.empty() || key.find('=') != std::string::npos)

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""subject-py: a small agent runtime written as a test subject for the open harness
+(docs/open-harness.md). Standard library only. It knows nothing of crashsim beyond what any
+runtime is given: an OpenAI-compatible model URL and an MCP tool server command.
+
+  subject.py run|resume --state FILE --scenario FILE --model-url URL --tool-server JSON_ARGV
+
+The task is the scenario's "user" message. Progress is a JSON checkpoint (write temp, fsync,
+rename, fsync the directory) saved after every model answer, before every tool call (the call is
+"started") and after every tool result. `resume` continues from the checkpoint:
+  - a started call with no result has an unknown outcome: a Read is run again (replay-safe);
+    any other tool parks: the process prints {"stopped":"unknown_outcome","callId":…} and
+    exits 3 (the stop its profile declares);
+  - otherwise it sends its history to the model and goes on until the final answer (exit 0).
+Exit 1: the model or the tool server failed; exit 2: bad usage.
+
+Switches that break one promise each (environment, read by both commands):
+  SUBJECT_BREAK=rerun_finished           resume runs the last finished non-Read call again (O2)
+  SUBJECT_BREAK=unknown_as_not_executed  resume answers a started call with "not executed"
+                                         instead of parking (O4)
+  SUBJECT_BREAK=half_history             resume sends the history without the last tool result
+                                         (O4; the model server refuses it)
+  SUBJECT_BREAK=exit0_unfinished         resume exits 0 without finishing (O3)
+  SUBJECT_STREAM=1                       ask the model for SSE streams instead of one body
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+BREAK = os.environ.get("SUBJECT_BREAK", "")
+
+
+def save(path, state):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class Mcp:
+    """A minimal MCP client on the tool server's stdio (newline-delimited JSON-RPC 2.0)."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "subject-py", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.tools = [t["name"] for t in self.request("tools/list", {})["tools"]]
+
+    def send(self, message):
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the tool server closed its output")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError("tool server error: " + json.dumps(answer["error"]))
+        return answer["result"]
+
+    def call(self, name, args):
+        result = self.request("tools/call", {"name": name, "arguments": args})
+        return "".join(part.get("text", "") for part in result["content"])
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def ask_model(url, messages, stream):
+    body = {"model": "subject", "messages": messages, "tools": [], "stream": stream}
+    req = urllib.request.Request(url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as res:
+            if not stream:
+                return json.load(res)["choices"][0]["message"]
+            message = {"role": "assistant", "content": ""}
+            calls = {}
+            for raw in res:
+                line = raw.decode().strip()
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                for choice in json.loads(line[6:])["choices"]:
+                    delta = choice.get("delta", {})
+                    message["content"] += delta.get("content") or ""
+                    for tc in delta.get("tool_calls", []):
+                        call = calls.setdefault(tc["index"], {"id": "", "type": "function",
+                                                              "function": {"name": "", "arguments": ""}})
+                        call["id"] += tc.get("id", "")
+                        call["function"]["name"] += tc.get("function", {}).get("name", "")
+                        call["function"]["arguments"] += tc.get("function", {}).get("arguments", "")
+            if calls:
+                message["tool_calls"] = [calls[i] for i in sorted(calls)]
+            return message
+    except urllib.error.HTTPError as e:
+        raise RuntimeError("model answered HTTP %d: %s" % (e.code, e.read().decode()))
+
+
+def results_of(messages):
+    return {m["tool_call_id"] for m in messages if m.get("role") == "tool"}
+
+
+def loop(args, state, resuming):
+    mcp = None
+    try:
+        if resuming and BREAK == "rerun_finished":
+            done = results_of(state["messages"])
+            finished = [c for m in state["messages"] if m.get("role") == "assistant"
+                        for c in m.get("tool_calls") or []
+                        if c["id"] in done and c["function"]["name"] != "Read"]
+            if finished:
+                mcp = Mcp(args.tool_server)
+                c = finished[-1]
+                mcp.call(c["function"]["name"], json.loads(c["function"]["arguments"]))
+        messages = state["messages"]
+        while True:
+            last = messages[-1]
+            if last["role"] == "assistant" and not last.get("tool_calls"):
+                state["done"] = True
+                save(args.state, state)
+                print(json.dumps({"finished": last.get("content")}))
+                return 0
+            if last["role"] == "assistant" or (last["role"] == "tool" and pending(messages)):
+                turn = [m for m in messages if m["role"] == "assistant"][-1]
+                answered = results_of(messages)
+                for c in turn["tool_calls"]:
+                    if c["id"] in answered:
+                        continue
+                    name = c["function"]["name"]
+                    tool_args = json.loads(c["function"]["arguments"])
+                    if c["id"] in state["started"] and name != "Read":
+                        if BREAK == "unknown_as_not_executed":
+                            content = json.dumps({"error": {"code": "not_executed",
+                                                            "message": "the call was not executed"}})
+                            messages.append({"role": "tool", "tool_call_id": c["id"], "content": content})
+                            save(args.state, state)
+                            continue
+                        print(json.dumps({"stopped": "unknown_outcome", "callId": c["id"]}))
+                        return 3
+                    state["started"].append(c["id"])
+                    save(args.state, state)
+                    if mcp is None:
+                        mcp = Mcp(args.tool_server)
+                    content = mcp.call(name, tool_args)
+                    messages.append({"role": "tool", "tool_call_id": c["id"], "content": content})
+                    save(args.state, state)
+                continue
+            history = messages
+            if resuming and BREAK == "half_history" and any(m["role"] == "tool" for m in messages):
+                cut = max(i for i, m in enumerate(messages) if m["role"] == "tool")
+                history = messages[:cut] + messages[cut + 1:]
+            answer = ask_model(args.model_url, history, os.environ.get("SUBJECT_STREAM") == "1")
+            turn = {"role": "assistant", "content": answer.get("content")}
+            if answer.get("tool_calls"):
+                turn["tool_calls"] = [{"id": c["id"], "type": "function",
+                                       "function": {"name": c["function"]["name"],
+                                                    "arguments": c["function"]["arguments"]}}
+                                      for c in answer["tool_calls"]]
+            messages.append(turn)
+            save(args.state, state)
+    finally:
+        if mcp is not None:
+            mcp.close()
+
+
+def pending(messages):
+    turns = [m for m in messages if m["role"] == "assistant"]
+    if not turns or not turns[-1].get("tool_calls"):
+        return False
+    return any(c["id"] not in results_of(messages) for c in turns[-1]["tool_calls"])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", choices=["run", "resume"])
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--model-url", required=True)
+    parser.add_argument("--tool-server", required=True, type=json.loads)
+    args = parser.parse_args()
+    resuming = args.command == "resume" and os.path.exists(args.state)
+    if resuming:
+        with open(args.state, encoding="utf-8") as f:
+            state = json.load(f)
+        if state.get("done"):
+            return 0
+        if BREAK == "exit0_unfinished":
+            return 0
+    else:
+        with open(args.scenario, encoding="utf-8") as f:
+            user = json.load(f)["user"]
+        os.makedirs(os.path.dirname(os.path.abspath(args.state)), exist_ok=True)
+        state = {"messages": [{"role": "user", "content": user}], "started": [], "done": False}
+        save(args.state, state)
+    try:
+        return loop(args, state, resuming)
+    except RuntimeError as e:
+        print("subject-py: " + str(e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
