@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       return 2;
     }
     const auto outcome = server.call(name, args);
-    std::cout << nlohmann::json{{"result", outcome.result.result}, {"isError", outcome.result.isError}}
+    std::cout << nlohmann::json{{"result", outcome.result.result},
+                                {"isError", outcome.result.isError}}
                      .dump()
               << std::endl;
     return outcome.result.isError ? 1 : 0;

@@ -37,44 +37,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static uint64_t g_local[2];      /* the counters without CRASHSIM_BARRIER_COUNTER */
-static uint64_t *g_counter = g_local;
-static uint64_t g_arm_hit;       /* 0: unarmed */
+static uint64_t g_local[2]; /* the counters without CRASHSIM_BARRIER_COUNTER */
+static uint64_t* g_counter = g_local;
+static uint64_t g_arm_hit; /* 0: unarmed */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_sync_file_range)(int, off64_t, off64_t, unsigned int);
-static int (*real_msync)(void *, size_t, int);
-static int (*real_rename)(const char *, const char *);
-static int (*real_renameat)(int, const char *, int, const char *);
-static int (*real_renameat2)(int, const char *, int, const char *, unsigned int);
+static int (*real_msync)(void*, size_t, int);
+static int (*real_rename)(const char*, const char*);
+static int (*real_renameat)(int, const char*, int, const char*);
+static int (*real_renameat2)(int, const char*, int, const char*, unsigned int);
 
 static void resolve(void) {
   real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
   real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
   real_sync_file_range =
       (int (*)(int, off64_t, off64_t, unsigned int))dlsym(RTLD_NEXT, "sync_file_range");
-  real_msync = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "msync");
-  real_rename = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
-  real_renameat = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
+  real_msync = (int (*)(void*, size_t, int))dlsym(RTLD_NEXT, "msync");
+  real_rename = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
+  real_renameat = (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
   real_renameat2 =
-      (int (*)(int, const char *, int, const char *, unsigned int))dlsym(RTLD_NEXT, "renameat2");
+      (int (*)(int, const char*, int, const char*, unsigned int))dlsym(RTLD_NEXT, "renameat2");
 
-  const char *arm = getenv("CRASHSIM_ARM");
+  const char* arm = getenv("CRASHSIM_ARM");
   if (arm != NULL && arm[0] == 'S' && arm[1] == ':') {
-    char *end = NULL;
+    char* end = NULL;
     const unsigned long long n = strtoull(arm + 2, &end, 10);
     if (end != arm + 2 && *end == '\0' && n > 0) g_arm_hit = n;
   }
-  const char *path = getenv("CRASHSIM_BARRIER_COUNTER");
+  const char* path = getenv("CRASHSIM_BARRIER_COUNTER");
   if (path != NULL && *path != '\0') {
     const int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 &&
         (st.st_size >= (off_t)sizeof g_local || ftruncate(fd, sizeof g_local) == 0)) {
-      void *map = mmap(NULL, sizeof g_local, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (map != MAP_FAILED) g_counter = (uint64_t *)map;
+      void* map = mmap(NULL, sizeof g_local, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (map != MAP_FAILED) g_counter = (uint64_t*)map;
     }
     if (fd >= 0) close(fd);
   }
@@ -82,7 +82,7 @@ static void resolve(void) {
 
 static void init(void) { pthread_once(&g_once, resolve); }
 
-static void write_all(int fd, const char *text, size_t len) {
+static void write_all(int fd, const char* text, size_t len) {
   while (len > 0) {
     const ssize_t n = write(fd, text, len);
     if (n < 0 && errno == EINTR) continue;
@@ -106,10 +106,10 @@ static void barrier(void) {
   const int len = snprintf(line, sizeof line, "{\"failpoint\":\"S\",\"hit\":%llu,\"pid\":%ld}\n",
                            (unsigned long long)n, (long)getpid());
   int fd = 2;
-  const char *fdText = getenv("CRASHSIM_CONTROL_FD");
+  const char* fdText = getenv("CRASHSIM_CONTROL_FD");
   if (fdText != NULL && *fdText != '\0') fd = atoi(fdText);
   if (fcntl(fd, F_GETFD) < 0) {
-    const char *file = getenv("CRASHSIM_CONTROL_FILE");
+    const char* file = getenv("CRASHSIM_CONTROL_FILE");
     fd = file != NULL ? open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600) : -1;
   }
   if (fd >= 0 && len > 0) write_all(fd, line, (size_t)len);
@@ -122,13 +122,13 @@ __attribute__((constructor)) static void on_load(void) {
 }
 
 __attribute__((destructor)) static void on_exit_write_hits(void) {
-  const char *out = getenv("CRASHSIM_BARRIER_HITS_OUT");
+  const char* out = getenv("CRASHSIM_BARRIER_HITS_OUT");
   if (out == NULL || *out == '\0') return;
   char text[160];
-  const int len = snprintf(text, sizeof text,
-                           "{\"S\":%llu,\"processes\":%llu,\"interposer\":\"loaded\"}\n",
-                           (unsigned long long)__atomic_load_n(&g_counter[0], __ATOMIC_SEQ_CST),
-                           (unsigned long long)__atomic_load_n(&g_counter[1], __ATOMIC_SEQ_CST));
+  const int len =
+      snprintf(text, sizeof text, "{\"S\":%llu,\"processes\":%llu,\"interposer\":\"loaded\"}\n",
+               (unsigned long long)__atomic_load_n(&g_counter[0], __ATOMIC_SEQ_CST),
+               (unsigned long long)__atomic_load_n(&g_counter[1], __ATOMIC_SEQ_CST));
   const int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   if (len > 0) write_all(fd, text, (size_t)len);
@@ -150,23 +150,25 @@ int sync_file_range(int fd, off64_t offset, off64_t nbytes, unsigned int flags) 
   return real_sync_file_range(fd, offset, nbytes, flags);
 }
 
-int msync(void *addr, size_t length, int flags) {
-  if (flags & MS_SYNC) barrier();
-  else init();
+int msync(void* addr, size_t length, int flags) {
+  if (flags & MS_SYNC)
+    barrier();
+  else
+    init();
   return real_msync(addr, length, flags);
 }
 
-int rename(const char *from, const char *to) {
+int rename(const char* from, const char* to) {
   barrier();
   return real_rename(from, to);
 }
 
-int renameat(int fromDir, const char *from, int toDir, const char *to) {
+int renameat(int fromDir, const char* from, int toDir, const char* to) {
   barrier();
   return real_renameat(fromDir, from, toDir, to);
 }
 
-int renameat2(int fromDir, const char *from, int toDir, const char *to, unsigned int flags) {
+int renameat2(int fromDir, const char* from, int toDir, const char* to, unsigned int flags) {
   barrier();
   return real_renameat2(fromDir, from, toDir, to, flags);
 }

@@ -95,7 +95,8 @@ HistoryExplanation explainHistory(const Scenario& scenario, const json& messages
                            at + ": an assistant turn while a tool call of step " +
                                std::to_string(done) + " has no result (" + *pending.begin() + ")");
       if (done >= steps.size())
-        return unexplained("history_beyond_script", at + " is an assistant turn after the last step");
+        return unexplained("history_beyond_script",
+                           at + " is an assistant turn after the last step");
       const ScriptedStep& step = steps[done];
       if (const std::string why = turnMismatch(step, m); !why.empty())
         return unexplained("assistant_turn_mismatch",
@@ -142,9 +143,10 @@ namespace {
 json toolCallsOf(const ScriptedStep& step, bool withIndex) {
   json calls = json::array();
   for (size_t i = 0; i < step.calls.size(); ++i) {
-    json call = {{"id", step.calls[i].id},
-                 {"type", "function"},
-                 {"function", {{"name", step.calls[i].name}, {"arguments", step.calls[i].args.dump()}}}};
+    json call = {
+        {"id", step.calls[i].id},
+        {"type", "function"},
+        {"function", {{"name", step.calls[i].name}, {"arguments", step.calls[i].args.dump()}}}};
     if (withIndex) call["index"] = i;
     calls.push_back(std::move(call));
   }
@@ -158,16 +160,16 @@ json usage() { return {{"prompt_tokens", 1}, {"completion_tokens", 1}, {"total_t
 json completionBody(const ScriptedStep& step, const std::string& model) {
   json message = {{"role", "assistant"}, {"content", step.text ? json(*step.text) : json()}};
   if (!step.calls.empty()) message["tool_calls"] = toolCallsOf(step, false);
-  return {{"id", "chatcmpl-crashsim"},
-          {"object", "chat.completion"},
-          {"created", 0},
-          {"model", model},
-          {"choices",
-           json::array({{{"index", 0},
-                         {"message", message},
-                         {"logprobs", nullptr},
-                         {"finish_reason", step.calls.empty() ? "stop" : "tool_calls"}}})},
-          {"usage", usage()}};
+  return {
+      {"id", "chatcmpl-crashsim"},
+      {"object", "chat.completion"},
+      {"created", 0},
+      {"model", model},
+      {"choices", json::array({{{"index", 0},
+                                {"message", message},
+                                {"logprobs", nullptr},
+                                {"finish_reason", step.calls.empty() ? "stop" : "tool_calls"}}})},
+      {"usage", usage()}};
 }
 
 std::string completionSse(const ScriptedStep& step, const std::string& model, bool includeUsage) {
@@ -222,10 +224,11 @@ http::response<http::string_body> ModelServer::Impl::handle(
   res.set(http::field::content_type, "application/json");
   auto error = [&res](http::status status, const std::string& message, const std::string& code) {
     res.result(status);
-    res.body() = json{{"error", {{"message", message},
-                                 {"type", "invalid_request_error"},
-                                 {"param", nullptr},
-                                 {"code", code}}}}
+    res.body() = json{{"error",
+                       {{"message", message},
+                        {"type", "invalid_request_error"},
+                        {"param", nullptr},
+                        {"code", code}}}}
                      .dump();
   };
   const std::string target(req.target());
@@ -262,23 +265,25 @@ http::response<http::string_body> ModelServer::Impl::handle(
             : unexplained("malformed_history", "the body is not a JSON object with messages");
   std::lock_guard lock(mutex);
   const size_t n = ++seq;
-  json line = {{"seq", n},
-               {"path", path},
-               {"stream", stream},
-               {"messages", valid ? body["messages"] : json(req.body())},
-               {"step", why.step ? json(*why.step) : json()},
-               {"finding", why.step ? json() : json{{"kind", why.finding}, {"detail", why.detail}}}};
+  json line = {
+      {"seq", n},
+      {"path", path},
+      {"stream", stream},
+      {"messages", valid ? body["messages"] : json(req.body())},
+      {"step", why.step ? json(*why.step) : json()},
+      {"finding", why.step ? json() : json{{"kind", why.finding}, {"detail", why.detail}}}};
   if (!why.step) {
     findings.push_back({{"seq", n}, {"finding", why.finding}, {"detail", why.detail}});
-    error(http::status::bad_request, "crashsim: the scenario cannot explain this history: " + why.detail,
+    error(http::status::bad_request,
+          "crashsim: the scenario cannot explain this history: " + why.detail,
           "crashsim_" + why.finding);
   } else {
     const ScriptedStep& step = scenario.model.at(*why.step);
     const std::string model = valid ? body.value("model", std::string(kModelName)) : kModelName;
     if (stream) {
-      const bool includeUsage =
-          body.contains("stream_options") && body["stream_options"].is_object() &&
-          body["stream_options"].value("include_usage", false) == true;
+      const bool includeUsage = body.contains("stream_options") &&
+                                body["stream_options"].is_object() &&
+                                body["stream_options"].value("include_usage", false) == true;
       res.set(http::field::content_type, "text/event-stream");
       res.set(http::field::cache_control, "no-cache");
       res.body() = completionSse(step, model, includeUsage);
@@ -343,7 +348,9 @@ uint16_t ModelServer::start() {
   s.acceptor->set_option(asio::socket_base::reuse_address(true));
   beast::error_code ec;
   s.acceptor->bind(endpoint, ec);
-  if (ec) throw std::runtime_error("cannot bind 127.0.0.1:" + std::to_string(s.options.port) + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot bind 127.0.0.1:" + std::to_string(s.options.port) + ": " +
+                             ec.message());
   s.acceptor->listen(asio::socket_base::max_listen_connections);
   s.port = s.acceptor->local_endpoint().port();
   s.acceptThread = std::thread([&s] { s.acceptLoop(); });

@@ -19,8 +19,8 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxProfileBytes = 1u << 20;
-const char* const kPlaceholders[] = {"workspace",  "stateDir",   "scenario",
-                                     "modelUrl",   "toolServer", "toolServerJson"};
+const char* const kPlaceholders[] = {"workspace", "stateDir",   "scenario",
+                                     "modelUrl",  "toolServer", "toolServerJson"};
 
 [[noreturn]] void fail(const std::string& source, const std::string& path,
                        const std::string& reason) {
@@ -136,8 +136,8 @@ std::string shellJoin(const std::vector<std::string>& argv) {
 
 ProfileCommand substitute(const ProfileCommand& command, const CaseBindings& b) {
   const std::pair<std::string_view, std::string> values[] = {
-      {"{workspace}", b.workspace.string()},   {"{stateDir}", b.stateDir.string()},
-      {"{scenario}", b.scenario.string()},     {"{modelUrl}", b.modelUrl},
+      {"{workspace}", b.workspace.string()},     {"{stateDir}", b.stateDir.string()},
+      {"{scenario}", b.scenario.string()},       {"{modelUrl}", b.modelUrl},
       {"{toolServer}", shellJoin(b.toolServer)}, {"{toolServerJson}", json(b.toolServer).dump()}};
   // One pass per placeholder over text that was never substituted: a value holding "{scenario}"
   // (a path with braces) is not substituted again. {toolServerJson} precedes its prefix

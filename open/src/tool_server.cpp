@@ -114,8 +114,8 @@ ToolCallOutcome ToolServer::call(const std::string& name, const json& args) {
     return out;
   }
   out.executed = true;
-  out.result = s.tools.execute(request, decision,
-                               ToolExecution{operationId, callId, s.options.invocationId}, s.cancel);
+  out.result = s.tools.execute(
+      request, decision, ToolExecution{operationId, callId, s.options.invocationId}, s.cancel);
   return out;
 }
 
@@ -155,8 +155,9 @@ std::optional<json> ToolServer::handle(const json& message) {
     if (std::find(tools.begin(), tools.end(), name) == tools.end())
       return rpcError(id, -32602, "unknown tool: " + name);
     const ToolCallOutcome outcome = call(name, args);
-    return reply({{"content", json::array({{{"type", "text"}, {"text", outcome.result.result.dump()}}})},
-                  {"isError", outcome.result.isError}});
+    return reply(
+        {{"content", json::array({{{"type", "text"}, {"text", outcome.result.result.dump()}}})},
+         {"isError", outcome.result.isError}});
   }
   return rpcError(id, -32601, "method not found: " + method);
 }

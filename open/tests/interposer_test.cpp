@@ -81,7 +81,8 @@ struct Armed {
     // Python's subprocess closes inherited fds: the child reports through the file instead.
     env["CRASHSIM_CONTROL_FILE"] = (dir.path / "control").string();
     child = std::make_unique<Child>(
-        std::vector<std::string>{open_test::python(), "-c", kScript, dir.path.string()}, env, false);
+        std::vector<std::string>{open_test::python(), "-c", kScript, dir.path.string()}, env,
+        false);
     ::close(control[1]);
   }
   ~Armed() { ::close(control[0]); }
@@ -119,7 +120,7 @@ TEST(BarrierInterposer, TheHitCanBeInAChildProcess) {
   const json report = json::parse(*line);
   EXPECT_EQ(report["hit"], 5);
   EXPECT_NE(report["pid"], armed.child->pid);  // the grandchild's pid, not the root's
-  EXPECT_TRUE(armed.child->running());  // the root waits for its blocked child
+  EXPECT_TRUE(armed.child->running());         // the root waits for its blocked child
   armed.child->killGroup();
   EXPECT_TRUE(WIFSIGNALED(*armed.child->status));
   ::usleep(100000);

@@ -1,6 +1,8 @@
 // The scripted model server (crashsim/open/model_server.h): the step is a pure function of the
 // history; real HTTP requests through Boost.Beast, non-streaming and SSE; an unexplainable
 // history is an HTTP error and a finding; every request is logged.
+#include "crashsim/open/model_server.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -8,7 +10,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "crashsim/open/model_server.h"
 #include "open_test_support.h"
 
 namespace {
@@ -22,26 +23,31 @@ using open_test::scenarioFile;
 // values come from the scenario file, not from the server.
 const std::string kUser = "Change the port in config.json from 3000 to 4000.";
 const json kReadArgs = {{"path", "config.json"}};
-const json kWriteArgs = {{"path", "config.json"}, {"content", "{\"name\":\"demo\",\"port\":4000}\n"}};
+const json kWriteArgs = {{"path", "config.json"},
+                         {"content", "{\"name\":\"demo\",\"port\":4000}\n"}};
 
 json user() { return {{"role", "user"}, {"content", kUser}}; }
 json assistant(const std::string& id, const std::string& name, const json& args) {
-  return {{"role", "assistant"},
-          {"content", nullptr},
-          {"tool_calls",
-           json::array({{{"id", id},
-                         {"type", "function"},
-                         {"function", {{"name", name}, {"arguments", args.dump()}}}}})}};
+  return {
+      {"role", "assistant"},
+      {"content", nullptr},
+      {"tool_calls", json::array({{{"id", id},
+                                   {"type", "function"},
+                                   {"function", {{"name", name}, {"arguments", args.dump()}}}}})}};
 }
 json toolResult(const std::string& id) {
   return {{"role", "tool"}, {"tool_call_id", id}, {"content", "{}"}};
 }
 json historyAfterRead() {
-  return json::array({{{"role", "system"}, {"content", "You are helpful."}}, user(),
-                      assistant("call-1", "Read", kReadArgs), toolResult("call-1")});
+  return json::array({{{"role", "system"}, {"content", "You are helpful."}},
+                      user(),
+                      assistant("call-1", "Read", kReadArgs),
+                      toolResult("call-1")});
 }
 
-crashsim::Scenario writeConfigPort() { return crashsim::loadScenario(scenarioFile("write-config-port")); }
+crashsim::Scenario writeConfigPort() {
+  return crashsim::loadScenario(scenarioFile("write-config-port"));
+}
 
 std::string explainKind(const json& messages) {
   const auto why = crashsim::open::explainHistory(writeConfigPort(), messages);
@@ -56,9 +62,10 @@ TEST(ModelHistory, TheStepIsTheNumberOfCompletedTurns) {
   afterWrite.push_back(toolResult("call-2"));
   EXPECT_EQ(explainKind(afterWrite), "step 2");
   // The user message as content parts (what some clients send) is the same message.
-  EXPECT_EQ(explainKind(json::array(
-                {{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", kUser}}})}}})),
-            "step 0");
+  EXPECT_EQ(
+      explainKind(json::array(
+          {{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", kUser}}})}}})),
+      "step 0");
 }
 
 TEST(ModelHistory, HistoriesTheScenarioCannotExplainAreFindings) {
@@ -67,20 +74,22 @@ TEST(ModelHistory, HistoriesTheScenarioCannotExplainAreFindings) {
   EXPECT_EQ(explainKind(json::array({{{"role", "user"}, {"content", "something else"}}})),
             "user_mismatch");
   // A result for a call the scenario never made.
-  EXPECT_EQ(explainKind(json::array({user(), assistant("call-1", "Read", kReadArgs), toolResult("call-9")})),
+  EXPECT_EQ(explainKind(json::array(
+                {user(), assistant("call-1", "Read", kReadArgs), toolResult("call-9")})),
             "unknown_tool_result");
   // The turn is there, its result is not (a half-finished history).
   EXPECT_EQ(explainKind(json::array({user(), assistant("call-1", "Read", kReadArgs)})),
             "missing_tool_result");
-  json missingThenNext = json::array({user(), assistant("call-1", "Read", kReadArgs),
-                                      assistant("call-2", "Write", kWriteArgs)});
+  json missingThenNext = json::array(
+      {user(), assistant("call-1", "Read", kReadArgs), assistant("call-2", "Write", kWriteArgs)});
   EXPECT_EQ(explainKind(missingThenNext), "missing_tool_result");
   json twice = historyAfterRead();
   twice.push_back(toolResult("call-1"));
   EXPECT_EQ(explainKind(twice), "duplicate_tool_result");
   // The assistant turn is not the scenario's (other arguments).
-  EXPECT_EQ(explainKind(json::array({user(), assistant("call-1", "Read", {{"path", "other.json"}})})),
-            "assistant_turn_mismatch");
+  EXPECT_EQ(
+      explainKind(json::array({user(), assistant("call-1", "Read", {{"path", "other.json"}})})),
+      "assistant_turn_mismatch");
   json done = historyAfterRead();
   done.push_back(assistant("call-2", "Write", kWriteArgs));
   done.push_back(toolResult("call-2"));
@@ -109,7 +118,8 @@ http::response<http::string_body> request(uint16_t port, http::verb verb, const 
 }
 
 json chatRequest(const json& messages, bool stream) {
-  return {{"model", "gpt-test"}, {"messages", messages}, {"stream", stream}, {"tools", json::array()}};
+  return {
+      {"model", "gpt-test"}, {"messages", messages}, {"stream", stream}, {"tools", json::array()}};
 }
 
 TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
@@ -152,7 +162,8 @@ TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
   json afterWrite = historyAfterRead();
   afterWrite.push_back(assistant("call-2", "Write", kWriteArgs));
   afterWrite.push_back(toolResult("call-2"));
-  res = request(port, http::verb::post, "/v1/chat/completions", chatRequest(afterWrite, false).dump());
+  res = request(port, http::verb::post, "/v1/chat/completions",
+                chatRequest(afterWrite, false).dump());
   body = json::parse(res.body());
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(body["choices"][0]["message"]["content"], "config.json now uses port 4000.");
@@ -225,9 +236,11 @@ TEST(ModelServer, AnUnexplainableHistoryIsAnHttpErrorAndAFinding) {
   open_test::ScratchDir dir;
   crashsim::open::ModelServer server(writeConfigPort(), {dir.path / "model.jsonl", 0});
   const uint16_t port = server.start();
-  const json bad = json::array({user(), assistant("call-1", "Read", kReadArgs), toolResult("call-7")});
+  const json bad =
+      json::array({user(), assistant("call-1", "Read", kReadArgs), toolResult("call-7")});
   for (bool stream : {false, true}) {
-    const auto res = request(port, http::verb::post, "/v1/chat/completions", chatRequest(bad, stream).dump());
+    const auto res =
+        request(port, http::verb::post, "/v1/chat/completions", chatRequest(bad, stream).dump());
     EXPECT_EQ(res.result_int(), 400);
     const json body = json::parse(res.body());
     EXPECT_EQ(body["error"]["code"], "crashsim_unknown_tool_result");
@@ -251,10 +264,11 @@ TEST(ModelServer, AnUnexplainableHistoryIsAnHttpErrorAndAFinding) {
 
 TEST(ModelServer, TheExecutableServesOnTheFilesPortUntilSigterm) {
   open_test::ScratchDir dir;
-  open_test::Child server({(open_test::binaryDir() / "crashsim-model-server").string(), "--scenario",
-                           scenarioFile("write-config-port").string(), "--port-file",
-                           (dir.path / "port").string(), "--log", (dir.path / "model.jsonl").string()},
-                          {}, true);
+  open_test::Child server(
+      {(open_test::binaryDir() / "crashsim-model-server").string(), "--scenario",
+       scenarioFile("write-config-port").string(), "--port-file", (dir.path / "port").string(),
+       "--log", (dir.path / "model.jsonl").string()},
+      {}, true);
   ASSERT_TRUE(open_test::readLine(server.out, std::chrono::seconds(30)).has_value());
   const int port = std::stoi(open_test::readFile(dir.path / "port"));
   const auto res = request(static_cast<uint16_t>(port), http::verb::post, "/chat/completions",

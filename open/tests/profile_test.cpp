@@ -1,5 +1,7 @@
 // The runtime profile loader (crashsim/open/profile.h): the published schema refuses unknown
 // keys and bad values with one line and the stable code; placeholders are substituted.
+#include "crashsim/open/profile.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 
 #include "crashsim/build_paths.h"
 #include "crashsim/error.h"
-#include "crashsim/open/profile.h"
 
 namespace {
 
@@ -130,8 +131,9 @@ TEST(RuntimeProfile, SubstitutesEveryPlaceholderOnce) {
   b.modelUrl = "http://127.0.0.1:5/v1";
   b.toolServer = {"/bin/tool server", "--scenario", "it's"};
   const auto out = crashsim::open::substitute(command, b);
-  EXPECT_EQ(out.argv, (std::vector<std::string>{"run", "--ws=/case/ws", "/case/state {scenario}/s.json",
-                                                "/s/w.json", "'/bin/tool server' --scenario 'it'\\''s'"}));
+  EXPECT_EQ(out.argv,
+            (std::vector<std::string>{"run", "--ws=/case/ws", "/case/state {scenario}/s.json",
+                                      "/s/w.json", "'/bin/tool server' --scenario 'it'\\''s'"}));
   EXPECT_EQ(out.env.at("URL"), "http://127.0.0.1:5/v1/chat");
   EXPECT_EQ(out.env.at("TOOLS"), R"(["/bin/tool server","--scenario","it's"])");
 }

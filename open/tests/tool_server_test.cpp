@@ -1,8 +1,9 @@
 // The tool server (crashsim/open/tool_server.h) as a real process: the MCP handshake over
 // stdio, a Write that leaves the file and an effects-log line, the one-call mode.
+#include "crashsim/open/tool_server.h"
+
 #include <gtest/gtest.h>
 
-#include "crashsim/open/tool_server.h"
 #include "crashsim/scenario.h"
 #include "crashsim/tools.h"
 #include "open_test_support.h"
@@ -13,7 +14,8 @@ using nlohmann::json;
 using open_test::Child;
 using open_test::scenarioFile;
 
-std::vector<std::string> toolServerArgv(const open_test::ScratchDir& dir, const std::string& scenario) {
+std::vector<std::string> toolServerArgv(const open_test::ScratchDir& dir,
+                                        const std::string& scenario) {
   return {(open_test::binaryDir() / "crashsim-tool-server").string(),
           "--scenario",
           scenarioFile(scenario).string(),
@@ -59,12 +61,13 @@ TEST(ToolServer, SpeaksMcpAndWritesWithAnEffectsLine) {
   EXPECT_EQ(write["inputSchema"]["required"], json::array({"path", "content"}));
 
   const std::string content = "{\"name\":\"demo\",\"port\":4000}\n";
-  const json call = rpc(server, {{"jsonrpc", "2.0"},
-                                 {"id", 3},
-                                 {"method", "tools/call"},
-                                 {"params",
-                                  {{"name", "Write"},
-                                   {"arguments", {{"path", "config.json"}, {"content", content}}}}}});
+  const json call =
+      rpc(server,
+          {{"jsonrpc", "2.0"},
+           {"id", 3},
+           {"method", "tools/call"},
+           {"params",
+            {{"name", "Write"}, {"arguments", {{"path", "config.json"}, {"content", content}}}}}});
   EXPECT_EQ(call["result"]["isError"], false) << call.dump();
   const json result = json::parse(call["result"]["content"][0]["text"].get<std::string>());
   EXPECT_EQ(result["path"], "config.json");
@@ -85,8 +88,9 @@ TEST(ToolServer, SpeaksMcpAndWritesWithAnEffectsLine) {
                                    {"params", {{"name", "Fetch"}, {"arguments", json::object()}}}});
   EXPECT_EQ(noTool["error"]["code"], -32602);
   server.write("not json\n");
-  EXPECT_EQ(json::parse(*open_test::readLine(server.out, std::chrono::seconds(30)))["error"]["code"],
-            -32700);
+  EXPECT_EQ(
+      json::parse(*open_test::readLine(server.out, std::chrono::seconds(30)))["error"]["code"],
+      -32700);
   server.closeIn();
   const auto status = server.waitFor(std::chrono::seconds(30));
   ASSERT_TRUE(status.has_value());
@@ -135,10 +139,12 @@ TEST(ToolServer, DescriptorsMatchTheRuntimesArgumentSchemas) {
   for (const json& tool : server.toolDescriptors()) {
     json args = json::object();
     for (const json& name : tool["inputSchema"]["required"]) args[name.get<std::string>()] = "x";
-    EXPECT_EQ(crashsim::ToolRuntime::argsProblem(tool["name"].get<std::string>(), args), std::nullopt)
+    EXPECT_EQ(crashsim::ToolRuntime::argsProblem(tool["name"].get<std::string>(), args),
+              std::nullopt)
         << tool.dump();
     args["extra"] = "x";  // the runtime's schema is closed, and so is the descriptor
-    EXPECT_NE(crashsim::ToolRuntime::argsProblem(tool["name"].get<std::string>(), args), std::nullopt);
+    EXPECT_NE(crashsim::ToolRuntime::argsProblem(tool["name"].get<std::string>(), args),
+              std::nullopt);
     EXPECT_EQ(tool["inputSchema"]["additionalProperties"], false);
   }
 }

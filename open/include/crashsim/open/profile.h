@@ -11,12 +11,11 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace crashsim::open {
 
@@ -37,13 +36,13 @@ struct RuntimeProfile {
   int level = 0;
   ProfileCommand run, resume;
   std::optional<ProfileCommand> exportLedger;
-  std::string modelApi;                   // "openai-chat-completions"
-  std::string toolsVia;                   // "mcp-stdio" | "subprocess"
-  std::vector<std::string> statePaths;    // relative to the case directory
+  std::string modelApi;                 // "openai-chat-completions"
+  std::string toolsVia;                 // "mcp-stdio" | "subprocess"
+  std::vector<std::string> statePaths;  // relative to the case directory
   int runSeconds = 60, resumeSeconds = 60;
-  std::string unknownOutcome = "park";    // "park" | "at-least-once"
-  std::vector<int> stopExitCodes;         // resume exit statuses that declare an allowed stop
-  std::filesystem::path source;           // the profile file (empty when parsed from JSON)
+  std::string unknownOutcome = "park";  // "park" | "at-least-once"
+  std::vector<int> stopExitCodes;       // resume exit statuses that declare an allowed stop
+  std::filesystem::path source;         // the profile file (empty when parsed from JSON)
 };
 
 // The published schema (reports/runtime-profile.schema.json), as compiled into the library.
@@ -51,7 +50,8 @@ const nlohmann::json& runtimeProfileSchema();
 
 // Validates and decodes a profile object. `baseDir` resolves the commands' cwd; `source` names
 // the profile in error messages. Throws Error(kProfileInvalid) on the first problem.
-RuntimeProfile parseRuntimeProfile(const nlohmann::json& value, const std::filesystem::path& baseDir,
+RuntimeProfile parseRuntimeProfile(const nlohmann::json& value,
+                                   const std::filesystem::path& baseDir,
                                    const std::string& source = "<profile>");
 // Reads a profile file (strict JSON, at most 1 MiB); commands' cwd is relative to its directory.
 // Unreadable or malformed files are Error(kProfileInvalid) as well.

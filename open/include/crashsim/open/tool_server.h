@@ -16,10 +16,9 @@
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "crashsim/scenario.h"
 #include "crashsim/tools.h"
@@ -33,8 +32,8 @@ struct ToolServerOptions {
 };
 
 struct ToolCallOutcome {
-  ToolResult result;    // the tool's result object and isError
-  std::string callId;   // the scenario call it was matched to, or "unscripted"
+  ToolResult result;      // the tool's result object and isError
+  std::string callId;     // the scenario call it was matched to, or "unscripted"
   bool executed = false;  // false: refused or a no-op by preflight (no effects line)
 };
 
