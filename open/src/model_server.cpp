@@ -157,11 +157,11 @@ json usage() { return {{"prompt_tokens", 1}, {"completion_tokens", 1}, {"total_t
 
 }  // namespace
 
-json completionBody(const ScriptedStep& step, const std::string& model) {
+json completionBody(const ScriptedStep& step, const std::string& model, const std::string& id) {
   json message = {{"role", "assistant"}, {"content", step.text ? json(*step.text) : json()}};
   if (!step.calls.empty()) message["tool_calls"] = toolCallsOf(step, false);
   return {
-      {"id", "chatcmpl-crashsim"},
+      {"id", id},
       {"object", "chat.completion"},
       {"created", 0},
       {"model", model},
@@ -172,10 +172,11 @@ json completionBody(const ScriptedStep& step, const std::string& model) {
       {"usage", usage()}};
 }
 
-std::string completionSse(const ScriptedStep& step, const std::string& model, bool includeUsage) {
+std::string completionSse(const ScriptedStep& step, const std::string& model, const std::string& id,
+                          bool includeUsage) {
   std::string out;
-  auto chunk = [&out, &model](json delta, json finish, bool withUsage) {
-    json c = {{"id", "chatcmpl-crashsim"},
+  auto chunk = [&out, &model, &id](json delta, json finish, bool withUsage) {
+    json c = {{"id", id},
               {"object", "chat.completion.chunk"},
               {"created", 0},
               {"model", model},
@@ -193,6 +194,10 @@ std::string completionSse(const ScriptedStep& step, const std::string& model, bo
   if (includeUsage) chunk(nullptr, nullptr, true);
   out += "data: [DONE]\n\n";
   return out;
+}
+
+std::string completionId(const Scenario& scenario, size_t step) {
+  return "chatcmpl-crashsim-" + scenario.id + "-" + std::to_string(step);
 }
 
 // --- the server ---
@@ -286,10 +291,10 @@ http::response<http::string_body> ModelServer::Impl::handle(
                                 body["stream_options"].value("include_usage", false) == true;
       res.set(http::field::content_type, "text/event-stream");
       res.set(http::field::cache_control, "no-cache");
-      res.body() = completionSse(step, model, includeUsage);
+      res.body() = completionSse(step, model, completionId(scenario, *why.step), includeUsage);
       res.chunked(true);
     } else {
-      res.body() = completionBody(step, model).dump();
+      res.body() = completionBody(step, model, completionId(scenario, *why.step)).dump();
     }
   }
   line["status"] = res.result_int();

@@ -134,6 +134,7 @@ TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
   ASSERT_EQ(res.result_int(), 200) << res.body();
   json body = json::parse(res.body());
   EXPECT_EQ(body["object"], "chat.completion");
+  const json firstId = body["id"];
   EXPECT_EQ(body["model"], "gpt-test");
   const json& choice = body["choices"][0];
   EXPECT_EQ(choice["finish_reason"], "tool_calls");
@@ -149,6 +150,8 @@ TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
                 chatRequest(historyAfterRead(), false).dump());
   ASSERT_EQ(res.result_int(), 200);
   body = json::parse(res.body());
+  // Another step, another completion id (clients that key messages by id must not merge them).
+  EXPECT_NE(body["id"], firstId);
   EXPECT_EQ(body["choices"][0]["message"]["tool_calls"][0]["id"], "call-2");
   EXPECT_EQ(json::parse(body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
                             .get<std::string>()),
@@ -158,6 +161,7 @@ TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
   res = request(port, http::verb::post, "/v1/chat/completions",
                 chatRequest(json::array({user()}), false).dump());
   EXPECT_EQ(json::parse(res.body())["choices"][0]["message"]["tool_calls"][0]["id"], "call-1");
+  EXPECT_EQ(json::parse(res.body())["id"], firstId);
 
   json afterWrite = historyAfterRead();
   afterWrite.push_back(assistant("call-2", "Write", kWriteArgs));

@@ -36,10 +36,10 @@ struct Case {
   std::unique_ptr<crashsim::open::ModelServer> model;
   crashsim::open::CaseBindings bindings;
 
-  explicit Case(const std::string& id) {
+  explicit Case(const std::string& id,
+                const std::string& profileFile = "open/subject/runtime.json") {
     scenario = crashsim::loadScenario(open_test::scenarioFile(id));
-    profile =
-        crashsim::open::loadRuntimeProfile(open_test::sourceDir() / "open/subject/runtime.json");
+    profile = crashsim::open::loadRuntimeProfile(open_test::sourceDir() / profileFile);
     fs::create_directories(dir.path / "ws");
     crashsim::seedWorkspace(scenario, dir.path / "ws");
     model = std::make_unique<crashsim::open::ModelServer>(
@@ -230,6 +230,21 @@ TEST(TestSubject, BreakExit0UnfinishedLeavesTheTaskUndone) {
   EXPECT_EQ(status, 0);                               // a silent exit 0 ...
   EXPECT_NE(c.workspace(), c.scenario.expect.files);  // ... with the task unfinished (O3)
   EXPECT_EQ(c.workspace().at("config.json"), c.scenario.files.at("config.json"));
+}
+
+// The proof on a runtime nobody here wrote (examples/langgraph-js): run only where its npm
+// packages are installed (`npm ci` in that folder, docs/open-harness.md), skipped elsewhere.
+TEST(LangGraphJs, RunsWriteConfigPortThroughTheServers) {
+  const fs::path example = open_test::sourceDir() / "examples/langgraph-js";
+  if (!fs::exists(example / "node_modules/@langchain/langgraph"))
+    GTEST_SKIP() << "examples/langgraph-js has no node_modules (npm ci there)";
+  Case c("write-config-port", "examples/langgraph-js/runtime.json");
+  const auto [status, line] = c.complete(c.profile.run);
+  EXPECT_EQ(status, 0) << line;
+  EXPECT_EQ(c.workspace(), c.scenario.expect.files);
+  EXPECT_EQ(c.effects(), (std::map<std::string, int>{{"call-1", 1}, {"call-2", 1}}));
+  EXPECT_EQ(c.modelLog().size(), c.scenario.model.size());
+  EXPECT_TRUE(c.model->findings().empty());
 }
 
 }  // namespace

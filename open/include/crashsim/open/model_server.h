@@ -50,8 +50,16 @@ HistoryExplanation explainHistory(const Scenario& scenario, const nlohmann::json
 // tool call (index, id, type, function name and arguments), the finish chunk (finish_reason
 // "tool_calls" or "stop"), and a usage chunk when the request asked for it
 // (stream_options.include_usage).
-nlohmann::json completionBody(const ScriptedStep& step, const std::string& model);
-std::string completionSse(const ScriptedStep& step, const std::string& model, bool includeUsage);
+// `id` is the completion's id (every chunk's too): completionId().
+nlohmann::json completionBody(const ScriptedStep& step, const std::string& model,
+                              const std::string& id);
+std::string completionSse(const ScriptedStep& step, const std::string& model, const std::string& id,
+                          bool includeUsage);
+// "chatcmpl-crashsim-<scenario id>-<step>": the same for the same step (a re-sent history gets
+// the same answer), different between steps — clients key messages by it (LangGraph's messages
+// reducer replaces a message whose id it already holds, so one id for every answer would make
+// each answer overwrite the one before).
+std::string completionId(const Scenario& scenario, size_t step);
 
 struct ModelServerOptions {
   std::filesystem::path logPath;  // the model log (JSONL); empty = no log
