@@ -8,35 +8,29 @@
 namespace crashsim::harness {
 namespace {
 
-static_assert(kAdmissionP14 == 14 + 2 && kAdmissionP15 == 15 + 2 && kImportP16 == 16 + 2 &&
-              kImportP17 == 17 + 2);
-
-// "P4#2" → (4, 2); "P14#1" → (kAdmissionP14, 1). P12/P13 are named only after +K:.
-std::pair<int, int> parsePoint(std::string_view text, std::string_view whole) {
+// "P4#2" → (P4, 2); "P14#1" → (P14, 1); "S#7" → (S, 7). The Stop path's P12/P13 are named only
+// after +K:.
+std::pair<CrashPoint, int> parsePoint(std::string_view text, std::string_view whole) {
   auto hash = text.find('#');
-  if (hash == 1 && (text[0] == 'S' || text[0] == 'F')) {
+  auto hitOf = [&](size_t from) {
     int hit = 0;
-    auto b = std::from_chars(text.data() + 2, text.data() + text.size(), hit);
+    auto b = std::from_chars(text.data() + from, text.data() + text.size(), hit);
     if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
       throw std::invalid_argument(
           fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
-    return {text[0] == 'S' ? kBarrierS : kBarrierF, hit};
+    return hit;
+  };
+  if (hash == 1) {
+    if (auto barrier = CrashPoint::parse(text.substr(0, 1)); barrier && barrier->isBarrier())
+      return {*barrier, hitOf(2)};
   }
   if (text.size() < 4 || text[0] != 'P' || hash == std::string_view::npos)
     throw std::invalid_argument(
         fmt::format("case id {}: expected P<n>#<hit>, S#<hit> or F#<hit>, got '{}'", whole, text));
-  int fp = -1, hit = 0;
-  auto a = std::from_chars(text.data() + 1, text.data() + hash, fp);
-  auto b = std::from_chars(text.data() + hash + 1, text.data() + text.size(), hit);
-  if (a.ec != std::errc() || a.ptr != text.data() + hash || fp < 0 ||
-      (fp > 11 && (fp < 14 || fp > 17)) || (hash > 2 && text[1] == '0'))
+  const auto fp = CrashPoint::parse(text.substr(0, hash));
+  if (!fp || fp->isBarrier() || fp->group() == PointGroup::stopPath)
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
-  // P14..P17 are numbered after S and F (case_id.h): P14 → 16, … P17 → 19.
-  if (fp >= 14) fp += 2;
-  if (b.ec != std::errc() || b.ptr != text.data() + text.size() || hit < 1)
-    throw std::invalid_argument(
-        fmt::format("case id {}: hit must be a number >= 1 in '{}'", whole, text));
-  return {fp, hit};
+  return {*fp, hitOf(hash + 1)};
 }
 
 bool isPathMutationName(std::string_view m) {
@@ -45,27 +39,12 @@ bool isPathMutationName(std::string_view m) {
 
 }  // namespace
 
-std::string failpointName(int fp) {
-  if (fp == kBarrierS) return "S";
-  if (fp == kBarrierF) return "F";
-  if (fp == kStopP12) return "P12";
-  if (fp == kStopP13) return "P13";
-  if (fp == kAdmissionP14) return "P14";
-  if (fp == kAdmissionP15) return "P15";
-  if (fp == kImportP16) return "P16";
-  if (fp == kImportP17) return "P17";
-  return fmt::format("P{}", fp);
-}
-
-std::string CaseId::failpointName() const { return harness::failpointName(failpoint); }
-
 std::string CaseId::str() const {
   std::string s = fmt::format("{}/{}#{}/{}", scenario, failpointName(), hit, mode);
   if (seed) s += fmt::format("@{}", *seed);
   if (recoveryFailpoint)
-    s += fmt::format("+R:{}#{}", harness::failpointName(*recoveryFailpoint),
-                     recoveryHit.value_or(1));
-  if (stopKill) s += fmt::format("+K:{}#1", harness::failpointName(*stopKill));
+    s += fmt::format("+R:{}#{}", recoveryFailpoint->name(), recoveryHit.value_or(1));
+  if (stopKill) s += fmt::format("+K:{}#1", stopKill->name());
   if (stopGrace) s += "+grace";
   if (pathMutation)
     s += fmt::format("~path:{}:{}", pathMutation->component, pathMutation->mutation);
@@ -111,7 +90,7 @@ CaseId parseCaseId(std::string_view text) {
         text));
   id.scenario = std::string(text.substr(0, s1));
   std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
-  if (id.failpoint >= kStopP12 && !id.isImport())
+  if (id.failpoint.group() == PointGroup::admission)
     throw std::invalid_argument(
         fmt::format("case id {}: {} is reached only by a recovery process (+R:{}#1)", text,
                     id.failpointName(), id.failpointName()));
@@ -147,14 +126,14 @@ CaseId parseCaseId(std::string_view text) {
   if (id.isImport() && mode != "kill")
     throw std::invalid_argument(
         fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));
-  if (mode == "stop" && id.failpoint > 9)
+  if (mode == "stop" && !isAgentRunPoint(id.failpoint))
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,
                     id.failpointName()));
   if (plus != std::string_view::npos && mode == "stop") {
     std::string_view k = rest.substr(plus + 1);
     if (k == "grace") {
-      if (id.failpoint != 2)
+      if (id.failpoint != points::P2)
         throw std::invalid_argument(fmt::format(
             "case id {}: +grace names the running call by its P2 hit (P2#<hit>)", text));
       id.stopGrace = true;
@@ -163,7 +142,7 @@ CaseId parseCaseId(std::string_view text) {
     if (k != "K:P12#1" && k != "K:P13#1")
       throw std::invalid_argument(fmt::format(
           "case id {}: a Stop double fault is +K:P12#1 or +K:P13#1, a watchdog case +grace", text));
-    id.stopKill = k == "K:P12#1" ? kStopP12 : kStopP13;
+    id.stopKill = k == "K:P12#1" ? points::P12 : points::P13;
     return id;
   }
   if (plus != std::string_view::npos && rest.substr(plus + 1) == "H2") {
@@ -180,15 +159,14 @@ CaseId parseCaseId(std::string_view text) {
     auto [fp, hit] = parsePoint(r.substr(2), text);
     // A barrier primary has no named state to recover from twice; a barrier of the recovery
     // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
-    if (id.isBarrier() ||
-        ((fp == kBarrierS || fp == kBarrierF) && (id.isImport() || mode != "kill")))
+    if (id.isBarrier() || (fp.isBarrier() && (id.isImport() || mode != "kill")))
       throw std::invalid_argument(fmt::format(
           "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
           "after a named kill of the agent run",
           text));
     // An import kill's recovery reaches only the import (the scenario's run never started),
     // and only an import kill leaves the import pending for a recovery process.
-    if (id.isImport() != (fp == kImportP16 || fp == kImportP17))
+    if (id.isImport() != (fp.group() == PointGroup::legacyImport))
       throw std::invalid_argument(fmt::format(
           "case id {}: a legacy import kill (P16, P17) pairs only with a recovery kill at P16 or "
           "P17, and those only with it",

@@ -330,9 +330,9 @@ std::string stopProcessProblem(const ChildResult& child, const CaseId& id, bool 
   if (std::string p = stopReceiptsProblem(spec.stderrFile); !p.empty()) return p;
   if (id.stopKill) {
     Json k = Json::parse(child.secondControlLine, nullptr, false);
-    if (!k.is_object() || k.value("failpoint", "") != failpointName(*id.stopKill))
+    if (!k.is_object() || k.value("failpoint", "") != id.stopKill->str())
       return fmt::format("reported '{}' instead of {} after the Stop ({})", child.secondControlLine,
-                         failpointName(*id.stopKill), child.describe());
+                         id.stopKill->str(), child.describe());
     if (!child.killedBySigkill()) return "not killed by SIGKILL: " + child.describe();
     if (fs::exists(store / "agent-exit.json")) return "normal-exit marker after a kill";
     return "";
@@ -627,7 +627,7 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
   run.stdoutFile = dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(20000);
   std::optional<std::string> killAt;
-  if (id.stopKill) killAt = failpointName(*id.stopKill);
+  if (id.stopKill) killAt = id.stopKill->str();
   const ChildResult child = runStopped(run, id.failpointName(), id.hit, killAt);
   ph.child(child, "run");
   ph.to("verify");
@@ -646,7 +646,7 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
   std::optional<CaseId> equivalent;
   CaseExpectation ex;
   bool afterCrash = false;
-  if (id.stopKill == kStopP12) {
+  if (id.stopKill == points::P12) {
     equivalent = stop::killEquivalent(sc, id);
     ex = expectCase(sc, equivalent->failpoint, equivalent->hit);
     say("the batch was rolled back: judged as the crash state of " + equivalent->str());
@@ -654,7 +654,7 @@ void runStopCase(const CaseId& id, const Reference& ref, const RunOptions& opts,
     afterCrash = workspace::afterCrashApplies(sc.spec, equivalent->failpointName());
     if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
   } else {
-    checkStoppedState(sc, sx, id.stopKill != kStopP13, store, dir, opts, c);
+    checkStoppedState(sc, sx, id.stopKill != points::P13, store, dir, opts, c);
   }
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
   SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
@@ -818,7 +818,7 @@ void runImportCase(const CaseId& id, const Reference& ref, const RunOptions& opt
     first.timeout = std::chrono::milliseconds(20000);
     first.stderrFile = dir / "recover1.stderr";
     first.stdoutFile = dir / "recover1.stdout";
-    const auto rfp = failpointName(*id.recoveryFailpoint);
+    const auto rfp = id.recoveryFailpoint->str();
     const int rhit = id.recoveryHit.value_or(1);
     const ChildResult r1 = runArmed(first, rfp, rhit);
     ph.child(r1, "run");
@@ -1057,7 +1057,7 @@ void runRaceRecovery(const CaseId& id, const CaseExpectation& x, bool afterCrash
 // then recovery; judged by V8.
 void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& ref,
                    const fs::path& dir, Checks& c) {
-  const CaseExpectation x = expectCase(sc, 2, 1);
+  const CaseExpectation x = expectCase(sc, points::P2, 1);
   if (!x.ok || !x.armedCall) return;
   const fs::path probe = dir / "t1-exists", pstore = probe / "store", pws = probe / "ws";
   fs::create_directories(pstore);
@@ -1102,9 +1102,10 @@ void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& 
 // and fsync-dir); only its S and F counts are taken, as the first run's are from the reference
 // run. Returns "" or the problem.
 std::string referenceRecovery(const Scenario& sc, const RunOptions& opts, const Reference& ref,
-                              const fs::path& dir, int fp, int hit, RecoveryBarrierHits& out) {
-  const std::string at = fmt::format("reference recovery of {}#{}", failpointName(fp), hit);
-  const fs::path rdir = dir / sanitize(fmt::format("rr-{}-{}", failpointName(fp), hit));
+                              const fs::path& dir, CrashPoint fp, int hit,
+                              RecoveryBarrierHits& out) {
+  const std::string at = fmt::format("reference recovery of {}#{}", fp.name(), hit);
+  const fs::path rdir = dir / sanitize(fmt::format("rr-{}-{}", fp.name(), hit));
   fs::remove_all(rdir);
   fs::create_directories(rdir / "store");
   const fs::path store = rdir / "store", ws = rdir / "ws";
@@ -1113,11 +1114,10 @@ std::string referenceRecovery(const Scenario& sc, const RunOptions& opts, const 
   run.stderrFile = rdir / "run.stderr";
   run.stdoutFile = rdir / "run.stdout";
   run.timeout = std::chrono::milliseconds(15000);
-  const auto child = runArmed(run, failpointName(fp), hit);
-  if (auto bad = killProblem(child, failpointName(fp), hit, run, store); !bad.empty())
+  const auto child = runArmed(run, fp.str(), hit);
+  if (auto bad = killProblem(child, fp.str(), hit, run, store); !bad.empty())
     return at + ": the agent run: " + bad;
-  if (workspace::afterCrashApplies(sc.spec, failpointName(fp)))
-    workspace::applyAfterCrash(sc.spec, ws);
+  if (workspace::afterCrashApplies(sc.spec, fp.str())) workspace::applyAfterCrash(sc.spec, ws);
   SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, rdir);
   const auto r = runToEnd(recover);
   if (!r.exited || r.exitCode != 0)
@@ -1125,16 +1125,12 @@ std::string referenceRecovery(const Scenario& sc, const RunOptions& opts, const 
   const auto hits = readHits(rdir / "recover-hits.json");
   if (!hits) return at + " wrote no readable failpoint hit counts";
   const auto want = predictedRecoveryHits(sc, fp, hit);
-  std::vector<int> points = {0, 1, 2, 3, 4, 5, 6, 7};
-  points.insert(points.end(), kRecoveryPoints.begin(), kRecoveryPoints.end());
-  for (int p : points)
-    if ((*hits)[static_cast<size_t>(p)] != want[static_cast<size_t>(p)])
-      return fmt::format("{} reached {} {} time(s), the oracle predicts {}", at, failpointName(p),
-                         (*hits)[static_cast<size_t>(p)], want[static_cast<size_t>(p)]);
-  auto w = [&](int p) { return want[static_cast<size_t>(p)]; };
-  const int minS = w(2) + w(5) + w(8) + w(10) + w(11) + w(kAdmissionP14) + w(kAdmissionP15);
-  const int minF = 3 * w(3);
-  out = {fp, hit, (*hits)[kBarrierS], (*hits)[kBarrierF]};
+  if (auto bad = reachDifference(want, *hits, recoveryReachPoints(), at.c_str()); !bad.empty())
+    return bad;
+  using namespace points;
+  const int minS = want[P2] + want[P5] + want[P8] + want[P10] + want[P11] + want[P14] + want[P15];
+  const int minF = 3 * want[P3];
+  out = {fp, hit, (*hits)[S], (*hits)[F]};
   if (out.s < minS || out.f < minF)
     return fmt::format(
         "{} reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; its named "
@@ -1226,16 +1222,16 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   }
   // The plan comes from the oracle's prediction; a reference run that reaches other hits means
   // the plan is not the runtime's set of crash windows (an error, never a smaller sweep).
-  if (auto bad = reachDifference(predictedHits(scenario), ref.hits, 0, 11, "the reference run");
+  if (auto bad = reachDifference(predictedHits(scenario), ref.hits,
+                                 pointRange(points::P0, points::P11), "the reference run");
       !bad.empty()) {
     ref.problem = bad;
     return ref;
   }
-  for (int fp : {kImportP16, kImportP17})
-    if (ref.hits[static_cast<size_t>(fp)] != predictedImportBatches(scenario)) {
+  for (CrashPoint fp : {points::P16, points::P17})
+    if (ref.hits[fp] != predictedImportBatches(scenario)) {
       ref.problem = fmt::format("the reference run reached {} {} time(s), the oracle predicts {}",
-                                failpointName(fp), ref.hits[static_cast<size_t>(fp)],
-                                predictedImportBatches(scenario));
+                                fp.name(), ref.hits[fp], predictedImportBatches(scenario));
       return ref;
     }
   // The barriers have no prediction (the contract does not fix a run's number of transactions
@@ -1259,8 +1255,8 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   // The reference recoveries the +R:S#k / +R:F#k double faults are planned from.
   if (ref.problem.empty() && opts.recoveryBarriers && !scenario.spec.legacyStore) {
     const auto hits = predictedHits(scenario);
-    for (int fp = 0; fp < 10 && ref.problem.empty(); ++fp)
-      for (int h = 1; h <= hits[static_cast<size_t>(fp)] && ref.problem.empty(); ++h) {
+    for (CrashPoint fp : pointRange(points::P0, points::P9))
+      for (int h = 1; h <= hits[fp] && ref.problem.empty(); ++h) {
         if (!sweptRecoveryBarriers(scenario, fp, h)) continue;
         RecoveryBarrierHits rb;
         ref.problem = referenceRecovery(scenario, opts, ref, dir, fp, h, rb);
@@ -1278,11 +1274,11 @@ reports::CaseRecord caseRecordOf(const CaseId& id, const RunOptions& opts) {
   rec.hit = id.hit;
   rec.mode = id.mode;
   if (id.recoveryFailpoint) {
-    rec.recoveryFailpoint = failpointName(*id.recoveryFailpoint);
+    rec.recoveryFailpoint = id.recoveryFailpoint->str();
     rec.recoveryHit = id.recoveryHit.value_or(1);
   }
   if (id.stopKill) {  // the second point of a Stop double fault (reports: K:P12 / K:P13)
-    rec.recoveryFailpoint = failpointName(*id.stopKill);
+    rec.recoveryFailpoint = id.stopKill->str();
     rec.recoveryHit = 1;
   }
   rec.reproduce = reproduceLine(id, opts);
@@ -1494,7 +1490,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     first.timeout = std::chrono::milliseconds(20000);
     first.stderrFile = dir / "recover1.stderr";
     first.stdoutFile = dir / "recover1.stdout";
-    auto rfp = failpointName(*id.recoveryFailpoint);
+    auto rfp = id.recoveryFailpoint->str();
     int rhit = id.recoveryHit.value_or(1);
     auto r1 = runArmed(first, rfp, rhit);
     ph.child(r1, "run");
@@ -1507,7 +1503,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
       if (!c.failed("V1")) c.pass("V1");
       // The ancestor-tamper mutation, at the P11 kills (claim durable, no target run yet): the
       // P14 state settles the same way, so probing it too would only repeat the question.
-      if (id.mode == "kill" && id.recoveryFailpoint == 11) {
+      if (id.mode == "kill" && id.recoveryFailpoint == points::P11) {
         ph.to("setup");
         if (auto probe = probeAncestorTamper(opts, sc, store, ws, dir, c)) {
           ph.child(*probe, "recovery");
@@ -1522,7 +1518,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     if (isContinuationKill(id)) {
       // Killed inside its own calls: the task's end follows from that kill, and from the
       // scenario's external change when it names that point.
-      afterCrash = workspace::afterCrashApplies(sc.spec, failpointName(*id.recoveryFailpoint));
+      afterCrash = workspace::afterCrashApplies(sc.spec, id.recoveryFailpoint->str());
       if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
       atCrash = snapshotWorkspace(ws);
     }
@@ -1557,7 +1553,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
                 store, ws, atCrash, r.exitCode, recover, c, rbJudged ? &*rbJudged : nullptr);
   if (pathX && pathX->kind == pathmut::Expectation::Kind::adopted)
     checkAdoptedRoot(*pathX, ws, readFile(recover.stdoutFile), c);
-  if (id.mode == "kill" && !id.isDoubleFault() && !id.isBarrier() && id.failpoint == 2 &&
+  if (id.mode == "kill" && !id.isDoubleFault() && !id.isBarrier() && id.failpoint == points::P2 &&
       id.hit == 1)
     probeT1Exists(opts, sc, ref, dir, c);
   if (r.exitCode == 0 || r.exitCode == 1) checkLineageDigests(store, "after recovery: ", c);

@@ -147,28 +147,26 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
   if (it == all.end()) throw UsageError("unknown scenario " + id.scenario);
   // The case must be one the sweep would plan (the oracle's prediction); otherwise say which are.
   {
-    auto reachList = [](const auto& h) {  // hits per failpoint number
+    auto reachList = [](const PointCounts& h) {
       std::string list;
-      for (size_t fp = 0; fp < h.size(); ++fp)
+      for (CrashPoint fp : CrashPoint::all())
         if (h[fp] > 0)
-          list +=
-              fmt::format("{}{}#1{}", list.empty() ? "" : ", ", failpointName(static_cast<int>(fp)),
-                          h[fp] > 1 ? fmt::format("-{}", h[fp]) : "");
+          list += fmt::format("{}{}#1{}", list.empty() ? "" : ", ", fp.name(),
+                              h[fp] > 1 ? fmt::format("-{}", h[fp]) : "");
       return list.empty() ? std::string("no failpoint") : list;
     };
     // The agent run's kill points: a legacy store's import (P16, P17), else P0..P9 (plan.cpp).
-    std::array<int, kPoints> hits{};
+    PointCounts hits;
     if (it->spec.legacyStore) {
-      hits[kImportP16] = hits[kImportP17] = predictedImportBatches(*it);
+      hits[points::P16] = hits[points::P17] = predictedImportBatches(*it);
     } else {
       const auto p = predictedHits(*it);
-      std::copy(p.begin(), p.begin() + 10, hits.begin());
+      for (CrashPoint fp : pointRange(points::P0, points::P9)) hits[fp] = p[fp];
     }
-    const auto fp = static_cast<size_t>(id.failpoint);
-    if ((!id.isBarrier() || it->spec.legacyStore) && id.hit > hits[fp])
+    if ((!id.isBarrier() || it->spec.legacyStore) && id.hit > hits[id.failpoint])
       throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,
                                    reachList(hits)));
-    if (id.isStopDoubleFault() && id.failpoint > 7)
+    if (id.isStopDoubleFault() && id.failpoint > points::P7)
       throw UsageError(
           fmt::format("case {} is never reached: a Stop at {} reaches no "
                       "termination batch (the run's own terminal stands)",
@@ -182,8 +180,7 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
               : std::string()));
     if (id.isDoubleFault()) {
       const auto rhits = predictedRecoveryHits(*it, id.failpoint, id.hit);
-      const int rfp = *id.recoveryFailpoint;
-      if (id.recoveryHit.value_or(1) > rhits[static_cast<size_t>(rfp)])
+      if (id.recoveryHit.value_or(1) > rhits[*id.recoveryFailpoint])
         throw UsageError(fmt::format("case {} is never reached: the recovery of {} reaches {}",
                                      id.str(), id.str().substr(0, id.str().find('+')),
                                      reachList(rhits)));
@@ -221,10 +218,10 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
     std::cerr << "crashsim run: scenario " << it->id << ": " << ref.problem << "\n";
     return 2;
   }
-  if (id.isBarrier() && id.hit > ref.hits[static_cast<size_t>(id.failpoint)]) {
+  if (id.isBarrier() && id.hit > ref.hits[id.failpoint]) {
     throw UsageError(
         fmt::format("case {} is never reached: the reference run of {} reaches {}#1-{}", id.str(),
-                    id.scenario, id.failpointName(), ref.hits[static_cast<size_t>(id.failpoint)]));
+                    id.scenario, id.failpointName(), ref.hits[id.failpoint]));
   }
   const CaseOutcome oc = runCase(id, ref, ro);
   std::cout << "case " << oc.record.id << "\n";

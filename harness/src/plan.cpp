@@ -17,27 +17,14 @@
 namespace crashsim::harness {
 namespace {
 
-int parseFailpoint(const std::string& fp) {
-  if (fp == "S") return kBarrierS;
-  if (fp == "F") return kBarrierF;
-  if (fp == "P12") return kStopP12;
-  if (fp == "P13") return kStopP13;
-  if (fp == "P14") return kAdmissionP14;
-  if (fp == "P15") return kAdmissionP15;
-  if (fp == "P16") return kImportP16;
-  if (fp == "P17") return kImportP17;
-  if (fp.size() < 2 || fp.size() > 3 || fp[0] != 'P' ||
-      fp.find_first_not_of("0123456789", 1) != std::string::npos ||
-      (fp.size() == 3 && fp[1] == '0'))
-    throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
-  int n = std::stoi(fp.substr(1));
-  if (n > 11) throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
-  return n;
+CrashPoint parseFailpoint(const std::string& fp) {
+  if (auto p = CrashPoint::parse(fp)) return *p;
+  throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
 }
 
 // A Stop accepted before the run decided its end (P0–P7) is ended by a termination batch: it
 // reaches P12 and P13 once each. At P8/P9 the run's own terminal is already being committed.
-bool stopReachesBatch(int failpoint) { return failpoint <= 7; }
+bool stopReachesBatch(CrashPoint failpoint) { return failpoint <= points::P7; }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
   if (globs.empty()) return true;
@@ -46,11 +33,18 @@ bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
   });
 }
 
-std::vector<bool> wantedFailpoints(const PlanSelection& sel) {
-  std::vector<bool> fpWanted(kPoints, sel.failpoints.empty());
-  for (const auto& fp : sel.failpoints) fpWanted[static_cast<size_t>(parseFailpoint(fp))] = true;
-  return fpWanted;
-}
+// The failpoints --failpoint selects (every point when it names none).
+class Wanted {
+ public:
+  explicit Wanted(const PlanSelection& sel) : all_(sel.failpoints.empty()) {
+    for (const auto& fp : sel.failpoints) named_[parseFailpoint(fp)] = 1;
+  }
+  bool operator()(CrashPoint p) const { return all_ || named_[p] != 0; }
+
+ private:
+  bool all_;
+  PointCounts named_;
+};
 
 // Whether a --case glob can select a barrier case: unless its failpoint part (after the first
 // '/') starts with 'P', it may ("*", "s/S#*/kill", "s/*"), and the barriers must be planned.
@@ -65,7 +59,7 @@ bool globMayMatchBarrier(const std::string& glob) {
 
 // The cases of one (scenario, failpoint, hit) in the selected mode: one kill or Stop case, or
 // one per seeded crash state (powerloss) or damage (corrupt).
-std::vector<CaseId> seededIds(const std::string& scenario, int fp, int hit,
+std::vector<CaseId> seededIds(const std::string& scenario, CrashPoint fp, int hit,
                               const PlanSelection& sel) {
   CaseId id;
   id.scenario = scenario;
@@ -85,33 +79,32 @@ std::vector<CaseId> seededIds(const std::string& scenario, int fp, int hit,
 }  // namespace
 
 bool plansBarriers(const PlanSelection& sel) {
-  const auto fpWanted = wantedFailpoints(sel);
+  const Wanted wanted(sel);
   return sel.barriers && (sel.mode == "kill" || sel.mode == "powerloss") &&
-         (fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+         (wanted(points::S) || wanted(points::F)) &&
          (sel.caseGlobs.empty() ||
           std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
 }
 
 SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
                     const std::vector<BarrierHits>& barrierHits) {
-  const std::vector<bool> fpWanted = wantedFailpoints(sel);
+  using namespace points;
+  const Wanted wanted(sel);
   const bool stopMode = sel.mode == "stop";
+  const std::vector<CrashPoint> agentRun = pointRange(P0, P9);
   if (stopMode &&
-      (fpWanted[10] || fpWanted[11] || fpWanted[kAdmissionP14] || fpWanted[kAdmissionP15] ||
-       fpWanted[kBarrierS] || fpWanted[kBarrierF]) &&
+      (wanted(P10) || wanted(P11) || wanted(P14) || wanted(P15) || wanted(S) || wanted(F)) &&
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
-  if ((fpWanted[kImportP16] || fpWanted[kImportP17]) && !sel.failpoints.empty() &&
-      sel.mode != "kill")
+  if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && sel.mode != "kill")
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
-  if ((fpWanted[kStopP12] || fpWanted[kStopP13]) && !sel.failpoints.empty() &&
-      (!stopMode || !sel.doubleFaults))
+  if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
     throw std::runtime_error(
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
-      std::none_of(fpWanted.begin(), fpWanted.begin() + 10, [](bool b) { return b; }) &&
-      !fpWanted[kImportP16] && !fpWanted[kImportP17] && !plansBarriers(sel))
+      std::none_of(agentRun.begin(), agentRun.end(), wanted) && !wanted(P16) && !wanted(P17) &&
+      !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");
@@ -129,10 +122,10 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         "--double-faults is kill mode only: a corrupt case damages the crash state of one kill");
   SweepPlan plan;
   std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow;
-  auto reach = [&](const std::string& sc, int fp, const char* process) -> PlannedReach& {
-    auto key = std::make_tuple(sc, failpointName(fp), std::string(process));
+  auto reach = [&](const std::string& sc, CrashPoint fp, const char* process) -> PlannedReach& {
+    auto key = std::make_tuple(sc, fp.str(), std::string(process));
     auto [it, fresh] = reachRow.try_emplace(key, plan.reach.size());
-    if (fresh) plan.reach.push_back({sc, failpointName(fp), process, 0, 0});
+    if (fresh) plan.reach.push_back({sc, fp.str(), process, 0, 0});
     return plan.reach[it->second];
   };
 
@@ -148,36 +141,32 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     // The agent run's kill points and their predicted hits. A scenario whose store starts from a
     // legacy JSONL is swept at its import (kill mode only); its run after the import is the same
     // as a scenario without one, and is swept there.
-    std::vector<std::pair<int, int>> primaries;
+    std::vector<std::pair<CrashPoint, int>> primaries;
     if (sc.spec.legacyStore) {
       if (sel.mode == "kill")
-        for (int fp : {kImportP16, kImportP17})
-          primaries.emplace_back(fp, predictedImportBatches(sc));
+        for (CrashPoint fp : {P16, P17}) primaries.emplace_back(fp, predictedImportBatches(sc));
     } else {
       const auto hits = predictedHits(sc);
-      for (int fp = 0; fp < 10; ++fp) primaries.emplace_back(fp, hits[static_cast<size_t>(fp)]);
+      for (CrashPoint fp : agentRun) primaries.emplace_back(fp, hits[fp]);
     }
     for (const auto& [fp, hitCount] : primaries) {
       if (hitCount > 0) reach(sc.id, fp, "agent").predicted += hitCount;
       for (int h = 1; h <= hitCount; ++h) {
         const std::vector<CaseId> ids = seededIds(sc.id, fp, h, sel);
-        const auto recovery = sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h)
-                                                            : std::array<int, kPoints>{};
+        const auto recovery =
+            sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h) : PointCounts{};
         for (const auto& pid : ids) {
           Group g;
           g.primary = {pid, si};
-          g.primarySelected =
-              fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          g.primarySelected = wanted(fp) && globMatch(sel.caseGlobs, pid.str());
           // The recovery process killed at the rh-th hit of rfp, rh = 1..n; selected when the
           // primary's or the recovery's failpoint is and the case id matches the globs.
-          auto addRecoveryKills = [&, primaryFp = fp](int rfp, int n) {
+          auto addRecoveryKills = [&, primaryFp = fp](CrashPoint rfp, int n) {
             for (int rh = 1; rh <= n; ++rh) {
               CaseId d = pid;
               d.recoveryFailpoint = rfp;
               d.recoveryHit = rh;
-              if ((fpWanted[static_cast<size_t>(primaryFp)] ||
-                   fpWanted[static_cast<size_t>(rfp)]) &&
-                  globMatch(sel.caseGlobs, d.str()))
+              if ((wanted(primaryFp) || wanted(rfp)) && globMatch(sel.caseGlobs, d.str()))
                 g.doubles.push_back({d, si});
             }
           };
@@ -185,30 +174,28 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
           // for the primaries whose continuation the sweep kills (oracle.h).
           if (sel.doubleFaults && !stopMode) {
             const auto swept = sweptContinuationKills(sc, fp, h);
-            for (int rfp = 0; rfp <= 7; ++rfp) {
-              const int n = swept[static_cast<size_t>(rfp)];
+            for (CrashPoint rfp : pointRange(P0, P7)) {
+              const int n = swept[rfp];
               if (n > 0 && pid == ids.front()) reach(sc.id, rfp, "recovery").predicted += n;
               addRecoveryKills(rfp, n);
             }
           }
-          for (int rfp : kRecoveryPoints) {
+          for (CrashPoint rfp : recoveryPoints()) {
             // An import kill pairs only with a recovery kill inside the import (P16/P17): the
             // repair of the interrupted legacy runs that follows it is not swept as a double
             // fault (its state is not the import oracle's), only reached (V3's recovery reach).
-            const bool importKill = fp == kImportP16 || fp == kImportP17;
-            if (importKill && rfp != kImportP16 && rfp != kImportP17) continue;
-            if (recovery[static_cast<size_t>(rfp)] > 0 && pid == ids.front())
-              reach(sc.id, rfp, "recovery").predicted += recovery[static_cast<size_t>(rfp)];
-            addRecoveryKills(rfp, recovery[static_cast<size_t>(rfp)]);
+            const bool importKill = fp.group() == PointGroup::legacyImport;
+            if (importKill && rfp.group() != PointGroup::legacyImport) continue;
+            if (recovery[rfp] > 0 && pid == ids.front())
+              reach(sc.id, rfp, "recovery").predicted += recovery[rfp];
+            addRecoveryKills(rfp, recovery[rfp]);
           }
           if (stopMode && sel.doubleFaults && stopReachesBatch(fp)) {
-            for (int k : {kStopP12, kStopP13}) {
+            for (CrashPoint k : {P12, P13}) {
               reach(sc.id, k, "stop").predicted += 1;
               CaseId d = pid;
               d.stopKill = k;
-              const bool want =
-                  (fpWanted[static_cast<size_t>(fp)] || fpWanted[static_cast<size_t>(k)]) &&
-                  globMatch(sel.caseGlobs, d.str());
+              const bool want = (wanted(fp) || wanted(k)) && globMatch(sel.caseGlobs, d.str());
               if (want) g.doubles.push_back({d, si});
             }
           }
@@ -220,8 +207,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
             for (const auto& m : variants) {
               CaseId d = pid;
               d.pathMutation = m;
-              if (fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, d.str()))
-                g.doubles.push_back({d, si});
+              if (wanted(fp) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
             }
           }
           // The recovery process killed at its own barriers (verdicts/recovery_barrier.h), from
@@ -230,8 +216,8 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
               plansBarriers(sel))
             for (const auto& rb : barrierHits[si].recovery) {
               if (rb.failpoint != fp || rb.hit != h) continue;
-              for (int rfp : {kBarrierS, kBarrierF}) {
-                const int n = rfp == kBarrierS ? rb.s : rb.f;
+              for (CrashPoint rfp : {S, F}) {
+                const int n = rfp == S ? rb.s : rb.f;
                 if (n > 0) reach(sc.id, rfp, "recovery").predicted += n;
                 addRecoveryKills(rfp, n);
               }
@@ -241,15 +227,14 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
             reach(sc.id, fp, "race").predicted += 1;
             CaseId d = pid;
             d.race = true;
-            if (fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, d.str()))
-              g.doubles.push_back({d, si});
+            if (wanted(fp) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
           }
           // The watchdog case of the scenario's Bash call that ignores cancellation (stop.h).
-          if (stopMode && fp == 2 && stop::holdingHit(sc) == h) {
+          if (stopMode && fp == P2 && stop::holdingHit(sc) == h) {
             reach(sc.id, fp, "agent").predicted += 1;
             CaseId d = pid;
             d.stopGrace = true;
-            if (fpWanted[2] && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
+            if (wanted(P2) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
           }
           groups.push_back(std::move(g));
         }
@@ -258,16 +243,15 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     if (sc.spec.legacyStore || !plansBarriers(sel) || barrierHits.empty()) continue;
     if (barrierHits.size() != scenarios.size())
       throw std::logic_error("planSweep: one BarrierHits per scenario");
-    for (int fp : {kBarrierS, kBarrierF}) {
-      const int n = fp == kBarrierS ? barrierHits[si].s : barrierHits[si].f;
+    for (CrashPoint fp : {S, F}) {
+      const int n = fp == S ? barrierHits[si].s : barrierHits[si].f;
       if (n > 0) reach(sc.id, fp, "agent").predicted += n;
       for (int h = 1; h <= n; ++h) {
         for (const CaseId& pid : seededIds(sc.id, fp, h, sel)) {
           Group g;
           g.primary.id = pid;
           g.primary.scenario = si;
-          g.primarySelected =
-              fpWanted[static_cast<size_t>(fp)] && globMatch(sel.caseGlobs, pid.str());
+          g.primarySelected = wanted(fp) && globMatch(sel.caseGlobs, pid.str());
           groups.push_back(std::move(g));
         }
       }
@@ -282,7 +266,7 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     if (!g.primarySelected && g.doubles.empty()) continue;
     const bool mine =
         static_cast<int>(position++ % static_cast<size_t>(sel.shardTotal)) == sel.shardIndex;
-    auto take = [&](const PlannedCase& pc, int fp, const char* process) {
+    auto take = [&](const PlannedCase& pc, CrashPoint fp, const char* process) {
       allIds.push_back(pc.id.str());
       if (!mine) return;
       shardIds.push_back(pc.id.str());
@@ -306,10 +290,9 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
   plan.sweepCases = allIds.size();
   plan.manifestDigest = reports::manifestDigest(shardIds);
   plan.sweepManifestDigest = reports::manifestDigest(allIds);
+  // In crash-point order within a (scenario, process).
   auto key = [](const PlannedReach& r) {
-    const int fp = parseFailpoint(r.failpoint);
-    // P12..P15 right after P11 (a process reaches either them or the barriers S, F).
-    return std::make_tuple(r.scenario, r.process, fp >= kStopP12 ? fp - 2 : fp);
+    return std::make_tuple(r.scenario, r.process, parseFailpoint(r.failpoint));
   };
   std::sort(plan.reach.begin(), plan.reach.end(),
             [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });

@@ -338,7 +338,7 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   if (barriers) {
     std::vector<BarrierHits> counts;
     for (const auto& r : refs)
-      counts.push_back({r.hits[kBarrierS], r.hits[kBarrierF], r.recoveryBarriers});
+      counts.push_back({r.hits[points::S], r.hits[points::F], r.recoveryBarriers});
     try {
       p.plan = planCases(opts, chosen, counts);
     } catch (...) {

@@ -29,8 +29,8 @@ struct Reference {
   std::filesystem::path templateWorkspace;
   WorkspaceSnapshot finalWorkspace;
   std::map<std::string, int> executionsPerCall;  // effects log: callId → executions
-  std::array<int, kPoints> hits{};  // reached per failpoint number (case_id.h), barriers included
-  std::string problem;              // non-empty: the reference run itself failed (why)
+  PointCounts hits;                              // reached per crash point, barriers included
+  std::string problem;                           // non-empty: the reference run itself failed (why)
   // The agent store's settings as the reference run's connection reported them
   // (agent-exit.json summary.journalMode / summary.synchronous).
   std::string journalMode, synchronous;
