@@ -38,7 +38,7 @@
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
 #include "crashsim/workspace.h"
-#include "store_commands.h"
+#include "cli/store_commands.h"
 #include "store_fixture.h"
 
 using namespace crashsim;

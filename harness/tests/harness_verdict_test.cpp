@@ -10,7 +10,7 @@
 #include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "verdicts/d1_d2_powerloss.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/store.h"

@@ -14,9 +14,10 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 #include "crashsim/harness/oracle.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/harness/powerloss_mode.h"
+#include "verdicts/d1_d2_powerloss.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/resume_plan.h"
@@ -1374,7 +1375,7 @@ CaseOutcome runCase(const CaseId& id, const Reference& ref, const RunOptions& op
     return finish();
   }
   const bool powerloss = id.mode == "powerloss";
-  PowerlossFindings plFindings;  // D1 and D2 (powerloss_checks.h)
+  PowerlossFindings plFindings;  // D1 and D2 (verdicts/d1_d2_powerloss.h)
   if (powerloss)
     c.m["D1"] = c.m["D2"] = c.m["D3"] = Check{"n/a", "no power-loss crash state was checked"};
   // A barrier has no oracle row: its expectation follows from the crash state (barrierFacts).

@@ -7,9 +7,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 #include "crashsim/harness/oracle.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/harness/powerloss_mode.h"
 #include "crashsim/reports/report.h"
 #include "verdicts/path_mutations.h"
 #include "verdicts/stop.h"

@@ -1,7 +1,7 @@
-// The corruption case: seeded damage to a crashed store (see crashsim/harness/corrupt_checks.h).
+// The corruption case: seeded damage to a crashed store (see crashsim/harness/corruption_injector.h).
 // Which damage is detectable follows the README's rules ("Damaged stores fail closed"), computed
 // here from the store files as they were before the damage, never from the runtime's answer.
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "crashsim/codes.h"
+#include "modes/state_seed.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -396,12 +397,8 @@ void editLedger(Db& d, const std::string& kind, Choices& ch, AppliedCorruption& 
 }  // namespace
 
 std::vector<uint64_t> corruptSeeds(const CaseId& primary, uint64_t sweepSeed, int states) {
-  // FNV-1a of "scenario/P<n>#<hit>" mixed with the sweep seed, below 10^6 so ids stay short.
-  uint64_t h = 1469598103934665603ull;
-  for (char ch : fmt::format("corrupt:{}/P{}#{}", primary.scenario, primary.failpoint, primary.hit))
-    h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  h ^= sweepSeed * 0x9E3779B97F4A7C15ull;
-  const uint64_t base = h % 1000000;
+  // Below 10^6 so ids stay short.
+  const uint64_t base = stateSeedHash("corrupt:", primary, sweepSeed) % 1000000;
   std::vector<uint64_t> seeds;
   for (int i = 0; i < states; ++i) seeds.push_back(base + static_cast<uint64_t>(i));
   return seeds;

@@ -27,9 +27,9 @@
 #include "crashsim/json.h"
 #include "crashsim/reports/report.h"
 #include "crashsim/reports/schema_validator.h"
-#include "ledger_commands.h"
-#include "store_commands.h"
-#include "store_script.h"
+#include "cli/ledger_commands.h"
+#include "cli/store_commands.h"
+#include "cli/store_script.h"
 #include "verdicts/stop.h"
 
 namespace crashsim::harness {

@@ -24,7 +24,7 @@
 
 #include "crashsim/bounded_input.h"
 #include "crashsim/error.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/harness/powerloss_mode.h"
 #include "crashsim/harness/supervisor.h"
 #include "verdicts/v9_determinism.h"
 
