@@ -5,6 +5,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "crashsim/harness/fault_mode.h"
+
 namespace crashsim::harness {
 namespace {
 
@@ -31,6 +33,14 @@ std::pair<CrashPoint, int> parsePoint(std::string_view text, std::string_view wh
   if (!fp || fp->isBarrier() || fp->group() == PointGroup::stopPath)
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
   return {*fp, hitOf(hash + 1)};
+}
+
+// "a, b, c or d".
+std::string alternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
 }
 
 bool isPathMutationName(std::string_view m) {
@@ -72,7 +82,8 @@ CaseId parseCaseId(std::string_view text) {
           "case id {}: the component is a workspace-relative path without . or .. (the root: .)",
           whole));
     CaseId id = parseCaseId(text.substr(0, tilde));
-    if (id.mode != "kill" || id.isDoubleFault() || id.isBarrier() || id.isImport())
+    if (!faultMode(id.mode).isProcessKill() || id.isDoubleFault() || id.isBarrier() ||
+        id.isImport())
       throw std::invalid_argument(
           fmt::format("case id {}: a path mutation follows a primary kill at a named failpoint "
                       "(P<n>#<hit>/kill)",
@@ -107,10 +118,11 @@ CaseId parseCaseId(std::string_view text) {
     id.seed = seed;
     mode = mode.substr(0, at);
   }
-  if (mode != "kill" && mode != "powerloss" && mode != "stop" && mode != "corrupt")
+  const FaultMode* fm = findFaultMode(mode);
+  if (!fm)
     throw std::invalid_argument(
-        fmt::format("case id {}: mode must be kill, powerloss, stop or corrupt", text));
-  const bool seeded = mode == "powerloss" || mode == "corrupt";
+        fmt::format("case id {}: mode must be {}", text, alternatives(faultModeNames())));
+  const bool seeded = fm->seeded();
   if (seeded && !id.seed)
     throw std::invalid_argument(
         fmt::format("case id {}: {} needs its seed, e.g. {}@17", text, mode, mode));
@@ -120,17 +132,17 @@ CaseId parseCaseId(std::string_view text) {
   if (!seeded && id.seed)
     throw std::invalid_argument(fmt::format("case id {}: {} takes no @seed", text, mode));
   id.mode = std::string(mode);
-  if (id.isBarrier() && mode != "kill" && mode != "powerloss")
+  if (id.isBarrier() && !fm->crashesAtBarriers())
     throw std::invalid_argument(
         fmt::format("case id {}: barrier cases (S, F) are kill or powerloss mode only", text));
-  if (id.isImport() && mode != "kill")
+  if (id.isImport() && !fm->isProcessKill())
     throw std::invalid_argument(
         fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));
-  if (mode == "stop" && !isAgentRunPoint(id.failpoint))
+  if (fm->deliversStop() && !isAgentRunPoint(id.failpoint))
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,
                     id.failpointName()));
-  if (plus != std::string_view::npos && mode == "stop") {
+  if (plus != std::string_view::npos && fm->deliversStop()) {
     std::string_view k = rest.substr(plus + 1);
     if (k == "grace") {
       if (id.failpoint != points::P2)
@@ -146,7 +158,7 @@ CaseId parseCaseId(std::string_view text) {
     return id;
   }
   if (plus != std::string_view::npos && rest.substr(plus + 1) == "H2") {
-    if (mode != "kill" || id.isBarrier() || id.isImport())
+    if (!fm->isProcessKill() || id.isBarrier() || id.isImport())
       throw std::invalid_argument(fmt::format(
           "case id {}: the race of two hosts (+H2) follows a named kill of the agent run", text));
     id.race = true;
@@ -159,7 +171,7 @@ CaseId parseCaseId(std::string_view text) {
     auto [fp, hit] = parsePoint(r.substr(2), text);
     // A barrier primary has no named state to recover from twice; a barrier of the recovery
     // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
-    if (id.isBarrier() || (fp.isBarrier() && (id.isImport() || mode != "kill")))
+    if (id.isBarrier() || (fp.isBarrier() && (id.isImport() || !fm->isProcessKill())))
       throw std::invalid_argument(fmt::format(
           "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
           "after a named kill of the agent run",

@@ -15,11 +15,15 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/ledger_commands.h"
+#include "cli/store_commands.h"
+#include "cli/store_script.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/harness/durability.h"
+#include "crashsim/harness/fault_mode.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/harness/supervisor.h"
@@ -27,9 +31,6 @@
 #include "crashsim/json.h"
 #include "crashsim/reports/report.h"
 #include "crashsim/reports/schema_validator.h"
-#include "cli/ledger_commands.h"
-#include "cli/store_commands.h"
-#include "cli/store_script.h"
 #include "verdicts/stop.h"
 
 namespace crashsim::harness {
@@ -210,9 +211,10 @@ int cmdRun(const std::string& caseText, const std::string& keep, const fs::path&
                      " exists and is not an earlier case directory");
   ro.mode = id.mode;
   ro.synchronous = synchronous;
-  ro.reproduceExtra =
-      (id.mode == "powerloss" && synchronous != "FULL" ? " --synchronous " + synchronous : "") +
-      extra;
+  ro.reproduceExtra = (faultMode(id.mode).dropsUnsyncedWrites() && synchronous != "FULL"
+                           ? " --synchronous " + synchronous
+                           : "") +
+                      extra;
   Reference ref = buildReference(*it, ro);
   if (!ref.problem.empty()) {
     std::cerr << "crashsim run: scenario " << it->id << ": " << ref.problem << "\n";
@@ -402,7 +404,7 @@ int runCommand(int argc, char** argv) {
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
                    "instead of the kill, judged by the termination contract), corrupt (a seeded "
                    "damage to the store files after the kill)")
-      ->check(CLI::IsMember({"kill", "powerloss", "stop", "corrupt"}));
+      ->check(CLI::IsMember(faultModeNames()));
   sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
       ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));

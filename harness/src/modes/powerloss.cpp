@@ -1,11 +1,11 @@
 // The power-loss case's arming: the child's environment, its crash description, the copy of the
 // crash state D1 reads (crashsim/harness/powerloss_mode.h).
-#include "crashsim/harness/powerloss_mode.h"
-
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "crashsim/harness/powerloss_mode.h"
+#include "modes/case_run.h"
 #include "modes/state_seed.h"
 #include "verdicts/verdict.h"
 
@@ -54,6 +54,45 @@ void keepPowerlossCrashCopy(const fs::path& store, const fs::path& caseDir) {
   fs::create_directories(copy);
   for (const char* name : kStoreDbFiles)
     if (fs::exists(store / name)) fs::copy_file(store / name, copy / name);
+}
+
+}  // namespace crashsim::harness
+
+namespace crashsim::harness {
+namespace {
+
+// A power cut at the point: the power-loss VFS drops, keeps a seeded subset of, or tears what the
+// OS had not synced (crashsim/powerloss.h); then the kill's checks and D1–D3
+// (verdicts/d1_d2_powerloss.h, verdicts/durable_replace.h).
+class PowerlossMode final : public FaultMode {
+ public:
+  std::string_view name() const override { return "powerloss"; }
+  bool seeded() const override { return true; }
+  bool crashesAtBarriers() const override { return true; }
+  bool dropsUnsyncedWrites() const override { return true; }
+  // The recovery kill is a process kill: under --mode powerloss it would be a plain kill wearing
+  // a power-loss label (D1/D2 would judge nothing). Refused until the recovery runs over the
+  // power-loss VFS as well.
+  std::string doubleFaultRefusal() const override {
+    return "--double-faults is kill mode only: the recovery kill is a process kill, not a power "
+           "cut";
+  }
+  std::vector<uint64_t> seeds(const CaseId& id, uint64_t sweepSeed, int states) const override {
+    return powerlossSeeds(id, sweepSeed, states);
+  }
+  void run(CaseRun& r) const override { runCrashCase(r); }
+  std::vector<std::string_view> verdicts() const override {
+    std::vector<std::string_view> v(reports::kCheckNames.begin(), reports::kCheckNames.end());
+    v.insert(v.end(), {"D1", "D2", "D3"});
+    return v;
+  }
+};
+
+}  // namespace
+
+const FaultMode& powerlossMode() {
+  static const PowerlossMode mode;
+  return mode;
 }
 
 }  // namespace crashsim::harness

@@ -7,12 +7,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "crashsim/harness/corruption_injector.h"
+#include "crashsim/harness/fault_mode.h"
 #include "crashsim/harness/oracle.h"
-#include "crashsim/harness/powerloss_mode.h"
 #include "crashsim/reports/report.h"
-#include "verdicts/path_mutations.h"
-#include "verdicts/stop.h"
 
 namespace crashsim::harness {
 namespace {
@@ -21,10 +18,6 @@ CrashPoint parseFailpoint(const std::string& fp) {
   if (auto p = CrashPoint::parse(fp)) return *p;
   throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
 }
-
-// A Stop accepted before the run decided its end (P0–P7) is ended by a termination batch: it
-// reaches P12 and P13 once each. At P8/P9 the run's own terminal is already being committed.
-bool stopReachesBatch(CrashPoint failpoint) { return failpoint <= points::P7; }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
   if (globs.empty()) return true;
@@ -57,47 +50,40 @@ bool globMayMatchBarrier(const std::string& glob) {
          glob.find("R:[") != std::string::npos;
 }
 
-// The cases of one (scenario, failpoint, hit) in the selected mode: one kill or Stop case, or
-// one per seeded crash state (powerloss) or damage (corrupt).
+// The cases of one (scenario, failpoint, hit) in the selected mode: one case, or one per seeded
+// crash state (powerloss) or damage (corrupt).
 std::vector<CaseId> seededIds(const std::string& scenario, CrashPoint fp, int hit,
-                              const PlanSelection& sel) {
+                              const PlanSelection& sel, const FaultMode& mode) {
   CaseId id;
   id.scenario = scenario;
   id.failpoint = fp;
   id.hit = hit;
   id.mode = sel.mode;
-  if (sel.mode != "powerloss" && sel.mode != "corrupt") return {id};
+  if (!mode.seeded()) return {id};
   std::vector<CaseId> ids;
-  for (uint64_t seed : sel.mode == "corrupt" ? corruptSeeds(id, sel.seed, sel.states)
-                                             : powerlossSeeds(id, sel.seed, sel.states)) {
+  for (uint64_t seed : mode.seeds(id, sel.seed, sel.states)) {
     id.seed = seed;
     ids.push_back(id);
   }
   return ids;
 }
 
-}  // namespace
-
-bool plansBarriers(const PlanSelection& sel) {
-  const Wanted wanted(sel);
-  return sel.barriers && (sel.mode == "kill" || sel.mode == "powerloss") &&
-         (wanted(points::S) || wanted(points::F)) &&
-         (sel.caseGlobs.empty() ||
-          std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
+const FaultMode& modeOf(const PlanSelection& sel) {
+  if (const FaultMode* m = findFaultMode(sel.mode)) return *m;
+  throw std::runtime_error("unknown fault mode " + sel.mode);
 }
 
-SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
-                    const std::vector<BarrierHits>& barrierHits) {
+// A selection the modes cannot plan: throws std::runtime_error with the one-line reason.
+void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wanted& wanted) {
   using namespace points;
-  const Wanted wanted(sel);
-  const bool stopMode = sel.mode == "stop";
+  const bool stopMode = mode.deliversStop();
   const std::vector<CrashPoint> agentRun = pointRange(P0, P9);
   if (stopMode &&
       (wanted(P10) || wanted(P11) || wanted(P14) || wanted(P15) || wanted(S) || wanted(F)) &&
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
-  if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && sel.mode != "kill")
+  if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
     throw std::runtime_error(
@@ -108,169 +94,142 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");
-
-  // The recovery kill is a process kill: under --mode powerloss it would be a plain kill wearing
-  // a power-loss label (D1/D2 would judge nothing). Refused until the recovery runs over the
-  // power-loss VFS as well.
-  if (sel.doubleFaults && sel.mode == "powerloss")
-    throw std::runtime_error(
-        "--double-faults is kill mode only: the recovery kill is a process kill, not a power cut");
   if (sel.pathMutations != "off" && sel.pathMutations != "p4" && sel.pathMutations != "all")
     throw std::runtime_error("--path-mutations is off, p4 or all");
-  if (sel.doubleFaults && sel.mode == "corrupt")
-    throw std::runtime_error(
-        "--double-faults is kill mode only: a corrupt case damages the crash state of one kill");
-  SweepPlan plan;
-  std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow;
-  auto reach = [&](const std::string& sc, CrashPoint fp, const char* process) -> PlannedReach& {
-    auto key = std::make_tuple(sc, fp.str(), std::string(process));
-    auto [it, fresh] = reachRow.try_emplace(key, plan.reach.size());
-    if (fresh) plan.reach.push_back({sc, fp.str(), process, 0, 0});
-    return plan.reach[it->second];
-  };
+  if (sel.doubleFaults && !mode.doubleFaultRefusal().empty())
+    throw std::runtime_error(mode.doubleFaultRefusal());
+}
 
-  // Every primary (in CaseId order) with its double faults; selection is applied per case.
-  struct Group {
-    PlannedCase primary;
-    bool primarySelected = false;
-    std::vector<PlannedCase> doubles;  // selected double faults
-  };
-  std::vector<Group> groups;
-  for (size_t si = 0; si < scenarios.size(); ++si) {
-    const Scenario& sc = scenarios[si];
-    // The agent run's kill points and their predicted hits. A scenario whose store starts from a
-    // legacy JSONL is swept at its import (kill mode only); its run after the import is the same
-    // as a scenario without one, and is swept there.
-    std::vector<std::pair<CrashPoint, int>> primaries;
-    if (sc.spec.legacyStore) {
-      if (sel.mode == "kill")
-        for (CrashPoint fp : {P16, P17}) primaries.emplace_back(fp, predictedImportBatches(sc));
-    } else {
-      const auto hits = predictedHits(sc);
-      for (CrashPoint fp : agentRun) primaries.emplace_back(fp, hits[fp]);
-    }
-    for (const auto& [fp, hitCount] : primaries) {
-      if (hitCount > 0) reach(sc.id, fp, "agent").predicted += hitCount;
-      for (int h = 1; h <= hitCount; ++h) {
-        const std::vector<CaseId> ids = seededIds(sc.id, fp, h, sel);
-        const auto recovery =
-            sel.doubleFaults && !stopMode ? predictedRecoveryHits(sc, fp, h) : PointCounts{};
-        for (const auto& pid : ids) {
-          Group g;
-          g.primary = {pid, si};
-          g.primarySelected = wanted(fp) && globMatch(sel.caseGlobs, pid.str());
-          // The recovery process killed at the rh-th hit of rfp, rh = 1..n; selected when the
-          // primary's or the recovery's failpoint is and the case id matches the globs.
-          auto addRecoveryKills = [&, primaryFp = fp](CrashPoint rfp, int n) {
-            for (int rh = 1; rh <= n; ++rh) {
-              CaseId d = pid;
-              d.recoveryFailpoint = rfp;
-              d.recoveryHit = rh;
-              if ((wanted(primaryFp) || wanted(rfp)) && globMatch(sel.caseGlobs, d.str()))
-                g.doubles.push_back({d, si});
-            }
-          };
-          // The continuation killed inside its own tool calls (P0–P7 of the continuation run),
-          // for the primaries whose continuation the sweep kills (oracle.h).
-          if (sel.doubleFaults && !stopMode) {
-            const auto swept = sweptContinuationKills(sc, fp, h);
-            for (CrashPoint rfp : pointRange(P0, P7)) {
-              const int n = swept[rfp];
-              if (n > 0 && pid == ids.front()) reach(sc.id, rfp, "recovery").predicted += n;
-              addRecoveryKills(rfp, n);
-            }
-          }
-          for (CrashPoint rfp : recoveryPoints()) {
-            // An import kill pairs only with a recovery kill inside the import (P16/P17): the
-            // repair of the interrupted legacy runs that follows it is not swept as a double
-            // fault (its state is not the import oracle's), only reached (V3's recovery reach).
-            const bool importKill = fp.group() == PointGroup::legacyImport;
-            if (importKill && rfp.group() != PointGroup::legacyImport) continue;
-            if (recovery[rfp] > 0 && pid == ids.front())
-              reach(sc.id, rfp, "recovery").predicted += recovery[rfp];
-            addRecoveryKills(rfp, recovery[rfp]);
-          }
-          if (stopMode && sel.doubleFaults && stopReachesBatch(fp)) {
-            for (CrashPoint k : {P12, P13}) {
-              reach(sc.id, k, "stop").predicted += 1;
-              CaseId d = pid;
-              d.stopKill = k;
-              const bool want = (wanted(fp) || wanted(k)) && globMatch(sel.caseGlobs, d.str());
-              if (want) g.doubles.push_back({d, si});
-            }
-          }
-          // The generated changes of the armed file target's path (path_mutations.h).
-          if (sel.mode == "kill" && sel.pathMutations != "off") {
-            const auto variants = pathmut::variantsAt(sc, fp, h, sel.pathMutations == "all");
-            if (!variants.empty())
-              reach(sc.id, fp, "path").predicted += static_cast<int>(variants.size());
-            for (const auto& m : variants) {
-              CaseId d = pid;
-              d.pathMutation = m;
-              if (wanted(fp) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
-            }
-          }
-          // The recovery process killed at its own barriers (verdicts/recovery_barrier.h), from
-          // the primary's reference recovery.
-          if (sel.doubleFaults && sel.mode == "kill" && si < barrierHits.size() &&
-              plansBarriers(sel))
-            for (const auto& rb : barrierHits[si].recovery) {
-              if (rb.failpoint != fp || rb.hit != h) continue;
-              for (CrashPoint rfp : {S, F}) {
-                const int n = rfp == S ? rb.s : rb.f;
-                if (n > 0) reach(sc.id, rfp, "recovery").predicted += n;
-                addRecoveryKills(rfp, n);
-              }
-            }
-          // The race of two hosts on this crash state (verdicts/h1_race.h), kill mode only.
-          if (sel.doubleFaults && sel.mode == "kill" && racedPrimary(sc, fp, h)) {
-            reach(sc.id, fp, "race").predicted += 1;
-            CaseId d = pid;
-            d.race = true;
-            if (wanted(fp) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
-          }
-          // The watchdog case of the scenario's Bash call that ignores cancellation (stop.h).
-          if (stopMode && fp == P2 && stop::holdingHit(sc) == h) {
-            reach(sc.id, fp, "agent").predicted += 1;
-            CaseId d = pid;
-            d.stopGrace = true;
-            if (wanted(P2) && globMatch(sel.caseGlobs, d.str())) g.doubles.push_back({d, si});
-          }
-          groups.push_back(std::move(g));
-        }
-      }
-    }
-    if (sc.spec.legacyStore || !plansBarriers(sel) || barrierHits.empty()) continue;
-    if (barrierHits.size() != scenarios.size())
-      throw std::logic_error("planSweep: one BarrierHits per scenario");
-    for (CrashPoint fp : {S, F}) {
-      const int n = fp == S ? barrierHits[si].s : barrierHits[si].f;
-      if (n > 0) reach(sc.id, fp, "agent").predicted += n;
-      for (int h = 1; h <= n; ++h) {
-        for (const CaseId& pid : seededIds(sc.id, fp, h, sel)) {
-          Group g;
-          g.primary.id = pid;
-          g.primary.scenario = si;
-          g.primarySelected = wanted(fp) && globMatch(sel.caseGlobs, pid.str());
-          groups.push_back(std::move(g));
-        }
+// Every primary (in CaseId order) with the cases that follow it; selection is applied per case.
+struct Group {
+  PlannedCase primary;
+  bool primarySelected = false;
+  std::vector<PlannedCase> doubles;  // selected cases that follow it
+};
+
+// The sweep's planner: the groups of every scenario, then the shard's cases and the reach table.
+class Planner {
+ public:
+  Planner(const PlanSelection& sel, const std::vector<BarrierHits>& barrierHits, size_t scenarios)
+      : sel_(sel),
+        mode_(modeOf(sel)),
+        wanted_(sel),
+        barrierHits_(barrierHits),
+        scenarios_(scenarios) {
+    checkSelection(sel_, mode_, wanted_);
+  }
+
+  // The predicted reach row of (scenario, point, process), made on first use.
+  PlannedReach& reach(const std::string& sc, CrashPoint fp, const char* process) {
+    auto key = std::make_tuple(sc, fp.str(), std::string(process));
+    auto [it, fresh] = reachRow_.try_emplace(key, plan_.reach.size());
+    if (fresh) plan_.reach.push_back({sc, fp.str(), process, 0, 0});
+    return plan_.reach[it->second];
+  }
+
+  // The agent run's primaries of scenario `si` (and the cases that follow each), then its
+  // barrier primaries.
+  void planScenario(const Scenario& sc, size_t si);
+  // The shard's cases from the groups (position ≡ shard index mod shard total).
+  SweepPlan finish();
+
+ private:
+  class Primary;
+  void planBarriers(const Scenario& sc, size_t si);
+
+  const PlanSelection& sel_;
+  const FaultMode& mode_;
+  const Wanted wanted_;
+  const std::vector<BarrierHits>& barrierHits_;
+  size_t scenarios_;
+  SweepPlan plan_;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> reachRow_;
+  std::vector<Group> groups_;
+};
+
+// One primary as its mode's planner sees it (fault_mode.h PrimaryPlan).
+class Planner::Primary final : public PrimaryPlan {
+ public:
+  Primary(Planner& p, const Scenario& sc, size_t si, Group& g, bool first)
+      : p_(p), sc_(sc), si_(si), g_(g), first_(first) {}
+  const Scenario& scenario() const override { return sc_; }
+  const PlanSelection& selection() const override { return p_.sel_; }
+  const CaseId& primary() const override { return g_.primary.id; }
+  bool firstState() const override { return first_; }
+  const std::vector<RecoveryBarrierHits>& recoveryBarriers() const override {
+    static const std::vector<RecoveryBarrierHits> none;
+    return si_ < p_.barrierHits_.size() ? p_.barrierHits_[si_].recovery : none;
+  }
+  bool plansBarriers() const override { return harness::plansBarriers(p_.sel_); }
+  void predict(CrashPoint point, const char* process, int n) override {
+    p_.reach(sc_.id, point, process).predicted += n;
+  }
+  void follow(const CaseId& d, std::optional<CrashPoint> alsoBy) override {
+    if ((p_.wanted_(g_.primary.id.failpoint) || (alsoBy && p_.wanted_(*alsoBy))) &&
+        globMatch(p_.sel_.caseGlobs, d.str()))
+      g_.doubles.push_back({d, si_});
+  }
+
+ private:
+  Planner& p_;
+  const Scenario& sc_;
+  size_t si_;
+  Group& g_;
+  bool first_;
+};
+
+void Planner::planScenario(const Scenario& sc, size_t si) {
+  for (const auto& [fp, hitCount] : mode_.primaryPoints(sc)) {
+    if (hitCount > 0) reach(sc.id, fp, "agent").predicted += hitCount;
+    for (int h = 1; h <= hitCount; ++h) {
+      const std::vector<CaseId> ids = seededIds(sc.id, fp, h, sel_, mode_);
+      for (const auto& pid : ids) {
+        Group g;
+        g.primary = {pid, si};
+        g.primarySelected = wanted_(pid.failpoint) && globMatch(sel_.caseGlobs, pid.str());
+        Primary primary(*this, sc, si, g, pid == ids.front());
+        mode_.planFollowUps(primary);
+        groups_.push_back(std::move(g));
       }
     }
   }
-  std::sort(groups.begin(), groups.end(),
-            [](const Group& a, const Group& b) { return a.primary.id < b.primary.id; });
+  planBarriers(sc, si);
+}
 
+// The unnamed barriers S#k, F#k as primaries, from the reference run's counts.
+void Planner::planBarriers(const Scenario& sc, size_t si) {
+  if (sc.spec.legacyStore || !plansBarriers(sel_) || barrierHits_.empty()) return;
+  if (barrierHits_.size() != scenarios_)
+    throw std::logic_error("planSweep: one BarrierHits per scenario");
+  for (CrashPoint fp : {points::S, points::F}) {
+    const int n = fp == points::S ? barrierHits_[si].s : barrierHits_[si].f;
+    if (n > 0) reach(sc.id, fp, "agent").predicted += n;
+    for (int h = 1; h <= n; ++h) {
+      for (const CaseId& pid : seededIds(sc.id, fp, h, sel_, mode_)) {
+        Group g;
+        g.primary.id = pid;
+        g.primary.scenario = si;
+        g.primarySelected = wanted_(fp) && globMatch(sel_.caseGlobs, pid.str());
+        groups_.push_back(std::move(g));
+      }
+    }
+  }
+}
+
+SweepPlan Planner::finish() {
+  std::sort(groups_.begin(), groups_.end(),
+            [](const Group& a, const Group& b) { return a.primary.id < b.primary.id; });
   std::vector<std::string> allIds, shardIds;
   size_t position = 0;
-  for (const auto& g : groups) {
+  for (const auto& g : groups_) {
     if (!g.primarySelected && g.doubles.empty()) continue;
     const bool mine =
-        static_cast<int>(position++ % static_cast<size_t>(sel.shardTotal)) == sel.shardIndex;
+        static_cast<int>(position++ % static_cast<size_t>(sel_.shardTotal)) == sel_.shardIndex;
     auto take = [&](const PlannedCase& pc, CrashPoint fp, const char* process) {
       allIds.push_back(pc.id.str());
       if (!mine) return;
       shardIds.push_back(pc.id.str());
-      plan.cases.push_back(pc);
+      plan_.cases.push_back(pc);
       reach(pc.id.scenario, fp, process).planned += 1;
     };
     if (g.primarySelected) take(g.primary, g.primary.id.failpoint, "agent");
@@ -287,16 +246,34 @@ SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection&
         take(d, *d.id.recoveryFailpoint, "recovery");
     }
   }
-  plan.sweepCases = allIds.size();
-  plan.manifestDigest = reports::manifestDigest(shardIds);
-  plan.sweepManifestDigest = reports::manifestDigest(allIds);
+  plan_.sweepCases = allIds.size();
+  plan_.manifestDigest = reports::manifestDigest(shardIds);
+  plan_.sweepManifestDigest = reports::manifestDigest(allIds);
   // In crash-point order within a (scenario, process).
   auto key = [](const PlannedReach& r) {
     return std::make_tuple(r.scenario, r.process, parseFailpoint(r.failpoint));
   };
-  std::sort(plan.reach.begin(), plan.reach.end(),
+  std::sort(plan_.reach.begin(), plan_.reach.end(),
             [&](const PlannedReach& a, const PlannedReach& b) { return key(a) < key(b); });
-  return plan;
+  return std::move(plan_);
+}
+
+}  // namespace
+
+bool plansBarriers(const PlanSelection& sel) {
+  const Wanted wanted(sel);
+  const FaultMode* mode = findFaultMode(sel.mode);
+  return sel.barriers && mode && mode->crashesAtBarriers() &&
+         (wanted(points::S) || wanted(points::F)) &&
+         (sel.caseGlobs.empty() ||
+          std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
+}
+
+SweepPlan planSweep(const std::vector<Scenario>& scenarios, const PlanSelection& sel,
+                    const std::vector<BarrierHits>& barrierHits) {
+  Planner planner(sel, barrierHits, scenarios.size());
+  for (size_t si = 0; si < scenarios.size(); ++si) planner.planScenario(scenarios[si], si);
+  return planner.finish();
 }
 
 }  // namespace crashsim::harness

@@ -11,12 +11,14 @@
 #include <array>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/plan.h"
+#include "crashsim/harness/runtime_driver.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/reports/report.h"
 
@@ -41,6 +43,8 @@ struct Reference {
 
 struct RunOptions {
   std::filesystem::path agent;
+  // The program under test (null: the crashsim-agent driver of `agent`, driverOf).
+  std::shared_ptr<const RuntimeDriver> driver;
   // The crashsim binary V5 runs `crashsim ledger resolve` with (a second process; empty = V5
   // compares no second process). locateCrashsim() finds it.
   std::filesystem::path crashsim;
@@ -58,6 +62,9 @@ struct RunOptions {
   // the double-fault sweep kills at its own barriers (Reference::recoveryBarriers).
   bool recoveryBarriers = false;
 };
+
+// The driver of the program under test: opts.driver, else the crashsim-agent driver of opts.agent.
+const RuntimeDriver& driverOf(const RunOptions& opts);
 
 struct CaseOutcome {
   reports::CaseRecord record;
