@@ -368,304 +368,318 @@ int runCli(int argc, char** argv) {
 
 namespace {
 
-int runCommand(int argc, char** argv) {
-  // The harness links the instrumented runtime (the code under test, so planted faults in its
-  // pure components are visible to V4–V7). Its own process must never be armed: arming is
-  // for the children it spawns, which get their environment composed by the supervisor.
-  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT",
-                        "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"})
-    ::unsetenv(v);
+// The command line: every subcommand and option (in the order --help lists them), and the values
+// they parse into.
+struct CommandLine {
   CLI::App app{"crashsim — crash-consistency harness for the durable agent runtime"};
   bool version = false;
-  app.add_flag("--version", version, "print crashsim's version and the agent it drives");
-  app.require_subcommand(0, 1);
-  // Global options (--scenarios) are accepted after the subcommand too, as reproduce lines
-  // print them: `crashsim run CASE --keep DIR --scenarios DIR`.
-  app.fallthrough();
   std::string scenarioDirOpt;
-  app.add_option("--scenarios", scenarioDirOpt,
-                 "scenario directory (default $CRASHSIM_SCENARIOS or the built-in scenarios)");
   std::string spawnOpt = "fork-server";
-  app.add_option("--spawn", spawnOpt,
-                 "how agent children start: fork-server (default: forked by one `crashsim-agent "
-                 "serve` per worker) or exec (a fresh exec per child)")
-      ->check(CLI::IsMember({"exec", "fork-server"}));
-
-  // sweep
-  auto* sweep =
-      app.add_subcommand("sweep", "exhaustive crash sweep over every reachable (failpoint, hit)");
   SweepOptions so;
   std::string shard, out;
-  sweep->add_option("--scenario", so.scenarios, "scenario id (repeatable)");
-  sweep->add_option("--failpoint", so.failpoints,
-                    "failpoint P0..P17, or the barriers S / F (repeatable)");
-  sweep
-      ->add_option("--mode", so.mode,
+  bool listOnly = false;
+  int expectCases = -1;
+  std::string expectManifest;
+  std::string caseText, keep;
+  std::string runSync = "FULL";
+  std::string storeDir;
+  bool json = false;
+  ResumeArgs resumeArgs;
+  std::string file;
+  std::optional<uint64_t> highWater;
+  bool jsonl = false;
+  std::string tool;
+  std::string exportStoreDir;
+  std::string planFile;
+  StoreExecArgs execArgs;
+  std::string salvageStoreDir, salvageOut;
+  std::vector<std::string> files;
+  DurabilityOptions dopts;
+  CLI::App *sweep = nullptr, *run = nullptr, *inspect = nullptr, *resume = nullptr,
+           *ledger = nullptr, *resolve = nullptr, *argsHash = nullptr, *prefix = nullptr,
+           *exportCmd = nullptr, *planCmd = nullptr, *storeCmd = nullptr, *execCmd = nullptr,
+           *salvageCmd = nullptr, *report = nullptr, *merge = nullptr, *durability = nullptr,
+           *fps = nullptr, *scs = nullptr;
+};
+
+// --version, --scenarios, --spawn.
+void addGlobalOptions(CommandLine& c) {
+  c.app.add_flag("--version", c.version, "print crashsim's version and the agent it drives");
+  c.app.require_subcommand(0, 1);
+  // Global options (--scenarios) are accepted after the subcommand too, as reproduce lines
+  // print them: `crashsim run CASE --keep DIR --scenarios DIR`.
+  c.app.fallthrough();
+  c.app.add_option("--scenarios", c.scenarioDirOpt,
+                   "scenario directory (default $CRASHSIM_SCENARIOS or the built-in scenarios)");
+  c.app
+      .add_option("--spawn", c.spawnOpt,
+                  "how agent children start: fork-server (default: forked by one `crashsim-agent "
+                  "serve` per worker) or exec (a fresh exec per child)")
+      ->check(CLI::IsMember({"exec", "fork-server"}));
+}
+
+// crashsim sweep.
+void addSweep(CommandLine& c) {
+  // sweep
+  c.sweep =
+      c.app.add_subcommand("sweep", "exhaustive crash sweep over every reachable (failpoint, hit)");
+  c.sweep->add_option("--scenario", c.so.scenarios, "scenario id (repeatable)");
+  c.sweep->add_option("--failpoint", c.so.failpoints,
+                      "failpoint P0..P17, or the barriers S / F (repeatable)");
+  c.sweep
+      ->add_option("--mode", c.so.mode,
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
                    "instead of the kill, judged by the termination contract), corrupt (a seeded "
                    "damage to the store files after the kill)")
       ->check(CLI::IsMember(faultModeNames()));
-  sweep->add_option("--jobs", so.jobs, "parallel workers (default: cores; at most 256)")
+  c.sweep->add_option("--jobs", c.so.jobs, "parallel workers (default: cores; at most 256)")
       ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
-  sweep->add_option("--shard", shard,
-                    "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
-  sweep
-      ->add_option("--seed", so.seed,
+  c.sweep->add_option("--shard", c.shard,
+                      "run shard I of N (I/N); default from GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS");
+  c.sweep
+      ->add_option("--seed", c.so.seed,
                    "seed (recorded; powerloss, corrupt: mixed into the state seeds)")
       ->check(kDecimal);
-  sweep
-      ->add_option("--states", so.states,
+  c.sweep
+      ->add_option("--states", c.so.states,
                    "powerloss, corrupt: seeded states per (scenario, failpoint, hit) (default 2)")
       ->check(kDecimal)
       ->check(CLI::Range(1, 1000));
-  sweep
-      ->add_option("--synchronous", so.synchronous,
+  c.sweep
+      ->add_option("--synchronous", c.so.synchronous,
                    "powerloss: the agent store's PRAGMA synchronous (FULL, or NORMAL to measure "
                    "which acknowledged commits a power cut loses)")
       ->transform(CLI::IsMember({"FULL", "NORMAL"}, CLI::ignore_case));
-  sweep->add_option("--out", out, "write report.json, junit.xml, report.md, report.html here");
-  sweep->add_flag("--keep-failures", so.keepFailures, "keep the directories of failed cases");
-  sweep->add_flag("--double-faults", so.doubleFaults,
-                  "also kill the recovery process at P8/P9/P10/P11/P14/P15 hits (--mode stop: the "
-                  "stopping process at P12/P13)");
-  sweep->add_flag("!--no-barriers", so.barriers,
-                  "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");
-  sweep
-      ->add_option("--path-mutations", so.pathMutations,
+  c.sweep->add_option("--out", c.out, "write report.json, junit.xml, report.md, report.html here");
+  c.sweep->add_flag("--keep-failures", c.so.keepFailures, "keep the directories of failed cases");
+  c.sweep->add_flag(
+      "--double-faults", c.so.doubleFaults,
+      "also kill the recovery process at P8/P9/P10/P11/P14/P15 hits (--mode stop: the "
+      "stopping process at P12/P13)");
+  c.sweep->add_flag("!--no-barriers", c.so.barriers,
+                    "skip the unnamed barrier cases S#k (store COMMITs) and F#k (file-tool steps)");
+  c.sweep
+      ->add_option("--path-mutations", c.so.pathMutations,
                    "kill mode: the generated changes of every component of a reconciled Write/Edit "
                    "target's path (file, parents, workspace root) between kill and recovery, at P4 "
                    "(p4, the default), at P2-P5 (all), or none (off)")
       ->check(CLI::IsMember({"off", "p4", "all"}));
-  sweep->add_flag("--verify-determinism", so.verifyDeterminism,
-                  "V9 for every case (default: a sample)");
-  sweep->add_option("--case", so.caseGlobs,
-                    "case id glob, e.g. 'write-config-port/P4#*' (repeatable; fnmatch)");
-  bool listOnly = false;
-  sweep->add_flag("--list", listOnly, "print the planned case ids (this shard) and run nothing");
-  int expectCases = -1;
-  sweep
-      ->add_option("--expect-cases", expectCases,
+  c.sweep->add_flag("--verify-determinism", c.so.verifyDeterminism,
+                    "V9 for every case (default: a sample)");
+  c.sweep->add_option("--case", c.so.caseGlobs,
+                      "case id glob, e.g. 'write-config-port/P4#*' (repeatable; fnmatch)");
+  c.sweep->add_flag("--list", c.listOnly,
+                    "print the planned case ids (this shard) and run nothing");
+  c.sweep
+      ->add_option("--expect-cases", c.expectCases,
                    "fail (exit 2) unless the selection plans exactly N cases")
       ->check(kDecimal)
       ->check(CLI::NonNegativeNumber);
-  std::string expectManifest;
-  sweep->add_option("--expect-manifest", expectManifest,
-                    "fail (exit 2) unless the selection plans exactly the case ids in FILE "
-                    "(one per line, as --list prints them)");
+  c.sweep->add_option("--expect-manifest", c.expectManifest,
+                      "fail (exit 2) unless the selection plans exactly the case ids in FILE "
+                      "(one per line, as --list prints them)");
+}
 
-  auto* run = app.add_subcommand("run", "run one case verbosely and keep its directory");
-  std::string caseText, keep;
-  run->add_option("CASE", caseText, "case id, e.g. write-config-port/P4#1/kill")->required();
-  run->add_option("--keep", keep, "case directory to use and keep");
-  std::string runSync = "FULL";
-  run->add_option("--synchronous", runSync, "powerloss: the agent store's PRAGMA synchronous")
+// crashsim run, inspect, resume.
+void addCaseAndStoreReaders(CommandLine& c) {
+  c.run = c.app.add_subcommand("run", "run one case verbosely and keep its directory");
+  c.run->add_option("CASE", c.caseText, "case id, e.g. write-config-port/P4#1/kill")->required();
+  c.run->add_option("--keep", c.keep, "case directory to use and keep");
+  c.run->add_option("--synchronous", c.runSync, "powerloss: the agent store's PRAGMA synchronous")
       ->transform(CLI::IsMember({"FULL", "NORMAL"}, CLI::ignore_case));
 
-  auto* inspect =
-      app.add_subcommand("inspect", "repair dry run, resolver decisions, plan, lineage of a store");
-  std::string storeDir;
-  bool json = false;
-  inspect->add_option("STORE", storeDir, "store directory")->required();
-  inspect->add_flag("--json", json, "JSON output");
+  c.inspect = c.app.add_subcommand("inspect",
+                                   "repair dry run, resolver decisions, plan, lineage of a store");
+  c.inspect->add_option("STORE", c.storeDir, "store directory")->required();
+  c.inspect->add_flag("--json", c.json, "JSON output");
 
-  auto* resume = app.add_subcommand(
+  c.resume = c.app.add_subcommand(
       "resume", "host start-up: claim saga, reconcile, repair, plan, continue (crashsim/host.h)");
-  ResumeArgs resumeArgs;
-  resume->add_option("STORE", resumeArgs.storeDir, "store directory")->required();
-  resume->add_option("--workspace", resumeArgs.workspaceDir,
-                     "the workspace directory (reconcile and the plan's safety observation)");
-  resume->add_option("--scenario", resumeArgs.scenarioFile,
-                     "scenario JSON: continue the task with its scripted model");
-  resume->add_flag("--dry-run", resumeArgs.dryRun,
-                   "run the sequence on a private copy: nothing is written");
-  resume->add_flag("--json", resumeArgs.json, "JSON output");
+  c.resume->add_option("STORE", c.resumeArgs.storeDir, "store directory")->required();
+  c.resume->add_option("--workspace", c.resumeArgs.workspaceDir,
+                       "the workspace directory (reconcile and the plan's safety observation)");
+  c.resume->add_option("--scenario", c.resumeArgs.scenarioFile,
+                       "scenario JSON: continue the task with its scripted model");
+  c.resume->add_flag("--dry-run", c.resumeArgs.dryRun,
+                     "run the sequence on a private copy: nothing is written");
+  c.resume->add_flag("--json", c.resumeArgs.json, "JSON output");
+}
 
-  auto* ledger = app.add_subcommand("ledger", "pure ledger tools");
-  ledger->require_subcommand(1);
-  std::string file;
-  std::optional<uint64_t> highWater;
-  auto* resolve =
-      ledger->add_subcommand("resolve", "resolver decisions + Phase 0 plan of a RuntimeEvent list");
-  resolve->add_option("FILE", file, "JSON array or JSON lines; - or absent = stdin");
-  resolve->add_option("--expected-high-water", highWater, "expected runtime event high-water");
-  bool jsonl = false;
-  resolve->add_flag("--jsonl", jsonl, "batch: one ledger (a JSON array) per line, one result each");
-  auto* argsHash = ledger->add_subcommand("args-hash", "canonicalArgsHash of strict JSON args");
-  std::string tool;
-  argsHash->add_option("--tool", tool, "tool name (with --jsonl: of every line)");
-  argsHash->add_option("FILE", file, "args JSON; - or absent = stdin");
-  argsHash->add_flag("--jsonl", jsonl,
-                     "batch: one input per line, {\"toolName\",\"args\"} (args only with --tool)");
-  auto* prefix = ledger->add_subcommand("prefix-digest", "prefix digest of {identity, events}");
-  prefix->add_option("FILE", file, "input JSON; - or absent = stdin");
-  prefix->add_flag("--jsonl", jsonl, "batch: one {identity, events} per line, one digest each");
-  auto* exportCmd =
-      ledger->add_subcommand("export", "a store's RuntimeEvents as legacy JSONL on stdout");
-  std::string exportStoreDir;
-  exportCmd->add_option("STORE", exportStoreDir, "store directory")->required();
+// crashsim ledger resolve | args-hash | prefix-digest | export | plan-continuation.
+void addLedger(CommandLine& c) {
+  c.ledger = c.app.add_subcommand("ledger", "pure ledger tools");
+  c.ledger->require_subcommand(1);
+  c.resolve = c.ledger->add_subcommand("resolve",
+                                       "resolver decisions + Phase 0 plan of a RuntimeEvent list");
+  c.resolve->add_option("FILE", c.file, "JSON array or JSON lines; - or absent = stdin");
+  c.resolve->add_option("--expected-high-water", c.highWater, "expected runtime event high-water");
+  c.resolve->add_flag("--jsonl", c.jsonl,
+                      "batch: one ledger (a JSON array) per line, one result each");
+  c.argsHash = c.ledger->add_subcommand("args-hash", "canonicalArgsHash of strict JSON args");
+  c.argsHash->add_option("--tool", c.tool, "tool name (with --jsonl: of every line)");
+  c.argsHash->add_option("FILE", c.file, "args JSON; - or absent = stdin");
+  c.argsHash->add_flag(
+      "--jsonl", c.jsonl,
+      "batch: one input per line, {\"toolName\",\"args\"} (args only with --tool)");
+  c.prefix = c.ledger->add_subcommand("prefix-digest", "prefix digest of {identity, events}");
+  c.prefix->add_option("FILE", c.file, "input JSON; - or absent = stdin");
+  c.prefix->add_flag("--jsonl", c.jsonl, "batch: one {identity, events} per line, one digest each");
+  c.exportCmd =
+      c.ledger->add_subcommand("export", "a store's RuntimeEvents as legacy JSONL on stdout");
+  c.exportCmd->add_option("STORE", c.exportStoreDir, "store directory")->required();
 
-  auto* planCmd = ledger->add_subcommand(
+  c.planCmd = c.ledger->add_subcommand(
       "plan-continuation",
       "Phase 1 plan of a document: store script, host facts → the host planner's plan JSON");
-  std::string planFile;
-  planCmd->add_option("FILE", planFile, "plan document JSON; - or absent = stdin");
+  c.planCmd->add_option("FILE", c.planFile, "plan document JSON; - or absent = stdin");
+}
 
-  auto* storeCmd = app.add_subcommand("store", "store tools");
-  storeCmd->require_subcommand(1);
-  auto* execCmd = storeCmd->add_subcommand(
+// crashsim store exec | salvage-wal.
+void addStore(CommandLine& c) {
+  c.storeCmd = c.app.add_subcommand("store", "store tools");
+  c.storeCmd->require_subcommand(1);
+  c.execCmd = c.storeCmd->add_subcommand(
       "exec", "run a JSON script of store calls; one result or error code per call");
-  StoreExecArgs execArgs;
-  execCmd->add_option("SCRIPT", execArgs.scriptFile, "script JSON; - = stdin")->required();
-  execCmd->add_option("--store", execArgs.storeDir,
-                      "store directory (created if missing; default: a fresh private store)");
-  execCmd->add_option("--barrier", execArgs.barrier,
-                      "wait until this file exists before opening the store (races)");
-  execCmd
-      ->add_option("--lock-timeout", execArgs.lockTimeoutSeconds,
+  c.execCmd->add_option("SCRIPT", c.execArgs.scriptFile, "script JSON; - = stdin")->required();
+  c.execCmd->add_option("--store", c.execArgs.storeDir,
+                        "store directory (created if missing; default: a fresh private store)");
+  c.execCmd->add_option("--barrier", c.execArgs.barrier,
+                        "wait until this file exists before opening the store (races)");
+  c.execCmd
+      ->add_option("--lock-timeout", c.execArgs.lockTimeoutSeconds,
                    "seconds to wait for another host to release the store's host lock (default "
                    "0: refuse at once with host_already_active)")
       ->check(kDecimal)
       ->check(CLI::Range(0, 60));
 
-  auto* salvageCmd = storeCmd->add_subcommand(
+  c.salvageCmd = c.storeCmd->add_subcommand(
       "salvage-wal",
       "rebuild a store whose database file is empty from its -wal, into a new directory");
-  std::string salvageStoreDir, salvageOut;
-  salvageCmd->add_option("STORE", salvageStoreDir, "the damaged store directory (only read)")
+  c.salvageCmd->add_option("STORE", c.salvageStoreDir, "the damaged store directory (only read)")
       ->required();
-  salvageCmd->add_option("--out", salvageOut, "the new store directory (must not exist)")
+  c.salvageCmd->add_option("--out", c.salvageOut, "the new store directory (must not exist)")
       ->required();
+}
 
-  auto* report = app.add_subcommand("report", "report tools");
-  report->require_subcommand(1);
-  auto* merge = report->add_subcommand("merge", "merge shard or platform reports into one");
-  std::vector<std::string> files;
-  merge->add_option("FILE", files, "report.json files, or durability.json files")->required();
-  merge->add_option("--out", out, "output directory")->required();
+// crashsim report merge, durability, failpoints, scenarios.
+void addReportsAndCatalogues(CommandLine& c) {
+  c.report = c.app.add_subcommand("report", "report tools");
+  c.report->require_subcommand(1);
+  c.merge = c.report->add_subcommand("merge", "merge shard or platform reports into one");
+  c.merge->add_option("FILE", c.files, "report.json files, or durability.json files")->required();
+  c.merge->add_option("--out", c.out, "output directory")->required();
 
-  auto* durability = app.add_subcommand(
+  c.durability = c.app.add_subcommand(
       "durability",
       "platform durability report: fsync/commit-rate measurements, bounded kill and power-loss "
       "sweeps (FULL and NORMAL) → durability.json, .md, .html");
-  DurabilityOptions dopts;
-  durability->add_option("--out", out, "output directory (default: current directory)");
-  durability->add_option("--jobs", dopts.jobs, "parallel workers (default: cores; at most 256)")
+  c.durability->add_option("--out", c.out, "output directory (default: current directory)");
+  c.durability->add_option("--jobs", c.dopts.jobs, "parallel workers (default: cores; at most 256)")
       ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
-  durability->add_option("--scenario", dopts.scenarios,
-                         "scenario id (repeatable; default write-config-port, bash-touch-marker)");
-  durability->add_option("--states", dopts.states, "power-loss crash states per case (default 2)")
+  c.durability->add_option(
+      "--scenario", c.dopts.scenarios,
+      "scenario id (repeatable; default write-config-port, bash-touch-marker)");
+  c.durability
+      ->add_option("--states", c.dopts.states, "power-loss crash states per case (default 2)")
       ->check(kDecimal)
       ->check(CLI::Range(1, 100));
-  durability->add_option("--name", dopts.name,
-                         "platform column name (default <os>-<arch>-<file system>)");
-  durability->add_option("--store-dir", dopts.storeDir,
-                         "directory to measure (default: the power-loss work root)");
+  c.durability->add_option("--name", c.dopts.name,
+                           "platform column name (default <os>-<arch>-<file system>)");
+  c.durability->add_option("--store-dir", c.dopts.storeDir,
+                           "directory to measure (default: the power-loss work root)");
 
-  auto* fps = app.add_subcommand("failpoints", "the failpoint catalogue");
-  fps->add_flag("--json", json, "JSON output");
-  auto* scs = app.add_subcommand("scenarios", "the built-in scenarios");
-  scs->add_flag("--json", json, "JSON output");
+  c.fps = c.app.add_subcommand("failpoints", "the failpoint catalogue");
+  c.fps->add_flag("--json", c.json, "JSON output");
+  c.scs = c.app.add_subcommand("scenarios", "the built-in scenarios");
+  c.scs->add_flag("--json", c.json, "JSON output");
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "crashsim: " << e.what() << " (see crashsim --help)\n";
-    return 2;
+// crashsim sweep (--list: the plan only).
+int sweepCommand(CommandLine& c, const fs::path& scenarioDir, const std::string& extra) {
+  if (!c.shard.empty()) {
+    std::tie(c.so.shardIndex, c.so.shardTotal) = parseShard(c.shard);
+  } else if (const char* i = std::getenv("GTEST_SHARD_INDEX"),
+             *n = std::getenv("GTEST_TOTAL_SHARDS");
+             i && n) {
+    std::tie(c.so.shardIndex, c.so.shardTotal) = parseShard(std::string(i) + "/" + n);
   }
-
-  if (version) return printVersion();
-  if (app.get_subcommands().empty()) {
-    std::cerr << "crashsim: a command is required (see crashsim --help)\n";
-    return 2;
+  prepareOut(c.out);
+  if (!c.out.empty()) c.so.out = fs::path(c.out);
+  c.so.scenarioDir = scenarioDir;
+  c.so.reproduceExtra = extra;
+  c.so.progressTty = ::isatty(2);
+  const char* noColor = std::getenv("NO_COLOR");
+  c.so.color = c.so.progressTty && (noColor == nullptr || *noColor == '\0');
+  if (c.expectCases >= 0) c.so.expectCases = c.expectCases;
+  if (!c.expectManifest.empty()) c.so.expectManifest = fs::path(c.expectManifest);
+  if (c.listOnly) {
+    // Barrier cases are planned from the reference runs' counts: --list runs those (only).
+    auto prepared = prepareSweep(c.so, true);
+    std::error_code ec;
+    if (!prepared.ro.workRoot.empty()) fs::remove_all(prepared.ro.workRoot, ec);
+    const SweepPlan& plan = prepared.plan;
+    for (const auto& pc : plan.cases) std::cout << pc.id.str() << "\n";
+    std::cerr << fmt::format(
+        "crashsim sweep --list: {} case(s) in this shard, {} in the "
+        "selection, manifest {}\n",
+        plan.cases.size(), plan.sweepCases, plan.sweepManifestDigest);
+    return 0;
   }
-  fs::path scenarioDir = scenarioDirOpt.empty() ? defaultScenarioDir() : fs::path(scenarioDirOpt);
-  std::string extra = scenarioDirOpt.empty() ? "" : " --scenarios " + scenarioDirOpt;
-  setSpawnMethod(spawnOpt == "exec" ? SpawnMethod::exec : SpawnMethod::fork_server);
+  auto rep = runSweep(c.so);
+  return rep.summary.failed == 0 ? 0 : 1;
+}
+
+// Runs the parsed command; its exit code (2 for a usage or environment error, with one line).
+int dispatch(CommandLine& c, const fs::path& scenarioDir, const std::string& extra) {
   // `crashsim run` takes --scenarios before the subcommand; put it first in reproduce lines.
   try {
-    if (*sweep) {
-      if (!shard.empty()) {
-        std::tie(so.shardIndex, so.shardTotal) = parseShard(shard);
-      } else if (const char* i = std::getenv("GTEST_SHARD_INDEX"),
-                 *n = std::getenv("GTEST_TOTAL_SHARDS");
-                 i && n) {
-        std::tie(so.shardIndex, so.shardTotal) = parseShard(std::string(i) + "/" + n);
+    if (*c.sweep) return sweepCommand(c, scenarioDir, extra);
+    if (*c.run) return cmdRun(c.caseText, c.keep, scenarioDir, extra, c.runSync);
+    if (*c.inspect) return inspectStore(c.storeDir, c.json);
+    if (*c.resume) return resumeStore(c.resumeArgs);
+    if (*c.resolve) {
+      auto judge = [&](std::string_view in) { return resolveLedger(in, c.highWater); };
+      return c.jsonl ? ledgerBatch(c.file, judge) : printResult(judge(readInput(c.file)));
+    }
+    if (*c.argsHash) {
+      if (!c.jsonl && c.tool.empty()) throw UsageError("ledger args-hash: --tool is required");
+      if (!c.jsonl || !c.tool.empty()) {
+        auto judge = [&](std::string_view in) { return argsHashOf(c.tool, in); };
+        return c.jsonl ? ledgerBatch(c.file, judge) : printResult(judge(readInput(c.file)));
       }
-      prepareOut(out);
-      if (!out.empty()) so.out = fs::path(out);
-      so.scenarioDir = scenarioDir;
-      so.reproduceExtra = extra;
-      so.progressTty = ::isatty(2);
-      const char* noColor = std::getenv("NO_COLOR");
-      so.color = so.progressTty && (noColor == nullptr || *noColor == '\0');
-      if (expectCases >= 0) so.expectCases = expectCases;
-      if (!expectManifest.empty()) so.expectManifest = fs::path(expectManifest);
-      if (listOnly) {
-        // Barrier cases are planned from the reference runs' counts: --list runs those (only).
-        auto prepared = prepareSweep(so, true);
-        std::error_code ec;
-        if (!prepared.ro.workRoot.empty()) fs::remove_all(prepared.ro.workRoot, ec);
-        const SweepPlan& plan = prepared.plan;
-        for (const auto& pc : plan.cases) std::cout << pc.id.str() << "\n";
-        std::cerr << fmt::format(
-            "crashsim sweep --list: {} case(s) in this shard, {} in the "
-            "selection, manifest {}\n",
-            plan.cases.size(), plan.sweepCases, plan.sweepManifestDigest);
-        return 0;
-      }
-      auto rep = runSweep(so);
-      return rep.summary.failed == 0 ? 0 : 1;
+      return ledgerBatch(c.file, argsHashOfToolAndArgs);
     }
-    if (*run) return cmdRun(caseText, keep, scenarioDir, extra, runSync);
-    if (*inspect) return inspectStore(storeDir, json);
-    if (*resume) return resumeStore(resumeArgs);
-    if (*resolve) {
-      auto judge = [&](std::string_view in) { return resolveLedger(in, highWater); };
-      return jsonl ? ledgerBatch(file, judge) : printResult(judge(readInput(file)));
+    if (*c.prefix) {
+      return c.jsonl ? ledgerBatch(c.file, prefixDigestOf)
+                     : printResult(prefixDigestOf(readInput(c.file)));
     }
-    if (*argsHash) {
-      if (!jsonl && tool.empty()) throw UsageError("ledger args-hash: --tool is required");
-      if (!jsonl || !tool.empty()) {
-        auto judge = [&](std::string_view in) { return argsHashOf(tool, in); };
-        return jsonl ? ledgerBatch(file, judge) : printResult(judge(readInput(file)));
-      }
-      return ledgerBatch(file, argsHashOfToolAndArgs);
+    if (*c.exportCmd) return exportStore(c.exportStoreDir);
+    if (*c.planCmd) return planContinuationCommand(c.planFile);
+    if (*c.execCmd) return storeExec(c.execArgs);
+    if (*c.salvageCmd) return salvageStore(c.salvageStoreDir, c.salvageOut);
+    if (*c.merge) {
+      prepareOut(c.out);
+      return cmdMerge(c.files, c.out);
     }
-    if (*prefix) {
-      return jsonl ? ledgerBatch(file, prefixDigestOf)
-                   : printResult(prefixDigestOf(readInput(file)));
-    }
-    if (*exportCmd) return exportStore(exportStoreDir);
-    if (*planCmd) return planContinuationCommand(planFile);
-    if (*execCmd) return storeExec(execArgs);
-    if (*salvageCmd) return salvageStore(salvageStoreDir, salvageOut);
-    if (*merge) {
-      prepareOut(out);
-      return cmdMerge(files, out);
-    }
-    if (*durability) {
+    if (*c.durability) {
       // The directory to measure is the user's (a mount point): it must exist, and neither it
       // nor a missing parent is ever created.
-      if (std::error_code ec; !dopts.storeDir.empty() && !fs::is_directory(dopts.storeDir, ec))
+      if (std::error_code ec; !c.dopts.storeDir.empty() && !fs::is_directory(c.dopts.storeDir, ec))
         throw UsageError(
             fmt::format("{}: --store-dir {}: not an existing directory (it is never "
                         "created)",
-                        code::input_unreadable, dopts.storeDir.string()));
-      prepareOut(out);
-      dopts.scenarioDir = scenarioDir;
-      return cmdDurability(dopts, out);
+                        code::input_unreadable, c.dopts.storeDir.string()));
+      prepareOut(c.out);
+      c.dopts.scenarioDir = scenarioDir;
+      return cmdDurability(c.dopts, c.out);
     }
-    if (*fps) {
-      std::cout << (json ? failpoints::catalogueJson(2) : failpoints::catalogueText()) << "\n";
+    if (*c.fps) {
+      std::cout << (c.json ? failpoints::catalogueJson(2) : failpoints::catalogueText()) << "\n";
       return 0;
     }
-    if (*scs) return cmdScenarios(scenarioDir, json);
+    if (*c.scs) return cmdScenarios(scenarioDir, c.json);
   } catch (const UsageError& e) {
     std::cerr << "crashsim: " << e.what() << "\n";
     return 2;
@@ -683,6 +697,43 @@ int runCommand(int argc, char** argv) {
     return 2;
   }
   return 2;
+}
+
+int runCommand(int argc, char** argv) {
+  // The harness links the instrumented runtime (the code under test, so planted faults in its
+  // pure components are visible to V4–V7). Its own process must never be armed: arming is
+  // for the children it spawns, which get their environment composed by the supervisor.
+  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_HITS_OUT",
+                        "CRASHSIM_FAILPOINT_MODE", "CRASHSIM_POWERLOSS"})
+    ::unsetenv(v);
+  CommandLine c;
+  addGlobalOptions(c);
+  addSweep(c);
+  addCaseAndStoreReaders(c);
+  addLedger(c);
+  addStore(c);
+  addReportsAndCatalogues(c);
+  try {
+    c.app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return c.app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return c.app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "crashsim: " << e.what() << " (see crashsim --help)\n";
+    return 2;
+  }
+
+  if (c.version) return printVersion();
+  if (c.app.get_subcommands().empty()) {
+    std::cerr << "crashsim: a command is required (see crashsim --help)\n";
+    return 2;
+  }
+  fs::path scenarioDir =
+      c.scenarioDirOpt.empty() ? defaultScenarioDir() : fs::path(c.scenarioDirOpt);
+  std::string extra = c.scenarioDirOpt.empty() ? "" : " --scenarios " + c.scenarioDirOpt;
+  setSpawnMethod(c.spawnOpt == "exec" ? SpawnMethod::exec : SpawnMethod::fork_server);
+  return dispatch(c, scenarioDir, extra);
 }
 
 }  // namespace
