@@ -1,6 +1,7 @@
-// The corruption case: seeded damage to a crashed store (see crashsim/harness/corruption_injector.h).
-// Which damage is detectable follows the README's rules ("Damaged stores fail closed"), computed
-// here from the store files as they were before the damage, never from the runtime's answer.
+// The corruption case: seeded damage to a crashed store (see
+// crashsim/harness/corruption_injector.h). Which damage is detectable follows the README's rules
+// ("Damaged stores fail closed"), computed here from the store files as they were before the
+// damage, never from the runtime's answer.
 #include "crashsim/harness/corruption_injector.h"
 
 #include <fmt/format.h>
@@ -404,189 +405,242 @@ std::vector<uint64_t> corruptSeeds(const CaseId& primary, uint64_t sweepSeed, in
   return seeds;
 }
 
-AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
-  AppliedCorruption a;
-  auto& r = a.record;
-  r.kind = std::string(kCorruptionKinds[seed % kCorruptionKinds.size()]);
-  Choices ch{seed};
-  const fs::path db = store / kDb, wal = store / kWal;
-  const std::string walBefore = fs::exists(wal) ? readBytes(wal) : std::string();
-  const WalLayout layout = walLayout(walBefore);
-  const bool schemaInDb = dbAloneHoldsSchema(store);
-  const uint32_t vouched = shmVouchedFrames(store / "runtime.sqlite-shm", walBefore);
+namespace {
+
+// One damage being applied (applyCorruption): the store's files as the crash left them, and the
+// record of what the damage did.
+class Injection {
+ public:
+  Injection(const Injection&) = delete;
+  Injection& operator=(const Injection&) = delete;
+  Injection(const fs::path& store, uint64_t seed)
+      : ch_{seed},
+        db_(store / kDb),
+        wal_(store / kWal),
+        walBefore_(fs::exists(wal_) ? readBytes(wal_) : std::string()),
+        layout_(walLayout(walBefore_)),
+        schemaInDb_(dbAloneHoldsSchema(store)),
+        vouched_(shmVouchedFrames(store / "runtime.sqlite-shm", walBefore_)) {
+    a_.record.kind = std::string(kCorruptionKinds[seed % kCorruptionKinds.size()]);
+  }
+
+  AppliedCorruption apply() {
+    const std::string& kind = a_.record.kind;
+    // The damages to the database file's own pages. A small store's data lives in its WAL, so
+    // damage to the database file alone would hit only pages the WAL supersedes: first fold the WAL
+    // in, as a clean close or an auto-checkpoint (past 16 MiB) leaves a store, so the damage lands
+    // on the ledger's own pages. (db_empty_beside_wal needs the WAL as the crash left it.)
+    constexpr std::array kDamageCheckpointedPages = {"db_bitflip", "db_zero_page", "db_truncate"};
+    if (std::find(kDamageCheckpointedPages.begin(), kDamageCheckpointedPages.end(), kind) !=
+        kDamageCheckpointedPages.end()) {
+      Db(db_).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    }
+    if (kind == "db_bitflip" || kind == "db_zero_page" || kind == "db_truncate")
+      damageDbPages();
+    else if (kind == "wal_bitflip" || kind == "wal_zero_frame")
+      damageWalFrame();
+    else if (kind == "wal_truncate" || kind == "wal_cut_at_commit")
+      cutWalSomewhere();
+    else if (kind == "db_empty_beside_wal")
+      emptyDbBesideWal();
+    else if (kind == "workspace_wrong")
+      giveWrongWorkspace();
+    else if (kind == "wal_delete")
+      deleteWal();
+    else
+      editRows();
+    return a_;
+  }
+
+ private:
   // The -shm vouches for frames the damage took (replay keeps `kept` frames): committed
   // transactions are gone, store_wal_frames_lost before SQLite opens the store (README).
-  auto shmShowsLoss = [&](size_t kept) {
-    if (vouched <= kept) return false;
-    r.detectable = true;
-    a.expectedCode = std::string(code::store_wal_frames_lost);
+  bool shmShowsLoss(size_t kept) {
+    if (vouched_ <= kept) return false;
+    r_.detectable = true;
+    a_.expectedCode = std::string(code::store_wal_frames_lost);
     return true;
-  };
+  }
+
   // Every WAL frame is lost from `frame` on (SQLite's replay stops there): detectable when two
   // commits of this generation follow it (README), when nothing of the schema survives, or when
   // the -shm vouches for a commit at or after it.
-  auto walStopAt = [&](size_t frame, const std::string& what) {
-    r.detail = what;
-    const size_t after = frame == SIZE_MAX ? layout.commits() : layout.commitsAfter(frame);
-    const size_t before = frame == SIZE_MAX ? 0 : layout.commits() - after;
-    r.detectable = after >= 2 || (!schemaInDb && before == 0 && layout.commits() > 0);
-    shmShowsLoss(frame == SIZE_MAX ? 0 : layout.keptBefore(frame));
-    a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
-  };
+  void walStopAt(size_t frame, const std::string& what) {
+    r_.detail = what;
+    const size_t after = frame == SIZE_MAX ? layout_.commits() : layout_.commitsAfter(frame);
+    const size_t before = frame == SIZE_MAX ? 0 : layout_.commits() - after;
+    r_.detectable = after >= 2 || (!schemaInDb_ && before == 0 && layout_.commits() > 0);
+    shmShowsLoss(frame == SIZE_MAX ? 0 : layout_.keptBefore(frame));
+    a_.mayGoUnnoticed = !r_.detectable && layout_.commits() > 0;
+  }
+
   // The WAL cut to `to` bytes.
-  auto cutWal = [&](size_t to, const std::string& how) {
-    fs::resize_file(wal, to);
-    const size_t whole = to < kWalHeader ? 0 : (to - kWalHeader) / layout.frameSize;
+  void cutWal(size_t to, const std::string& how) {
+    fs::resize_file(wal_, to);
+    const size_t whole = to < kWalHeader ? 0 : (to - kWalHeader) / layout_.frameSize;
     size_t kept = 0;  // commit frames that survive the cut
-    for (size_t i = 0; i < std::min(whole, layout.commit.size()); ++i) kept += layout.commit[i];
-    r.detail = fmt::format("WAL cut from {} to {} bytes{} ({} of {} commits kept)",
-                           walBefore.size(), to, how, kept, layout.commits());
+    for (size_t i = 0; i < std::min(whole, layout_.commit.size()); ++i) kept += layout_.commit[i];
+    r_.detail = fmt::format("WAL cut from {} to {} bytes{} ({} of {} commits kept)",
+                            walBefore_.size(), to, how, kept, layout_.commits());
     // Without the -shm a cut looks like a crash before the lost commits (README): only a cut
     // that takes the schema itself is detectable (the manifest records it).
-    r.detectable = !schemaInDb && kept == 0 && layout.commits() > 0;
-    shmShowsLoss(layout.keptBefore(whole));
-    a.mayGoUnnoticed = !r.detectable && kept < layout.commits();
-  };
-
-  // The damages to the database file's own pages. A small store's data lives in its WAL, so
-  // damage to the database file alone would hit only pages the WAL supersedes: first fold the WAL
-  // in, as a clean close or an auto-checkpoint (past 16 MiB) leaves a store, so the damage lands
-  // on the ledger's own pages. (db_empty_beside_wal needs the WAL as the crash left it.)
-  constexpr std::array kDamageCheckpointedPages = {"db_bitflip", "db_zero_page", "db_truncate"};
-  if (std::find(kDamageCheckpointedPages.begin(), kDamageCheckpointedPages.end(), r.kind) !=
-      kDamageCheckpointedPages.end()) {
-    Db(db).exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    r_.detectable = !schemaInDb_ && kept == 0 && layout_.commits() > 0;
+    shmShowsLoss(layout_.keptBefore(whole));
+    a_.mayGoUnnoticed = !r_.detectable && kept < layout_.commits();
   }
-  if (r.kind == "db_bitflip") {
-    auto d = flipBit(db, ch);
-    r.detail = "runtime.sqlite (checkpointed) " + d.detail;
-    a.mayGoUnnoticed = d.applied;  // a bit inside a value SQLite does not checksum
-  } else if (r.kind == "db_zero_page") {
-    std::string b = readBytes(db);
-    if (b.size() < 100) {
-      r.detail = "runtime.sqlite has no page to zero";
-    } else {
-      uint32_t ps = (static_cast<uint32_t>(static_cast<unsigned char>(b[16])) << 8) |
-                    static_cast<unsigned char>(b[17]);
-      if (ps == 1) ps = 65536;
-      if (ps < 512) ps = 4096;
-      const size_t pages = (b.size() + ps - 1) / ps, page = ch.below(pages);
-      const size_t from = page * ps, to = std::min(b.size(), from + ps);
-      std::fill(b.begin() + static_cast<std::ptrdiff_t>(from),
-                b.begin() + static_cast<std::ptrdiff_t>(to), '\0');
-      writeBytes(db, b);
-      r.detail = fmt::format("runtime.sqlite (checkpointed) page {} of {} zeroed", page + 1, pages);
-      // A live page fails SQLite's checks or the decoder; a page the WAL supersedes, or a free
-      // one, changes nothing: either way the store must not recover to another outcome.
-    }
-  } else if (r.kind == "db_truncate") {
-    const auto size = fs::exists(db) ? fs::file_size(db) : 0;
-    const auto to = ch.below(size);
-    if (size > 0) fs::resize_file(db, to);
-    r.detail = fmt::format("runtime.sqlite (checkpointed) cut from {} to {} bytes", size, to);
-    // An empty database file makes SQLite start a new database and drop the WAL: the manifest
-    // records a store, so that is data lost. A shorter file loses only pages the WAL does not
-    // supersede, which SQLite reads as zeros: refused, or nothing changed.
-    r.detectable = size > 0 && to == 0;
-  } else if (r.kind == "wal_bitflip" || r.kind == "wal_zero_frame") {
-    if (!layout.present || layout.commit.empty()) {
-      r.detail = "no WAL frames to damage";
-    } else if (r.kind == "wal_bitflip") {
-      std::string b = walBefore;
-      const size_t at = ch.below(b.size());
-      const int bit = static_cast<int>(ch.below(8));
-      b[at] = static_cast<char>(b[at] ^ (1 << bit));
-      writeBytes(wal, b);
-      const size_t frame = at < kWalHeader ? SIZE_MAX : (at - kWalHeader) / layout.frameSize;
-      if (frame != SIZE_MAX && frame >= layout.commit.size()) {
-        r.detail = fmt::format("WAL byte {} (after the last complete frame), bit {}", at, bit);
+
+  // db_bitflip, db_zero_page, db_truncate: the database file's own (checkpointed) pages.
+  void damageDbPages() {
+    if (r_.kind == "db_bitflip") {
+      auto d = flipBit(db_, ch_);
+      r_.detail = "runtime.sqlite (checkpointed) " + d.detail;
+      a_.mayGoUnnoticed = d.applied;  // a bit inside a value SQLite does not checksum
+    } else if (r_.kind == "db_zero_page") {
+      std::string b = readBytes(db_);
+      if (b.size() < 100) {
+        r_.detail = "runtime.sqlite has no page to zero";
       } else {
-        walStopAt(frame, frame == SIZE_MAX ? fmt::format("WAL header byte {}, bit {}", at, bit)
-                                           : fmt::format("WAL frame {} of {}, byte {}, bit {}",
-                                                         frame + 1, layout.commit.size(), at, bit));
+        uint32_t ps = (static_cast<uint32_t>(static_cast<unsigned char>(b[16])) << 8) |
+                      static_cast<unsigned char>(b[17]);
+        if (ps == 1) ps = 65536;
+        if (ps < 512) ps = 4096;
+        const size_t pages = (b.size() + ps - 1) / ps, page = ch_.below(pages);
+        const size_t from = page * ps, to = std::min(b.size(), from + ps);
+        std::fill(b.begin() + static_cast<std::ptrdiff_t>(from),
+                  b.begin() + static_cast<std::ptrdiff_t>(to), '\0');
+        writeBytes(db_, b);
+        r_.detail =
+            fmt::format("runtime.sqlite (checkpointed) page {} of {} zeroed", page + 1, pages);
+        // A live page fails SQLite's checks or the decoder; a page the WAL supersedes, or a free
+        // one, changes nothing: either way the store must not recover to another outcome.
+      }
+    } else if (r_.kind == "db_truncate") {
+      const auto size = fs::exists(db_) ? fs::file_size(db_) : 0;
+      const auto to = ch_.below(size);
+      if (size > 0) fs::resize_file(db_, to);
+      r_.detail = fmt::format("runtime.sqlite (checkpointed) cut from {} to {} bytes", size, to);
+      // An empty database file makes SQLite start a new database and drop the WAL: the manifest
+      // records a store, so that is data lost. A shorter file loses only pages the WAL does not
+      // supersede, which SQLite reads as zeros: refused, or nothing changed.
+      r_.detectable = size > 0 && to == 0;
+    }
+  }
+
+  // wal_bitflip, wal_zero_frame: one WAL frame.
+  void damageWalFrame() {
+    if (!layout_.present || layout_.commit.empty()) {
+      r_.detail = "no WAL frames to damage";
+    } else if (r_.kind == "wal_bitflip") {
+      std::string b = walBefore_;
+      const size_t at = ch_.below(b.size());
+      const int bit = static_cast<int>(ch_.below(8));
+      b[at] = static_cast<char>(b[at] ^ (1 << bit));
+      writeBytes(wal_, b);
+      const size_t frame = at < kWalHeader ? SIZE_MAX : (at - kWalHeader) / layout_.frameSize;
+      if (frame != SIZE_MAX && frame >= layout_.commit.size()) {
+        r_.detail = fmt::format("WAL byte {} (after the last complete frame), bit {}", at, bit);
+      } else {
+        walStopAt(frame, frame == SIZE_MAX
+                             ? fmt::format("WAL header byte {}, bit {}", at, bit)
+                             : fmt::format("WAL frame {} of {}, byte {}, bit {}", frame + 1,
+                                           layout_.commit.size(), at, bit));
       }
     } else {
-      std::string b = walBefore;
-      const size_t frame = ch.below(layout.commit.size());
-      const size_t from = kWalHeader + frame * layout.frameSize;
+      std::string b = walBefore_;
+      const size_t frame = ch_.below(layout_.commit.size());
+      const size_t from = kWalHeader + frame * layout_.frameSize;
       std::fill(b.begin() + static_cast<std::ptrdiff_t>(from),
-                b.begin() + static_cast<std::ptrdiff_t>(from + layout.frameSize), '\0');
-      writeBytes(wal, b);
-      walStopAt(frame, fmt::format("WAL frame {} of {} zeroed", frame + 1, layout.commit.size()));
+                b.begin() + static_cast<std::ptrdiff_t>(from + layout_.frameSize), '\0');
+      writeBytes(wal_, b);
+      walStopAt(frame, fmt::format("WAL frame {} of {} zeroed", frame + 1, layout_.commit.size()));
     }
-  } else if (r.kind == "wal_truncate") {
-    if (walBefore.empty() || !layout.present) {
-      r.detail = "no WAL to cut";
-    } else {
-      cutWal(ch.below(walBefore.size()), "");
+  }
+
+  // wal_truncate, wal_cut_at_commit: the WAL cut short.
+  void cutWalSomewhere() {
+    if (r_.kind == "wal_truncate") {
+      if (walBefore_.empty() || !layout_.present) {
+        r_.detail = "no WAL to cut";
+      } else {
+        cutWal(ch_.below(walBefore_.size()), "");
+      }
+    } else if (r_.kind == "wal_cut_at_commit") {
+      // The cut the WAL alone cannot tell from a crash: exactly at the end of the commit before
+      // the last (issue #45 §9), the -shm the crash left kept.
+      if (layout_.commits() < 1) {
+        r_.detail = "no WAL commit to cut";
+      } else {
+        size_t to = kWalHeader, seen = 0;
+        for (size_t i = 0; i < layout_.commit.size(); ++i)
+          if (layout_.commit[i] && ++seen < layout_.commits())
+            to = kWalHeader + (i + 1) * layout_.frameSize;
+        cutWal(to, " (at a commit boundary, the -shm kept)");
+      }
     }
-  } else if (r.kind == "wal_cut_at_commit") {
-    // The cut the WAL alone cannot tell from a crash: exactly at the end of the commit before
-    // the last (issue #45 §9), the -shm the crash left kept.
-    if (layout.commits() < 1) {
-      r.detail = "no WAL commit to cut";
-    } else {
-      size_t to = kWalHeader, seen = 0;
-      for (size_t i = 0; i < layout.commit.size(); ++i)
-        if (layout.commit[i] && ++seen < layout.commits())
-          to = kWalHeader + (i + 1) * layout.frameSize;
-      cutWal(to, " (at a commit boundary, the -shm kept)");
-    }
-  } else if (r.kind == "db_empty_beside_wal") {
+  }
+
+  void emptyDbBesideWal() {
     // A database file of 0 bytes beside its WAL (delayed allocation, a botched copy): SQLite
     // would delete the WAL on open; the host must refuse first and keep it (issue #45 §1).
-    fs::resize_file(db, 0);
-    r.detail =
-        fmt::format("runtime.sqlite cut to 0 bytes beside a WAL of {} commits", layout.commits());
-    r.detectable = true;
-    a.expectedCode = std::string(layout.commits() > 0 ? code::store_database_empty_wal_holds_data
-                                                      : code::store_data_lost);
-  } else if (r.kind == "workspace_wrong") {
+    fs::resize_file(db_, 0);
+    r_.detail =
+        fmt::format("runtime.sqlite cut to 0 bytes beside a WAL of {} commits", layout_.commits());
+    r_.detectable = true;
+    a_.expectedCode = std::string(layout_.commits() > 0 ? code::store_database_empty_wal_holds_data
+                                                        : code::store_data_lost);
+  }
+
+  void giveWrongWorkspace() {
     // The store is intact; recovery is handed a directory that is not its workspace (issue #45
     // §2): the workspace's files without its marker, or with another workspace's marker.
     // Another workspace's marker is a mismatch only against a run that recorded its workspace.
-    const bool other = ch.below(2) == 1 && runsRecordAWorkspace(db);
-    a.wrongWorkspace = other ? WrongWorkspace::otherMarker : WrongWorkspace::unmarked;
-    r.detail = a.wrongWorkspace == WrongWorkspace::unmarked
-                   ? "recovery given a copy of the workspace without its marker"
-                   : "recovery given a copy of the workspace marked as another workspace";
-    r.detectable = true;
-    a.expectedCode = std::string(a.wrongWorkspace == WrongWorkspace::unmarked
-                                     ? code::workspace_unmarked
-                                     : code::workspace_identity_mismatch);
-  } else if (r.kind == "wal_delete") {
-    if (!fs::exists(wal)) {
-      r.detail = "no WAL to delete";
+    const bool other = ch_.below(2) == 1 && runsRecordAWorkspace(db_);
+    a_.wrongWorkspace = other ? WrongWorkspace::otherMarker : WrongWorkspace::unmarked;
+    r_.detail = a_.wrongWorkspace == WrongWorkspace::unmarked
+                    ? "recovery given a copy of the workspace without its marker"
+                    : "recovery given a copy of the workspace marked as another workspace";
+    r_.detectable = true;
+    a_.expectedCode = std::string(a_.wrongWorkspace == WrongWorkspace::unmarked
+                                      ? code::workspace_unmarked
+                                      : code::workspace_identity_mismatch);
+  }
+
+  void deleteWal() {
+    if (!fs::exists(wal_)) {
+      r_.detail = "no WAL to delete";
     } else {
-      fs::remove(wal);
-      r.detail = fmt::format("runtime.sqlite-wal deleted ({} commits)", layout.commits());
-      r.detectable = !schemaInDb && layout.commits() > 0;
+      fs::remove(wal_);
+      r_.detail = fmt::format("runtime.sqlite-wal deleted ({} commits)", layout_.commits());
+      r_.detectable = !schemaInDb_ && layout_.commits() > 0;
       shmShowsLoss(0);
-      a.mayGoUnnoticed = !r.detectable && layout.commits() > 0;
+      a_.mayGoUnnoticed = !r_.detectable && layout_.commits() > 0;
     }
-  } else {
-    Db d(db);
-    if (r.kind == "call_delete" || r.kind == "dispatch_delete" || r.kind == "response_delete" ||
-        r.kind == "call_args_change" || r.kind == "marker_delete") {
-      editLedger(d, r.kind, ch, a);
-    } else if (r.kind == "event_delete") {
+  }
+
+  // The ledger edits and the damages to rows of the store (events, run headers).
+  void editRows() {
+    Db d(db_);
+    if (r_.kind == "call_delete" || r_.kind == "dispatch_delete" || r_.kind == "response_delete" ||
+        r_.kind == "call_args_change" || r_.kind == "marker_delete") {
+      editLedger(d, r_.kind, ch_, a_);
+    } else if (r_.kind == "event_delete") {
       auto rows = d.rows(
           "SELECT e.event_id, e.event_kind, e.event_seq, e.invocation_id, (SELECT max(event_seq) "
           "FROM runtime_events m WHERE m.invocation_id = e.invocation_id) FROM runtime_events e "
           "ORDER BY e.rowid");
       if (rows.empty()) throw std::runtime_error("event_delete: the crashed store has no event");
-      const auto& row = rows[ch.below(rows.size())];
+      const auto& row = rows[ch_.below(rows.size())];
       d.exec("DELETE FROM runtime_events WHERE event_id = " + sqlQuoted(row[0]));
       const bool last = row[2] == row[4];
-      r.detail = fmt::format("event {} #{} of invocation {} deleted{}", row[1], row[2], row[3],
-                             last ? " (its last)" : "");
-      r.detectable = !last;  // an event_seq gap (README: store_event_seq_gap)
-      a.mayGoUnnoticed = last;
-    } else if (r.kind == "event_duplicate") {
+      r_.detail = fmt::format("event {} #{} of invocation {} deleted{}", row[1], row[2], row[3],
+                              last ? " (its last)" : "");
+      r_.detectable = !last;  // an event_seq gap (README: store_event_seq_gap)
+      a_.mayGoUnnoticed = last;
+    } else if (r_.kind == "event_duplicate") {
       auto rows =
           d.rows("SELECT event_id, event_kind, event_seq FROM runtime_events ORDER BY rowid");
       if (rows.empty()) throw std::runtime_error("event_duplicate: the crashed store has no event");
-      const auto& row = rows[ch.below(rows.size())];
+      const auto& row = rows[ch_.below(rows.size())];
       d.exec(
           "INSERT INTO runtime_events (event_id, session_id, invocation_id, run_id, turn_id, "
           "event_seq, event_kind, is_terminal, payload_json, committed_at) SELECT event_id || "
@@ -594,20 +648,20 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
           "runtime_events m WHERE m.invocation_id = e.invocation_id), event_kind, is_terminal, "
           "payload_json, committed_at FROM runtime_events e WHERE event_id = " +
           sqlQuoted(row[0]));
-      r.detail = fmt::format("event {} #{} appended again as a copy", row[1], row[2]);
-      a.mayGoUnnoticed = true;
-    } else if (r.kind == "event_seq_swap") {
+      r_.detail = fmt::format("event {} #{} appended again as a copy", row[1], row[2]);
+      a_.mayGoUnnoticed = true;
+    } else if (r_.kind == "event_seq_swap") {
       auto inv = d.rows(
           "SELECT invocation_id FROM runtime_events GROUP BY invocation_id HAVING count(*) >= 2 "
           "ORDER BY invocation_id");
       if (inv.empty()) {
-        r.detail = "no invocation with two events";
+        r_.detail = "no invocation with two events";
       } else {
-        const std::string id = inv[ch.below(inv.size())][0];
+        const std::string id = inv[ch_.below(inv.size())][0];
         auto rows = d.rows("SELECT event_id, event_seq FROM runtime_events WHERE invocation_id = " +
                            sqlQuoted(id) + " ORDER BY event_seq");
-        const size_t i = ch.below(rows.size());
-        size_t j = ch.below(rows.size() - 1);
+        const size_t i = ch_.below(rows.size());
+        size_t j = ch_.below(rows.size() - 1);
         if (j >= i) ++j;
         d.exec("BEGIN");
         d.exec("UPDATE runtime_events SET event_seq = 1000000000 WHERE event_id = " +
@@ -617,24 +671,38 @@ AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
         d.exec("UPDATE runtime_events SET event_seq = " + rows[j][1] +
                " WHERE event_id = " + sqlQuoted(rows[i][0]));
         d.exec("COMMIT");
-        r.detail =
+        r_.detail =
             fmt::format("event_seq {} and {} of invocation {} swapped", rows[i][1], rows[j][1], id);
-        r.detectable = true;  // out of commit order (README: store_event_order_conflict)
+        r_.detectable = true;  // out of commit order (README: store_event_order_conflict)
       }
-    } else if (r.kind == "header_delete") {
+    } else if (r_.kind == "header_delete") {
       auto rows = d.rows("SELECT session_id, run_id FROM agent_runs ORDER BY rowid");
       if (rows.empty()) {
-        r.detail = "no run header";
+        r_.detail = "no run header";
       } else {
-        const auto& row = rows[ch.below(rows.size())];
+        const auto& row = rows[ch_.below(rows.size())];
         d.exec("DELETE FROM agent_runs WHERE session_id = " + sqlQuoted(row[0]) +
                " AND run_id = " + sqlQuoted(row[1]));
-        r.detail = "run header " + row[1] + " deleted";
-        r.detectable = true;  // README: store_run_header_missing
+        r_.detail = "run header " + row[1] + " deleted";
+        r_.detectable = true;  // README: store_run_header_missing
       }
     }
   }
-  return a;
+
+  AppliedCorruption a_;
+  reports::Corruption& r_ = a_.record;
+  Choices ch_;
+  const fs::path db_, wal_;
+  const std::string walBefore_;
+  const WalLayout layout_;
+  const bool schemaInDb_;
+  const uint32_t vouched_;
+};
+
+}  // namespace
+
+AppliedCorruption applyCorruption(const fs::path& store, uint64_t seed) {
+  return Injection(store, seed).apply();
 }
 
 }  // namespace crashsim::harness
