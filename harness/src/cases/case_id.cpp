@@ -62,52 +62,40 @@ std::string CaseId::str() const {
   return s;
 }
 
-CaseId parseCaseId(std::string_view text) {
-  // The path-mutation suffix first: the component may hold '/', '+' or '@' of a file name.
-  if (auto tilde = text.find('~'); tilde != std::string_view::npos) {
-    const std::string_view whole = text, v = text.substr(tilde + 1);
-    const auto last = v.rfind(':');
-    if (v.substr(0, 5) != "path:" || last == std::string_view::npos || last < 5)
-      throw std::invalid_argument(
-          fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
-    PathMutation m{std::string(v.substr(5, last - 5)), std::string(v.substr(last + 1))};
-    if (m.component.empty() || !isPathMutationName(m.mutation))
-      throw std::invalid_argument(
-          fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
-    if (m.component.front() == '/' || m.component.back() == '/' ||
-        (m.component != "." &&
-         (m.component.find("/./") != std::string::npos || m.component.substr(0, 2) == "./" ||
-          m.component.find("..") != std::string::npos)))
-      throw std::invalid_argument(fmt::format(
-          "case id {}: the component is a workspace-relative path without . or .. (the root: .)",
-          whole));
-    CaseId id = parseCaseId(text.substr(0, tilde));
-    if (!faultMode(id.mode).isProcessKill() || id.isDoubleFault() || id.isBarrier() ||
-        id.isImport())
-      throw std::invalid_argument(
-          fmt::format("case id {}: a path mutation follows a primary kill at a named failpoint "
-                      "(P<n>#<hit>/kill)",
-                      whole));
-    id.pathMutation = std::move(m);
-    return id;
-  }
-  CaseId id;
-  auto s1 = text.find('/');
-  auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
-  if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
-    throw std::invalid_argument(fmt::format(
-        "case id '{}' is not scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>|+H2|+K:P12#1|"
-        "+K:P13#1]",
-        text));
-  id.scenario = std::string(text.substr(0, s1));
-  std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
-  if (id.failpoint.group() == PointGroup::admission)
+namespace {
+
+// "<primary kill>~path:<component>:<mutation>" (the path-mutation suffix is parsed first: the
+// component may hold '/', '+' or '@' of a file name).
+CaseId parsePathMutationCase(std::string_view text, size_t tilde) {
+  const std::string_view whole = text, v = text.substr(tilde + 1);
+  const auto last = v.rfind(':');
+  if (v.substr(0, 5) != "path:" || last == std::string_view::npos || last < 5)
     throw std::invalid_argument(
-        fmt::format("case id {}: {} is reached only by a recovery process (+R:{}#1)", text,
-                    id.failpointName(), id.failpointName()));
-  std::string_view rest = text.substr(s2 + 1);
-  auto plus = rest.find('+');
-  std::string_view mode = rest.substr(0, plus);
+        fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
+  PathMutation m{std::string(v.substr(5, last - 5)), std::string(v.substr(last + 1))};
+  if (m.component.empty() || !isPathMutationName(m.mutation))
+    throw std::invalid_argument(
+        fmt::format("case id {}: expected ~path:<component>:<symlink|dir|file|remove>", whole));
+  if (m.component.front() == '/' || m.component.back() == '/' ||
+      (m.component != "." &&
+       (m.component.find("/./") != std::string::npos || m.component.substr(0, 2) == "./" ||
+        m.component.find("..") != std::string::npos)))
+    throw std::invalid_argument(fmt::format(
+        "case id {}: the component is a workspace-relative path without . or .. (the root: .)",
+        whole));
+  CaseId id = parseCaseId(text.substr(0, tilde));
+  if (!faultMode(id.mode).isProcessKill() || id.isDoubleFault() || id.isBarrier() || id.isImport())
+    throw std::invalid_argument(
+        fmt::format("case id {}: a path mutation follows a primary kill at a named failpoint "
+                    "(P<n>#<hit>/kill)",
+                    whole));
+  id.pathMutation = std::move(m);
+  return id;
+}
+
+// "<mode>[@<seed>]" of a primary `id` into id.mode and id.seed, checked against its point; `more`:
+// a "+…" suffix follows.
+const FaultMode& parseMode(CaseId& id, std::string_view mode, bool more, std::string_view text) {
   if (auto at = mode.find('@'); at != std::string_view::npos) {
     std::string_view seedText = mode.substr(at + 1);
     uint64_t seed = 0;
@@ -126,7 +114,7 @@ CaseId parseCaseId(std::string_view text) {
   if (seeded && !id.seed)
     throw std::invalid_argument(
         fmt::format("case id {}: {} needs its seed, e.g. {}@17", text, mode, mode));
-  if (seeded && plus != std::string_view::npos)
+  if (seeded && more)
     throw std::invalid_argument(
         fmt::format("case id {}: {} cases have no double fault", text, mode));
   if (!seeded && id.seed)
@@ -142,50 +130,86 @@ CaseId parseCaseId(std::string_view text) {
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,
                     id.failpointName()));
-  if (plus != std::string_view::npos && fm->deliversStop()) {
-    std::string_view k = rest.substr(plus + 1);
-    if (k == "grace") {
-      if (id.failpoint != points::P2)
-        throw std::invalid_argument(fmt::format(
-            "case id {}: +grace names the running call by its P2 hit (P2#<hit>)", text));
-      id.stopGrace = true;
-      return id;
-    }
-    if (k != "K:P12#1" && k != "K:P13#1")
-      throw std::invalid_argument(fmt::format(
-          "case id {}: a Stop double fault is +K:P12#1 or +K:P13#1, a watchdog case +grace", text));
-    id.stopKill = k == "K:P12#1" ? points::P12 : points::P13;
-    return id;
+  return *fm;
+}
+
+// A Stop case's suffix `k` (after '+'): "grace", or the Stop path's kill "K:P12#1" / "K:P13#1".
+void parseStopSuffix(CaseId& id, std::string_view k, std::string_view text) {
+  if (k == "grace") {
+    if (id.failpoint != points::P2)
+      throw std::invalid_argument(
+          fmt::format("case id {}: +grace names the running call by its P2 hit (P2#<hit>)", text));
+    id.stopGrace = true;
+    return;
   }
-  if (plus != std::string_view::npos && rest.substr(plus + 1) == "H2") {
-    if (!fm->isProcessKill() || id.isBarrier() || id.isImport())
-      throw std::invalid_argument(fmt::format(
-          "case id {}: the race of two hosts (+H2) follows a named kill of the agent run", text));
-    id.race = true;
-    return id;
-  }
-  if (plus != std::string_view::npos) {
-    std::string_view r = rest.substr(plus + 1);
-    if (r.substr(0, 2) != "R:")
-      throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit> or +H2", text));
-    auto [fp, hit] = parsePoint(r.substr(2), text);
-    // A barrier primary has no named state to recover from twice; a barrier of the recovery
-    // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
-    if (id.isBarrier() || (fp.isBarrier() && (id.isImport() || !fm->isProcessKill())))
-      throw std::invalid_argument(fmt::format(
-          "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
-          "after a named kill of the agent run",
-          text));
-    // An import kill's recovery reaches only the import (the scenario's run never started),
-    // and only an import kill leaves the import pending for a recovery process.
-    if (id.isImport() != (fp.group() == PointGroup::legacyImport))
-      throw std::invalid_argument(fmt::format(
-          "case id {}: a legacy import kill (P16, P17) pairs only with a recovery kill at P16 or "
-          "P17, and those only with it",
-          text));
-    id.recoveryFailpoint = fp;
-    id.recoveryHit = hit;
-  }
+  if (k != "K:P12#1" && k != "K:P13#1")
+    throw std::invalid_argument(fmt::format(
+        "case id {}: a Stop double fault is +K:P12#1 or +K:P13#1, a watchdog case +grace", text));
+  id.stopKill = k == "K:P12#1" ? points::P12 : points::P13;
+}
+
+// "+H2": the race of two hosts.
+void parseRace(CaseId& id, const FaultMode& fm, std::string_view text) {
+  if (!fm.isProcessKill() || id.isBarrier() || id.isImport())
+    throw std::invalid_argument(fmt::format(
+        "case id {}: the race of two hosts (+H2) follows a named kill of the agent run", text));
+  id.race = true;
+}
+
+// "+R:<point>#<hit>" (`r` after '+'): the recovery process killed too.
+void parseRecoveryKill(CaseId& id, const FaultMode& fm, std::string_view r, std::string_view text) {
+  if (r.substr(0, 2) != "R:")
+    throw std::invalid_argument(fmt::format("case id {}: expected +R:P<n>#<hit> or +H2", text));
+  auto [fp, hit] = parsePoint(r.substr(2), text);
+  // A barrier primary has no named state to recover from twice; a barrier of the recovery
+  // process (+R:S#k, +R:F#k) follows a named kill of the agent run, kill mode only.
+  if (id.isBarrier() || (fp.isBarrier() && (id.isImport() || !fm.isProcessKill())))
+    throw std::invalid_argument(fmt::format(
+        "case id {}: barrier cases (S, F) are primary kills, or recovery kills (+R:S#k, +R:F#k) "
+        "after a named kill of the agent run",
+        text));
+  // An import kill's recovery reaches only the import (the scenario's run never started),
+  // and only an import kill leaves the import pending for a recovery process.
+  if (id.isImport() != (fp.group() == PointGroup::legacyImport))
+    throw std::invalid_argument(fmt::format(
+        "case id {}: a legacy import kill (P16, P17) pairs only with a recovery kill at P16 or "
+        "P17, and those only with it",
+        text));
+  id.recoveryFailpoint = fp;
+  id.recoveryHit = hit;
+}
+
+}  // namespace
+
+CaseId parseCaseId(std::string_view text) {
+  if (auto tilde = text.find('~'); tilde != std::string_view::npos)
+    return parsePathMutationCase(text, tilde);
+  CaseId id;
+  auto s1 = text.find('/');
+  auto s2 = s1 == std::string_view::npos ? s1 : text.find('/', s1 + 1);
+  if (s1 == std::string_view::npos || s2 == std::string_view::npos || s1 == 0)
+    throw std::invalid_argument(
+        fmt::format("case id '{}' is not "
+                    "scenario/<P<n>|S|F>#<hit>/<mode>[@<seed>][+R:P<n>#<hit>|+H2|+K:P12#1|"
+                    "+K:P13#1]",
+                    text));
+  id.scenario = std::string(text.substr(0, s1));
+  std::tie(id.failpoint, id.hit) = parsePoint(text.substr(s1 + 1, s2 - s1 - 1), text);
+  if (id.failpoint.group() == PointGroup::admission)
+    throw std::invalid_argument(
+        fmt::format("case id {}: {} is reached only by a recovery process (+R:{}#1)", text,
+                    id.failpointName(), id.failpointName()));
+  std::string_view rest = text.substr(s2 + 1);
+  auto plus = rest.find('+');
+  const FaultMode& fm = parseMode(id, rest.substr(0, plus), plus != std::string_view::npos, text);
+  if (plus == std::string_view::npos) return id;
+  const std::string_view suffix = rest.substr(plus + 1);
+  if (fm.deliversStop())
+    parseStopSuffix(id, suffix, text);
+  else if (suffix == "H2")
+    parseRace(id, fm, text);
+  else
+    parseRecoveryKill(id, fm, suffix, text);
   return id;
 }
 
