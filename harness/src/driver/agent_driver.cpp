@@ -53,6 +53,22 @@ class AgentDriver final : public RuntimeDriver {
     return runArmed(spec, point.str(), hit);
   }
 
+  ChildResult stopAt(const SpawnSpec& spec, CrashPoint point, int hit,
+                     std::optional<CrashPoint> killAt) const override {
+    std::optional<std::string> killName;
+    if (killAt) killName = killAt->str();
+    return runStopped(spec, point.str(), hit, killName);
+  }
+
+  ChildResult stopWhileHeld(const SpawnSpec& spec, const fs::path& holdFile,
+                            std::chrono::milliseconds lateBy) const override {
+    return runStoppedWhileHeld(spec, holdFile, lateBy);
+  }
+
+  RaceResult race(const std::vector<SpawnSpec>& specs, const fs::path& fifo) const override {
+    return runRace(specs, fifo);
+  }
+
   ChildResult runToEnd(const SpawnSpec& spec) const override { return harness::runToEnd(spec); }
 
   std::optional<PointCounts> readHits(const fs::path& hitsFile) const override {

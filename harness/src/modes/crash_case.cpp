@@ -296,7 +296,7 @@ void runRaceRecovery(CaseRun& cr, const CaseExpectation& x, bool afterCrash,
     driverOf(opts).logModelInputs(s, modelLogOf(specs.size()));
     specs.push_back(std::move(s));
   }
-  const RaceResult rr = runRace(specs, dir / "race.fifo");
+  const RaceResult rr = driverOf(opts).race(specs, dir / "race.fifo");
   ph.child(rr.wall, "recovery");
   ph.to("v8");
   std::vector<race::Host> hosts;

@@ -283,8 +283,8 @@ void runStopGraceCase(CaseRun& cr) {
   run.stdoutFile = dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(20000);
   // Late: the Stop comes more than the grace after the tool held, so after the run's start.
-  const ChildResult child =
-      runStoppedWhileHeld(run, dir / "tool-hold", kWatchdogGrace + std::chrono::milliseconds(200));
+  const ChildResult child = driverOf(opts).stopWhileHeld(
+      run, dir / "tool-hold", kWatchdogGrace + std::chrono::milliseconds(200));
   ph.child(child, "run");
   ph.to("verify");
   say(fmt::format("agent run stopped while {} held: Stop at {} ms, {}",
@@ -332,9 +332,7 @@ void runStopCase(CaseRun& cr) {
   run.stderrFile = dir / "run.stderr";
   run.stdoutFile = dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(20000);
-  std::optional<std::string> killAt;
-  if (id.stopKill) killAt = id.stopKill->str();
-  const ChildResult child = runStopped(run, id.failpointName(), id.hit, killAt);
+  const ChildResult child = driverOf(opts).stopAt(run, id.failpoint, id.hit, id.stopKill);
   ph.child(child, "run");
   ph.to("verify");
   say(fmt::format("agent run stopped at {}#{}: control '{}' '{}', {}", id.failpointName(), id.hit,

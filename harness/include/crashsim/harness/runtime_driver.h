@@ -11,10 +11,12 @@
 // model server and a tool server (the open harness) is the next.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "crashsim/harness/crash_point.h"
 #include "crashsim/harness/scenario.h"
@@ -51,6 +53,19 @@ class RuntimeDriver {
   // Starts `spec` armed at (point, hit), waits until the process reports it there and kills it
   // (ChildResult: the report and how it died; never throws).
   virtual ChildResult crashAt(const SpawnSpec& spec, CrashPoint point, int hit) const = 0;
+  // Starts `spec` armed at (point, hit) to be stopped there: when the process reports the point it
+  // is sent a Stop twice and goes on, cancelled, to its end; with `killAt` (a Stop-path point) it
+  // is killed when it reports that point instead.
+  virtual ChildResult stopAt(const SpawnSpec& spec, CrashPoint point, int hit,
+                             std::optional<CrashPoint> killAt) const = 0;
+  // Starts `spec` with a tool that holds and ignores cancellation (announced by `holdFile`), and
+  // sends the Stop `lateBy` after the hold began; the process ends by itself (its watchdog).
+  virtual ChildResult stopWhileHeld(const SpawnSpec& spec, const std::filesystem::path& holdFile,
+                                    std::chrono::milliseconds lateBy) const = 0;
+  // Starts every spec unarmed and releases them together at their host start-up (the race of two
+  // hosts); `fifo` is the release's rendezvous.
+  virtual RaceResult race(const std::vector<SpawnSpec>& specs,
+                          const std::filesystem::path& fifo) const = 0;
   // Starts `spec` unarmed and waits for its end (killed after its timeout; never throws).
   virtual ChildResult runToEnd(const SpawnSpec& spec) const = 0;
   // The hits a process wrote (reportHits); nullopt when the file is missing or unreadable.
