@@ -5,6 +5,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/failpoints.h"
 #include "crashsim/harness/case_id.h"
+#include "crashsim/harness/fault_mode.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/scenario.h"
 
@@ -12,6 +13,22 @@ using namespace crashsim::harness;
 using namespace crashsim::harness::points;
 namespace code = crashsim::code;
 namespace fp = crashsim::failpoints;
+
+// The fault modes are registered once, by name, each judged by V1–V9 and its own verdicts. Bugs:
+// a mode missing from the registry (its cases unparseable), two modes of one name.
+TEST(FaultModes, TheRegistryNamesEveryModeOnce) {
+  EXPECT_EQ(faultModeNames(), (std::vector<std::string>{"kill", "powerloss", "stop", "corrupt"}));
+  for (const FaultMode* m : faultModes()) {
+    EXPECT_EQ(&faultMode(m->name()), m) << m->name();
+    const auto v = m->verdicts();
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v.front(), "V1") << m->name();
+  }
+  EXPECT_EQ(findFaultMode("crash"), nullptr);
+  EXPECT_THROW(faultMode("crash"), std::invalid_argument);
+  EXPECT_TRUE(faultMode("powerloss").seeded() && faultMode("corrupt").seeded());
+  EXPECT_TRUE(faultMode("kill").isProcessKill() && !faultMode("stop").isProcessKill());
+}
 
 // The harness's crash points are the runtime's catalogue and barriers, by name and in its order
 // (the order case ids sort by). Bugs: a point the agent cannot arm, a point missing from the

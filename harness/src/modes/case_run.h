@@ -6,11 +6,13 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/case_runner.h"
@@ -97,6 +99,17 @@ SpawnSpec recoveryToEnd(const RunOptions& opts, const Scenario& sc,
                         const std::filesystem::path& store, const std::filesystem::path& ws,
                         const std::filesystem::path& dir);
 
+// V1 of a process the case stopped, not killed: "" passes V1; otherwise V1 fails with `problem`
+// and V2–V8 are n/a. Returns whether V1 passed.
+bool passStoppedV1(Checks& c, const std::string& problem);
+// With `crashsim run --keep`: the crashed state beside the recovered one (dir/crashed).
+void keepCrashedCopy(const RunOptions& opts, const std::filesystem::path& dir,
+                     const std::filesystem::path& store, const std::filesystem::path& ws);
+// The recovery run to its end (recoveryToEnd, its spawn line into `recover`), timed as the case's
+// recovery and told in its narrative.
+ChildResult recoverCase(CaseRun& cr, const Scenario& sc, const std::filesystem::path& store,
+                        const std::filesystem::path& ws, SpawnSpec& recover);
+
 // A case that starts from its primary's crash state (CaseId::startsFromPrimary) copies the state
 // the primary kept into store/ws when there is one, and returns true.
 bool restoreCrashState(const RunOptions& opts, const CaseId& id, const std::filesystem::path& store,
@@ -123,6 +136,9 @@ void checkCrashIntegrity(const std::filesystem::path& store, const std::filesyst
 // V2–V7 on the crash state of a named failpoint, against the oracle's expectation `x`.
 void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const std::filesystem::path& store,
                      const std::filesystem::path& dir, const RunOptions& opts, Checks& c);
+
+// V1–V9 (reports::kCheckNames), then a mode's own verdicts.
+std::vector<std::string_view> verdictsWith(std::initializer_list<std::string_view> own);
 
 // The modes' runs (one file each) and the kill and power-loss flow they share.
 void runImportCase(CaseRun& r);    // modes/legacy_import.cpp

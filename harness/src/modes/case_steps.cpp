@@ -78,6 +78,33 @@ SpawnSpec recoveryToEnd(const RunOptions& opts, const Scenario& sc, const fs::pa
   return s;
 }
 
+bool passStoppedV1(Checks& c, const std::string& problem) {
+  if (problem.empty()) {
+    c.pass("V1");
+    return true;
+  }
+  c.fail("V1", problem);
+  for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "V1 failed");
+  return false;
+}
+
+void keepCrashedCopy(const RunOptions& opts, const fs::path& dir, const fs::path& store,
+                     const fs::path& ws) {
+  if (!opts.keepDir) return;
+  copyDir(store, dir / "crashed" / "store");
+  copyDir(ws, dir / "crashed" / "ws");
+}
+
+ChildResult recoverCase(CaseRun& cr, const Scenario& sc, const fs::path& store, const fs::path& ws,
+                        SpawnSpec& recover) {
+  recover = recoveryToEnd(cr.opts, sc, store, ws, cr.dir);
+  const ChildResult r = driverOf(cr.opts).runToEnd(recover);
+  cr.ph.child(r, "recovery");
+  cr.ph.to("v8");
+  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  return r;
+}
+
 bool restoreCrashState(const RunOptions& opts, const CaseId& id, const fs::path& store,
                        const fs::path& ws, const std::function<void(std::string)>& say) {
   const CaseId primary = id.primary();
@@ -91,10 +118,7 @@ bool restoreCrashState(const RunOptions& opts, const CaseId& id, const fs::path&
 
 void keepCrashState(const RunOptions& opts, const CaseId& id, const fs::path& dir,
                     const fs::path& store, const fs::path& ws) {
-  if (opts.keepDir) {
-    copyDir(store, dir / "crashed" / "store");
-    copyDir(ws, dir / "crashed" / "ws");
-  }
+  keepCrashedCopy(opts, dir, store, ws);
   if (opts.keepCrashStates && !id.startsFromPrimary()) {
     const fs::path snap = crashStateDir(opts, id);
     copyDir(store, snap / "store");

@@ -58,85 +58,76 @@ namespace {
 // this crash state), the seeded damage, then inspect and recovery judged by C1
 // (verdicts/c1_corrupt.h).
 void runCorruptCase(CaseRun& cr) {
-  const CaseId& id = cr.id;
-  const Reference& ref = cr.ref;
-  const RunOptions& opts = cr.opts;
-  const fs::path& dir = cr.dir;
-  Checks& c = cr.checks;
-  const auto& say = cr.say;
-  reports::CaseRecord& rec = cr.record;
-  const Scenario& sc = ref.scenario;
-  const fs::path store = dir / "store", ws = dir / "ws";
-  copyDir(ref.templateWorkspace, ws);
-  SpawnSpec run = runSpec(opts, sc, store, ws);
-  run.stderrFile = dir / "run.stderr";
-  run.stdoutFile = dir / "run.stdout";
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  copyDir(cr.ref.templateWorkspace, ws);
+  SpawnSpec run = runSpec(cr.opts, sc, store, ws);
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(15000);
-  const ChildResult child = driverOf(opts).crashAt(run, id.failpoint, id.hit);
-  say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
-                  child.controlLine, child.describe()));
-  CaseId killCase = id;
+  const ChildResult child = driverOf(cr.opts).crashAt(run, cr.id.failpoint, cr.id.hit);
+  cr.say(fmt::format("agent run armed at {}#{}: control '{}', {}", cr.id.failpointName(), cr.id.hit,
+                     child.controlLine, child.describe()));
+  CaseId killCase = cr.id;
   killCase.mode = std::string(killMode().name());
   killCase.seed.reset();
   for (auto v : {"V2", "V3", "V5", "V6", "V7", "V8"})
-    c.na(v, "corrupt mode: the undamaged crash state is verified by " + killCase.str() +
-                "; C1 judges the damaged one");
-  if (auto v1 = killProblem(child, id.failpointName(), id.hit, run, store); !v1.empty()) {
-    c.fail("V1", v1);
-    c.na("C1", "no crash state (V1 failed)");
-    c.na("V4", "no crash state (V1 failed)");
+    cr.checks.na(v, "corrupt mode: the undamaged crash state is verified by " + killCase.str() +
+                        "; C1 judges the damaged one");
+  if (auto v1 = killProblem(child, cr.id.failpointName(), cr.id.hit, run, store); !v1.empty()) {
+    cr.checks.fail("V1", v1);
+    cr.checks.na("C1", "no crash state (V1 failed)");
+    cr.checks.na("V4", "no crash state (V1 failed)");
     return;
   }
-  if (opts.keepDir) {
-    copyDir(store, dir / "crashed" / "store");
-    copyDir(ws, dir / "crashed" / "ws");
-  }
+  keepCrashedCopy(cr.opts, cr.dir, store, ws);
   AppliedCorruption applied;
   try {
-    applied = applyCorruption(store, id.seed.value_or(0));
+    applied = applyCorruption(store, cr.id.seed.value_or(0));
   } catch (const std::exception& e) {
-    c.fail("V1", std::string("applying the damage: ") + e.what());
-    c.na("C1", "no damaged store (V1 failed)");
-    c.na("V4", "no damaged store (V1 failed)");
+    cr.checks.fail("V1", std::string("applying the damage: ") + e.what());
+    cr.checks.na("C1", "no damaged store (V1 failed)");
+    cr.checks.na("V4", "no damaged store (V1 failed)");
     return;
   }
-  c.pass("V1");
-  rec.corruption = applied.record;
-  say(fmt::format("damage {}: {} ({})", applied.record.kind, applied.record.detail,
-                  applied.record.detectable ? "must be refused"
-                  : applied.mayGoUnnoticed  ? "undetectable by design"
-                                            : "must be refused or change nothing"));
-  if (opts.keepDir)
-    std::ofstream(dir / "corruption.json") << Json{{"kind", applied.record.kind},
-                                                   {"detail", applied.record.detail},
-                                                   {"detectable", applied.record.detectable},
-                                                   {"mayGoUnnoticed", applied.mayGoUnnoticed}}
-                                                  .dump()
-                                           << "\n";
+  cr.checks.pass("V1");
+  cr.record.corruption = applied.record;
+  cr.say(fmt::format("damage {}: {} ({})", applied.record.kind, applied.record.detail,
+                     applied.record.detectable ? "must be refused"
+                     : applied.mayGoUnnoticed  ? "undetectable by design"
+                                               : "must be refused or change nothing"));
+  if (cr.opts.keepDir)
+    std::ofstream(cr.dir / "corruption.json") << Json{{"kind", applied.record.kind},
+                                                      {"detail", applied.record.detail},
+                                                      {"detectable", applied.record.detectable},
+                                                      {"mayGoUnnoticed", applied.mayGoUnnoticed}}
+                                                     .dump()
+                                              << "\n";
 
   // V4 reads a copy: even a read-only SQLite open may change a damaged store's files.
-  copyDir(store, dir / "damaged-view");
-  checkDamagedLedgerDecisions(dir / "damaged-view", applied.expectedDecisions, c);
-  fs::remove_all(dir / "damaged-view");
+  copyDir(store, cr.dir / "damaged-view");
+  checkDamagedLedgerDecisions(cr.dir / "damaged-view", applied.expectedDecisions, cr.checks);
+  fs::remove_all(cr.dir / "damaged-view");
 
   CorruptObservation o;
   const StoreFiles damaged = storeFiles(store);
   SpawnSpec inspect;
-  inspect.exe = opts.crashsim.empty() ? locateCrashsim() : opts.crashsim;
+  inspect.exe = cr.opts.crashsim.empty() ? locateCrashsim() : cr.opts.crashsim;
   inspect.forkServer = true;
   inspect.args = {"inspect", store.string(), "--json"};
-  inspect.stdoutFile = dir / "inspect.stdout";
-  inspect.stderrFile = dir / "inspect.stderr";
+  inspect.stdoutFile = cr.dir / "inspect.stdout";
+  inspect.stderrFile = cr.dir / "inspect.stderr";
   o.inspect = runToEnd(inspect);
   o.inspectCode = failClosedCodeOf(inspect.stdoutFile);
   o.inspectChanged = storeFilesChange(damaged, storeFiles(store));
-  say(fmt::format("crashsim inspect: {} {}", o.inspect.describe(), o.inspectCode));
+  cr.say(fmt::format("crashsim inspect: {} {}", o.inspect.describe(), o.inspectCode));
 
-  const bool afterCrash = workspace::afterCrashApplies(sc.spec, id.failpointName());
+  const bool afterCrash = workspace::afterCrashApplies(sc.spec, cr.id.failpointName());
   if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
   // workspace_wrong: recovery is handed a copy of the workspace that is not it (C1 then
   // proves that copy unchanged: no marker created in it, no file touched).
-  const fs::path recoverWs = applied.wrongWorkspace == WrongWorkspace::none ? ws : dir / "wrong-ws";
+  const fs::path recoverWs =
+      applied.wrongWorkspace == WrongWorkspace::none ? ws : cr.dir / "wrong-ws";
   if (recoverWs != ws) {
     copyDir(ws, recoverWs);
     const fs::path marker = recoverWs / kMarkerFile;
@@ -153,18 +144,18 @@ void runCorruptCase(CaseRun& cr) {
   const std::string markerAtCrash = markerOf();
   const auto effectsAtCrash = readEffects(store / "effects.jsonl");
   const StoreFiles beforeRecover = storeFiles(store);
-  SpawnSpec recover = recoveryToEnd(opts, sc, store, recoverWs, dir);
-  o.recover = driverOf(opts).runToEnd(recover);
+  SpawnSpec recover = recoveryToEnd(cr.opts, sc, store, recoverWs, cr.dir);
+  o.recover = driverOf(cr.opts).runToEnd(recover);
   o.recoverCode = failClosedCodeOf(recover.stdoutFile);
-  say(fmt::format("recovery to the end: {} {}", o.recover.describe(), o.recoverCode));
+  cr.say(fmt::format("recovery to the end: {} {}", o.recover.describe(), o.recoverCode));
   if (o.recover.exited && o.recover.exitCode == 2) {
     o.recoverChanged = storeFilesChange(beforeRecover, storeFiles(store));
     o.toolRan = readEffects(store / "effects.jsonl") != effectsAtCrash;
     o.workspaceChanged = snapshotWorkspace(recoverWs) != atCrash || markerOf() != markerAtCrash;
   } else if (o.recover.exited) {
     Checks outcome;
-    const CaseExpectation x = expectCase(sc, id.failpoint, id.hit);
-    checkRecovery(killCase, sc, x, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
+    const CaseExpectation x = expectCase(sc, cr.id.failpoint, cr.id.hit);
+    checkRecovery(killCase, sc, x, barrier::CrashFacts{}, afterCrash, cr.ref, store, ws, atCrash,
                   o.recover.exitCode, recover, outcome);
     o.contractOutcome = outcome;
     try {
@@ -173,7 +164,7 @@ void runCorruptCase(CaseRun& cr) {
       o.completedWithoutResponse = std::string("the recovered store does not open: ") + e.what();
     }
   }
-  judgeCorruption(applied, o, *rec.corruption, c);
+  judgeCorruption(applied, o, *cr.record.corruption, cr.checks);
 }
 
 // Seeded damage to the store files of a kill's crash state (crashsim/harness/
@@ -189,11 +180,7 @@ class CorruptMode final : public FaultMode {
     return corruptSeeds(id, sweepSeed, states);
   }
   void run(CaseRun& r) const override { runCorruptCase(r); }
-  std::vector<std::string_view> verdicts() const override {
-    std::vector<std::string_view> v(reports::kCheckNames.begin(), reports::kCheckNames.end());
-    v.push_back("C1");
-    return v;
-  }
+  std::vector<std::string_view> verdicts() const override { return verdictsWith({"C1"}); }
 };
 
 }  // namespace

@@ -263,47 +263,40 @@ void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& 
 // end from the racer that recovered, as for the primary's single recovery.
 void runRaceRecovery(CaseRun& cr, const CaseExpectation& x, bool afterCrash,
                      const WorkspaceSnapshot& atCrash) {
-  const CaseId& id = cr.id;
-  const Reference& ref = cr.ref;
-  const RunOptions& opts = cr.opts;
-  const fs::path& dir = cr.dir;
-  Checks& c = cr.checks;
-  const auto& say = cr.say;
-  Phases& ph = cr.ph;
-  const Scenario& sc = ref.scenario;
-  const fs::path store = dir / "store", ws = dir / "ws";
-  const auto predicted = predictedRecoveryHits(sc, id.failpoint, id.hit);
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  const auto predicted = predictedRecoveryHits(sc, cr.id.failpoint, cr.id.hit);
   race::Facts before;
   try {
     before = race::observe(store);
   } catch (const std::exception& e) {
-    c.fail("H1", std::string("reading the crash state: ") + e.what());
+    cr.checks.fail("H1", std::string("reading the crash state: ") + e.what());
     return;
   }
   std::vector<SpawnSpec> specs;
   auto hitsOf = [&](size_t i) {
-    return dir / fmt::format("recover-{}-hits.json", i == 0 ? "a" : "b");
+    return cr.dir / fmt::format("recover-{}-hits.json", i == 0 ? "a" : "b");
   };
   auto modelLogOf = [&](size_t i) {
-    return dir / fmt::format("model-inputs-{}.jsonl", i == 0 ? "a" : "b");
+    return cr.dir / fmt::format("model-inputs-{}.jsonl", i == 0 ? "a" : "b");
   };
   for (const char* name : {"a", "b"}) {
-    SpawnSpec s = recoverSpec(opts, sc, store, ws);
+    SpawnSpec s = recoverSpec(cr.opts, sc, store, ws);
     s.timeout = std::chrono::milliseconds(20000);
-    s.stdoutFile = dir / fmt::format("recover-{}.stdout", name);
-    s.stderrFile = dir / fmt::format("recover-{}.stderr", name);
-    driverOf(opts).reportHits(s, hitsOf(specs.size()));
-    driverOf(opts).logModelInputs(s, modelLogOf(specs.size()));
+    s.stdoutFile = cr.dir / fmt::format("recover-{}.stdout", name);
+    s.stderrFile = cr.dir / fmt::format("recover-{}.stderr", name);
+    driverOf(cr.opts).reportHits(s, hitsOf(specs.size()));
+    driverOf(cr.opts).logModelInputs(s, modelLogOf(specs.size()));
     specs.push_back(std::move(s));
   }
-  const RaceResult rr = driverOf(opts).race(specs, dir / "race.fifo");
-  ph.child(rr.wall, "recovery");
-  ph.to("v8");
+  const RaceResult rr = driverOf(cr.opts).race(specs, cr.dir / "race.fifo");
+  cr.ph.child(rr.wall, "recovery");
+  cr.ph.to("v8");
   std::vector<race::Host> hosts;
   for (size_t i = 0; i < specs.size(); ++i) {
     const ChildResult& r = rr.children[i];
-    say(fmt::format("racer {}: {}: {}", i == 0 ? "a" : "b", r.describe(),
-                    lastLine(specs[i].stdoutFile)));
+    cr.say(fmt::format("racer {}: {}: {}", i == 0 ? "a" : "b", r.describe(),
+                       lastLine(specs[i].stdoutFile)));
     race::Host h;
     h.name = i == 0 ? "a" : "b";
     h.atBarrier = rr.atBarrier[i];
@@ -312,7 +305,7 @@ void runRaceRecovery(CaseRun& cr, const CaseExpectation& x, bool afterCrash,
     h.describe = r.describe();
     h.stdoutText = readFile(specs[i].stdoutFile);
     h.modelLog = readFile(modelLogOf(i));
-    h.hits = driverOf(opts).readHits(hitsOf(i));
+    h.hits = driverOf(cr.opts).readHits(hitsOf(i));
     hosts.push_back(std::move(h));
   }
   race::Judgement j;
@@ -325,18 +318,18 @@ void runRaceRecovery(CaseRun& cr, const CaseExpectation& x, bool afterCrash,
   std::string why;
   for (const auto& p : j.problems) why += (why.empty() ? "" : "; ") + p;
   if (why.empty())
-    c.pass("H1");
+    cr.checks.pass("H1");
   else
-    c.fail("H1", why);
+    cr.checks.fail("H1", why);
   if (!j.recovered) {
-    c.fail("V8", "no racer recovered the crash state (H1)");
+    cr.checks.fail("V8", "no racer recovered the crash state (H1)");
     return;
   }
   const size_t w = *j.recovered;
-  say(fmt::format("racer {} recovered the crash state", hosts[w].name));
-  if (!c.failed("V1")) checkRecoveryReach(hitsOf(w), predicted, c);
-  checkRecovery(id, sc, x, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
-                hosts[w].exitCode, specs[w], c);
+  cr.say(fmt::format("racer {} recovered the crash state", hosts[w].name));
+  if (!cr.checks.failed("V1")) checkRecoveryReach(hitsOf(w), predicted, cr.checks);
+  checkRecovery(cr.id, sc, x, barrier::CrashFacts{}, afterCrash, cr.ref, store, ws, atCrash,
+                hosts[w].exitCode, specs[w], cr.checks);
 }
 
 // What the steps of a kill or power-loss case pass on.
@@ -523,11 +516,8 @@ void recoverToEnd(CrashCase& k) {
   const CaseId& id = cr.id;
   const Scenario& sc = cr.sc;
   Checks& c = cr.checks;
-  SpawnSpec recover = recoveryToEnd(cr.opts, sc, cr.store, cr.ws, cr.dir);
-  auto r = cr.driver.runToEnd(recover);
-  cr.ph.child(r, "recovery");
-  cr.ph.to("v8");
-  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  SpawnSpec recover;
+  const ChildResult r = recoverCase(cr, sc, cr.store, cr.ws, recover);
   if (k.powerloss) checkPowerlossRecovery(k.plFindings, cr.store, r, recover.stdoutFile, c.m);
   if (!id.isDoubleFault() && !id.isBarrier() && !k.powerloss && !c.failed("V1"))
     checkRecoveryReach(cr.dir / "recover-hits.json",

@@ -42,11 +42,7 @@ class KillMode final : public FaultMode {
       runCrashCase(r);
   }
 
-  std::vector<std::string_view> verdicts() const override {
-    std::vector<std::string_view> v(reports::kCheckNames.begin(), reports::kCheckNames.end());
-    v.push_back("H1");
-    return v;
-  }
+  std::vector<std::string_view> verdicts() const override { return verdictsWith({"H1"}); }
 
  private:
   // The recovery process killed at the n first hits of `point`.

@@ -97,91 +97,83 @@ void checkImportKillState(const CaseId& id, const Scenario& sc, const fs::path& 
 // import, optionally the first recovery killed there too, then recovery to the end. The
 // scenario's run never started: recovery completes the import and runs nothing (V8).
 void runImportCase(CaseRun& cr) {
-  const CaseId& id = cr.id;
-  const Reference& ref = cr.ref;
-  const RunOptions& opts = cr.opts;
-  const fs::path& dir = cr.dir;
-  Checks& c = cr.checks;
-  const auto& say = cr.say;
-  Phases& ph = cr.ph;
-  const Scenario& sc = ref.scenario;
-  const fs::path store = dir / "store", ws = dir / "ws";
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
   for (auto v : {"V6", "V7"})
-    c.na(v, "legacy import case: no run of the scenario exists, only imported legacy runs");
-  CaseId primary = id;
+    cr.checks.na(v, "legacy import case: no run of the scenario exists, only imported legacy runs");
+  CaseId primary = cr.id;
   primary.recoveryFailpoint.reset();
   primary.recoveryHit.reset();
-  if (!restoreCrashState(opts, id, store, ws, say)) {
-    copyDir(ref.templateWorkspace, ws);
+  if (!restoreCrashState(cr.opts, cr.id, store, ws, cr.say)) {
+    copyDir(cr.ref.templateWorkspace, ws);
     writeLegacyJsonl(sc, store);
-    SpawnSpec run = runSpec(opts, sc, store, ws);
-    run.stderrFile = dir / "run.stderr";
-    run.stdoutFile = dir / "run.stdout";
+    SpawnSpec run = runSpec(cr.opts, sc, store, ws);
+    run.stderrFile = cr.dir / "run.stderr";
+    run.stdoutFile = cr.dir / "run.stdout";
     run.timeout = std::chrono::milliseconds(15000);
-    const ChildResult child = driverOf(opts).crashAt(run, id.failpoint, id.hit);
-    ph.child(child, "run");
-    ph.to("verify");
-    say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
-                    child.controlLine, child.describe()));
-    if (auto v1 = killProblem(child, id.failpointName(), id.hit, run, store); !v1.empty()) {
-      c.fail("V1", v1);
-      for (auto v : {"V2", "V3", "V4", "V5", "V8"}) c.na(v, "no crash state (V1 failed)");
+    const ChildResult child = driverOf(cr.opts).crashAt(run, cr.id.failpoint, cr.id.hit);
+    cr.ph.child(child, "run");
+    cr.ph.to("verify");
+    cr.say(fmt::format("agent run armed at {}#{}: control '{}', {}", cr.id.failpointName(),
+                       cr.id.hit, child.controlLine, child.describe()));
+    if (auto v1 = killProblem(child, cr.id.failpointName(), cr.id.hit, run, store); !v1.empty()) {
+      cr.checks.fail("V1", v1);
+      for (auto v : {"V2", "V3", "V4", "V5", "V8"}) cr.checks.na(v, "no crash state (V1 failed)");
       return;
     }
-    keepCrashState(opts, id, dir, store, ws);
-    checkImportKillState(primary, sc, store, dir, opts, false, c);
+    keepCrashState(cr.opts, cr.id, cr.dir, store, ws);
+    checkImportKillState(primary, sc, store, cr.dir, cr.opts, false, cr.checks);
   }
-  if (id.isDoubleFault()) {
-    SpawnSpec first = recoverSpec(opts, sc, store, ws);
+  if (cr.id.isDoubleFault()) {
+    SpawnSpec first = recoverSpec(cr.opts, sc, store, ws);
     first.timeout = std::chrono::milliseconds(20000);
-    first.stderrFile = dir / "recover1.stderr";
-    first.stdoutFile = dir / "recover1.stdout";
-    const CrashPoint rfp = *id.recoveryFailpoint;
-    const int rhit = id.recoveryHit.value_or(1);
-    const ChildResult r1 = driverOf(opts).crashAt(first, rfp, rhit);
-    ph.child(r1, "run");
-    ph.to("verify");
-    say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp.name(), rhit, r1.controlLine,
-                    r1.describe()));
+    first.stderrFile = cr.dir / "recover1.stderr";
+    first.stdoutFile = cr.dir / "recover1.stdout";
+    const CrashPoint rfp = *cr.id.recoveryFailpoint;
+    const int rhit = cr.id.recoveryHit.value_or(1);
+    const ChildResult r1 = driverOf(cr.opts).crashAt(first, rfp, rhit);
+    cr.ph.child(r1, "run");
+    cr.ph.to("verify");
+    cr.say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp.name(), rhit,
+                       r1.controlLine, r1.describe()));
     if (auto bad = killProblem(r1, rfp.str(), rhit, first, store); !bad.empty()) {
-      c.fail("V1", "the recovery process: " + bad);
+      cr.checks.fail("V1", "the recovery process: " + bad);
       for (auto v : {"V4", "V8"})
-        c.na(v, "the recovery process was not killed where planned (V1 failed)");
+        cr.checks.na(v, "the recovery process was not killed where planned (V1 failed)");
       return;
     }
-    checkImportKillState(id, sc, store, dir, opts, true, c);
+    checkImportKillState(cr.id, sc, store, cr.dir, cr.opts, true, cr.checks);
   }
-  if (!c.failed("V1")) c.pass("V1");
+  if (!cr.checks.failed("V1")) cr.checks.pass("V1");
 
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
-  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
-  const ChildResult r = driverOf(opts).runToEnd(recover);
-  ph.child(r, "recovery");
-  ph.to("v8");
-  say(fmt::format("recovery to the end: {}", r.describe()));
-  if (!id.isDoubleFault())
-    checkRecoveryReach(dir / "recover-hits.json", predictedRecoveryHits(sc, id.failpoint, id.hit),
-                       c);
+  SpawnSpec recover;
+  const ChildResult r = recoverCase(cr, sc, store, ws, recover);
+  if (!cr.id.isDoubleFault())
+    checkRecoveryReach(cr.dir / "recover-hits.json",
+                       predictedRecoveryHits(sc, cr.id.failpoint, cr.id.hit), cr.checks);
   if (!r.exited || r.exitCode != 0) {
-    c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
-                             lastLine(recover.stderrFile)));
-    c.na("V4", "the import never ended (V8 failed)");
+    cr.checks.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
+                                     lastLine(recover.stderrFile)));
+    cr.checks.na("V4", "the import never ended (V8 failed)");
     return;
   }
   try {
     for (const auto& bad : importStateProblems(sc, store, importedLegacyEvents(sc).size(), true))
-      c.fail("V8", "after recovery: " + bad);
+      cr.checks.fail("V8", "after recovery: " + bad);
     // Nothing of the scenario ran: no tool executed, the workspace is as the kill left it.
     for (const auto& [call, n] : readEffects(store / "effects.jsonl"))
-      c.fail("V8",
-             fmt::format("{} executed {} time(s), but the scenario's run never started", call, n));
+      cr.checks.fail(
+          "V8",
+          fmt::format("{} executed {} time(s), but the scenario's run never started", call, n));
     if (snapshotWorkspace(ws) != atCrash)
-      c.fail("V8", "recovery changed the workspace although no run of the scenario existed");
+      cr.checks.fail("V8",
+                     "recovery changed the workspace although no run of the scenario existed");
   } catch (const std::exception& e) {
-    c.fail("V8", std::string("error after recovery: ") + e.what());
+    cr.checks.fail("V8", std::string("error after recovery: ") + e.what());
   }
-  checkImportedDecisions(sc, store, c);
-  if (!c.failed("V8")) c.pass("V8");
+  checkImportedDecisions(sc, store, cr.checks);
+  if (!cr.checks.failed("V8")) cr.checks.pass("V8");
 }
 
 }  // namespace crashsim::harness

@@ -82,9 +82,7 @@ class PowerlossMode final : public FaultMode {
   }
   void run(CaseRun& r) const override { runCrashCase(r); }
   std::vector<std::string_view> verdicts() const override {
-    std::vector<std::string_view> v(reports::kCheckNames.begin(), reports::kCheckNames.end());
-    v.insert(v.end(), {"D1", "D2", "D3"});
-    return v;
+    return verdictsWith({"D1", "D2", "D3"});
   }
 };
 

@@ -20,6 +20,12 @@ std::vector<std::pair<CrashPoint, int>> FaultMode::primaryPoints(const Scenario&
 
 void FaultMode::planFollowUps(PrimaryPlan&) const {}
 
+std::vector<std::string_view> verdictsWith(std::initializer_list<std::string_view> own) {
+  std::vector<std::string_view> v(reports::kCheckNames.begin(), reports::kCheckNames.end());
+  v.insert(v.end(), own.begin(), own.end());
+  return v;
+}
+
 const std::vector<const FaultMode*>& faultModes() {
   static const std::vector<const FaultMode*> modes = {&killMode(), &powerlossMode(), &stopMode(),
                                                       &corruptMode()};

@@ -17,8 +17,8 @@ std::string_view seedText(CrashPoint p) {
 
 uint64_t stateSeedHash(std::string_view prefix, const CaseId& primary, uint64_t sweepSeed) {
   uint64_t h = 1469598103934665603ull;
-  for (char ch :
-       fmt::format("{}{}/{}#{}", prefix, primary.scenario, seedText(primary.failpoint), primary.hit))
+  for (char ch : fmt::format("{}{}/{}#{}", prefix, primary.scenario, seedText(primary.failpoint),
+                             primary.hit))
     h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   return h ^ (sweepSeed * 0x9E3779B97F4A7C15ull);
 }

@@ -260,126 +260,92 @@ constexpr std::chrono::milliseconds kWatchdogGrace{1000};
 constexpr std::chrono::milliseconds kWatchdogBashKillGrace{9000};
 
 void runStopGraceCase(CaseRun& cr) {
-  const CaseId& id = cr.id;
-  const Reference& ref = cr.ref;
-  const RunOptions& opts = cr.opts;
-  const fs::path& dir = cr.dir;
-  Checks& c = cr.checks;
-  const auto& say = cr.say;
-  Phases& ph = cr.ph;
-  const Scenario& sc = ref.scenario;
-  const fs::path store = dir / "store", ws = dir / "ws";
-  stop::StopExpectation sx = stop::expectStopGrace(sc, id.hit);
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  stop::StopExpectation sx = stop::expectStopGrace(sc, cr.id.hit);
   if (!sx.ok) {
-    c.fail("V1", "oracle: " + sx.whyNot);
+    cr.checks.fail("V1", "oracle: " + sx.whyNot);
     return;
   }
-  copyDir(ref.templateWorkspace, ws);
-  SpawnSpec run = runSpec(opts, sc, store, ws);
+  copyDir(cr.ref.templateWorkspace, ws);
+  SpawnSpec run = runSpec(cr.opts, sc, store, ws);
   run.args.insert(run.args.end(),
                   {"--cancellation-grace-ms", std::to_string(kWatchdogGrace.count()),
                    "--bash-kill-grace-ms", std::to_string(kWatchdogBashKillGrace.count())});
-  run.stderrFile = dir / "run.stderr";
-  run.stdoutFile = dir / "run.stdout";
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(20000);
   // Late: the Stop comes more than the grace after the tool held, so after the run's start.
-  const ChildResult child = driverOf(opts).stopWhileHeld(
-      run, dir / "tool-hold", kWatchdogGrace + std::chrono::milliseconds(200));
-  ph.child(child, "run");
-  ph.to("verify");
-  say(fmt::format("agent run stopped while {} held: Stop at {} ms, {}",
-                  sc.calls[*sx.unknownCall].id, child.stopSentAtMs, child.describe()));
-  if (auto v1 = graceProcessProblem(child, run, store); !v1.empty()) {
-    c.fail("V1", v1);
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "V1 failed");
-    return;
-  }
-  c.pass("V1");
-  if (opts.keepDir) {
-    copyDir(store, dir / "crashed" / "store");
-    copyDir(ws, dir / "crashed" / "ws");
-  }
+  const ChildResult child = driverOf(cr.opts).stopWhileHeld(
+      run, cr.dir / "tool-hold", kWatchdogGrace + std::chrono::milliseconds(200));
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  cr.say(fmt::format("agent run stopped while {} held: Stop at {} ms, {}",
+                     sc.calls[*sx.unknownCall].id, child.stopSentAtMs, child.describe()));
+  if (!passStoppedV1(cr.checks, graceProcessProblem(child, run, store))) return;
+  keepCrashedCopy(cr.opts, cr.dir, store, ws);
   sx.sealNotBeforeMs = child.stopSentAtMs + static_cast<double>(kWatchdogGrace.count());
-  checkStoppedState(sc, sx, true, store, dir, opts, c);
+  checkStoppedState(sc, sx, true, store, cr.dir, cr.opts, cr.checks);
   const WorkspaceSnapshot atSeal = snapshotWorkspace(ws);
-  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
-  const ChildResult r = driverOf(opts).runToEnd(recover);
-  ph.child(r, "recovery");
-  ph.to("v8");
-  say(fmt::format("recovery to the end: {}", r.describe()));
+  SpawnSpec recover;
+  const ChildResult r = recoverCase(cr, sc, store, ws, recover);
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
-    checkLineageDigests(store, "after recovery: ", c);
-  checkGraceRecovery(sc, sx, store, ws, atSeal, r, recover, c);
+    checkLineageDigests(store, "after recovery: ", cr.checks);
+  checkGraceRecovery(sc, sx, store, ws, atSeal, r, recover, cr.checks);
 }
 
 // A Stop case (--mode stop): the Stop at the point (and with +K: the kill on the Stop path), the
 // terminated state, then recovery to the end. A kill inside the termination batch (P12) leaves a
 // crash state, judged as the kill case it equals (stop::killEquivalent).
 void runStopCase(CaseRun& cr) {
-  const CaseId& id = cr.id;
-  const Reference& ref = cr.ref;
-  const RunOptions& opts = cr.opts;
-  const fs::path& dir = cr.dir;
-  Checks& c = cr.checks;
-  const auto& say = cr.say;
-  Phases& ph = cr.ph;
-  const Scenario& sc = ref.scenario;
-  const fs::path store = dir / "store", ws = dir / "ws";
-  const stop::StopExpectation sx = stop::expectStop(sc, id.failpoint, id.hit);
-  copyDir(ref.templateWorkspace, ws);
-  SpawnSpec run = runSpec(opts, sc, store, ws);
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  const stop::StopExpectation sx = stop::expectStop(sc, cr.id.failpoint, cr.id.hit);
+  copyDir(cr.ref.templateWorkspace, ws);
+  SpawnSpec run = runSpec(cr.opts, sc, store, ws);
   run.args.insert(run.args.end(), {"--cancellation-grace-ms", "10000"});
-  run.stderrFile = dir / "run.stderr";
-  run.stdoutFile = dir / "run.stdout";
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(20000);
-  const ChildResult child = driverOf(opts).stopAt(run, id.failpoint, id.hit, id.stopKill);
-  ph.child(child, "run");
-  ph.to("verify");
-  say(fmt::format("agent run stopped at {}#{}: control '{}' '{}', {}", id.failpointName(), id.hit,
-                  child.controlLine, child.secondControlLine, child.describe()));
-  if (auto v1 = stopProcessProblem(child, id, sx.runCompletes, run, store); !v1.empty()) {
-    c.fail("V1", v1);
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "V1 failed");
+  const ChildResult child =
+      driverOf(cr.opts).stopAt(run, cr.id.failpoint, cr.id.hit, cr.id.stopKill);
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  cr.say(fmt::format("agent run stopped at {}#{}: control '{}' '{}', {}", cr.id.failpointName(),
+                     cr.id.hit, child.controlLine, child.secondControlLine, child.describe()));
+  if (!passStoppedV1(cr.checks, stopProcessProblem(child, cr.id, sx.runCompletes, run, store)))
     return;
-  }
-  c.pass("V1");
-  if (opts.keepDir) {
-    copyDir(store, dir / "crashed" / "store");
-    copyDir(ws, dir / "crashed" / "ws");
-  }
+  keepCrashedCopy(cr.opts, cr.dir, store, ws);
   std::optional<CaseId> equivalent;
   CaseExpectation ex;
   bool afterCrash = false;
-  if (id.stopKill == points::P12) {
-    equivalent = stop::killEquivalent(sc, id);
+  if (cr.id.stopKill == points::P12) {
+    equivalent = stop::killEquivalent(sc, cr.id);
     ex = expectCase(sc, equivalent->failpoint, equivalent->hit);
-    say("the batch was rolled back: judged as the crash state of " + equivalent->str());
-    checkNamedCrash(*equivalent, ex, store, dir, opts, c);
+    cr.say("the batch was rolled back: judged as the crash state of " + equivalent->str());
+    checkNamedCrash(*equivalent, ex, store, cr.dir, cr.opts, cr.checks);
     afterCrash = workspace::afterCrashApplies(sc.spec, equivalent->failpointName());
     if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
   } else {
-    checkStoppedState(sc, sx, id.stopKill != points::P13, store, dir, opts, c);
+    checkStoppedState(sc, sx, cr.id.stopKill != points::P13, store, cr.dir, cr.opts, cr.checks);
   }
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
-  SpawnSpec recover = recoveryToEnd(opts, sc, store, ws, dir);
-  const ChildResult r = driverOf(opts).runToEnd(recover);
-  ph.child(r, "recovery");
-  ph.to("v8");
-  say(fmt::format("recovery to the end: {}", r.describe()));
+  SpawnSpec recover;
+  const ChildResult r = recoverCase(cr, sc, store, ws, recover);
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
-    checkLineageDigests(store, "after recovery: ", c);
+    checkLineageDigests(store, "after recovery: ", cr.checks);
   if (!equivalent) {
-    checkStopRecovery(sc, ref, store, ws, r, recover, c);
+    checkStopRecovery(sc, cr.ref, store, ws, r, recover, cr.checks);
     return;
   }
-  checkRecoveryReach(dir / "recover-hits.json",
-                     predictedRecoveryHits(sc, equivalent->failpoint, equivalent->hit), c);
+  checkRecoveryReach(cr.dir / "recover-hits.json",
+                     predictedRecoveryHits(sc, equivalent->failpoint, equivalent->hit), cr.checks);
   if (!r.exited) {
-    c.fail("V8", "crashsim-agent recover " + r.describe());
+    cr.checks.fail("V8", "crashsim-agent recover " + r.describe());
     return;
   }
-  checkRecovery(*equivalent, sc, ex, barrier::CrashFacts{}, afterCrash, ref, store, ws, atCrash,
-                r.exitCode, recover, c);
+  checkRecovery(*equivalent, sc, ex, barrier::CrashFacts{}, afterCrash, cr.ref, store, ws, atCrash,
+                r.exitCode, recover, cr.checks);
 }
 
 // A Stop delivered at the point instead of the kill, judged by the termination contract
@@ -417,9 +383,7 @@ class StopMode final : public FaultMode {
       runStopCase(r);
   }
 
-  std::vector<std::string_view> verdicts() const override {
-    return {reports::kCheckNames.begin(), reports::kCheckNames.end()};
-  }
+  std::vector<std::string_view> verdicts() const override { return verdictsWith({}); }
 };
 
 }  // namespace
