@@ -13,11 +13,11 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/ledger_commands.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/error.h"
 #include "crashsim/host.h"
-#include "cli/ledger_commands.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;

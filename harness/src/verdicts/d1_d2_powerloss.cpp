@@ -154,7 +154,6 @@ std::map<std::string, std::string> callsOfEvents(const fs::path& storeDir) {
   return out;
 }
 
-
 }  // namespace
 
 PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& store,

@@ -19,12 +19,11 @@
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]
 // | [path mutation]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
-// case the seed of its damage (crashsim/harness/corruption_injector.h): the same seed reproduces the
-// same state; a kill case has none. The
-// primary failpoint kills the agent run; the optional recovery failpoint kills the first
-// recovery process (a double fault), after which recovery runs again. Case ids sort
-// deterministically by (scenario, failpoint (crash_point.h order), hit, mode, recovery failpoint,
-// hit).
+// case the seed of its damage (crashsim/harness/corruption_injector.h): the same seed reproduces
+// the same state; a kill case has none. The primary failpoint kills the agent run; the optional
+// recovery failpoint kills the first recovery process (a double fault), after which recovery runs
+// again. Case ids sort deterministically by (scenario, failpoint (crash_point.h order), hit, mode,
+// recovery failpoint, hit).
 #pragma once
 
 #include <compare>
