@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 
+#include "cli/store_commands.h"
 #include "continuation/replay_internal.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
@@ -38,7 +39,6 @@
 #include "crashsim/runtime_event.h"
 #include "crashsim/store.h"
 #include "crashsim/workspace.h"
-#include "store_commands.h"
 #include "store_fixture.h"
 
 using namespace crashsim;

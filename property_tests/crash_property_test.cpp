@@ -174,7 +174,7 @@ fs::path agentPath() {
   return a;
 }
 
-h::CaseId caseId(int failpoint, int hit) {
+h::CaseId caseId(h::CrashPoint failpoint, int hit) {
   h::CaseId id;
   id.scenario = kScenarioId;
   id.failpoint = failpoint;
@@ -234,17 +234,17 @@ RC_GTEST_PROP(CrashProperty, RandomScriptKilledAtRandomFailpointMeetsTheOracle, 
   RC_ASSERT(fs::exists(opts.agent));
   const h::Reference ref = h::buildReference(scenario, opts);
   if (!ref.problem.empty()) {
-    reproduce(caseId(0, 1));  // any case of the scenario re-runs the reference
+    reproduce(caseId(h::points::P0, 1));  // any case of the scenario re-runs the reference
     RC_FAIL("reference run failed: " + ref.problem);
   }
 
   // A failpoint the complete run reached, then one of its hits (shrinks towards P0#1). Both
   // are uniform: RapidCheck's inRange scales with the size, which would favour P0 and P1.
-  std::vector<int> reached;
-  for (int fp = 0; fp < static_cast<int>(ref.hits.size()); ++fp)
+  std::vector<h::CrashPoint> reached;
+  for (h::CrashPoint fp : h::CrashPoint::all())
     if (ref.hits[fp] > 0) reached.push_back(fp);
   RC_ASSERT(!reached.empty());
-  const int fp = reached[static_cast<std::size_t>(
+  const h::CrashPoint fp = reached[static_cast<std::size_t>(
       *uniform(rc::gen::inRange<int>(0, static_cast<int>(reached.size()))))];
   const int hit = *uniform(rc::gen::inRange<int>(1, ref.hits[fp] + 1));
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "crashsim/harness/case_id.h"
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 #include "crashsim/reports/report.h"
 #include "crashsim/reports/schema_validator.h"
 #include "test_util.h"

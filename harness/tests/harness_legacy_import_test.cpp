@@ -19,6 +19,7 @@
 #include "verdicts/verdict.h"
 
 using namespace crashsim::harness;
+using namespace crashsim::harness::points;
 using namespace crashsim::harness::test;
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -54,7 +55,7 @@ fs::path importedStore(const Scenario& sc, const std::string& name) {
 
 TEST(LegacyImportCaseId, ImportPointsAreKillModePrimariesPairedOnlyWithEachOther) {
   const CaseId p = id("legacy-import/P16#2/kill");
-  EXPECT_EQ(p.failpoint, kImportP16);
+  EXPECT_EQ(p.failpoint, P16);
   EXPECT_TRUE(p.isImport());
   EXPECT_FALSE(p.isBarrier());
   EXPECT_EQ(p.str(), "legacy-import/P16#2/kill");
@@ -80,17 +81,17 @@ TEST(LegacyImportOracle, BatchArithmeticFromTheScenario) {
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P17#1/kill+R:P16#1")), 4u);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#3/kill+R:P17#1")), 8u);
   EXPECT_EQ(expectImportStoredEvents(sc, id("x/P16#1/kill+R:P17#4")), 15u);
-  const auto h = predictedRecoveryHits(sc, kImportP17, 2);
-  for (int fp = 0; fp < kPoints; ++fp)
-    EXPECT_EQ(h[static_cast<size_t>(fp)], fp == kImportP16 || fp == kImportP17 ? 4
-                                          : fp == 8 || fp == 9 ? 1  // legacy-run-4's repair
-                                                               : 0)
+  const auto h = predictedRecoveryHits(sc, P17, 2);
+  for (CrashPoint fp : CrashPoint::all())
+    EXPECT_EQ(h[fp], fp == P16 || fp == P17 ? 4
+                     : fp == P8 || fp == P9 ? 1  // legacy-run-4's repair
+                                            : 0)
         << fp;
   // A scenario without a legacy store never reaches the import.
   const Scenario plain =
       loadScenario(fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "write-config-port.json");
   EXPECT_EQ(predictedImportBatches(plain), 0);
-  EXPECT_EQ(predictedRecoveryHits(plain, 4, 1)[kImportP16], 0);
+  EXPECT_EQ(predictedRecoveryHits(plain, P4, 1)[P16], 0);
 }
 
 TEST(LegacyImportPlan, TheLegacyScenarioIsSweptAtItsImportInKillModeOnly) {

@@ -14,6 +14,7 @@
 #include "verdicts/v8_recovery.h"
 
 using namespace crashsim::harness;
+using namespace crashsim::harness::points;
 namespace fs = std::filesystem;
 namespace code = crashsim::code;
 
@@ -57,16 +58,16 @@ TEST(PathMutationCaseId, RoundTripsAndRefusesWhatIsNoPrimaryKill) {
 
 TEST(PathMutationGenerator, EveryComponentOfTheReconciledTargetAtP4) {
   const Scenario s = builtIn("parent-deleted");
-  EXPECT_EQ(pathmut::mutationPoints(s, false), (std::vector<std::pair<int, int>>{{4, 1}}));
+  EXPECT_EQ(pathmut::mutationPoints(s, false), (std::vector<std::pair<CrashPoint, int>>{{P4, 1}}));
   EXPECT_EQ(pathmut::mutationPoints(s, true),
-            (std::vector<std::pair<int, int>>{{2, 1}, {3, 1}, {4, 1}, {5, 1}}));
-  const auto v = pathmut::variantsAt(s, 4, 1, false);
+            (std::vector<std::pair<CrashPoint, int>>{{P2, 1}, {P3, 1}, {P4, 1}, {P5, 1}}));
+  const auto v = pathmut::variantsAt(s, P4, 1, false);
   ASSERT_EQ(v.size(), 12u);  // file, src/app, src: 3 each; the root: 3
   EXPECT_EQ(v.front(), (PathMutation{"src/app/config.json", "symlink"}));
   EXPECT_EQ(v.back(), (PathMutation{".", "remove"}));
-  EXPECT_TRUE(pathmut::variantsAt(s, 2, 1, false).empty());
-  EXPECT_EQ(pathmut::variantsAt(s, 2, 1, true).size(), 9u);  // the root at P4 only
-  EXPECT_TRUE(pathmut::variantsAt(s, 6, 1, true).empty());   // settled: no reconcile
+  EXPECT_TRUE(pathmut::variantsAt(s, P2, 1, false).empty());
+  EXPECT_EQ(pathmut::variantsAt(s, P2, 1, true).size(), 9u);  // the root at P4 only
+  EXPECT_TRUE(pathmut::variantsAt(s, P6, 1, true).empty());   // settled: no reconcile
 
   // A Bash-only scenario has no file target; a legacy store is swept at its import only.
   EXPECT_TRUE(pathmut::mutationPoints(builtIn("bash-touch-marker"), true).empty());
@@ -74,9 +75,9 @@ TEST(PathMutationGenerator, EveryComponentOfTheReconciledTargetAtP4) {
   // Two Edits in two steps: one point each, the root only at the first.
   const Scenario two = builtIn("edit-two-files");
   EXPECT_EQ(pathmut::mutationPoints(two, false),
-            (std::vector<std::pair<int, int>>{{4, 1}, {4, 2}}));
-  EXPECT_EQ(pathmut::variantsAt(two, 4, 1, false).size(), 6u);
-  EXPECT_EQ(pathmut::variantsAt(two, 4, 2, false).size(), 3u);
+            (std::vector<std::pair<CrashPoint, int>>{{P4, 1}, {P4, 2}}));
+  EXPECT_EQ(pathmut::variantsAt(two, P4, 1, false).size(), 6u);
+  EXPECT_EQ(pathmut::variantsAt(two, P4, 2, false).size(), 3u);
 }
 
 TEST(PathMutationGenerator, ExpectationsFollowSpecIAndH) {

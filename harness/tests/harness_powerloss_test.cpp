@@ -10,9 +10,10 @@
 
 #include "crashsim/build_paths.h"
 #include "crashsim/harness/case_id.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/harness/powerloss_mode.h"
 #include "crashsim/reports/schema_validator.h"
 #include "test_util.h"
+#include "verdicts/d1_d2_powerloss.h"
 
 using namespace crashsim::harness::test;
 using nlohmann::json;

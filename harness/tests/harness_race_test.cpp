@@ -16,6 +16,7 @@
 namespace code = crashsim::code;
 namespace harness = crashsim::harness;
 using namespace crashsim::harness;
+using namespace crashsim::harness::points;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -55,7 +56,7 @@ race::Host host(const std::string& name, int exitCode, std::string out, bool tal
   h.describe = "exited with code " + std::to_string(exitCode);
   h.stdoutText = std::move(out);
   if (talked) h.modelLog = "{\"step\":1}\n";
-  h.hits = std::array<int, kPoints>{};
+  h.hits = PointCounts{};
   return h;
 }
 
@@ -180,7 +181,7 @@ TEST(H1, ALoserRefusedByTheClaimInsteadOfTheHostLockFails) {
 // Bug: the refused host had already repaired and committed (its lock came after its writes).
 TEST(H1, ARefusedHostThatHadCommittedFails) {
   race::Host b = host("b", 2, refusal());
-  (*b.hits)[kBarrierS] = 2;
+  (*b.hits)[S] = 2;
   const auto j =
       race::judge(kContinues, kCrashed, recovered(), {host("a", 0, report(true), true), b});
   EXPECT_TRUE(judgementMentions(j, "only after it had worked on the store (reached S×2)"))

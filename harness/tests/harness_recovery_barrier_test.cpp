@@ -118,12 +118,12 @@ std::string join(const std::vector<std::string>& lines) {
 TEST(RecoveryBarrierOracle, TheOracleSelectsTheRecoveriesWhoseBarriersAreSwept) {
   const auto& r = recoveredRun();
   ASSERT_TRUE(r.ok);
-  EXPECT_EQ(continuationCallsFrom(r.scenario, 0, 1), std::optional<size_t>(0));
-  EXPECT_TRUE(sweptRecoveryBarriers(r.scenario, 0, 1));
+  EXPECT_EQ(continuationCallsFrom(r.scenario, points::P0, 1), std::optional<size_t>(0));
+  EXPECT_TRUE(sweptRecoveryBarriers(r.scenario, points::P0, 1));
   // P8 seals a run whose calls are all answered: the continuation makes none itself.
-  EXPECT_EQ(continuationCallsFrom(r.scenario, 8, 1),
+  EXPECT_EQ(continuationCallsFrom(r.scenario, points::P8, 1),
             std::optional<size_t>(r.scenario.calls.size()));
-  EXPECT_FALSE(sweptRecoveryBarriers(r.scenario, 6, 1));  // continues, no bundle, not P0#1
+  EXPECT_FALSE(sweptRecoveryBarriers(r.scenario, points::P6, 1));  // continues, no bundle, not P0#1
 }
 
 // Every state a kill at a transaction boundary of the recovery can leave is legal: nothing

@@ -715,7 +715,7 @@ TEST_F(ResumeTest, AFinishedRunTheWritersRefuseIsRefusedByInspectToo) {
 
 // Every read-only command — inspect (text and --json), resume --dry-run (with and without the
 // workspace) and ledger export — on one crashed store damaged in each way the corrupt sweep
-// damages a store (harness/include/crashsim/harness/corrupt_checks.h) plus the empty database
+// damages a store (harness/include/crashsim/harness/corruption_injector.h) plus the empty database
 // beside an intact WAL: each ends by itself with 0, 1 or 2 (never a signal) and every file of
 // the store directory is byte-identical afterwards.
 TEST_F(ResumeTest, ReadOnlyCommandsChangeNoByteOfADamagedStore) {

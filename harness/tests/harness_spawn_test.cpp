@@ -168,13 +168,16 @@ TEST(Spawn, ExecAndForkServerSweepsGiveIdenticalVerdictRecords) {
   // it, the continuation's own kills, the T1-exists probe, the import cases) at its first hit:
   // 152 of the 288 cases, so the test costs half.
   const std::string firstHits = " --case '*/[PSF]*#1/*'";
+  // Each sweep: the report folder's mode name, then its selection.
+  const std::vector<std::pair<std::string, std::string>> sweeps = {
+      {"kill", "kill --double-faults" + scenarios + firstHits},
+      {"stop", "stop --scenario write-config-port"}};
   for (const std::string spawn : {"exec", "fork-server"}) {
-    for (const std::string mode : {"kill --double-faults", "stop"}) {
-      const fs::path out = d / (spawn + "-" + mode.substr(0, 4));
-      auto r = sh(crashsimBinary().string() + " --spawn " + spawn + " sweep --mode " + mode +
-                  (mode == "stop" ? " --scenario write-config-port" : scenarios + firstHits) +
+    for (const auto& [mode, selection] : sweeps) {
+      const fs::path out = d / (spawn + "-" + mode);
+      auto r = sh(crashsimBinary().string() + " --spawn " + spawn + " sweep --mode " + selection +
                   " --jobs 2 --out " + out.string() + " 2>&1");
-      ASSERT_EQ(r.exitCode, 0) << spawn << " " << mode << "\n" << r.out;
+      ASSERT_EQ(r.exitCode, 0) << spawn << " " << selection << "\n" << r.out;
       EXPECT_NE(r.out.find("crash budget: "), std::string::npos) << r.out;
     }
   }

@@ -16,6 +16,7 @@
 #include "verdicts/stop.h"
 
 using namespace crashsim::harness;
+using namespace crashsim::harness::points;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -67,7 +68,7 @@ struct State {
   }
   std::vector<std::string> problems(bool headerWritten = true) const {
     const Scenario sc = scenario();
-    return stop::stopStateProblems(sc, stop::expectStop(sc, 2, 2), runs, events, keys, effects,
+    return stop::stopStateProblems(sc, stop::expectStop(sc, P2, 2), runs, events, keys, effects,
                                    headerWritten);
   }
 };
@@ -144,15 +145,15 @@ TEST(StopOracle, TheExpectationFollowsTheKillOraclesPlacement) {
   const Scenario sc = scenario();
   // P0#2: the Write's step is decided, not committed: after the Stop its call is committed and
   // closed before dispatch; P4#2: the Write finished, its real result commits; P8: no Stop batch.
-  const auto p0 = stop::expectStop(sc, 0, 2);
+  const auto p0 = stop::expectStop(sc, P0, 2);
   ASSERT_TRUE(p0.ok);
   EXPECT_EQ(p0.calls[1].response, stop::Response::before_dispatch);
   EXPECT_EQ(p0.closures(), 1);
-  const auto p4 = stop::expectStop(sc, 4, 2);
+  const auto p4 = stop::expectStop(sc, P4, 2);
   EXPECT_EQ(p4.calls[1].response, stop::Response::result);
   EXPECT_EQ(p4.calls[1].executions, 1);
   EXPECT_EQ(p4.closures(), 0);
-  EXPECT_TRUE(stop::expectStop(sc, 8, 1).runCompletes);
+  EXPECT_TRUE(stop::expectStop(sc, P8, 1).runCompletes);
   // A kill inside the batch leaves the state of the kill case it equals.
   EXPECT_EQ(stop::killEquivalent(sc, parseCaseId("write-config-port/P0#2/stop+K:P12#1")).str(),
             "write-config-port/P1#2/kill");
@@ -272,8 +273,8 @@ TEST(StopPlan, EveryAgentPointIsStoppedAndEveryBatchKilledTwice) {
   sel.mode = "stop";
   const auto hits = predictedHits(sc);
   int primaries = 0, batches = 0;
-  for (int fp = 0; fp <= 9; ++fp) primaries += hits[static_cast<size_t>(fp)];
-  for (int fp = 0; fp <= 7; ++fp) batches += hits[static_cast<size_t>(fp)];
+  for (CrashPoint fp : pointRange(P0, P9)) primaries += hits[fp];
+  for (CrashPoint fp : pointRange(P0, P7)) batches += hits[fp];
   EXPECT_EQ(planSweep({sc}, sel).cases.size(), static_cast<size_t>(primaries));
   sel.doubleFaults = true;
   EXPECT_EQ(planSweep({sc}, sel).cases.size(), static_cast<size_t>(primaries + 2 * batches));

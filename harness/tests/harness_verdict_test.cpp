@@ -10,12 +10,12 @@
 #include "crashsim/build_paths.h"
 #include "crashsim/codes.h"
 #include "crashsim/harness/oracle.h"
-#include "crashsim/harness/powerloss_checks.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/store.h"
 #include "test_util.h"
 #include "verdicts/coverage.h"
+#include "verdicts/d1_d2_powerloss.h"
 #include "verdicts/v1_kill.h"
 #include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
@@ -32,6 +32,7 @@ namespace code = crashsim::code;
 namespace harness = crashsim::harness;
 namespace reports = crashsim::reports;
 using namespace crashsim::harness;
+using namespace crashsim::harness::points;
 using namespace crashsim::harness::test;
 namespace fs = std::filesystem;
 
@@ -116,7 +117,7 @@ TEST(VerdictV3, DurableFactsMustBeTheOracleRowsPrefix) {
   auto d = freshDir("crashsim-v3");
   const auto sc = loadScenarioNamed("bash-touch-marker");
   const auto all = ledgerOf(completedStore(d, "bash-touch-marker"));
-  const auto x = expectCase(sc, 6, 1);
+  const auto x = expectCase(sc, P6, 1);
   ASSERT_TRUE(x.ok);
   Checks good, bad, wrongCall;
   checkDurableFacts(x, upToFirstResponse(all), good);
@@ -124,7 +125,7 @@ TEST(VerdictV3, DurableFactsMustBeTheOracleRowsPrefix) {
   checkDurableFacts(x, all, bad);
   EXPECT_EQ(bad.m["V3"].status, "fail");
   EXPECT_NE(bad.m["V3"].reason.find("terminal RuntimeEvent committed"), std::string::npos);
-  checkDurableFacts(expectCase(sc, 2, 1), upToFirstResponse(all), wrongCall);
+  checkDurableFacts(expectCase(sc, P2, 1), upToFirstResponse(all), wrongCall);
   EXPECT_NE(wrongCall.m["V3"].reason.find("oracle expects true/true/false"), std::string::npos)
       << wrongCall.m["V3"].reason;
   fs::remove_all(d);
@@ -137,9 +138,9 @@ TEST(VerdictV4, DecisionsMustBeTheOracleRows) {
   const auto sc = loadScenarioNamed("bash-touch-marker");
   const auto crashed = upToFirstResponse(ledgerOf(completedStore(d, "bash-touch-marker")));
   Checks good, bad;
-  checkDecisions(expectCase(sc, 6, 1), crashed, good);
+  checkDecisions(expectCase(sc, P6, 1), crashed, good);
   EXPECT_EQ(good.m["V4"].status, "pass") << good.m["V4"].reason;
-  checkDecisions(expectCase(sc, 2, 1), crashed, bad);
+  checkDecisions(expectCase(sc, P2, 1), crashed, bad);
   EXPECT_EQ(bad.m["V4"].status, "fail");
   EXPECT_NE(bad.m["V4"].reason.find(code::dispatch_without_response), std::string::npos)
       << bad.m["V4"].reason;
@@ -255,23 +256,23 @@ TEST(VerdictV9, ARecordThatDiffersInAnyCheckFails) {
 // Coverage. Bugs: a runtime that crosses a boundary more (or less) often than the scenario
 // implies; a store write that bypasses the COMMIT barrier.
 TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
-  std::array<int, 12> predicted{};
-  predicted[2] = predicted[5] = 2;
-  predicted[3] = 1;
-  predicted[8] = 1;
-  std::array<int, kPoints> reached{};
-  for (int i = 0; i < 12; ++i) reached[static_cast<size_t>(i)] = predicted[static_cast<size_t>(i)];
-  reached[kBarrierS] = 5;
-  reached[kBarrierF] = 3;
-  EXPECT_EQ(reachDifference(predicted, reached, 0, 11, "run"), "");
+  PointCounts predicted;
+  predicted[P2] = predicted[P5] = 2;
+  predicted[P3] = 1;
+  predicted[P8] = 1;
+  PointCounts reached = predicted;
+  reached[S] = 5;
+  reached[F] = 3;
+  const auto crashPath = pointRange(P0, P11);
+  EXPECT_EQ(reachDifference(predicted, reached, crashPath, "run"), "");
   EXPECT_EQ(barrierBoundProblem(predicted, reached), "");
-  reached[5] = 3;
-  EXPECT_NE(reachDifference(predicted, reached, 0, 11, "run").find("reached P5 3 time(s)"),
+  reached[P5] = 3;
+  EXPECT_NE(reachDifference(predicted, reached, crashPath, "run").find("reached P5 3 time(s)"),
             std::string::npos);
-  reached[kBarrierS] = 4;
+  reached[S] = 4;
   EXPECT_NE(barrierBoundProblem(predicted, reached).find("at least 5 and 3"), std::string::npos);
-  reached[kBarrierS] = 5;
-  reached[kBarrierF] = 2;
+  reached[S] = 5;
+  reached[F] = 2;
   EXPECT_NE(barrierBoundProblem(predicted, reached), "");
 }
 

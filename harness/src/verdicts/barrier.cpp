@@ -142,18 +142,18 @@ RecoveryExpectation expectRecovery(const Scenario& sc, const CrashFacts& facts) 
   for (size_t i = 0; i < sc.calls.size(); ++i) {
     const CallAtCrash& f = facts.calls[i];
     if (f.response || (!f.dispatch && !f.gapAfter)) continue;
-    const std::string_view mode = recoveryModeOfTool(sc.calls[i].name);
+    const std::string_view recoveryMode = recoveryModeOfTool(sc.calls[i].name);
     if (!f.dispatch) {  // never dispatched, a sibling answered after it: the replay has a gap
       x.mustPark = true;
       x.why = fmt::format("{} ({}) is unanswered before another call's result (a replay gap)",
                           sc.calls[i].id, sc.calls[i].name);
       return x;
     }
-    if (mode != "reconcile" || f.executed == 0) {
+    if (recoveryMode != code::reconcile || f.executed == 0) {
       x.mustPark = true;
       x.why = fmt::format(
           "{} ({}, {}) is dispatched without a response and {}", sc.calls[i].id, sc.calls[i].name,
-          mode,
+          recoveryMode,
           f.executed == 0 ? "its implementation never started" : "the contract never re-runs it");
       return x;
     }

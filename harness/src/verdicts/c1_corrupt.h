@@ -1,4 +1,5 @@
-// verdicts/c1_corrupt.h — C1, the verdict of a corrupt case (crashsim/harness/corrupt_checks.h).
+// verdicts/c1_corrupt.h — C1, the verdict of a corrupt case
+// (crashsim/harness/corruption_injector.h).
 //
 // Proves: after a seeded damage to a crashed store, `crashsim inspect` and `crashsim-agent
 // recover` end by themselves (no signal, no hang); inspect writes no byte of runtime.sqlite, its
@@ -15,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 #include "crashsim/harness/supervisor.h"
 #include "verdicts/verdict.h"
 

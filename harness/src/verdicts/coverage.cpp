@@ -17,55 +17,46 @@ using Json = nlohmann::json;
 // The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), barriers S and F included; nullopt
 // when the file is missing or unreadable (an agent without failpoints, a failed write): never a
 // silent zero.
-std::optional<std::array<int, kPoints>> readHits(const fs::path& p) {
+std::optional<PointCounts> readHits(const fs::path& p) {
   try {
     Json j = Json::parse(readFile(p));
-    std::array<int, kPoints> h{};
-    for (int i = 0; i < kPoints; ++i) h[static_cast<size_t>(i)] = j.at(failpointName(i)).get<int>();
+    PointCounts h;
+    for (CrashPoint fp : CrashPoint::all()) h[fp] = j.at(fp.str()).get<int>();
     return h;
   } catch (...) {
     return std::nullopt;
   }
 }
 
-// "" when `reached` equals `predicted` over [from, to]; otherwise which failpoint differs.
-std::string reachDifference(const std::array<int, 12>& predicted,
-                            const std::array<int, kPoints>& reached, int from, int to,
-                            const char* what) {
-  for (int fp = from; fp <= to; ++fp)
-    if (predicted[static_cast<size_t>(fp)] != reached[static_cast<size_t>(fp)])
-      return fmt::format("{} reached P{} {} time(s), the oracle predicts {}", what, fp,
-                         reached[static_cast<size_t>(fp)], predicted[static_cast<size_t>(fp)]);
+// "" when `reached` equals `predicted` over `points`; otherwise which failpoint differs.
+std::string reachDifference(const PointCounts& predicted, const PointCounts& reached,
+                            const std::vector<CrashPoint>& points, const char* what) {
+  for (CrashPoint fp : points)
+    if (predicted[fp] != reached[fp])
+      return fmt::format("{} reached {} {} time(s), the oracle predicts {}", what, fp.name(),
+                         reached[fp], predicted[fp]);
   return "";
 }
 
-std::string barrierBoundProblem(const std::array<int, 12>& p,
-                                const std::array<int, kPoints>& reached) {
-  const int minS = p[2] + p[5] + p[8], minF = 3 * p[3];
-  if (reached[kBarrierS] >= minS && reached[kBarrierF] >= minF) return "";
+std::string barrierBoundProblem(const PointCounts& p, const PointCounts& reached) {
+  using namespace points;
+  const int minS = p[P2] + p[P5] + p[P8], minF = 3 * p[P3];
+  if (reached[S] >= minS && reached[F] >= minF) return "";
   return fmt::format(
       "the reference run reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; its "
       "named commits and file replaces alone need at least {} and {}",
-      reached[kBarrierS], reached[kBarrierF], minS, minF);
+      reached[S], reached[F], minS, minF);
 }
 
-void checkRecoveryReach(const fs::path& hitsFile, const std::array<int, kPoints>& want, Checks& c) {
+void checkRecoveryReach(const fs::path& hitsFile, const PointCounts& want, Checks& c) {
   const auto hits = readHits(hitsFile);
   if (!hits) {
     c.fail("V3", "the unarmed recovery wrote no readable failpoint hit counts");
     return;
   }
-  std::vector<int> points = {0, 1, 2, 3, 4, 5, 6, 7};  // the continuation's own calls
-  points.insert(points.end(), kRecoveryPoints.begin(), kRecoveryPoints.end());
-  for (int fp : points) {
-    const auto i = static_cast<size_t>(fp);
-    if (want[i] != (*hits)[i]) {
-      c.fail("V3", fmt::format("the unarmed recovery reached {} {} time(s), the oracle predicts {} "
-                               "(the double faults planned for this case)",
-                               failpointName(fp), (*hits)[i], want[i]));
-      return;
-    }
-  }
+  if (auto bad = reachDifference(want, *hits, recoveryReachPoints(), "the unarmed recovery");
+      !bad.empty())
+    c.fail("V3", bad + " (the double faults planned for this case)");
 }
 
 }  // namespace crashsim::harness

@@ -19,28 +19,25 @@
 
 namespace crashsim::harness {
 
-// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), indexed by failpoint number (P0–P11,
-// the barriers S and F, P12–P15); nullopt when the file is missing or unreadable (an agent
-// without failpoints, a failed write): never a silent zero.
-std::optional<std::array<int, kPoints>> readHits(const std::filesystem::path& p);
+// The hit counts an unarmed run wrote (CRASHSIM_HITS_OUT), one per crash point by its name
+// (crash_point.h: P0–P17, the barriers S and F); nullopt when the file is missing or unreadable
+// (an agent without failpoints, a failed write) or lacks a point: never a silent zero.
+std::optional<PointCounts> readHits(const std::filesystem::path& p);
 
-// "" when `reached` equals `predicted` over failpoints [from, to]; otherwise which differs, with
+// "" when `reached` equals `predicted` over `points`; otherwise the first that differs, with
 // `what` naming the process ("the reference run").
-std::string reachDifference(const std::array<int, 12>& predicted,
-                            const std::array<int, kPoints>& reached, int from, int to,
-                            const char* what);
+std::string reachDifference(const PointCounts& predicted, const PointCounts& reached,
+                            const std::vector<CrashPoint>& points, const char* what);
 
 // "" when the barriers reached at least the contract's lower bound for a run with `predicted`
 // named hits: every T1 (P2), T2 (P5) and terminal fact (P8) is a store COMMIT (S), and every
 // atomic file replace (P3) takes at least fsync, rename and fsync-dir (F).
-std::string barrierBoundProblem(const std::array<int, 12>& predicted,
-                                const std::array<int, kPoints>& reached);
+std::string barrierBoundProblem(const PointCounts& predicted, const PointCounts& reached);
 
 // V3 (the recovery's reach): the unarmed recovery of a primary case (or of a continuation killed
 // inside its own calls) wrote hit counts to `hitsFile` that reach exactly the recovery points the
 // oracle predicts for it (`want`, predictedRecoveryHits): P8–P11, P14–P17, and P0–P7 of the
 // continuation's own calls — the double faults of that case are the recovery's real windows.
-void checkRecoveryReach(const std::filesystem::path& hitsFile, const std::array<int, kPoints>& want,
-                        Checks& c);
+void checkRecoveryReach(const std::filesystem::path& hitsFile, const PointCounts& want, Checks& c);
 
 }  // namespace crashsim::harness

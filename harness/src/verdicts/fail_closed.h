@@ -1,5 +1,5 @@
 // verdicts/fail_closed.h — what "fails closed" means for a damaged store, shared by the
-// power-loss check D2 (powerloss_checks.h) and the corruption check C1 (corrupt_checks.h).
+// power-loss check D2 (d1_d2_powerloss.h) and the corruption check C1 (corruption_injector.h).
 //
 // A host that meets a store it cannot trust exits non-zero and prints one JSON error line
 // {"error":{"code":…}} whose code is one of the contract's stable damage codes; it runs no tool

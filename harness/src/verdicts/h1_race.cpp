@@ -101,8 +101,13 @@ std::string join(const std::vector<std::string>& v) {
   return s.empty() ? "-" : s;
 }
 
-bool anyHit(const std::array<int, kPoints>& hits) {
-  return std::any_of(hits.begin(), hits.end(), [](int n) { return n != 0; });
+// The points `hits` counts at least once, "P8×1 S×3" ("" when none).
+std::string reachedPoints(const PointCounts& hits) {
+  std::string reached;
+  for (CrashPoint p : CrashPoint::all())
+    if (hits[p] != 0)
+      reached += fmt::format("{}{}×{}", reached.empty() ? "" : " ", p.name(), hits[p]);
+  return reached;
 }
 
 // The hosts: each ran start-up or was refused with host_already_active before any work.
@@ -123,12 +128,7 @@ void judgeHosts(const std::vector<Host>& hosts, std::vector<size_t>& ran, Judgem
     }
     const std::string code = errorCodeOf(r);
     if (h.exitCode == 2 && code == code::host_already_active) {
-      if (h.hits && anyHit(*h.hits)) {
-        std::string reached;
-        for (size_t p = 0; p < h.hits->size(); ++p)
-          if ((*h.hits)[p] != 0)
-            reached += fmt::format("{}{}×{}", reached.empty() ? "" : " ",
-                                   failpointName(static_cast<int>(p)), (*h.hits)[p]);
+      if (const std::string reached = h.hits ? reachedPoints(*h.hits) : ""; !reached.empty()) {
         j.problems.push_back(fmt::format(
             "{} was refused with {} only after it had worked on the store (reached {}): a host "
             "takes the lock before it opens the store",

@@ -69,11 +69,12 @@ Target targetOf(const Scenario& s, size_t k) {
 }
 
 // The armed Write/Edit of the kill (failpoint, hit) when recovery reconciles it.
-std::optional<Target> reconciledTarget(const Scenario& s, int fp, int hit) {
-  if (fp < 2 || fp > 5 || s.spec.legacyStore) return std::nullopt;
+std::optional<Target> reconciledTarget(const Scenario& s, CrashPoint fp, int hit) {
+  if (fp < points::P2 || fp > points::P5 || s.spec.legacyStore) return std::nullopt;
   const CaseExpectation x = expectCase(s, fp, hit);
   if (!x.ok || !x.armedCall || !s.calls[*x.armedCall].writesFile()) return std::nullopt;
-  if (predictedRecoveryHits(s, fp, hit)[10] != 1) return std::nullopt;  // no bundle: no reconcile
+  if (predictedRecoveryHits(s, fp, hit)[points::P10] != 1)
+    return std::nullopt;  // no bundle: no reconcile
   return targetOf(s, *x.armedCall);
 }
 
@@ -109,29 +110,29 @@ bool present(const fs::path& p) {
 
 }  // namespace
 
-std::vector<std::pair<int, int>> mutationPoints(const Scenario& s, bool allPoints) {
-  std::vector<std::pair<int, int>> out;
+std::vector<std::pair<CrashPoint, int>> mutationPoints(const Scenario& s, bool allPoints) {
+  std::vector<std::pair<CrashPoint, int>> out;
   if (s.spec.legacyStore) return out;  // swept at its import only (plan.cpp)
   const auto hits = predictedHits(s);
-  for (int fp = 2; fp <= 5; ++fp) {
-    if (!allPoints && fp != 4) continue;
-    for (int h = 1; h <= hits[static_cast<size_t>(fp)]; ++h)
+  for (CrashPoint fp : pointRange(points::P2, points::P5)) {
+    if (!allPoints && fp != points::P4) continue;
+    for (int h = 1; h <= hits[fp]; ++h)
       if (reconciledTarget(s, fp, h)) out.emplace_back(fp, h);
   }
   return out;
 }
 
-std::vector<PathMutation> variantsAt(const Scenario& s, int fp, int hit, bool allPoints) {
+std::vector<PathMutation> variantsAt(const Scenario& s, CrashPoint fp, int hit, bool allPoints) {
   std::vector<PathMutation> out;
-  if (!allPoints && fp != 4) return out;
+  if (!allPoints && fp != points::P4) return out;
   const auto t = reconciledTarget(s, fp, hit);
   if (!t) return out;
   const auto comps = componentsOf(t->path);
   for (size_t i = 0; i < comps.size(); ++i)
     for (const char* m : {"symlink", i == 0 ? "dir" : "file", "remove"})
       out.push_back({comps[i], m});
-  const auto points = mutationPoints(s, false);  // the root: at the first P4 point only
-  if (!points.empty() && points.front() == std::make_pair(fp, hit))
+  const auto at = mutationPoints(s, false);  // the root: at the first P4 point only
+  if (!at.empty() && at.front() == std::make_pair(fp, hit))
     for (const char* m : {"symlink", "file", "remove"}) out.push_back({".", m});
   return out;
 }

@@ -43,10 +43,10 @@
 namespace crashsim::harness::pathmut {
 
 // The (failpoint, hit) kills that get generated mutations, in case-id order.
-std::vector<std::pair<int, int>> mutationPoints(const Scenario& scenario, bool allPoints);
+std::vector<std::pair<CrashPoint, int>> mutationPoints(const Scenario& scenario, bool allPoints);
 
 // The mutations generated for the kill (failpoint, hit): none when it is not a mutation point.
-std::vector<PathMutation> variantsAt(const Scenario& scenario, int failpoint, int hit,
+std::vector<PathMutation> variantsAt(const Scenario& scenario, CrashPoint failpoint, int hit,
                                      bool allPoints);
 
 struct Expectation {

@@ -101,15 +101,14 @@ void checkRecoveryKillState(const CaseId& id, const Scenario& sc, const CaseExpe
     });
     checkContinuationKillState(
         id, sc, st, store, std::move(runs),
-        fmt::format("after the continuation kill at {}#{}", failpointName(*id.recoveryFailpoint),
+        fmt::format("after the continuation kill at {}#{}", id.recoveryFailpoint->name(),
                     id.recoveryHit.value_or(1)),
         c);
     return;
   }
   const auto want = expectRecoveryKill(*id.recoveryFailpoint, id.recoveryHit.value_or(1));
-  const std::string at =
-      fmt::format("after the recovery kill at {}#{}", failpointName(*id.recoveryFailpoint),
-                  id.recoveryHit.value_or(1));
+  const std::string at = fmt::format("after the recovery kill at {}#{}",
+                                     id.recoveryFailpoint->name(), id.recoveryHit.value_or(1));
   auto runs = st.listRuns();
   std::stable_sort(runs.begin(), runs.end(), [](const RunHeader& a, const RunHeader& b) {
     return a.createdAt < b.createdAt;

@@ -253,6 +253,299 @@ inline std::string bundleFailure(const std::vector<Json>& E, const Op& op, size_
   return {};
 }
 
+// The c.2 scanner: the ledger's events bound into operations, with every issue it finds.
+class Scanner {
+ public:
+  Scanner(const std::vector<Json>& E, Resolution& res) : E_(E), res_(res) {}
+
+  // Binds event i into its operation (or records why it cannot).
+  void scan(size_t i) {
+    const Json& e = E_[i];
+    const std::string id = str(e, "id");
+    if (seenIds_.count(id)) {
+      res_.issues.push_back({std::string(code::duplicate_event_id), id});
+      return;
+    }
+    seenIds_.insert(id);
+    const auto triple = std::make_tuple(str(e, "sessionId"), str(e, "runId"), str(e, "turnId"));
+    auto [sit, inserted] = spine_.emplace(str(e, "invocationId"), triple);
+    if (!inserted && sit->second != triple)
+      res_.issues.push_back({std::string(code::invocation_identity_conflict), id});
+    const L lane = laneOf(e);
+    if (lane == L::conflict) {
+      res_.issues.push_back({std::string(code::semantic_lane_conflict), id});
+      return;
+    }
+    if (field(e, "partial") && e["partial"] == true) return;
+    if (lane == L::call)
+      scanCall(i, e, id);
+    else if (lane == L::dispatch)
+      scanDispatch(i, e, id);
+    else if (lane == L::response)
+      scanResponse(i, e, id);
+    else if (lane == L::reconcile || lane == L::decision)
+      scanRecoveryFact(i, e, id, lane);
+  }
+
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  void addOpIssue(Op& op, const std::string& code, const std::string& eventId) {
+    op.issues.push_back(code);
+    res_.issues.push_back({code, eventId});
+  }
+
+  void scanCall(size_t i, const Json& e, const std::string& id) {
+    const std::string inv = str(e, "invocationId");
+    const std::string cid = str(e["content"], "id");
+    const std::string name = str(e["content"], "name");
+    auto it = byKey_.find({inv, cid});
+    if (it != byKey_.end()) {
+      Op& op = ops_[it->second];
+      if (!op.call) {
+        op.call = i;
+        if (op.toolName && *op.toolName != name)
+          addOpIssue(op, std::string(code::identity_conflict), id);
+      } else {
+        addOpIssue(op, std::string(code::duplicate_call), id);
+      }
+    } else {
+      Op op;
+      op.inv = inv;
+      op.callId = cid;
+      op.toolName = name;
+      op.call = i;
+      byKey_[{inv, cid}] = ops_.size();
+      ops_.push_back(op);
+    }
+  }
+
+  void scanDispatch(size_t i, const Json& e, const std::string& id) {
+    const std::string inv = str(e, "invocationId");
+    const Json& td = e["actions"]["toolDispatch"];
+    const std::string cid = str(td, "providerToolCallId");
+    const std::string opId = str(td, "operationId");
+    // Reading of c.2 step 6 (see the note at the top of this file): a dispatch that
+    // creates its operation still goes through the operationId ownership check and the
+    // identity checks below.
+    auto it = byKey_.find({inv, cid});
+    size_t oi;
+    if (it == byKey_.end()) {
+      Op op;
+      op.inv = inv;
+      op.callId = cid;
+      op.toolName = str(td, "toolName");
+      op.opId = opId;
+      op.dispatch = i;
+      oi = ops_.size();
+      byKey_[{inv, cid}] = oi;
+      ops_.push_back(op);
+      addOpIssue(ops_.back(), std::string(code::event_order_conflict), id);
+    } else {
+      oi = it->second;
+      if (ops_[oi].dispatch) {
+        addOpIssue(ops_[oi], std::string(code::duplicate_dispatch), id);
+        return;
+      }
+    }
+    auto owner = owners_.find(opId);
+    if (owner != owners_.end() && owner->second != oi) {
+      // one issue, recorded on both operations
+      res_.issues.push_back({std::string(code::duplicate_operation), id});
+      ops_[owner->second].issues.push_back(std::string(code::duplicate_operation));
+      ops_[oi].issues.push_back(std::string(code::duplicate_operation));
+      return;
+    }
+    Op& op = ops_[oi];
+    op.opId = opId;
+    op.dispatch = i;
+    owners_[opId] = oi;
+    bool identityOk = str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
+    if (op.toolName != str(td, "toolName")) identityOk = false;
+    if (op.call && !(execOf(E_[*op.call]) == execOf(e))) identityOk = false;
+    if (!identityOk) addOpIssue(op, std::string(code::identity_conflict), id);
+    if (op.call) {
+      const Json& call = E_[*op.call];
+      bool hashOk = false;
+      try {
+        hashOk = canonicalArgsHash(str(call["content"], "name"), call["content"]["args"]) ==
+                 str(td, "canonicalArgsHash");
+      } catch (...) {
+        hashOk = false;
+      }
+      if (!hashOk) addOpIssue(op, std::string(code::canonical_args_hash_conflict), id);
+    }
+    if (op.response) {
+      addOpIssue(op, std::string(code::event_order_conflict), id);
+      const Json& r = E_[*op.response];
+      const Json* rr = field(r, "refs");
+      const bool binds = rr && str(*rr, "operationId") == opId && str(*rr, "toolCallId") == cid &&
+                         execOf(r) == execOf(e);
+      if (!binds) addOpIssue(op, std::string(code::identity_conflict), str(r, "id"));
+    }
+  }
+
+  void scanResponse(size_t i, const Json& e, const std::string& id) {
+    const std::string inv = str(e, "invocationId");
+    const std::string cid = str(e["content"], "id");
+    const std::string name = str(e["content"], "name");
+    auto it = byKey_.find({inv, cid});
+    if (it == byKey_.end()) {
+      Op op;
+      op.inv = inv;
+      op.callId = cid;
+      op.toolName = name;
+      op.response = i;
+      byKey_[{inv, cid}] = ops_.size();
+      ops_.push_back(op);
+      addOpIssue(ops_.back(), std::string(code::orphan_response), id);
+      return;
+    }
+    Op& op = ops_[it->second];
+    if (op.response) {
+      addOpIssue(op, std::string(code::duplicate_response), id);
+      return;
+    }
+    op.response = i;
+    bool ok = !op.toolName || *op.toolName == name;
+    // "same execution identity as the call": without a call there is none to match.
+    if (!op.call || !(execOf(E_[*op.call]) == execOf(e))) ok = false;
+    if (op.opId) {
+      const Json* rr = field(e, "refs");
+      if (!rr || str(*rr, "operationId") != *op.opId || str(*rr, "toolCallId") != cid) ok = false;
+    }
+    if (!ok) addOpIssue(op, std::string(code::identity_conflict), id);
+  }
+
+  void scanRecoveryFact(size_t i, const Json& e, const std::string& id, L lane) {
+    const std::string opId = str(e["actions"]["toolRecovery"]["payload"], "operationId");
+    auto owner = owners_.find(opId);
+    if (owner == owners_.end()) {
+      res_.issues.push_back({std::string(code::event_order_conflict), id});
+      return;
+    }
+    Op* found = &ops_[owner->second];
+    (lane == L::reconcile ? found->reconciles : found->decisions).push_back(i);
+  }
+
+  const std::vector<Json>& E_;
+  Resolution& res_;
+  std::vector<Op> ops_;
+  std::map<std::pair<std::string, std::string>, size_t> byKey_;
+  std::set<std::string> seenIds_;
+  std::map<std::string, std::tuple<std::string, std::string, std::string>> spine_;
+  std::map<std::string, size_t> owners_;  // operationId -> operation that bound it
+};
+
+// c.1: the protocol marker, valid only on the first event.
+inline void readProtocolMarker(const std::vector<Json>& E, Resolution& res) {
+  for (size_t i = 0; i < E.size(); ++i) {
+    const Json* actions = field(E[i], "actions");
+    const Json* rp = actions ? field(*actions, "runtimeProtocol") : nullptr;
+    if (!rp) continue;
+    const bool valid = str(*rp, "toolBoundary") == std::string(code::t1_after_preflight_v1);
+    if (i == 0 && valid)
+      res.newProtocol = true;
+    else
+      res.issues.push_back({std::string(code::protocol_marker_invalid), str(E[i], "id")});
+  }
+}
+
+// c.3 steps 1–6: the decision of one operation from its bound events and issues.
+inline Decision decideOperation(const std::vector<Json>& E, const Op& op, bool newProtocol) {
+  static const std::vector<std::string> priority = {
+      std::string(code::duplicate_call),     std::string(code::duplicate_operation),
+      std::string(code::duplicate_dispatch), std::string(code::duplicate_response),
+      std::string(code::orphan_response),    std::string(code::canonical_args_hash_conflict),
+      std::string(code::identity_conflict),  std::string(code::event_order_conflict)};
+  Decision d;
+  d.toolCallId = op.callId;
+  d.toolName = op.toolName;
+  d.operationId = op.opId;
+  if (op.call) d.callId = str(E[*op.call], "id");
+  if (op.dispatch) d.dispatchId = str(E[*op.dispatch], "id");
+  if (op.response) {
+    d.responseId = str(E[*op.response], "id");
+    const Json* ie = field(E[*op.response]["content"], "isError");
+    d.responseIsError = ie && *ie == true;
+  }
+  d.status =
+      newProtocol ? std::string(code::definitely_not_dispatched) : std::string(code::indeterminate);
+  d.reason = newProtocol ? std::string(code::new_protocol_before_dispatch)
+                         : std::string(code::legacy_dispatch_unknown);
+  if (!op.call && op.dispatch) {
+    d.status = std::string(code::corruption), d.reason = std::string(code::orphan_dispatch);
+  } else if (!op.call && op.response) {
+    d.status = std::string(code::corruption), d.reason = std::string(code::orphan_response);
+  } else if (!op.issues.empty()) {
+    d.status = std::string(code::corruption);
+    for (const auto& p : priority)
+      if (std::find(op.issues.begin(), op.issues.end(), p) != op.issues.end()) {
+        d.reason = p;
+        break;
+      }
+  } else if (op.response) {
+    d.status = std::string(code::completed), d.reason = std::string(code::matching_response);
+    d.settlementOrigin =
+        op.dispatch ? std::string(code::normal_t2) : std::string(code::pre_t1_synthetic);
+  } else if (op.dispatch) {
+    d.status = std::string(code::indeterminate),
+    d.reason = std::string(code::dispatch_without_response);
+  }
+  return d;
+}
+
+// c.3 step 7 / c.4: the operation's recovery tail, checked and (when valid) settling `d`; the
+// check is reported beside the resolution.
+inline void applyRecoveryTail(const std::vector<Json>& E, const Op& op, Decision& d,
+                              Resolution& res) {
+  if (op.reconciles.empty() && op.decisions.empty()) return;
+  // 7. recovery tail (c.4): never over a corruption found by steps 1-3 (c.5: no combination
+  // may degrade from corruption to settled); the check reported beside the resolution then
+  // names that corruption's reason.
+  std::string failure;
+  if (op.reconciles.size() != 1 || op.decisions.size() != 1 || !op.call || !op.dispatch ||
+      !op.opId) {
+    failure = code::recovery_fact_shape_conflict;
+  } else {
+    failure = bundleFailure(E, op, *op.call, *op.dispatch, op.reconciles[0], op.response,
+                            op.decisions[0]);
+  }
+  if (failure.empty()) {
+    std::vector<size_t> order = {*op.call, *op.dispatch, op.reconciles[0]};
+    if (op.response) order.push_back(*op.response);
+    order.push_back(op.decisions[0]);
+    for (size_t k = 1; k < order.size(); ++k)
+      if (order[k - 1] >= order[k]) failure = code::event_order_conflict;
+  }
+  size_t first = SIZE_MAX;
+  for (size_t i : op.reconciles) first = std::min(first, i);
+  for (size_t i : op.decisions) first = std::min(first, i);
+  std::string opId = op.opId ? *op.opId : str(E[first]["actions"]["toolRecovery"], "operationId");
+  // A tail behind a step 1-3 corruption is never consulted: the check names that reason.
+  const bool decided = d.status == std::string(code::corruption);
+  res.tails.push_back({opId, op.callId, str(E[first], "id"),
+                       decided           ? d.reason
+                       : failure.empty() ? std::string(code::valid)
+                                         : failure});
+  if (decided) {
+    // steps 1-3 decided
+  } else if (!failure.empty()) {
+    d.status = std::string(code::corruption),
+    d.reason = std::string(code::recovery_fact_corruption);
+    d.settlementOrigin.reset();
+  } else {
+    const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
+    d.settlementOrigin = std::string(code::recovery_bundle);
+    if (str(dp, "disposition") == std::string(code::completed)) {
+      d.status = std::string(code::completed),
+      d.reason = std::string(code::recovery_bundle_completed);
+    } else {
+      d.status = std::string(code::parked), d.reason = str(dp, "reasonCode");
+    }
+  }
+}
+
 }  // namespace impl
 
 // The model resolver (c.1–c.5). `writtenUnderT1`: the protocol the run was written under, as
@@ -266,263 +559,13 @@ inline Resolution resolve(const std::vector<RuntimeEvent>& events,
   std::vector<Json> E;
   for (const auto& ev : events) E.push_back(ev.json);
   Resolution res;
-
-  // c.1 protocol marker
-  for (size_t i = 0; i < E.size(); ++i) {
-    const Json* actions = field(E[i], "actions");
-    const Json* rp = actions ? field(*actions, "runtimeProtocol") : nullptr;
-    if (!rp) continue;
-    const bool valid = str(*rp, "toolBoundary") == std::string(code::t1_after_preflight_v1);
-    if (i == 0 && valid)
-      res.newProtocol = true;
-    else
-      res.issues.push_back({std::string(code::protocol_marker_invalid), str(E[i], "id")});
-  }
+  readProtocolMarker(E, res);
   if (writtenUnderT1) res.newProtocol = *writtenUnderT1;
-
-  // c.2 scanner
-  std::vector<Op> ops;
-  std::map<std::pair<std::string, std::string>, size_t> byKey;
-  std::set<std::string> seenIds;
-  std::map<std::string, std::tuple<std::string, std::string, std::string>> spine;
-  std::map<std::string, size_t> owners;  // operationId -> operation that bound it
-  auto addOpIssue = [&](Op& op, const std::string& code, const std::string& eventId) {
-    op.issues.push_back(code);
-    res.issues.push_back({code, eventId});
-  };
-  for (size_t i = 0; i < E.size(); ++i) {
-    const Json& e = E[i];
-    const std::string id = str(e, "id");
-    if (seenIds.count(id)) {
-      res.issues.push_back({std::string(code::duplicate_event_id), id});
-      continue;
-    }
-    seenIds.insert(id);
-    const auto triple = std::make_tuple(str(e, "sessionId"), str(e, "runId"), str(e, "turnId"));
-    auto [sit, inserted] = spine.emplace(str(e, "invocationId"), triple);
-    if (!inserted && sit->second != triple)
-      res.issues.push_back({std::string(code::invocation_identity_conflict), id});
-    const L lane = laneOf(e);
-    if (lane == L::conflict) {
-      res.issues.push_back({std::string(code::semantic_lane_conflict), id});
-      continue;
-    }
-    if (field(e, "partial") && e["partial"] == true) continue;
-    const std::string inv = str(e, "invocationId");
-    if (lane == L::call) {
-      const std::string cid = str(e["content"], "id");
-      const std::string name = str(e["content"], "name");
-      auto it = byKey.find({inv, cid});
-      if (it != byKey.end()) {
-        Op& op = ops[it->second];
-        if (!op.call) {
-          op.call = i;
-          if (op.toolName && *op.toolName != name)
-            addOpIssue(op, std::string(code::identity_conflict), id);
-        } else {
-          addOpIssue(op, std::string(code::duplicate_call), id);
-        }
-      } else {
-        Op op;
-        op.inv = inv;
-        op.callId = cid;
-        op.toolName = name;
-        op.call = i;
-        byKey[{inv, cid}] = ops.size();
-        ops.push_back(op);
-      }
-    } else if (lane == L::dispatch) {
-      const Json& td = e["actions"]["toolDispatch"];
-      const std::string cid = str(td, "providerToolCallId");
-      const std::string opId = str(td, "operationId");
-      // Reading of c.2 step 6 (see the note at the top of this file): a dispatch that
-      // creates its operation still goes through the operationId ownership check and the
-      // identity checks below.
-      auto it = byKey.find({inv, cid});
-      size_t oi;
-      if (it == byKey.end()) {
-        Op op;
-        op.inv = inv;
-        op.callId = cid;
-        op.toolName = str(td, "toolName");
-        op.opId = opId;
-        op.dispatch = i;
-        oi = ops.size();
-        byKey[{inv, cid}] = oi;
-        ops.push_back(op);
-        addOpIssue(ops.back(), std::string(code::event_order_conflict), id);
-      } else {
-        oi = it->second;
-        if (ops[oi].dispatch) {
-          addOpIssue(ops[oi], std::string(code::duplicate_dispatch), id);
-          continue;
-        }
-      }
-      auto owner = owners.find(opId);
-      if (owner != owners.end() && owner->second != oi) {
-        // one issue, recorded on both operations
-        res.issues.push_back({std::string(code::duplicate_operation), id});
-        ops[owner->second].issues.push_back(std::string(code::duplicate_operation));
-        ops[oi].issues.push_back(std::string(code::duplicate_operation));
-        continue;
-      }
-      Op& op = ops[oi];
-      op.opId = opId;
-      op.dispatch = i;
-      owners[opId] = oi;
-      bool identityOk =
-          str(e["refs"], "operationId") == opId && str(e["refs"], "toolCallId") == cid;
-      if (op.toolName != str(td, "toolName")) identityOk = false;
-      if (op.call && !(execOf(E[*op.call]) == execOf(e))) identityOk = false;
-      if (!identityOk) addOpIssue(op, std::string(code::identity_conflict), id);
-      if (op.call) {
-        const Json& call = E[*op.call];
-        bool hashOk = false;
-        try {
-          hashOk = canonicalArgsHash(str(call["content"], "name"), call["content"]["args"]) ==
-                   str(td, "canonicalArgsHash");
-        } catch (...) {
-          hashOk = false;
-        }
-        if (!hashOk) addOpIssue(op, std::string(code::canonical_args_hash_conflict), id);
-      }
-      if (op.response) {
-        addOpIssue(op, std::string(code::event_order_conflict), id);
-        const Json& r = E[*op.response];
-        const Json* rr = field(r, "refs");
-        const bool binds = rr && str(*rr, "operationId") == opId && str(*rr, "toolCallId") == cid &&
-                           execOf(r) == execOf(e);
-        if (!binds) addOpIssue(op, std::string(code::identity_conflict), str(r, "id"));
-      }
-    } else if (lane == L::response) {
-      const std::string cid = str(e["content"], "id");
-      const std::string name = str(e["content"], "name");
-      auto it = byKey.find({inv, cid});
-      if (it == byKey.end()) {
-        Op op;
-        op.inv = inv;
-        op.callId = cid;
-        op.toolName = name;
-        op.response = i;
-        byKey[{inv, cid}] = ops.size();
-        ops.push_back(op);
-        addOpIssue(ops.back(), std::string(code::orphan_response), id);
-        continue;
-      }
-      Op& op = ops[it->second];
-      if (op.response) {
-        addOpIssue(op, std::string(code::duplicate_response), id);
-        continue;
-      }
-      op.response = i;
-      bool ok = !op.toolName || *op.toolName == name;
-      // "same execution identity as the call": without a call there is none to match.
-      if (!op.call || !(execOf(E[*op.call]) == execOf(e))) ok = false;
-      if (op.opId) {
-        const Json* rr = field(e, "refs");
-        if (!rr || str(*rr, "operationId") != *op.opId || str(*rr, "toolCallId") != cid) ok = false;
-      }
-      if (!ok) addOpIssue(op, std::string(code::identity_conflict), id);
-    } else if (lane == L::reconcile || lane == L::decision) {
-      const std::string opId = str(e["actions"]["toolRecovery"]["payload"], "operationId");
-      auto owner = owners.find(opId);
-      if (owner == owners.end()) {
-        res.issues.push_back({std::string(code::event_order_conflict), id});
-        continue;
-      }
-      Op* found = &ops[owner->second];
-      (lane == L::reconcile ? found->reconciles : found->decisions).push_back(i);
-    }
-  }
-
-  // c.3 decisions
-  static const std::vector<std::string> priority = {
-      std::string(code::duplicate_call),     std::string(code::duplicate_operation),
-      std::string(code::duplicate_dispatch), std::string(code::duplicate_response),
-      std::string(code::orphan_response),    std::string(code::canonical_args_hash_conflict),
-      std::string(code::identity_conflict),  std::string(code::event_order_conflict)};
-  for (const Op& op : ops) {
-    Decision d;
-    d.toolCallId = op.callId;
-    d.toolName = op.toolName;
-    d.operationId = op.opId;
-    if (op.call) d.callId = str(E[*op.call], "id");
-    if (op.dispatch) d.dispatchId = str(E[*op.dispatch], "id");
-    if (op.response) {
-      d.responseId = str(E[*op.response], "id");
-      const Json* ie = field(E[*op.response]["content"], "isError");
-      d.responseIsError = ie && *ie == true;
-    }
-    d.status = res.newProtocol ? std::string(code::definitely_not_dispatched)
-                               : std::string(code::indeterminate);
-    d.reason = res.newProtocol ? std::string(code::new_protocol_before_dispatch)
-                               : std::string(code::legacy_dispatch_unknown);
-    if (!op.call && op.dispatch) {
-      d.status = std::string(code::corruption), d.reason = std::string(code::orphan_dispatch);
-    } else if (!op.call && op.response) {
-      d.status = std::string(code::corruption), d.reason = std::string(code::orphan_response);
-    } else if (!op.issues.empty()) {
-      d.status = std::string(code::corruption);
-      for (const auto& p : priority)
-        if (std::find(op.issues.begin(), op.issues.end(), p) != op.issues.end()) {
-          d.reason = p;
-          break;
-        }
-    } else if (op.response) {
-      d.status = std::string(code::completed), d.reason = std::string(code::matching_response);
-      d.settlementOrigin =
-          op.dispatch ? std::string(code::normal_t2) : std::string(code::pre_t1_synthetic);
-    } else if (op.dispatch) {
-      d.status = std::string(code::indeterminate),
-      d.reason = std::string(code::dispatch_without_response);
-    }
-    // 7. recovery tail (c.4): never over a corruption found by steps 1-3 (c.5: no combination
-    // may degrade from corruption to settled); the check reported beside the resolution then
-    // names that corruption's reason.
-    if (!op.reconciles.empty() || !op.decisions.empty()) {
-      std::string failure;
-      if (op.reconciles.size() != 1 || op.decisions.size() != 1 || !op.call || !op.dispatch ||
-          !op.opId) {
-        failure = code::recovery_fact_shape_conflict;
-      } else {
-        failure = bundleFailure(E, op, *op.call, *op.dispatch, op.reconciles[0], op.response,
-                                op.decisions[0]);
-      }
-      if (failure.empty()) {
-        std::vector<size_t> order = {*op.call, *op.dispatch, op.reconciles[0]};
-        if (op.response) order.push_back(*op.response);
-        order.push_back(op.decisions[0]);
-        for (size_t k = 1; k < order.size(); ++k)
-          if (order[k - 1] >= order[k]) failure = code::event_order_conflict;
-      }
-      size_t first = SIZE_MAX;
-      for (size_t i : op.reconciles) first = std::min(first, i);
-      for (size_t i : op.decisions) first = std::min(first, i);
-      std::string opId =
-          op.opId ? *op.opId : str(E[first]["actions"]["toolRecovery"], "operationId");
-      // A tail behind a step 1-3 corruption is never consulted: the check names that reason.
-      const bool decided = d.status == std::string(code::corruption);
-      res.tails.push_back({opId, op.callId, str(E[first], "id"),
-                           decided           ? d.reason
-                           : failure.empty() ? std::string(code::valid)
-                                             : failure});
-      if (decided) {
-        // steps 1-3 decided
-      } else if (!failure.empty()) {
-        d.status = std::string(code::corruption),
-        d.reason = std::string(code::recovery_fact_corruption);
-        d.settlementOrigin.reset();
-      } else {
-        const Json& dp = E[op.decisions[0]]["actions"]["toolRecovery"]["payload"];
-        d.settlementOrigin = std::string(code::recovery_bundle);
-        if (str(dp, "disposition") == std::string(code::completed)) {
-          d.status = std::string(code::completed),
-          d.reason = std::string(code::recovery_bundle_completed);
-        } else {
-          d.status = std::string(code::parked), d.reason = str(dp, "reasonCode");
-        }
-      }
-    }
+  Scanner scanner(E, res);
+  for (size_t i = 0; i < E.size(); ++i) scanner.scan(i);
+  for (const Op& op : scanner.ops()) {
+    Decision d = decideOperation(E, op, res.newProtocol);
+    applyRecoveryTail(E, op, d, res);
     res.decisions.push_back(d);
   }
   bool anyCorrupt = false, anyIndeterminate = false;

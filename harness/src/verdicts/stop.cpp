@@ -72,7 +72,8 @@ int StopExpectation::closures() const {
   return n;
 }
 
-StopExpectation expectStop(const Scenario& sc, int fp, int hit) {
+StopExpectation expectStop(const Scenario& sc, CrashPoint fp, int hit) {
+  using namespace points;
   StopExpectation out;
   const CaseExpectation x = expectCase(sc, fp, hit);
   if (!x.ok) {
@@ -80,7 +81,7 @@ StopExpectation expectStop(const Scenario& sc, int fp, int hit) {
     return out;
   }
   out.ok = true;
-  out.runCompletes = fp == 8 || fp == 9;
+  out.runCompletes = fp == P8 || fp == P9;
   for (size_t i = 0; i < x.ops.size(); ++i) {
     const OpExpectation& op = x.ops[i];
     const ScenarioCall& call = sc.calls[i];
@@ -97,13 +98,13 @@ StopExpectation expectStop(const Scenario& sc, int fp, int hit) {
     c.dispatch = op.dispatch;
     c.response = op.response ? Response::result : Response::none;
     c.executions = op.response && call.dispatched() ? 1 : 0;
-    if (op.armed && (fp == 3 || fp == 4 || fp == 5)) {
+    if (op.armed && (fp == P3 || fp == P4 || fp == P5)) {
       c.response = Response::result;  // the running implementation finishes; T2 commits
       c.executions = 1;
-    } else if (op.armed && fp == 2) {
+    } else if (op.armed && fp == P2) {
       c.response = Response::not_started;
     }
-    if (fp == 0 && x.armedStep && call.step == *x.armedStep) c.call = true;  // output committed
+    if (fp == P0 && x.armedStep && call.step == *x.armedStep) c.call = true;  // output committed
     if (c.call && !c.dispatch && c.response == Response::none)
       c.response = Response::before_dispatch;
     if (c.dispatch && c.response == Response::none) {
@@ -129,16 +130,16 @@ std::optional<size_t> holdingCall(const Scenario& sc) {
 std::optional<int> holdingHit(const Scenario& sc) {
   const auto held = holdingCall(sc);
   if (!held) return std::nullopt;
-  const int n = predictedHits(sc)[2];
+  const int n = predictedHits(sc)[points::P2];
   for (int h = 1; h <= n; ++h)
-    if (expectCase(sc, 2, h).armedCall == held) return h;
+    if (expectCase(sc, points::P2, h).armedCall == held) return h;
   return std::nullopt;
 }
 
 StopExpectation expectStopGrace(const Scenario& sc, int hit) {
   StopExpectation out;
   const auto held = holdingCall(sc);
-  const CaseExpectation x = expectCase(sc, 2, hit);
+  const CaseExpectation x = expectCase(sc, points::P2, hit);
   if (!x.ok) {
     out.whyNot = x.whyNot;
     return out;
@@ -317,30 +318,31 @@ std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpecta
 }
 
 CaseId killEquivalent(const Scenario& sc, const CaseId& stopCase) {
-  const int fp = stopCase.failpoint;
-  if (fp == 8 || fp == 9) throw std::logic_error("a Stop at P8/P9 has no termination batch");
+  using namespace points;
+  const CrashPoint fp = stopCase.failpoint;
+  if (fp == P8 || fp == P9) throw std::logic_error("a Stop at P8/P9 has no termination batch");
   CaseId k;
   k.scenario = stopCase.scenario;
   k.mode = "kill";
   k.failpoint = fp;
   k.hit = stopCase.hit;
   const CaseExpectation x = expectCase(sc, fp, stopCase.hit);
-  auto find = [&](int target, auto&& isIt) {
-    const int n = predictedHits(sc)[static_cast<size_t>(target)];
+  auto find = [&](CrashPoint target, auto&& isIt) {
+    const int n = predictedHits(sc)[target];
     for (int h = 1; h <= n; ++h)
       if (isIt(expectCase(sc, target, h))) return h;
     throw std::logic_error(
-        fmt::format("{}: no {} hit for {}", sc.id, failpointName(target), stopCase.str()));
+        fmt::format("{}: no {} hit for {}", sc.id, target.name(), stopCase.str()));
   };
-  if (fp == 0 && x.armedStep) {
-    k.failpoint = 1;
-    k.hit = find(1, [&](const CaseExpectation& y) {
+  if (fp == P0 && x.armedStep) {
+    k.failpoint = P1;
+    k.hit = find(P1, [&](const CaseExpectation& y) {
       return y.armedCall && sc.calls[*y.armedCall].step == *x.armedStep &&
              sc.calls[*y.armedCall].indexInStep == 0;
     });
-  } else if ((fp == 3 || fp == 4 || fp == 5) && x.armedCall) {
-    k.failpoint = 6;
-    k.hit = find(6, [&](const CaseExpectation& y) { return y.armedCall == x.armedCall; });
+  } else if ((fp == P3 || fp == P4 || fp == P5) && x.armedCall) {
+    k.failpoint = P6;
+    k.hit = find(P6, [&](const CaseExpectation& y) { return y.armedCall == x.armedCall; });
   }
   return k;
 }

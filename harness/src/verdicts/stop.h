@@ -75,7 +75,7 @@ struct StopExpectation {
 };
 
 // From the scenario and the kill oracle's placement of (failpoint, hit) alone.
-StopExpectation expectStop(const Scenario& scenario, int failpoint, int hit);
+StopExpectation expectStop(const Scenario& scenario, CrashPoint failpoint, int hit);
 
 // The scenario call whose Bash command honours $CRASHSIM_TOOL_HOLD (the first dispatched one),
 // and its P2 hit; none when the scenario has no such call.

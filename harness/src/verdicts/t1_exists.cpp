@@ -22,18 +22,18 @@ std::vector<std::string> t1ExistsProblems(const T1ExistsRun& r) {
     out.push_back("the second delivery wrote no readable failpoint hit counts");
   } else {
     const auto& h = *r.secondHits;
-    if (h[1] != static_cast<int>(r.callIndex) + 1)
+    if (h[points::P1] != static_cast<int>(r.callIndex) + 1)
       out.push_back(
           fmt::format("the second delivery reached P1 {} time(s); re-preparing the "
                       "calls up to {} reaches it {}",
-                      h[1], r.callId, r.callIndex + 1));
-    for (int fp = 2; fp <= 6; ++fp)
-      if (h[static_cast<size_t>(fp)] != 0)
+                      h[points::P1], r.callId, r.callIndex + 1));
+    for (CrashPoint fp : pointRange(points::P2, points::P6))
+      if (h[fp] != 0)
         out.push_back(
-            fmt::format("the second delivery passed T1 of {} (reached P{} {} time(s)): "
+            fmt::format("the second delivery passed T1 of {} (reached {} {} time(s)): "
                         "T1 said the operation already exists, its implementation must "
                         "not run (f.4)",
-                        r.callId, fp, h[static_cast<size_t>(fp)]));
+                        r.callId, fp.name(), h[fp]));
   }
   if (r.responseAfterSecond)
     out.push_back(r.callId + " has a function_response after the second delivery: a result was " +

@@ -40,7 +40,7 @@ struct T1ExistsRun {
   std::string callId;    // the call whose T1 already exists (the first dispatched call)
   size_t callIndex = 0;  // its index in the scenario
   ChildResult second;    // the second delivery
-  std::optional<std::array<int, kPoints>> secondHits;  // its failpoint hits
+  std::optional<PointCounts> secondHits;  // its failpoint hits
   std::map<std::string, int> effectsAtKill, effectsAfterSecond, effectsAfterRecovery;
   bool responseAfterSecond = false;  // a function_response of callId in any run after it
   ChildResult recovery;

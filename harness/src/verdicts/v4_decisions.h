@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "crashsim/harness/corrupt_checks.h"
+#include "crashsim/harness/corruption_injector.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/recovery_resolver.h"
 #include "verdicts/verdict.h"
@@ -24,7 +24,7 @@ namespace crashsim::harness {
 std::string modelDisagreement(const std::vector<RuntimeEvent>& events,
                               const RecoveryResolution& res, const std::string& which);
 
-// V4 on a damaged ledger (--mode corrupt, crashsim/harness/corrupt_checks.h). `storeCopy` is a
+// V4 on a damaged ledger (--mode corrupt, crashsim/harness/corruption_injector.h). `storeCopy` is a
 // copy of the damaged store (read with plain SQLite, so the original stays as the damage left
 // it). Every run whose events decode goes through the resolver and the independent model —
 // which here reads the marker from the ledger, since the ledger itself is the input judged —

@@ -344,7 +344,7 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
     auto effects = readEffects(store / "effects.jsonl");
     // The kill the task's end follows from: the agent run's, or the continuation's inside its own
     // calls (then `x` is expectContinuationKill's, in the whole scenario's terms).
-    const int endFp = isContinuationKill(id) ? *id.recoveryFailpoint : id.failpoint;
+    const CrashPoint endFp = isContinuationKill(id) ? *id.recoveryFailpoint : id.failpoint;
     // Executions per call come from the scenario and the contract (oracle), never from a run.
     if (!id.isBarrier() && !id.isRecoveryBarrier())
       checkExecutions(sc, expectedExecutions(sc, x, endFp), effects, c);
@@ -424,7 +424,7 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
     if (!x.ok) {
       c.fail("V8", "oracle: " + x.whyNot);
     } else if (parked && !x.armedCall) {
-      c.fail("V8", "oracle: scenario afterCrash names " + failpointName(endFp) +
+      c.fail("V8", "oracle: scenario afterCrash names " + endFp.str() +
                        ", which has no armed operation to park");
     } else if (parked) {
       const auto& armed = sc.calls[*x.armedCall];
@@ -500,10 +500,10 @@ void checkGateRefusal(const pathmut::Expectation& e, const WorkspaceSnapshot& st
     c.fail("V8", "start-up refused the workspace root but wrote the store first: " + diff);
   }
   if (const auto hits = readHits(hitsFile))
-    for (int fp = 0; fp < kPoints; ++fp)  // S: a read-only open may commit in a private copy
-      if (fp != kBarrierS && (*hits)[static_cast<size_t>(fp)] != 0) {
-        c.fail("V8", fmt::format("a refused start-up reached {} {} time(s)", failpointName(fp),
-                                 (*hits)[static_cast<size_t>(fp)]));
+    for (CrashPoint fp : CrashPoint::all())  // S: a read-only open may commit in a private copy
+      if (fp != points::S && (*hits)[fp] != 0) {
+        c.fail("V8",
+               fmt::format("a refused start-up reached {} {} time(s)", fp.name(), (*hits)[fp]));
         break;
       }
   std::error_code ec;

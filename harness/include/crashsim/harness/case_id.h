@@ -19,11 +19,11 @@
 // A case is (scenario, failpoint, hit, fault mode[@seed][, recovery failpoint, recovery hit]
 // | [path mutation]).
 // A powerloss case always names the seed of its crash state (crashsim/powerloss.h), a corrupt
-// case the seed of its damage (crashsim/harness/corrupt_checks.h): the same seed reproduces the
-// same state; a kill case has none. The
-// primary failpoint kills the agent run; the optional recovery failpoint kills the first
-// recovery process (a double fault), after which recovery runs again. Case ids sort
-// deterministically by (scenario, failpoint number, hit, mode, recovery failpoint, hit).
+// case the seed of its damage (crashsim/harness/corruption_injector.h): the same seed reproduces
+// the same state; a kill case has none. The primary failpoint kills the agent run; the optional
+// recovery failpoint kills the first recovery process (a double fault), after which recovery runs
+// again. Case ids sort deterministically by (scenario, failpoint (crash_point.h order), hit, mode,
+// recovery failpoint, hit).
 #pragma once
 
 #include <compare>
@@ -31,6 +31,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "crashsim/harness/crash_point.h"
 
 namespace crashsim::harness {
 
@@ -45,15 +47,14 @@ struct PathMutation {
 
 struct CaseId {
   std::string scenario;
-  int failpoint = 0;  // 0..11 (P0..P11), kBarrierS (S), kBarrierF (F), kImportP16, kImportP17
-  int hit = 1;        // 1-based
+  CrashPoint failpoint = points::P0;  // P0..P11, a barrier (S, F), or the import's P16, P17
+  int hit = 1;                        // 1-based
   std::string mode = "kill";
   std::optional<uint64_t> seed;  // powerloss / corrupt: the state's seed (required); else none
-  // P0..P11, kAdmissionP14, kAdmissionP15, kImportP16, kImportP17, or a barrier of the
-  // recovery process (kBarrierS, kBarrierF)
-  std::optional<int> recoveryFailpoint;
+  // P0..P11, P14, P15, P16, P17, or a barrier of the recovery process (S, F)
+  std::optional<CrashPoint> recoveryFailpoint;
   std::optional<int> recoveryHit;
-  std::optional<int> stopKill;  // stop mode: kStopP12 or kStopP13, always hit 1
+  std::optional<CrashPoint> stopKill;  // stop mode: P12 or P13, always hit 1
   // stop mode, "+grace": the watchdog case of the call armed at P2#hit, a Bash tool that
   // ignores cancellation (verdicts/stop.h expectStopGrace)
   bool stopGrace = false;
@@ -63,14 +64,15 @@ struct CaseId {
   bool race = false;
 
   std::string str() const;
-  std::string failpointName() const;  // "P4"
+  std::string failpointName() const { return failpoint.str(); }  // "P4"
   bool isDoubleFault() const { return recoveryFailpoint.has_value(); }
   bool isStopDoubleFault() const { return stopKill.has_value(); }
-  bool isBarrier() const { return failpoint == 12 || failpoint == 13; }
+  bool isBarrier() const { return failpoint.isBarrier(); }
   // "+R:S#k" / "+R:F#k": the recovery process killed at its own k-th store COMMIT or file step
   // (verdicts/recovery_barrier.h).
-  bool isRecoveryBarrier() const { return recoveryFailpoint == 12 || recoveryFailpoint == 13; }
-  bool isImport() const { return failpoint == 18 || failpoint == 19; }  // P16, P17
+  bool isRecoveryBarrier() const { return recoveryFailpoint && recoveryFailpoint->isBarrier(); }
+  // A kill inside the legacy JSONL import (P16, P17).
+  bool isImport() const { return failpoint.group() == PointGroup::legacyImport; }
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {
@@ -95,17 +97,5 @@ struct CaseId {
 
 // Parses a case id. Throws std::invalid_argument with a one-line reason.
 CaseId parseCaseId(std::string_view text);
-
-inline constexpr int kBarrierS = 12, kBarrierF = 13;  // the unnamed barriers S and F
-// The Stop path's failpoints, numbered as crashsim::failpoints::Id numbers them.
-inline constexpr int kStopP12 = 14, kStopP13 = 15;
-// The continuation admission's failpoints (recovery process only), numbered the same way.
-inline constexpr int kAdmissionP14 = 16, kAdmissionP15 = 17;
-// The legacy JSONL import's failpoints (the first writable open of a pending legacy store).
-inline constexpr int kImportP16 = 18, kImportP17 = 19;
-// Every failpoint and barrier number (the size of a per-point hit count array).
-inline constexpr int kPoints = 20;
-
-std::string failpointName(int fp);  // "P4", "S", "F", "P12", "P14"
 
 }  // namespace crashsim::harness

@@ -11,12 +11,14 @@
 #include <array>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "crashsim/harness/case_id.h"
 #include "crashsim/harness/plan.h"
+#include "crashsim/harness/runtime_driver.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/reports/report.h"
 
@@ -29,8 +31,8 @@ struct Reference {
   std::filesystem::path templateWorkspace;
   WorkspaceSnapshot finalWorkspace;
   std::map<std::string, int> executionsPerCall;  // effects log: callId → executions
-  std::array<int, kPoints> hits{};  // reached per failpoint number (case_id.h), barriers included
-  std::string problem;              // non-empty: the reference run itself failed (why)
+  PointCounts hits;                              // reached per crash point, barriers included
+  std::string problem;                           // non-empty: the reference run itself failed (why)
   // The agent store's settings as the reference run's connection reported them
   // (agent-exit.json summary.journalMode / summary.synchronous).
   std::string journalMode, synchronous;
@@ -41,6 +43,8 @@ struct Reference {
 
 struct RunOptions {
   std::filesystem::path agent;
+  // The program under test (null: the crashsim-agent driver of `agent`, driverOf).
+  std::shared_ptr<const RuntimeDriver> driver;
   // The crashsim binary V5 runs `crashsim ledger resolve` with (a second process; empty = V5
   // compares no second process). locateCrashsim() finds it.
   std::filesystem::path crashsim;
@@ -58,6 +62,9 @@ struct RunOptions {
   // the double-fault sweep kills at its own barriers (Reference::recoveryBarriers).
   bool recoveryBarriers = false;
 };
+
+// The driver of the program under test: opts.driver, else the crashsim-agent driver of opts.agent.
+const RuntimeDriver& driverOf(const RunOptions& opts);
 
 struct CaseOutcome {
   reports::CaseRecord record;

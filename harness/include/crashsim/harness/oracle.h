@@ -48,7 +48,7 @@ std::string_view toString(Outcome);
 
 // One row of the oracle table.
 struct OracleRow {
-  int failpoint;                  // 0..11
+  CrashPoint failpoint;           // P0..P11
   std::string_view recoveryMode;  // reconcile | never_auto_retry | replay_safe
   bool reachedByAgentRun;         // hit by the agent run (false: P10, P11)
   bool reachedByMode;  // can a call of this mode reach it at all (P10 needs a reconciler)
@@ -65,7 +65,7 @@ struct OracleRow {
 
 const std::vector<OracleRow>& oracleTable();
 // Throws std::out_of_range if the (failpoint, mode) row is missing.
-const OracleRow& oracleRow(int failpoint, std::string_view recoveryMode);
+const OracleRow& oracleRow(CrashPoint failpoint, std::string_view recoveryMode);
 // The oracle's own tool → recoveryMode table (Write/Edit reconcile, Bash never_auto_retry,
 // Read replay_safe). Unknown tools → "never_auto_retry" (fail closed).
 std::string_view recoveryModeOfTool(std::string_view tool);
@@ -96,16 +96,16 @@ struct CaseExpectation {
   std::string finalStatus, finalReason;
 };
 
-// Hits per failpoint a complete, unarmed agent run must reach, from the scenario alone.
-std::array<int, 12> predictedHits(const Scenario& scenario);
+// Hits per failpoint (P0–P11) a complete, unarmed agent run must reach, from the scenario alone.
+PointCounts predictedHits(const Scenario& scenario);
 
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
-CaseExpectation expectCase(const Scenario& scenario, int failpoint, int hit);
+CaseExpectation expectCase(const Scenario& scenario, CrashPoint failpoint, int hit);
 
 // Whether recovery of this case must park instead of finishing the task: the outcome parks
 // (reconcile observed the prior state, no reconciler, replay gap) or the scenario's afterCrash
 // change applies at this failpoint (the external change decides the park).
-bool expectParked(const Scenario& scenario, const CaseExpectation& x, int failpoint);
+bool expectParked(const Scenario& scenario, const CaseExpectation& x, CrashPoint failpoint);
 
 // Executions of each scenario call (scenario order; effects-log lines) after recovery ran to the
 // end, from the scenario and the contract alone — never from a run: a refused call never runs;
@@ -113,7 +113,7 @@ bool expectParked(const Scenario& scenario, const CaseExpectation& x, int failpo
 // calls before the armed one ran once, the armed one ran once if its implementation had started
 // (P3 and later; at P1/P2 it never did) and nothing after it ran.
 std::vector<int> expectedExecutions(const Scenario& scenario, const CaseExpectation& x,
-                                    int failpoint);
+                                    CrashPoint failpoint);
 
 // What the store must hold right after a recovery process was killed at (rfp, rhit), from the
 // catalogue's boundary text alone (DESIGN.md "Failpoints"); it holds whatever order the host
@@ -144,11 +144,14 @@ struct RecoveryKillExpectation {
   int targetEvents = 0;  // -1: not fixed (a continuation killed inside its own calls)
   bool targetHeader = false;
 };
-RecoveryKillExpectation expectRecoveryKill(int recoveryFailpoint, int recoveryHit);
+RecoveryKillExpectation expectRecoveryKill(CrashPoint recoveryFailpoint, int recoveryHit);
 
-// The failpoints a recovery process can be killed at (double faults), in case-id order.
-inline constexpr std::array<int, 8> kRecoveryPoints = {
-    8, 9, 10, 11, kAdmissionP14, kAdmissionP15, kImportP16, kImportP17};
+// The failpoints a recovery process can be killed at (double faults), in case-id order: P8–P11,
+// P14–P17.
+std::vector<CrashPoint> recoveryPoints();
+// The points a recovery's reach is checked over: P0–P7 (the continuation's own calls), then
+// recoveryPoints().
+std::vector<CrashPoint> recoveryReachPoints();
 
 // The imported legacy runs whose JSONL events hold no terminal fact: interrupted runs that
 // startup repair seals after the import (spec g), each with a recovered terminal fact and header.
@@ -201,8 +204,7 @@ std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id);
 //   - the continuation run makes the scenario's calls the crashed run left unanswered (the
 //     continuation's own tool calls: continuationFirstCall) and reaches P0–P7 for them exactly as
 //     a first run of those calls would (predictedHits of continuationScenario).
-// Indexed by failpoint number (case_id.h).
-std::array<int, kPoints> predictedRecoveryHits(const Scenario& scenario, int failpoint, int hit);
+PointCounts predictedRecoveryHits(const Scenario& scenario, CrashPoint failpoint, int hit);
 
 // The continuation's own tool calls (issue #44 §3: a continuation killed inside its own calls).
 // When recovery from a kill at (failpoint, hit) continues the task, the scripted model goes on
@@ -210,7 +212,8 @@ std::array<int, kPoints> predictedRecoveryHits(const Scenario& scenario, int fai
 // first scenario call the continuation run issues — the armed step's first call at P0, the
 // re-issued armed call at P1, the call after the settled step at P4/P5 (completed bundle), P6
 // and P7. nullopt when recovery parks, or continues without a call (P8: every call answered).
-std::optional<size_t> continuationFirstCall(const Scenario& scenario, int failpoint, int hit);
+std::optional<size_t> continuationFirstCall(const Scenario& scenario, CrashPoint failpoint,
+                                            int hit);
 // The scenario as the continuation run plays it: the calls from `firstCall` on (their steps, ids
 // and preflight as in the scenario), so expectCase/predictedHits of it place a kill inside the
 // continuation's own calls the way they place one in a first run.
@@ -218,7 +221,7 @@ Scenario continuationScenario(const Scenario& scenario, size_t firstCall);
 // Whether a recovery kill at (recoveryFailpoint) is inside the continuation's own tool calls
 // (P0–P7 of the continuation run).
 inline bool isContinuationKill(const CaseId& id) {
-  return id.recoveryFailpoint && *id.recoveryFailpoint >= 0 && *id.recoveryFailpoint <= 7;
+  return id.recoveryFailpoint && isToolCallPoint(*id.recoveryFailpoint);
 }
 // The continuation kills the double-fault sweep plans after the primary (failpoint, hit): hits
 // 1..n of P0–P7 in the continuation run, n per point (the others' continuation reach is still
@@ -226,7 +229,7 @@ inline bool isContinuationKill(const CaseId& id) {
 // every hit; after P7#1 — the first step settled, the continuation's replay holds it — the hits
 // of the continuation's first step; none after the other primaries. Keeps the added cases
 // linear in the scenario's length.
-std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoint, int hit);
+PointCounts sweptContinuationKills(const Scenario& scenario, CrashPoint failpoint, int hit);
 // The recovery process killed at its own unnamed barriers (+R:S#k, +R:F#k; issue #44 §3,
 // verdicts/recovery_barrier.h): whether the double-fault sweep kills the recovery of the primary
 // (failpoint, hit) at every store COMMIT and file step it reaches. Only primaries whose recovery
@@ -240,17 +243,18 @@ std::array<int, 8> sweptContinuationKills(const Scenario& scenario, int failpoin
 // counts are not predicted (the contract does not fix a run's number of transactions): they come
 // from the reference recovery of each such primary (buildReference), like the first run's barrier
 // counts.
-bool sweptRecoveryBarriers(const Scenario& scenario, int failpoint, int hit);
+bool sweptRecoveryBarriers(const Scenario& scenario, CrashPoint failpoint, int hit);
 // The first scenario call the continuation of the primary (failpoint, hit) makes itself, or the
 // scenario's call count when it makes none (P8: it gives the final answer only); nullopt when
 // recovery does not continue.
-std::optional<size_t> continuationCallsFrom(const Scenario& scenario, int failpoint, int hit);
+std::optional<size_t> continuationCallsFrom(const Scenario& scenario, CrashPoint failpoint,
+                                            int hit);
 // The race of two hosts (verdicts/h1_race.h): whether the sweep races two recovery processes on
 // the crash state of the primary (failpoint, hit). Only where recovery has work a second host
 // could do twice — it continues (a claim: P11 in predictedRecoveryHits) or commits a recovery
 // bundle (P10) — and only at the first such hit of each agent failpoint of a scenario: a linear
 // number of cases, each a kind of work at a kind of crash point.
-bool racedPrimary(const Scenario& scenario, int failpoint, int hit);
+bool racedPrimary(const Scenario& scenario, CrashPoint failpoint, int hit);
 // The expectation of a continuation kill `id` (isContinuationKill), in the whole scenario's
 // terms: expectCase(continuationScenario, rfp, rhit) places the kill among the continuation's
 // calls; the calls before them were answered in the crashed run (completed). `ops` and

@@ -84,7 +84,8 @@ struct SweepPlan {
 // primary's crash state recovered by one unarmed `crashsim-agent recover` (buildReference, for the
 // primaries oracle.h sweptRecoveryBarriers names).
 struct RecoveryBarrierHits {
-  int failpoint = 0, hit = 1;
+  CrashPoint failpoint = points::P0;
+  int hit = 1;
   int s = 0, f = 0;
 };
 

@@ -2,7 +2,7 @@
 //
 // Planning comes from the oracle's prediction (plan.h), never from a run of the code under test:
 // every (failpoint, hit) the oracle predicts the agent run reaches is a case — under --mode
-// powerloss, `states` cases with the seeds powerlossSeeds() gives (powerloss_checks.h) — and with
+// powerloss, `states` cases with the seeds powerlossSeeds() gives (powerloss_mode.h) — and with
 // --double-faults every recovery kill it predicts for each primary. Then the sweep checks the
 // reference runs reached exactly the predicted hits, and each primary's unarmed recovery the
 // predicted recovery hits (V3 of that case). Errors (exit 2, a SweepError): a selection that

@@ -33,13 +33,13 @@ std::string_view crashsimVersion();
 inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3", "V4", "V5",
                                                                 "V6", "V7", "V8", "V9"};
 // Optional checks, reported after V1–V9 only by the cases that evaluate them: the power-loss
-// durability checks (--mode powerloss; harness/include/crashsim/harness/powerloss_checks.h).
+// durability checks (--mode powerloss; harness/src/verdicts/d1_d2_powerloss.h).
 //   D1 every commit acknowledged before the crash is present after reopen
 //   D2 fail-closed: no `completed` without a durable response, no tool run twice, a damaged
 //      store refused with a stable code
 //   D3 every file a Write/Edit replaces is its old or its complete new content, an acknowledged
 //      replace durable (harness/src/verdicts/durable_replace.h)
-// and the corruption check (--mode corrupt; harness/include/crashsim/harness/corrupt_checks.h):
+// and the corruption check (--mode corrupt; harness/src/verdicts/c1_corrupt.h):
 //   C1 a damaged store fails closed with a stable code, or recovers to the contract's outcome;
 //      inspect never writes; nothing crashes or hangs
 // and the race of two hosts (the "+H2" cases; harness/src/verdicts/h1_race.h):

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "crashsim/harness/case_runner.h"
+#include "crashsim/harness/fault_mode.h"
 #include "crashsim/harness/sweep.h"
 #include "crashsim/reports/report.h"
 
@@ -360,13 +361,14 @@ Json runDurability(const DurabilityOptions& opts) {
     std::fprintf(stderr, "crashsim durability: %s sweep, synchronous=%s\n", mode.c_str(),
                  sync.c_str());
     auto rep = runSweep(so);
-    // The journal mode the agent's store connections reported (the sweep's reference runs).
-    if (mode == "kill") p["platform"]["journalMode"] = rep.platform.journalMode;
+    // The journal mode the agent's store connections reported (the first sweep's reference runs,
+    // at the contract's durability).
+    if (sweeps.empty()) p["platform"]["journalMode"] = rep.platform.journalMode;
     addToMatrix(matrix, rep, sync);
     sweeps.push_back({{"mode", mode},
                       {"synchronous", sync},
                       {"scenarios", opts.scenarios},
-                      {"states", mode == "powerloss" ? Json(opts.states) : Json()},
+                      {"states", faultMode(mode).seeded() ? Json(opts.states) : Json()},
                       {"total", rep.summary.total},
                       {"passed", rep.summary.passed},
                       {"failed", rep.summary.failed},

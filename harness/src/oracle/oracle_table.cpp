@@ -22,16 +22,16 @@ std::vector<OracleRow> buildTable() {
   for (std::string_view mode : kRecoveryModes) {
     const bool rec = mode == c::reconcile;
     // P0: no call committed; continuation lets the model issue it, it runs once.
-    t.push_back({0, mode, true, true, false, false, false, false, kNone, kNone, kNone,
+    t.push_back({points::P0, mode, true, true, false, false, false, false, kNone, kNone, kNone,
                  O::call_made_once, c::completed, c::matching_response,
                  "no operation; plan safe_replay; the call is made once"});
     // P1: call committed, T1 not: definitely not dispatched; re-issued, runs once.
-    t.push_back({1, mode, true, true, true, false, false, false, c::definitely_not_dispatched,
-                 c::new_protocol_before_dispatch, kNone, O::reissued_runs_once, c::completed,
-                 c::matching_response,
+    t.push_back({points::P1, mode, true, true, true, false, false, false,
+                 c::definitely_not_dispatched, c::new_protocol_before_dispatch, kNone,
+                 O::reissued_runs_once, c::completed, c::matching_response,
                  "continuation trims the call; it is re-issued and runs once"});
     // P2, P3: dispatched, no side effect completed.
-    for (int fp : {2, 3}) {
+    for (CrashPoint fp : {points::P2, points::P3}) {
       t.push_back(
           {fp, mode, true, true, true, true, false, false, c::indeterminate,
            c::dispatch_without_response, kNone, rec ? O::parked_by_reconcile : O::parked_unsettled,
@@ -41,7 +41,7 @@ std::vector<OracleRow> buildTable() {
                : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
     }
     // P4: side effect done, T2 not committed. P5: inside T2, rolled back — same state.
-    for (int fp : {4, 5}) {
+    for (CrashPoint fp : {points::P4, points::P5}) {
       t.push_back(
           {fp, mode, true, true, true, true, false, false, c::indeterminate,
            c::dispatch_without_response, kNone, rec ? O::completed_bundle : O::parked_unsettled,
@@ -51,26 +51,26 @@ std::vector<OracleRow> buildTable() {
                : "no reconciler for this mode: parked (stays indeterminate, never re-run)"});
     }
     // P6, P7: T2 committed.
-    for (int fp : {6, 7}) {
+    for (CrashPoint fp : {points::P6, points::P7}) {
       t.push_back({fp, mode, true, true, true, true, true, false, c::completed,
                    c::matching_response, c::normal_t2, O::completed_ran_once, c::completed,
                    c::matching_response, "completed; continue; ran once"});
     }
     // P8: inside the terminal commit (rolled back). P9: terminal fact, header stale.
-    t.push_back({8, mode, true, true, false, false, false, false, kNone, kNone, kNone,
+    t.push_back({points::P8, mode, true, true, false, false, false, false, kNone, kNone, kNone,
                  O::run_finished, kNone, kNone,
                  "run-level: every call completed; repair appends a recovered terminal"});
-    t.push_back({9, mode, true, true, false, false, false, true, kNone, kNone, kNone,
+    t.push_back({points::P9, mode, true, true, false, false, false, true, kNone, kNone, kNone,
                  O::run_finished, kNone, kNone,
                  "run-level: terminal fact committed; repair fixes the header from it"});
     // P10: inside the recovery-bundle commit (reconcilers only): bundle rolled back.
-    t.push_back({10, mode, false, rec, true, true, false, false, c::indeterminate,
+    t.push_back({points::P10, mode, false, rec, true, true, false, false, c::indeterminate,
                  c::dispatch_without_response, kNone,
                  rec ? O::completed_bundle : O::parked_unsettled, kNone, kNone,
                  "recovery process: bundle rolled back, operation indeterminate again; the next "
                  "recovery commits the bundle once"});
     // P11: continuation claim without start: the source run is unchanged.
-    t.push_back({11, mode, false, true, false, false, false, false, kNone, kNone, kNone,
+    t.push_back({points::P11, mode, false, true, false, false, false, false, kNone, kNone, kNone,
                  O::run_finished, kNone, kNone,
                  "recovery process: claim without start; claim repair, then a later "
                  "continuation resumes"});
@@ -107,10 +107,10 @@ const std::vector<OracleRow>& oracleTable() {
   return table;
 }
 
-const OracleRow& oracleRow(int failpoint, std::string_view recoveryMode) {
+const OracleRow& oracleRow(CrashPoint failpoint, std::string_view recoveryMode) {
   for (const auto& r : oracleTable())
     if (r.failpoint == failpoint && r.recoveryMode == recoveryMode) return r;
-  throw std::out_of_range("no oracle row for P" + std::to_string(failpoint) + " / " +
+  throw std::out_of_range("no oracle row for " + failpoint.str() + " / " +
                           std::string(recoveryMode));
 }
 

@@ -1,5 +1,6 @@
-// crashsim/harness/corrupt_checks.h — the corruption case (--mode corrupt, issue 22): a seeded
-// damage to the store files of a crash state, and the check C1.
+// crashsim/harness/corruption_injector.h — the corruption injector of the corrupt case (--mode
+// corrupt, issue 22): a seeded damage to the store files of a crash state; C1 judges it
+// (harness/src/verdicts/c1_corrupt.h).
 //
 // A corrupt case `scenario/P6#1/corrupt@23` kills the agent at its failpoint exactly as the kill
 // case does (whose V2–V8 verify that crash state), then applies the one damage chosen by seed 23

@@ -1,12 +1,5 @@
-// crashsim/harness/powerloss_checks.h — the power-loss case (--mode powerloss): arming the child
-// and the durability checks D1 and D2 (issue 9, DESIGN.md "Fault modes").
-//
-// A powerloss case `scenario/P6#1/powerloss@17` runs the agent with the power-loss VFS
-// (crashsim/powerloss.h) as SQLite's default VFS. At the armed failpoint the child writes its
-// control line, copies the store's database and WAL as the page cache holds them (every commit
-// the runtime was acknowledged: the state a process kill would leave) into <case>/acked with
-// plain I/O, materialises the crash state chosen by seed 17 on disk (<case>/powerloss.json
-// describes it) and SIGKILLs itself. Then the same V1–V9 checks run on the crashed store, plus:
+// verdicts/d1_d2_powerloss.h — D1 (durability of acknowledged commits) and D2 (fail-closed
+// recovery) of a power-loss case (crashsim/harness/powerloss_mode.h arms it).
 //
 //   D1 durability: every row of every table of the acknowledged copy (run headers, events —
 //      T1, T2, terminal, bundle —, projections, continuation claims) is present, unchanged, in
@@ -22,44 +15,26 @@
 //      twice (effects log, which lives outside the model); a store that no longer opens or
 //      fails PRAGMA integrity_check makes `crashsim-agent recover` fail with a stable code
 //      (store_*, schema_*, *corruption*) and run no tool, instead of repairing by guessing.
+//
+// Proves: a commit the runtime acknowledged survives the power cut its synchronous setting
+// promises to survive, and a damaged store is refused rather than repaired by guessing. Cannot
+// see: what the page cache kept beyond the VFS model's crash kinds (drop, seeded subset, torn
+// sector).
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "crashsim/harness/case_id.h"
+#include "crashsim/harness/powerloss_mode.h"
 #include "crashsim/harness/supervisor.h"
 #include "crashsim/reports/report.h"
 
 namespace crashsim::harness {
 
 using CheckMap = std::map<std::string, reports::Check>;
-
-// Seeds of the `states` crash states of one (scenario, failpoint, hit): deterministic in the
-// triple and the sweep seed, consecutive (so kindForSeed visits consecutive crash kinds).
-std::vector<uint64_t> powerlossSeeds(const CaseId& primary, uint64_t sweepSeed, int states);
-
-// Adds the power-loss environment for the armed agent run of `id` (which has a seed) in caseDir.
-// synchronous: "FULL" | "NORMAL" (the store's PRAGMA synchronous in the child).
-void armPowerloss(SpawnSpec& run, const CaseId& id, const std::filesystem::path& caseDir,
-                  const std::string& synchronous);
-
-// V1 addendum: "" when <caseDir>/powerloss.json describes a materialised crash state of the
-// case's seed, otherwise why not.
-std::string powerlossCrashProblem(const CaseId& id, const std::filesystem::path& caseDir);
-
-// Copies the store's database, -wal and -journal files as the power cut left them into
-// <caseDir>/crash-copy, before any check opens the store: D1 compares that copy (opened read-write,
-// so SQLite recovers it as the runtime's first open would) with the acknowledged one. A check that
-// opens the store itself may write to it (RuntimeStore::open creates the schema of a store whose
-// creation never committed — a power cut at the first COMMIT barrier, S#1): those rows were
-// never in the crash state and must not count as "durable but never acknowledged".
-void keepPowerlossCrashCopy(const std::filesystem::path& store,
-                            const std::filesystem::path& caseDir);
 
 // What the crash-time checks learnt, for the after-recovery part.
 struct PowerlossFindings {

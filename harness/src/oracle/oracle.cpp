@@ -15,13 +15,14 @@ namespace crashsim::harness {
 namespace {
 
 namespace c = crashsim::code;
+using namespace points;
 
-bool stepLevel(int fp) { return fp == 0 || fp == 7; }
+bool stepLevel(CrashPoint fp) { return fp == P0 || fp == P7; }
 
-// Does this call pass the call-level failpoint fp (1..6)?
-bool reaches(const ScenarioCall& call, int fp) {
-  if (fp == 1) return true;
-  if (fp == 3) return call.writesFile();
+// Does this call pass the call-level failpoint fp (P1..P6)?
+bool reaches(const ScenarioCall& call, CrashPoint fp) {
+  if (fp == P1) return true;
+  if (fp == P3) return call.writesFile();
   return call.dispatched();
 }
 
@@ -68,29 +69,41 @@ std::optional<size_t> toolStep(const Scenario& s, int k) {
 
 }  // namespace
 
-std::array<int, 12> predictedHits(const Scenario& s) {
-  std::array<int, 12> h{};
-  h[0] = h[7] = static_cast<int>(s.toolSteps);
+std::vector<CrashPoint> recoveryPoints() {
+  std::vector<CrashPoint> out = pointRange(P8, P11);
+  for (CrashPoint p : pointRange(P14, P17)) out.push_back(p);
+  return out;
+}
+
+std::vector<CrashPoint> recoveryReachPoints() {
+  std::vector<CrashPoint> out = pointRange(P0, P7);
+  for (CrashPoint p : recoveryPoints()) out.push_back(p);
+  return out;
+}
+
+PointCounts predictedHits(const Scenario& s) {
+  PointCounts h;
+  h[P0] = h[P7] = static_cast<int>(s.toolSteps);
   for (const auto& call : s.calls)
-    for (int fp = 1; fp <= 6; ++fp) h[fp] += reaches(call, fp);
-  h[8] = 1;
-  h[9] = 1;
+    for (CrashPoint fp : pointRange(P1, P6)) h[fp] += reaches(call, fp);
+  h[P8] = 1;
+  h[P9] = 1;
   return h;
 }
 
-CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
+CaseExpectation expectCase(const Scenario& s, CrashPoint fp, int hit) {
   CaseExpectation x;
-  if (fp < 0 || fp > 11 || hit < 1) {
-    x.whyNot = fmt::format("no failpoint P{} hit {}", fp, hit);
+  if (fp.group() != PointGroup::crashPath || hit < 1) {
+    x.whyNot = fmt::format("no failpoint {} hit {}", fp.name(), hit);
     return x;
   }
-  if (fp >= 10) {
-    x.whyNot = fmt::format("P{} is reached only by a recovery process", fp);
+  if (fp >= P10) {
+    x.whyNot = fmt::format("{} is reached only by a recovery process", fp.name());
     return x;
   }
-  if (fp >= 8) {
+  if (fp >= P8) {
     if (hit != 1) {
-      x.whyNot = fmt::format("P{} is reached once per run; hit {} is not", fp, hit);
+      x.whyNot = fmt::format("{} is reached once per run; hit {} is not", fp.name(), hit);
       return x;
     }
     x.row = &oracleRow(fp, c::reconcile);  // run-level rows are identical for every mode
@@ -103,15 +116,15 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
   if (stepLevel(fp)) {
     x.armedStep = toolStep(s, hit);
     if (!x.armedStep) {
-      x.whyNot = fmt::format("scenario {} has {} step(s) with calls; P{} hit {} names none", s.id,
-                             s.toolSteps, fp, hit);
+      x.whyNot = fmt::format("scenario {} has {} step(s) with calls; {} hit {} names none", s.id,
+                             s.toolSteps, fp.name(), hit);
       return x;
     }
     x.row = &oracleRow(fp, c::reconcile);  // step-level rows are identical for every mode
     x.outcome = x.row->outcome;
     // P0: the armed step's calls are not committed; P7: they all finished.
     for (const auto& call : s.calls) {
-      const bool done = call.step < *x.armedStep || (fp == 7 && call.step == *x.armedStep);
+      const bool done = call.step < *x.armedStep || (fp == P7 && call.step == *x.armedStep);
       x.ops.push_back(done ? completedOp(call) : absentOp(call));
     }
     x.ok = true;
@@ -126,8 +139,8 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
     }
   }
   if (!x.armedCall) {
-    x.whyNot = fmt::format("scenario {} has {} call(s) reaching P{}; hit {} names none", s.id, seen,
-                           fp, hit);
+    x.whyNot = fmt::format("scenario {} has {} call(s) reaching {}; hit {} names none", s.id, seen,
+                           fp.name(), hit);
     return x;
   }
   const ScenarioCall& armed = s.calls[*x.armedCall];
@@ -184,13 +197,13 @@ CaseExpectation expectCase(const Scenario& s, int fp, int hit) {
   return x;
 }
 
-bool expectParked(const Scenario& s, const CaseExpectation& x, int fp) {
-  return workspace::afterCrashApplies(s.spec, failpointName(fp)) ||
+bool expectParked(const Scenario& s, const CaseExpectation& x, CrashPoint fp) {
+  return workspace::afterCrashApplies(s.spec, fp.str()) ||
          x.outcome == Outcome::parked_by_reconcile || x.outcome == Outcome::parked_unsettled ||
          x.outcome == Outcome::parked_replay_gap;
 }
 
-std::vector<int> expectedExecutions(const Scenario& s, const CaseExpectation& x, int fp) {
+std::vector<int> expectedExecutions(const Scenario& s, const CaseExpectation& x, CrashPoint fp) {
   std::vector<int> n(s.calls.size(), 0);
   const bool parked = expectParked(s, x, fp) && x.armedCall;
   for (size_t i = 0; i < s.calls.size(); ++i) {
@@ -198,43 +211,38 @@ std::vector<int> expectedExecutions(const Scenario& s, const CaseExpectation& x,
     if (!parked || i < *x.armedCall)
       n[i] = 1;
     else if (i == *x.armedCall)
-      n[i] = fp >= 3 ? 1 : 0;
+      n[i] = fp >= P3 ? 1 : 0;
   }
   return n;
 }
 
-RecoveryKillExpectation expectRecoveryKill(int rfp, int rhit) {
+RecoveryKillExpectation expectRecoveryKill(CrashPoint rfp, int rhit) {
   RecoveryKillExpectation e;
   e.run = rhit;
-  switch (rfp) {
-    case 8:
-      e.runs = rhit == 1 ? 1 : 0;
-      break;
-    case 9:
-      e.terminalFact = true;
-      break;
-    case 10:
-      e.run = 1;
-      e.runs = 1;
-      e.armedIndeterminate = true;
-      break;
-    default:  // P11, P14, P15: the crashed run is sealed before any claim
-      e.run = 1;
-      e.runs = rfp == 11 ? 1 : 2;  // P14, P15: the target run exists too
-      e.terminalFact = e.terminalHeader = true;
-      e.claim = true;
-      e.targetHeader = rfp != 11;
-      e.claimStart = rfp == kAdmissionP15 ? std::string(c::runtime_admission) : "";
-      e.targetEvents = rfp == kAdmissionP15 ? 1 : 0;
-      break;
+  if (rfp == P8) {
+    e.runs = rhit == 1 ? 1 : 0;
+  } else if (rfp == P9) {
+    e.terminalFact = true;
+  } else if (rfp == P10) {
+    e.run = 1;
+    e.runs = 1;
+    e.armedIndeterminate = true;
+  } else {  // P11, P14, P15: the crashed run is sealed before any claim
+    e.run = 1;
+    e.runs = rfp == P11 ? 1 : 2;  // P14, P15: the target run exists too
+    e.terminalFact = e.terminalHeader = true;
+    e.claim = true;
+    e.targetHeader = rfp != P11;
+    e.claimStart = rfp == P15 ? std::string(c::runtime_admission) : "";
+    e.targetEvents = rfp == P15 ? 1 : 0;
   }
   return e;
 }
 
 std::optional<ClaimSettlement> expectClaimSettlement(const CaseId& id) {
-  if (id.recoveryFailpoint == 11 || id.recoveryFailpoint == kAdmissionP14)
+  if (id.recoveryFailpoint == P11 || id.recoveryFailpoint == P14)
     return ClaimSettlement{std::string(c::claim_repair), true};
-  if (id.recoveryFailpoint == kAdmissionP15 || isContinuationKill(id))
+  if (id.recoveryFailpoint == P15 || isContinuationKill(id))
     return ClaimSettlement{std::string(c::runtime_admission), false};
   return std::nullopt;
 }
@@ -266,54 +274,52 @@ int predictedImportBatches(const Scenario& s) {
 size_t expectImportStoredEvents(const Scenario& s, const CaseId& id) {
   if (!s.spec.legacyStore) return 0;
   const size_t n = importedLegacyEvents(s).size(), b = s.spec.legacyStore->batchEvents;
-  auto committed = [&](int fp, int hit) {
-    const size_t batches = static_cast<size_t>(fp == kImportP16 ? hit - 1 : hit);
+  auto committed = [&](CrashPoint fp, int hit) {
+    const size_t batches = static_cast<size_t>(fp == P16 ? hit - 1 : hit);
     return std::min(n, batches * b);
   };
   size_t stored = id.isImport() ? committed(id.failpoint, id.hit) : n;
-  if (id.recoveryFailpoint &&
-      (*id.recoveryFailpoint == kImportP16 || *id.recoveryFailpoint == kImportP17))
+  if (id.recoveryFailpoint && id.recoveryFailpoint->group() == PointGroup::legacyImport)
     stored = std::max(stored, committed(*id.recoveryFailpoint, id.recoveryHit.value_or(1)));
   return stored;
 }
 
-std::array<int, kPoints> predictedRecoveryHits(const Scenario& s, int fp, int hit) {
-  std::array<int, kPoints> h{};
-  if (fp == kImportP16 || fp == kImportP17) {
-    h[kImportP16] = h[kImportP17] = predictedImportBatches(s);
+PointCounts predictedRecoveryHits(const Scenario& s, CrashPoint fp, int hit) {
+  PointCounts h;
+  if (fp.group() == PointGroup::legacyImport) {
+    h[P16] = h[P17] = predictedImportBatches(s);
     // Then startup repair seals every imported run the JSONL left without a terminal fact
     // (spec g): its recovered terminal fact (P8) and its header (P9), once per such run.
-    h[8] = h[9] = interruptedLegacyRuns(s);
+    h[P8] = h[P9] = interruptedLegacyRuns(s);
     return h;
   }
   const CaseExpectation x = expectCase(s, fp, hit);
-  if (!x.ok || fp == 9) return h;
-  h[8] = h[9] = 1;  // repair: recovered terminal fact, then the header
+  if (!x.ok || fp == P9) return h;
+  h[P8] = h[P9] = 1;  // repair: recovered terminal fact, then the header
   const bool indeterminateReconcile =
-      x.armedCall && fp >= 2 && fp <= 5 &&
+      x.armedCall && fp >= P2 && fp <= P5 &&
       recoveryModeOfTool(s.calls[*x.armedCall].name) == c::reconcile;
-  if (indeterminateReconcile) h[10] = 1;
-  const bool parked = workspace::afterCrashApplies(s.spec, failpointName(fp)) ||
-                      x.outcome == Outcome::parked_by_reconcile ||
-                      x.outcome == Outcome::parked_unsettled ||
-                      x.outcome == Outcome::parked_replay_gap;
+  if (indeterminateReconcile) h[P10] = 1;
+  const bool parked =
+      workspace::afterCrashApplies(s.spec, fp.str()) || x.outcome == Outcome::parked_by_reconcile ||
+      x.outcome == Outcome::parked_unsettled || x.outcome == Outcome::parked_replay_gap;
   const bool continues = !parked && (x.outcome == Outcome::call_made_once ||
                                      x.outcome == Outcome::reissued_runs_once ||
                                      x.outcome == Outcome::completed_bundle ||
-                                     x.outcome == Outcome::completed_ran_once || fp == 8);
+                                     x.outcome == Outcome::completed_ran_once || fp == P8);
   if (continues) {
-    h[11] = h[kAdmissionP14] = h[kAdmissionP15] = 1;
-    h[8] += 1;
-    h[9] += 1;
+    h[P11] = h[P14] = h[P15] = 1;
+    h[P8] += 1;
+    h[P9] += 1;
     if (auto first = continuationFirstCall(s, fp, hit)) {
       const auto own = predictedHits(continuationScenario(s, *first));
-      for (int p = 0; p <= 7; ++p) h[static_cast<size_t>(p)] = own[static_cast<size_t>(p)];
+      for (CrashPoint p : pointRange(P0, P7)) h[p] = own[p];
     }
   }
   return h;
 }
 
-std::optional<size_t> continuationFirstCall(const Scenario& s, int fp, int hit) {
+std::optional<size_t> continuationFirstCall(const Scenario& s, CrashPoint fp, int hit) {
   const CaseExpectation x = expectCase(s, fp, hit);
   if (!x.ok || expectParked(s, x, fp)) return std::nullopt;
   std::optional<size_t> first;
@@ -351,41 +357,41 @@ Scenario continuationScenario(const Scenario& s, size_t firstCall) {
   return c;
 }
 
-std::array<int, 8> sweptContinuationKills(const Scenario& s, int fp, int hit) {
-  std::array<int, 8> n{};
+PointCounts sweptContinuationKills(const Scenario& s, CrashPoint fp, int hit) {
+  PointCounts n;
   const auto first =
-      (fp == 0 || fp == 7) && hit == 1 ? continuationFirstCall(s, fp, hit) : std::nullopt;
+      (fp == P0 || fp == P7) && hit == 1 ? continuationFirstCall(s, fp, hit) : std::nullopt;
   if (!first) return n;
   Scenario cont = continuationScenario(s, *first);
-  if (fp == 7) {  // the continuation's first step only (its hits come first in the run)
+  if (fp == P7) {  // the continuation's first step only (its hits come first in the run)
     const size_t step = cont.calls.front().step;
     std::erase_if(cont.calls, [&](const ScenarioCall& c) { return c.step != step; });
     cont.toolSteps = 1;
   }
   const auto h = predictedHits(cont);
-  for (size_t p = 0; p < n.size(); ++p) n[p] = h[p];
+  for (CrashPoint p : pointRange(P0, P7)) n[p] = h[p];
   return n;
 }
 
-std::optional<size_t> continuationCallsFrom(const Scenario& s, int fp, int hit) {
-  if (fp < 0 || fp > 9 || predictedRecoveryHits(s, fp, hit)[11] == 0) return std::nullopt;
+std::optional<size_t> continuationCallsFrom(const Scenario& s, CrashPoint fp, int hit) {
+  if (!isAgentRunPoint(fp) || predictedRecoveryHits(s, fp, hit)[P11] == 0) return std::nullopt;
   return continuationFirstCall(s, fp, hit).value_or(s.calls.size());
 }
 
-bool sweptRecoveryBarriers(const Scenario& s, int fp, int hit) {
+bool sweptRecoveryBarriers(const Scenario& s, CrashPoint fp, int hit) {
   if (s.spec.legacyStore || !continuationCallsFrom(s, fp, hit)) return false;
-  if (fp == 0 && hit == 1) return true;
-  auto bundleThenContinue = [&](int f, int h) {
+  if (fp == P0 && hit == 1) return true;
+  auto bundleThenContinue = [&](CrashPoint f, int h) {
     const auto r = predictedRecoveryHits(s, f, h);
-    return r[10] > 0 && r[11] > 0;
+    return r[P10] > 0 && r[P11] > 0;
   };
   if (!bundleThenContinue(fp, hit)) return false;
   // Of those, the one whose continuation makes the fewest calls itself (the continuation's calls
   // are P0#1's already), the first in case-id order among equals.
   const size_t from = *continuationCallsFrom(s, fp, hit);
   const auto hits = predictedHits(s);
-  for (int f = 0; f < 10; ++f)
-    for (int h = 1; h <= hits[static_cast<size_t>(f)]; ++h) {
+  for (CrashPoint f : pointRange(P0, P9))
+    for (int h = 1; h <= hits[f]; ++h) {
       if ((f == fp && h == hit) || !bundleThenContinue(f, h)) continue;
       const size_t other = *continuationCallsFrom(s, f, h);
       if (other > from || (other == from && std::make_pair(f, h) < std::make_pair(fp, hit)))
@@ -394,12 +400,12 @@ bool sweptRecoveryBarriers(const Scenario& s, int fp, int hit) {
   return true;
 }
 
-bool racedPrimary(const Scenario& s, int fp, int hit) {
+bool racedPrimary(const Scenario& s, CrashPoint fp, int hit) {
   auto work = [&](int h) {
     const auto r = predictedRecoveryHits(s, fp, h);
-    return r[10] > 0 || r[11] > 0;
+    return r[P10] > 0 || r[P11] > 0;
   };
-  if (fp < 0 || fp > 9 || !work(hit)) return false;
+  if (!isAgentRunPoint(fp) || !work(hit)) return false;
   for (int h = 1; h < hit; ++h)
     if (work(h)) return false;
   return true;
@@ -410,7 +416,7 @@ CaseExpectation expectContinuationKill(const Scenario& s, const CaseId& id, Case
   const auto first = continuationFirstCall(s, id.failpoint, id.hit);
   if (!isContinuationKill(id) || !first) {
     x.whyNot = fmt::format("the recovery of {}/{}#{} makes no tool call of its own", s.id,
-                           failpointName(id.failpoint), id.hit);
+                           id.failpoint.name(), id.hit);
     return x;
   }
   const Scenario cont = continuationScenario(s, *first);

@@ -24,7 +24,7 @@
 
 #include "crashsim/bounded_input.h"
 #include "crashsim/error.h"
-#include "crashsim/harness/powerloss_checks.h"
+#include "crashsim/harness/fault_mode.h"
 #include "crashsim/harness/supervisor.h"
 #include "verdicts/v9_determinism.h"
 
@@ -76,11 +76,12 @@ std::vector<reports::CoverageRow> coverageOf(const SweepPlan& plan,
       const bool second = c.recoveryFailpoint.has_value();
       const bool path = c.id.find("~path:") != std::string::npos;  // a path mutation (case_id.h)
       const bool race = c.id.ends_with("+H2");
-      const char* process = path               ? "path"
-                            : race             ? "race"
-                            : !second          ? "agent"
-                            : c.mode == "stop" ? "stop"
-                                               : "recovery";
+      const FaultMode* mode = findFaultMode(c.mode);
+      const char* process = path                           ? "path"
+                            : race                         ? "race"
+                            : !second                      ? "agent"
+                            : mode && mode->deliversStop() ? "stop"
+                                                           : "recovery";
       if (c.scenario != r.scenario || r.process != process ||
           (second ? *c.recoveryFailpoint : c.failpoint) != r.failpoint)
         continue;
@@ -292,14 +293,14 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   ro.keepFailures = opts.keepFailures;
   ro.mode = opts.mode;
   ro.synchronous = opts.synchronous;
-  ro.reproduceExtra =
-      (opts.mode == "powerloss" && opts.synchronous != "FULL" ? " --synchronous " + opts.synchronous
-                                                              : std::string()) +
-      opts.reproduceExtra;
+  ro.reproduceExtra = (faultMode(opts.mode).dropsUnsyncedWrites() && opts.synchronous != "FULL"
+                           ? " --synchronous " + opts.synchronous
+                           : std::string()) +
+                      opts.reproduceExtra;
   // Double faults and path mutations start from their primary's crash state.
   ro.keepCrashStates = opts.doubleFaults || opts.pathMutations != "off";
   // The recovery process's own barriers (+R:S#k, +R:F#k) are planned from reference recoveries.
-  ro.recoveryBarriers = barriers && opts.doubleFaults && opts.mode == "kill";
+  ro.recoveryBarriers = barriers && opts.doubleFaults && faultMode(opts.mode).isProcessKill();
   p.jobs = opts.jobs > 0 ? opts.jobs : std::max(1u, std::thread::hardware_concurrency());
   const int jobs = p.jobs;
 
@@ -338,7 +339,7 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   if (barriers) {
     std::vector<BarrierHits> counts;
     for (const auto& r : refs)
-      counts.push_back({r.hits[kBarrierS], r.hits[kBarrierF], r.recoveryBarriers});
+      counts.push_back({r.hits[points::S], r.hits[points::F], r.recoveryBarriers});
     try {
       p.plan = planCases(opts, chosen, counts);
     } catch (...) {
@@ -462,7 +463,7 @@ reports::Report runSweep(const SweepOptions& opts) {
   reports::Report rep;
   rep.crashsimVersion = std::string(reports::crashsimVersion());
   rep.platform = describePlatform(root, refs);
-  if (opts.mode == "powerloss") rep.platform.synchronous = opts.synchronous;
+  if (faultMode(opts.mode).dropsUnsyncedWrites()) rep.platform.synchronous = opts.synchronous;
   rep.selection.scenarios = opts.scenarios;
   rep.selection.failpoints = opts.failpoints;
   rep.selection.caseGlobs = opts.caseGlobs;

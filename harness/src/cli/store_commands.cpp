@@ -1,5 +1,5 @@
 // `crashsim inspect` and `crashsim resume` (store_commands.h).
-#include "store_commands.h"
+#include "cli/store_commands.h"
 
 #include <fmt/format.h>
 

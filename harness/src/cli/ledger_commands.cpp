@@ -1,5 +1,5 @@
 // `crashsim ledger resolve | args-hash | prefix-digest`.
-#include "ledger_commands.h"
+#include "cli/ledger_commands.h"
 
 #include <fmt/format.h>
 

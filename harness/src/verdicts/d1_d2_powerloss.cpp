@@ -1,6 +1,6 @@
-// The power-loss case: child arming, D1 (durability of acknowledged commits) and D2
-// (fail-closed recovery). See crashsim/harness/powerloss_checks.h for the contract.
-#include "crashsim/harness/powerloss_checks.h"
+// D1 (durability of acknowledged commits) and D2 (fail-closed recovery) of a power-loss case
+// (verdicts/d1_d2_powerloss.h).
+#include "verdicts/d1_d2_powerloss.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -17,6 +17,7 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/store.h"
 #include "verdicts/fail_closed.h"
+#include "verdicts/verdict.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -24,11 +25,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kCrashLog = "powerloss.json";
-constexpr const char* kAckedDir = "acked";
-constexpr const char* kCrashCopyDir = "crash-copy";
-constexpr const char* kDbFiles[] = {"runtime.sqlite", "runtime.sqlite-wal",
-                                    "runtime.sqlite-journal"};
 constexpr size_t kMaxListed = 8;  // facts named in one reason
 
 void setCheck(CheckMap& checks, const char* name, std::string status, std::string reason) {
@@ -158,61 +154,7 @@ std::map<std::string, std::string> callsOfEvents(const fs::path& storeDir) {
   return out;
 }
 
-std::string readText(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
-
-std::vector<uint64_t> powerlossSeeds(const CaseId& primary, uint64_t sweepSeed, int states) {
-  // FNV-1a of "scenario/P<n>#<hit>" mixed with the sweep seed; kept below 10^6 so case ids stay
-  // short. Consecutive seeds select consecutive crash kinds (kindForSeed = seed % 4).
-  uint64_t h = 1469598103934665603ull;
-  for (char ch : fmt::format("{}/P{}#{}", primary.scenario, primary.failpoint, primary.hit))
-    h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  h ^= sweepSeed * 0x9E3779B97F4A7C15ull;
-  const uint64_t base = (h % 250000) * 4;
-  std::vector<uint64_t> seeds;
-  for (int i = 0; i < states; ++i) seeds.push_back(base + static_cast<uint64_t>(i));
-  return seeds;
-}
-
-void armPowerloss(SpawnSpec& run, const CaseId& id, const fs::path& caseDir,
-                  const std::string& synchronous) {
-  run.env["CRASHSIM_POWERLOSS"] = "1";
-  run.env["CRASHSIM_POWERLOSS_SEED"] = std::to_string(id.seed.value_or(0));
-  run.env["CRASHSIM_POWERLOSS_LOG"] = (caseDir / kCrashLog).string();
-  run.env["CRASHSIM_POWERLOSS_ACKED"] = (caseDir / kAckedDir).string();
-  run.env["CRASHSIM_SYNCHRONOUS"] = synchronous;
-}
-
-std::string powerlossCrashProblem(const CaseId& id, const fs::path& caseDir) {
-  const fs::path log = caseDir / kCrashLog;
-  if (!fs::exists(log)) return "the power-loss child wrote no crash description " + log.string();
-  Json j;
-  try {
-    j = Json::parse(readText(log));
-  } catch (const std::exception& e) {
-    return "unparseable crash description " + log.string() + ": " + e.what();
-  }
-  if (j.contains("error"))
-    return "materialising the crash state failed: " + j["error"].get<std::string>();
-  if (!j.contains("kind") || j.value("seed", uint64_t{0}) != id.seed.value_or(0))
-    return fmt::format("crash description is not for seed {}: {}", id.seed.value_or(0),
-                       j.dump().substr(0, 200));
-  return "";
-}
-
-void keepPowerlossCrashCopy(const fs::path& store, const fs::path& caseDir) {
-  const fs::path copy = caseDir / kCrashCopyDir;
-  fs::remove_all(copy);
-  fs::create_directories(copy);
-  for (const char* name : kDbFiles)
-    if (fs::exists(store / name)) fs::copy_file(store / name, copy / name);
-}
 
 PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& store,
                                       const std::string& synchronous, CheckMap& checks) {
@@ -221,7 +163,7 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
   f.effectsAtCrash = readEffects(store / "effects.jsonl");
   std::string crashKind = "?";
   try {
-    crashKind = Json::parse(readText(caseDir / kCrashLog)).value("kind", "?");
+    crashKind = Json::parse(readFile(caseDir / kPowerlossCrashLog)).value("kind", "?");
   } catch (...) {
   }
 
@@ -246,7 +188,7 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
   if (!d2Failed) setCheck(checks, "D2", "pass", "");
 
   // --- D1: every acknowledged row is durable ------------------------------------------------
-  const fs::path ackedDb = caseDir / kAckedDir / "runtime.sqlite";
+  const fs::path ackedDb = caseDir / kPowerlossAckedDir / "runtime.sqlite";
   if (!fs::exists(ackedDb)) {
     failCheck(checks, "D1", "the child left no acknowledged copy " + ackedDb.string());
     return f;
@@ -262,13 +204,13 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
     const fs::path ackedCopy = caseDir / "acked-open";
     fs::remove_all(ackedCopy);
     fs::create_directories(ackedCopy);
-    fs::copy(caseDir / kAckedDir, ackedCopy, fs::copy_options::recursive);
+    fs::copy(caseDir / kPowerlossAckedDir, ackedCopy, fs::copy_options::recursive);
     auto acked = dumpTables(ackedCopy / "runtime.sqlite");
     auto calls = callsOfEvents(ackedCopy);
     fs::remove_all(ackedCopy);
     // The crash state as the disk kept it (keepPowerlossCrashCopy), not the store after the
     // checks opened it.
-    const fs::path crashCopy = caseDir / kCrashCopyDir;
+    const fs::path crashCopy = caseDir / kPowerlossCrashCopyDir;
     std::map<std::string, Table> now;
     if (!fs::exists(crashCopy))
       now = dumpTables(store / "runtime.sqlite");

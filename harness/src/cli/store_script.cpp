@@ -1,5 +1,5 @@
 // Store scripts: one op = one call of the store's public API (see store_script.h).
-#include "store_script.h"
+#include "cli/store_script.h"
 
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include <string_view>
 #include <thread>
 
+#include "cli/ledger_commands.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/error.h"
 #include "crashsim/host.h"
-#include "ledger_commands.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;

@@ -1,0 +1,568 @@
+// The kill and power-loss case (kill and powerloss modes): the armed agent run crashed at the
+// point, its crash state checked (V1–V7; D1–D3 after a power cut), then — as the case says — the
+// race of two hosts, or the recovery process killed too, and recovery to the end (V8).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "crashsim/codes.h"
+#include "crashsim/continuation.h"
+#include "crashsim/harness/corruption_injector.h"
+#include "crashsim/harness/oracle.h"
+#include "crashsim/harness/powerloss_mode.h"
+#include "crashsim/harness/supervisor.h"
+#include "crashsim/recovery_resolver.h"
+#include "crashsim/resume_plan.h"
+#include "crashsim/startup_repair.h"
+#include "crashsim/store.h"
+#include "modes/case_run.h"
+#include "verdicts/ancestor_tamper.h"
+#include "verdicts/barrier.h"
+#include "verdicts/c1_corrupt.h"
+#include "verdicts/coverage.h"
+#include "verdicts/d1_d2_powerloss.h"
+#include "verdicts/durable_replace.h"
+#include "verdicts/fail_closed.h"
+#include "verdicts/file_steps.h"
+#include "verdicts/h1_race.h"
+#include "verdicts/legacy_import.h"
+#include "verdicts/observed_store.h"
+#include "verdicts/recovery_barrier.h"
+#include "verdicts/recovery_kill_state.h"
+#include "verdicts/stop.h"
+#include "verdicts/t1_exists.h"
+#include "verdicts/v1_kill.h"
+#include "verdicts/v2_integrity.h"
+#include "verdicts/v3_durable_facts.h"
+#include "verdicts/v4_decisions.h"
+#include "verdicts/v5_lineage.h"
+#include "verdicts/v5_plan.h"
+#include "verdicts/v6_rebuild.h"
+#include "verdicts/v7_repair.h"
+#include "verdicts/v8_recovery.h"
+#include "verdicts/verdict.h"
+#include "verdicts/workspace_expect.h"
+
+namespace crashsim::harness {
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+// V3–V4 on the crash state of an unnamed barrier (verdicts/barrier.h): what must hold at any
+// instant, and the resolver against the independent model (no oracle row here).
+void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& store,
+                       barrier::CrashFacts& facts, Checks& c) {
+  std::vector<std::vector<RuntimeEvent>> runs;
+  for (const auto& h : st.listRuns()) runs.push_back(eventsOf(st, h));
+  for (const auto& bad :
+       barrier::crashStateProblems(sc, runs, readEffects(store / "effects.jsonl"), facts))
+    c.fail("V3", bad);
+  if (!c.failed("V3")) c.pass("V3");
+  for (const auto& events : runs) {
+    const auto res = resolveRecovery(events);
+    if (res.hasCorruption) c.fail("V4", "resolver reports corruption on a crash-only ledger");
+    if (auto bad = modelDisagreement(events, res, "the crashed ledger"); !bad.empty())
+      c.fail("V4", bad);
+  }
+  if (!c.failed("V4")) c.pass("V4");
+}
+
+// V2–V7 on the crash state of an unnamed barrier: integrity, what must hold at any instant
+// (verdicts/barrier.h), then V5–V7 as for a named failpoint. Fills `facts` for V8.
+void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs::path& dir,
+                            const RunOptions& opts, barrier::CrashFacts& facts, Checks& c) {
+  try {
+    checkCrashIntegrity(store, dir, opts, c);
+    auto st = RuntimeStore::open(store);
+    checkBarrierCrash(sc, *st, store, facts, c);
+    checkPlanRebuildRepair(std::move(st), store, dir, opts, true, c);
+  } catch (const std::exception& e) {
+    failUndecided(c, e);
+  }
+}
+
+// The store's runs for the recovery barrier oracle: headers in creation order, then any run that
+// holds events without a header (read with plain SQLite).
+recovery_barrier::StoreAtKill storeAtKill(const RuntimeStore& st, const fs::path& store) {
+  recovery_barrier::StoreAtKill at;
+  auto headers = st.listRuns();
+  std::stable_sort(headers.begin(), headers.end(), [](const RunHeader& a, const RunHeader& b) {
+    return a.createdAt < b.createdAt;
+  });
+  std::set<std::string> seen;
+  for (const auto& h : headers) {
+    at.runs.push_back({h.runId, h.status, eventsOf(st, h)});
+    seen.insert(h.runId);
+  }
+  for (const auto& runId : observed::eventRunIds(store)) {
+    if (seen.count(runId)) continue;
+    recovery_barrier::Run r{runId, std::nullopt, {}};
+    for (const auto& row : observed::runEvents(store, runId)) {
+      try {
+        r.events.push_back(decodeRuntimeEvent(row.payload));
+      } catch (const std::exception&) {
+      }
+    }
+    at.runs.push_back(std::move(r));
+  }
+  at.claims = observed::claims(store);
+  at.effects = readEffects(store / "effects.jsonl");
+  return at;
+}
+
+// V3/V4 on the state a recovery process killed at its own barrier left
+// (verdicts/recovery_barrier.h): what must hold at every instant over the crashed run and the
+// partial continuation; every run's resolver decisions the independent model's, no corruption.
+void checkRecoveryBarrierState(const Scenario& sc, recovery_barrier::Judged& judged,
+                               const recovery_barrier::Run& atPrimary, const RuntimeStore& st,
+                               const fs::path& store, Checks& c) {
+  const auto at = storeAtKill(st, store);
+  for (const auto& bad : recovery_barrier::stateProblems(sc, judged.firstCall, atPrimary,
+                                                         judged.effectsAtPrimary, at, judged.state))
+    c.fail("V3", "after the recovery barrier kill: " + bad);
+  for (const auto& run : at.runs)
+    if (auto bad = runMarkerProblem(run.events); !bad.empty())
+      c.fail("V3", "after the recovery barrier kill: " + bad);
+  if (!c.failed("V3")) c.pass("V3");
+  for (const auto& run : at.runs) {
+    const auto res = resolveRecovery(run.events);
+    if (res.hasCorruption)
+      c.fail("V4", "after the recovery barrier kill: the resolver reports corruption on run " +
+                       run.runId + " (half a transaction?)");
+    if (auto bad = modelDisagreement(run.events, res,
+                                     "run " + run.runId +
+                                         " after the recovery "
+                                         "barrier kill");
+        !bad.empty())
+      c.fail("V4", bad);
+  }
+  if (!c.failed("V4")) c.pass("V4");
+}
+
+// V2–V7 on the state a killed recovery process left (double faults): integrity, the state that
+// recovery failpoint defines (verdicts/recovery_kill_state.h) or, at a barrier of the recovery
+// process, what must hold at every instant (verdicts/recovery_barrier.h), fact before header,
+// read-only planning, rebuildable projections.
+void checkRecoveryKilledState(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
+                              const fs::path& store, const fs::path& dir, const RunOptions& opts,
+                              Checks& c, recovery_barrier::Judged* judged = nullptr,
+                              const recovery_barrier::Run* atPrimary = nullptr) {
+  try {
+    checkIntegrity(store, "after the recovery kill: ", c);
+    auto st = RuntimeStore::open(store);
+    if (id.isRecoveryBarrier()) {
+      if (judged && atPrimary)
+        checkRecoveryBarrierState(sc, *judged, *atPrimary, *st, store, c);
+      else
+        c.fail("V3", "the primary's crash state was not read before the recovery barrier kill");
+    } else {
+      checkRecoveryKillState(id, sc, x, *st, store, c);
+    }
+    if (auto bad = terminalInvariant(*st); !bad.empty())
+      c.fail("V7", "after the recovery kill: " + bad);
+    else if (!c.failed("V7"))
+      c.pass("V7");
+    checkV5(*st, store, dir, opts.crashsim, c);
+    st.reset();
+    copyDir(store, dir / "v6");
+    checkV6(dir / "v6", c);
+    fs::remove_all(dir / "v6");
+  } catch (const std::exception& e) {
+    c.fail("V2", std::string("after the recovery kill: ") + e.what());
+  }
+}
+
+// The ancestor-tamper mutation (verdicts/ancestor_tamper.h) on a copy of the state a killed
+// recovery left, then recovery of that copy to its end, judged by V5. Returns the recovery's
+// result, or nullopt when the state does not qualify (nothing ran).
+std::optional<ChildResult> probeAncestorTamper(const RunOptions& opts, const Scenario& sc,
+                                               const fs::path& store, const fs::path& ws,
+                                               const fs::path& dir, Checks& c) {
+  const fs::path probe = dir / "tamper", pstore = probe / "store", pws = probe / "ws";
+  copyDir(store, pstore);
+  copyDir(ws, pws);
+  std::optional<AncestorTamper> t;
+  try {
+    t = tamperAncestor(pstore);
+  } catch (const std::exception& e) {
+    c.fail("V5", std::string("ancestor tamper: ") + e.what());
+  }
+  if (!t) {
+    fs::remove_all(probe);
+    return std::nullopt;
+  }
+  const auto effects = readEffects(pstore / "effects.jsonl");
+  const WorkspaceSnapshot before = snapshotWorkspace(pws);
+  const SpawnSpec recover = recoveryToEnd(opts, sc, pstore, pws, probe);
+  const ChildResult r = driverOf(opts).runToEnd(recover);
+  std::string bad = r.exited ? tamperedRecoveryProblem(*t, readFile(recover.stdoutFile),
+                                                       observed::claims(pstore).size())
+                             : "crashsim-agent recover " + r.describe();
+  if (bad.empty() && readEffects(pstore / "effects.jsonl") != effects)
+    bad = "a tool ran although the plan must park";
+  if (bad.empty() && snapshotWorkspace(pws) != before)
+    bad = "recovery changed the workspace although the plan must park";
+  if (!bad.empty())
+    c.fail("V5", fmt::format("ancestor tamper (event {} of run {} edited before recovery): {}",
+                             t->eventId, t->runId, bad));
+  if (!opts.keepDir) fs::remove_all(probe);
+  return r;
+}
+
+// The T1-exists probe (verdicts/t1_exists.h) of a kill-mode P2#1 case: the run request
+// delivered twice to a host whose clock the harness drives, the first delivery killed at P2#1,
+// then recovery; judged by V8.
+void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& ref,
+                   const fs::path& dir, Checks& c) {
+  const CaseExpectation x = expectCase(sc, points::P2, 1);
+  if (!x.ok || !x.armedCall) return;
+  const fs::path probe = dir / "t1-exists", pstore = probe / "store", pws = probe / "ws";
+  fs::create_directories(pstore);
+  copyDir(ref.templateWorkspace, pws);
+  auto delivery = [&](const std::string& name) {
+    SpawnSpec s = runSpec(opts, sc, pstore, pws);
+    s.env["CRASHSIM_CLOCK_START_MS"] = "1767225600000";
+    s.stderrFile = probe / (name + ".stderr");
+    s.stdoutFile = probe / (name + ".stdout");
+    s.timeout = std::chrono::milliseconds(15000);
+    return s;
+  };
+  SpawnSpec first = delivery("first");
+  const ChildResult k = driverOf(opts).crashAt(first, points::P2, 1);
+  if (auto bad = killProblem(k, points::P2.str(), 1, first, pstore); !bad.empty()) {
+    c.fail("V8", "T1 exists: the first delivery: " + bad);
+    return;
+  }
+  T1ExistsRun r;
+  r.callIndex = *x.armedCall;
+  r.callId = sc.calls[r.callIndex].id;
+  r.effectsAtKill = readEffects(pstore / "effects.jsonl");
+  SpawnSpec second = delivery("second");
+  driverOf(opts).reportHits(second, probe / "second-hits.json");
+  r.second = driverOf(opts).runToEnd(second);
+  r.secondHits = driverOf(opts).readHits(probe / "second-hits.json");
+  r.effectsAfterSecond = readEffects(pstore / "effects.jsonl");
+  r.responseAfterSecond = ledgerHoldsResponse(pstore, r.callId);
+  SpawnSpec recover = recoveryToEnd(opts, sc, pstore, pws, probe);
+  r.recovery = driverOf(opts).runToEnd(recover);
+  r.recoverStdout = readFile(recover.stdoutFile);
+  r.effectsAfterRecovery = readEffects(pstore / "effects.jsonl");
+  for (const auto& bad : t1ExistsProblems(r)) c.fail("V8", "T1 exists: " + bad);
+  if (!opts.keepDir) fs::remove_all(probe);
+}
+
+// The race of two hosts (+H2, verdicts/h1_race.h): two `crashsim-agent recover` released
+// together on the crash state; H1 judges the race, then V8 (and V3's recovery reach) the task's
+// end from the racer that recovered, as for the primary's single recovery.
+void runRaceRecovery(CaseRun& cr, const CaseExpectation& x, bool afterCrash,
+                     const WorkspaceSnapshot& atCrash) {
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  const auto predicted = predictedRecoveryHits(sc, cr.id.failpoint, cr.id.hit);
+  race::Facts before;
+  try {
+    before = race::observe(store);
+  } catch (const std::exception& e) {
+    cr.checks.fail("H1", std::string("reading the crash state: ") + e.what());
+    return;
+  }
+  std::vector<SpawnSpec> specs;
+  auto hitsOf = [&](size_t i) {
+    return cr.dir / fmt::format("recover-{}-hits.json", i == 0 ? "a" : "b");
+  };
+  auto modelLogOf = [&](size_t i) {
+    return cr.dir / fmt::format("model-inputs-{}.jsonl", i == 0 ? "a" : "b");
+  };
+  for (const char* name : {"a", "b"}) {
+    SpawnSpec s = recoverSpec(cr.opts, sc, store, ws);
+    s.timeout = std::chrono::milliseconds(20000);
+    s.stdoutFile = cr.dir / fmt::format("recover-{}.stdout", name);
+    s.stderrFile = cr.dir / fmt::format("recover-{}.stderr", name);
+    driverOf(cr.opts).reportHits(s, hitsOf(specs.size()));
+    driverOf(cr.opts).logModelInputs(s, modelLogOf(specs.size()));
+    specs.push_back(std::move(s));
+  }
+  const RaceResult rr = driverOf(cr.opts).race(specs, cr.dir / "race.fifo");
+  cr.ph.child(rr.wall, "recovery");
+  cr.ph.to("v8");
+  std::vector<race::Host> hosts;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ChildResult& r = rr.children[i];
+    cr.say(fmt::format("racer {}: {}: {}", i == 0 ? "a" : "b", r.describe(),
+                       lastLine(specs[i].stdoutFile)));
+    race::Host h;
+    h.name = i == 0 ? "a" : "b";
+    h.atBarrier = rr.atBarrier[i];
+    h.exited = r.exited;
+    h.exitCode = r.exitCode;
+    h.describe = r.describe();
+    h.stdoutText = readFile(specs[i].stdoutFile);
+    h.modelLog = readFile(modelLogOf(i));
+    h.hits = driverOf(cr.opts).readHits(hitsOf(i));
+    hosts.push_back(std::move(h));
+  }
+  race::Judgement j;
+  try {
+    j = race::judge(race::Expectation{predicted[points::P11] > 0}, before, race::observe(store),
+                    hosts);
+  } catch (const std::exception& e) {
+    j.problems.push_back(std::string("reading the store after the race: ") + e.what());
+  }
+  std::string why;
+  for (const auto& p : j.problems) why += (why.empty() ? "" : "; ") + p;
+  if (why.empty())
+    cr.checks.pass("H1");
+  else
+    cr.checks.fail("H1", why);
+  if (!j.recovered) {
+    cr.checks.fail("V8", "no racer recovered the crash state (H1)");
+    return;
+  }
+  const size_t w = *j.recovered;
+  cr.say(fmt::format("racer {} recovered the crash state", hosts[w].name));
+  if (!cr.checks.failed("V1")) checkRecoveryReach(hitsOf(w), predicted, cr.checks);
+  checkRecovery(cr.id, sc, x, barrier::CrashFacts{}, afterCrash, cr.ref, store, ws, atCrash,
+                hosts[w].exitCode, specs[w], cr.checks);
+}
+
+// What the steps of a kill or power-loss case pass on.
+struct CrashCase {
+  CaseRun& r;
+  bool powerloss;     // the crash drops unsynced writes: D1–D3 judge it too
+  CaseExpectation x;  // the oracle's (none at a barrier: barrierFacts)
+  barrier::CrashFacts barrierFacts;
+  PowerlossFindings plFindings;  // D1 and D2 (verdicts/d1_d2_powerloss.h)
+  bool afterCrash = false;       // the scenario's afterCrash change applies
+  WorkspaceSnapshot atCrash;
+  std::optional<recovery_barrier::Judged> rbJudged;
+};
+
+// The armed agent run killed (or its power cut) at the case's point, and V1–V7 (D1–D3) on the
+// crash state; or the primary's verified state when the case starts from it. False: no crash
+// state (V1 failed).
+bool crashAgentRun(CrashCase& k) {
+  CaseRun& cr = k.r;
+  const CaseId& id = cr.id;
+  const RunOptions& opts = cr.opts;
+  Checks& c = cr.checks;
+  if (restoreCrashState(opts, id, cr.store, cr.ws, cr.say)) {
+    // The primary case already killed the agent here and verified V1–V7 on this state.
+    for (auto v : {"V3", "V4"}) c.na(v, "crash state verified by the primary case");
+    return true;
+  }
+  copyDir(cr.ref.templateWorkspace, cr.ws);
+  SpawnSpec run = runSpec(opts, cr.sc, cr.store, cr.ws);
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
+  run.timeout = std::chrono::milliseconds(15000);
+  if (k.powerloss) armPowerloss(run, id, cr.dir, opts.synchronous);
+  auto child = cr.driver.crashAt(run, id.failpoint, id.hit);
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  cr.say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
+                     child.controlLine, child.describe()));
+  std::string v1 = killProblem(child, id.failpointName(), id.hit, run, cr.store);
+  if (v1.empty() && k.powerloss) v1 = powerlossCrashProblem(id, cr.dir);
+  if (!v1.empty()) {
+    c.fail("V1", v1);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+    return false;
+  }
+  cr.ph.to("setup");
+  if (k.powerloss) keepPowerlossCrashCopy(cr.store, cr.dir);
+  keepCrashState(opts, id, cr.dir, cr.store, cr.ws);
+  cr.ph.to("verify");
+  if (id.isBarrier())
+    checkBarrierCrashState(cr.sc, cr.store, cr.dir, opts, k.barrierFacts, c);
+  else
+    checkNamedCrash(id, k.x, cr.store, cr.dir, opts, c);
+  if (k.powerloss) {
+    k.plFindings = checkPowerlossCrash(cr.dir, cr.store, opts.synchronous, c.m);
+    durable_replace::check(cr.sc, cr.store, cr.ws, c);  // D3, before any afterCrash change
+  }
+  return true;
+}
+
+// Another process changes the workspace while the agent is down (the scenario's afterCrash, or
+// the case's generated change of the target's path). True when that change is a gate: start-up
+// must refuse before it writes anything, and the case is judged on that alone.
+bool changeWorkspace(CrashCase& k) {
+  CaseRun& cr = k.r;
+  const CaseId& id = cr.id;
+  cr.ph.to("setup");
+  k.afterCrash = workspace::afterCrashApplies(cr.sc.spec, id.failpointName());
+  if (cr.pathX) {
+    pathmut::apply(cr.ref.scenario, id, cr.ws);
+    cr.say("applied the path mutation " + id.pathMutation->component + ":" +
+           id.pathMutation->mutation + " (" + cr.pathX->rule + ")");
+  } else if (k.afterCrash) {
+    workspace::applyAfterCrash(cr.sc.spec, cr.ws);
+    cr.say("applied the scenario's afterCrash mutations");
+  }
+  if (!cr.pathX || cr.pathX->kind != pathmut::Expectation::Kind::gate) return false;
+  // The workspace root is gone or a file: start-up must refuse before it writes anything.
+  const WorkspaceSnapshot storeBefore = snapshotWorkspace(cr.store);
+  SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
+  auto r = cr.driver.runToEnd(recover);
+  cr.ph.child(r, "recovery");
+  cr.ph.to("v8");
+  cr.say(
+      fmt::format("recovery to the end (expected refused: {}): {}", cr.pathX->code, r.describe()));
+  cr.checks.pass("V1");
+  checkGateRefusal(*cr.pathX, storeBefore, cr.store, cr.ws, cr.dir / "recover-hits.json", r,
+                   recover, cr.checks);
+  return true;
+}
+
+// The race of two hosts on the crash state (+H2): H1, then V8 from the racer that recovered.
+void raceTwoHosts(CrashCase& k) {
+  CaseRun& cr = k.r;
+  Checks& c = cr.checks;
+  if (!c.failed("V1")) c.pass("V1");
+  for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7"})
+    if (c.m[v].reason == "not evaluated")
+      c.na(v, "crash state verified by the primary case; H1 and V8 judge the race");
+  if (!cr.mode.isProcessKill() || cr.id.isBarrier()) {
+    c.fail("H1", "the race of two hosts follows a named kill of the agent run");
+    return;
+  }
+  runRaceRecovery(cr, k.x, k.afterCrash, k.atCrash);
+}
+
+// A kill at the recovery process's own barrier is judged against the primary's crash state
+// (verified by the primary case): read it before the recovery touches it.
+std::optional<recovery_barrier::Run> readPrimaryState(CrashCase& k) {
+  CaseRun& cr = k.r;
+  const CaseId& id = cr.id;
+  std::optional<recovery_barrier::Run> atPrimary;
+  const auto from = continuationCallsFrom(cr.sc, id.failpoint, id.hit);
+  try {
+    auto st = RuntimeStore::open(cr.store);
+    const auto runs = st->listRuns();
+    if (runs.size() == 1 && from) {
+      atPrimary = recovery_barrier::Run{runs[0].runId, runs[0].status, eventsOf(*st, runs[0])};
+      k.rbJudged.emplace();
+      k.rbJudged->firstCall = *from;
+      k.rbJudged->effectsAtPrimary = readEffects(cr.store / "effects.jsonl");
+    }
+  } catch (const std::exception& e) {
+    cr.say(std::string("reading the primary's crash state: ") + e.what());
+  }
+  if (!from)
+    cr.checks.fail("V1", "oracle: the recovery of " + id.primary().str() +
+                             " does not continue; its barriers are not swept");
+  else if (!atPrimary)
+    cr.checks.fail("V1", "the primary's crash state does not hold exactly one run");
+  return atPrimary;
+}
+
+// A double fault: the first recovery process killed at its point, then the state it left checked
+// (V1–V7); a continuation killed inside its own calls takes the scenario's afterCrash there.
+void killRecovery(CrashCase& k) {
+  CaseRun& cr = k.r;
+  const CaseId& id = cr.id;
+  const RunOptions& opts = cr.opts;
+  Checks& c = cr.checks;
+  std::optional<recovery_barrier::Run> atPrimary;
+  if (id.isRecoveryBarrier()) atPrimary = readPrimaryState(k);
+  SpawnSpec first = recoverSpec(opts, cr.sc, cr.store, cr.ws);
+  first.timeout = std::chrono::milliseconds(20000);
+  first.stderrFile = cr.dir / "recover1.stderr";
+  first.stdoutFile = cr.dir / "recover1.stdout";
+  const CrashPoint rfp = *id.recoveryFailpoint;
+  const int rhit = id.recoveryHit.value_or(1);
+  auto r1 = cr.driver.crashAt(first, rfp, rhit);
+  cr.ph.child(r1, "run");
+  cr.ph.to("verify");
+  cr.say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp.name(), rhit, r1.controlLine,
+                     r1.describe()));
+  if (auto bad = killProblem(r1, rfp.str(), rhit, first, cr.store); !bad.empty()) {
+    c.fail("V1", "the recovery process: " + bad);
+  } else {
+    if (!c.failed("V1")) c.pass("V1");
+    // The ancestor-tamper mutation, at the P11 kills (claim durable, no target run yet): the
+    // P14 state settles the same way, so probing it too would only repeat the question.
+    if (cr.mode.isProcessKill() && rfp == points::P11) {
+      cr.ph.to("setup");
+      if (auto probe = probeAncestorTamper(opts, cr.sc, cr.store, cr.ws, cr.dir, c)) {
+        cr.ph.child(*probe, "recovery");
+        cr.say("ancestor tamper: recovery of the edited copy " + probe->describe());
+      }
+      cr.ph.to("verify");
+    }
+  }
+  checkRecoveryKilledState(id, cr.sc, k.x, cr.store, cr.dir, opts, c,
+                           k.rbJudged ? &*k.rbJudged : nullptr, atPrimary ? &*atPrimary : nullptr);
+  if (id.isRecoveryBarrier()) k.atCrash = snapshotWorkspace(cr.ws);
+  if (isContinuationKill(id)) {
+    // Killed inside its own calls: the task's end follows from that kill, and from the
+    // scenario's external change when it names that point.
+    k.afterCrash = workspace::afterCrashApplies(cr.sc.spec, rfp.str());
+    if (k.afterCrash) workspace::applyAfterCrash(cr.sc.spec, cr.ws);
+    k.atCrash = snapshotWorkspace(cr.ws);
+  }
+}
+
+// V8: recovery to the end (and V3's recovery reach, D2's recovery half, the T1-exists probe).
+void recoverToEnd(CrashCase& k) {
+  CaseRun& cr = k.r;
+  const CaseId& id = cr.id;
+  const Scenario& sc = cr.sc;
+  Checks& c = cr.checks;
+  SpawnSpec recover;
+  const ChildResult r = recoverCase(cr, sc, cr.store, cr.ws, recover);
+  if (k.powerloss) checkPowerlossRecovery(k.plFindings, cr.store, r, recover.stdoutFile, c.m);
+  if (!id.isDoubleFault() && !id.isBarrier() && !k.powerloss && !c.failed("V1"))
+    checkRecoveryReach(cr.dir / "recover-hits.json",
+                       predictedRecoveryHits(sc, id.failpoint, id.hit), c);
+  // After a kill inside the continuation's own calls, the next recovery recovers that run as a
+  // first run of the calls it was making.
+  const auto first = isContinuationKill(id) ? continuationFirstCall(sc, id.failpoint, id.hit)
+                                            : std::optional<size_t>{};
+  if (first && !c.failed("V1"))
+    checkRecoveryReach(cr.dir / "recover-hits.json",
+                       predictedRecoveryHits(continuationScenario(sc, *first),
+                                             *id.recoveryFailpoint, id.recoveryHit.value_or(1)),
+                       c);
+  if (!r.exited) {
+    c.fail("V8", "crashsim-agent recover " + r.describe());
+    return;
+  }
+  checkRecovery(id, sc, first ? expectContinuationKill(sc, id) : k.x, k.barrierFacts, k.afterCrash,
+                cr.ref, cr.store, cr.ws, k.atCrash, r.exitCode, recover, c,
+                k.rbJudged ? &*k.rbJudged : nullptr);
+  if (cr.pathX && cr.pathX->kind == pathmut::Expectation::Kind::adopted)
+    checkAdoptedRoot(*cr.pathX, cr.ws, readFile(recover.stdoutFile), c);
+  if (cr.mode.isProcessKill() && !id.isDoubleFault() && !id.isBarrier() &&
+      id.failpoint == points::P2 && id.hit == 1)
+    probeT1Exists(cr.opts, sc, cr.ref, cr.dir, c);
+  if (r.exitCode == 0 || r.exitCode == 1) checkLineageDigests(cr.store, "after recovery: ", c);
+}
+
+}  // namespace
+
+void runCrashCase(CaseRun& cr) {
+  CrashCase k{cr, cr.mode.dropsUnsyncedWrites(), {}, {}, {}, false, {}, {}};
+  if (k.powerloss)
+    cr.checks.m["D1"] = cr.checks.m["D2"] = cr.checks.m["D3"] =
+        reports::Check{"n/a", "no power-loss crash state was checked"};
+  // A barrier has no oracle row: its expectation follows from the crash state (barrierFacts).
+  if (!cr.id.isBarrier()) k.x = expectCase(cr.sc, cr.id.failpoint, cr.id.hit);
+  if (!crashAgentRun(k) || changeWorkspace(k)) return;
+  k.atCrash = snapshotWorkspace(cr.ws);
+  if (cr.id.isRace()) return raceTwoHosts(k);
+  if (cr.id.isDoubleFault())
+    killRecovery(k);
+  else
+    cr.checks.pass("V1");
+  recoverToEnd(k);
+}
+
+}  // namespace crashsim::harness
