@@ -378,21 +378,24 @@ TEST(PlantedFault, StateLeakingBetweenRunsFailsV9Only) {
 // unseen, every case's V9 is n/a, no case spends time in the determinism phase; and the flag
 // cannot be combined with --verify-determinism (exit 2).
 TEST(PlantedFault, NoDeterminismRunsNoSecondRunSoTheLeakIsUnseen) {
-  int rc = -1;
-  const json rep = plantedSweep(
-      "leftover_reruns_tool", "--scenario write-config-port --failpoint P6 --no-determinism", &rc);
-  EXPECT_EQ(rc, 0);
-  ASSERT_TRUE(rep.is_object());
+  // Its own TMPDIR: the plant's markers must not meet StateLeakingBetweenRunsFailsV9Only's.
+  auto d = freshDir("crashsim-plant-no-determinism");
+  fs::create_directories(d / "tmp");
+  auto r =
+      sh("TMPDIR=" + (d / "tmp").string() + " CRASHSIM_PLANT=leftover_reruns_tool " +
+         plantedBinary().string() +
+         " sweep --jobs 2 --scenario write-config-port --failpoint P6 --no-determinism --out " +
+         (d / "out").string() + " 2>&1");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  ASSERT_TRUE(fs::exists(d / "out" / "report.json")) << r.out;
+  const json rep = json::parse(slurp(d / "out" / "report.json"));
   ASSERT_FALSE(rep["cases"].empty());
   for (const auto& c : rep["cases"]) {
     EXPECT_EQ(c["checks"]["V9"], "n/a") << c["id"];
     EXPECT_EQ(c["phasesMs"].value("determinism", 0.0), 0.0) << c["id"];
   }
-  for (const auto& e : fs::directory_iterator(fs::temp_directory_path()))
-    if (e.path().filename().string().rfind("crashsim-plant-leftover-", 0) == 0)
-      fs::remove(e.path());
-  auto r =
-      sh(crashsimBinary().string() +
+  fs::remove_all(d);
+  r = sh(crashsimBinary().string() +
          " sweep --scenario write-config-port --no-determinism --verify-determinism --list 2>&1");
   EXPECT_EQ(r.exitCode, 2) << r.out;
 }
