@@ -1,4 +1,5 @@
-// The failpoint catalogues P0–P11, P12–P13, P14–P15 and P16–P17 (DESIGN.md "Failpoints", spec b):
+// The failpoint catalogues P0–P11, P12–P13, P14–P15, P16–P17 and P18–P22 (DESIGN.md "Failpoints",
+// spec b; workspace-continuity-contract.md i.1):
 // stable data, one place.
 //
 // This file is linked by production code (the `crashsim` CLI prints it); it contains no
@@ -109,6 +110,40 @@ constexpr std::array<CatalogueEntry, kImportCount> kImportCatalogue{{
      false},
 }};
 
+// A workspace checkpoint capture (workspace-continuity-contract.md d.2, i.1, table W): the
+// artifact (blobs, tree, commit, ref) before the fact that names it. Reached in the run process
+// at each capture (baseline, after an effectful T2, after a closing termination batch); a
+// rebaseline's capture in the recovery process reaches P18–P20 only.
+constexpr std::array<CatalogueEntry, kWorkspaceCount> kWorkspaceCatalogue{{
+    {Id::P18, "P18",
+     "checkpoint capture: private index updated, blobs in the carrier; write-tree not run",
+     "capture: private index updated, blobs in the carrier", "after_function_response",
+     "unreferenced blobs in the carrier, the private index; no ref, no fact",
+     "not covered by this capture (W1): required parks no_checkpoint, optional_legacy continues "
+     "with diagnostic no_checkpoint; blobs pruned by GC",
+     false},
+    {Id::P19, "P19", "checkpoint capture: tree and commit written; ref not created",
+     "capture: tree and commit written", "after_function_response",
+     "+ unreferenced tree and commit; no ref, no fact", "as P18 (W2-W3)", false},
+    {Id::P20, "P20",
+     "checkpoint capture: ref created, read back and light-verified; accept transaction not begun",
+     "capture: ref created and verified", "after_function_response",
+     "+ an orphan ref (verified); no fact",
+     "as P18; the planner ignores refs without a fact; GC collects the orphan after its grace "
+     "(W4)",
+     false},
+    {Id::P21, "P21",
+     "checkpoint capture: inside the accept transaction (commitWorkspaceFacts open/append), before "
+     "COMMIT",
+     "capture: accept transaction", "after_function_response",
+     "as P20 (the accept transaction rolled back)", "as P20 (W5)", false},
+    {Id::P22, "P22", "checkpoint capture: accepted; post-verify not run; result not delivered",
+     "capture: accepted", "after_function_response", "checkpoint fact + its artifact",
+     "covered: light-verify, drift check, match -> continue in place; an exact retry is "
+     "created:false (W6)",
+     false},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
@@ -119,6 +154,9 @@ const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue() {
   return kAdmissionCatalogue;
 }
 const std::array<CatalogueEntry, kImportCount>& importCatalogue() { return kImportCatalogue; }
+const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue() {
+  return kWorkspaceCatalogue;
+}
 
 std::optional<Id> parseId(std::string_view text) {
   if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
@@ -134,6 +172,8 @@ std::optional<Id> parseId(std::string_view text) {
     return kAdmissionCatalogue[value - kCount - kStopCount].id;
   if (value < kCount + kStopCount + kAdmissionCount + kImportCount)
     return kImportCatalogue[value - kCount - kStopCount - kAdmissionCount].id;
+  if (value < kCount + kStopCount + kAdmissionCount + kImportCount + kWorkspaceCount)
+    return kWorkspaceCatalogue[value - kCount - kStopCount - kAdmissionCount - kImportCount].id;
   return std::nullopt;
 }
 
@@ -156,6 +196,8 @@ const CatalogueEntry& entry(Id id) {
     if (e.id == id) return e;
   for (const auto& e : kImportCatalogue)
     if (e.id == id) return e;
+  for (const auto& e : kWorkspaceCatalogue)
+    if (e.id == id) return e;
   return kCatalogue.at(static_cast<size_t>(id));
 }
 
@@ -175,6 +217,7 @@ std::string catalogueJson(int indent) {
   for (const auto& e : kStopCatalogue) add(e, true);
   for (const auto& e : kAdmissionCatalogue) add(e, false);
   for (const auto& e : kImportCatalogue) add(e, false);
+  for (const auto& e : kWorkspaceCatalogue) add(e, false);
   return rows.dump(indent);
 }
 
@@ -193,6 +236,7 @@ std::string catalogueText() {
   for (const auto& e : kStopCatalogue) add(e, true);
   for (const auto& e : kAdmissionCatalogue) add(e, false);
   for (const auto& e : kImportCatalogue) add(e, false);
+  for (const auto& e : kWorkspaceCatalogue) add(e, false);
   return out.str();
 }
 
@@ -207,7 +251,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P17, S or F)");
+                                std::string(idText) + "' (expected P0..P22, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

@@ -32,8 +32,8 @@ TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {
   auto r = sh(cs() + " failpoints --json");
   ASSERT_EQ(r.exitCode, 0);
   auto j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 18u);
-  for (int i = 0; i < 18; ++i) {
+  ASSERT_EQ(j.size(), 23u);  // P18-P22: a workspace checkpoint capture (run process)
+  for (int i = 0; i < 23; ++i) {
     EXPECT_EQ(j[i]["id"], "P" + std::to_string(i)) << i;
     EXPECT_EQ(j[i]["stopPath"], i == 12 || i == 13) << i;
     // P16, P17: the first writable open of a legacy directory (primary process).

@@ -96,9 +96,13 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
     s->commitTerminalEvent(terminalEvent(id, "end-1", 1500));
     ledger = s->ledgerHash();
   }
-  // What a version-1 store looks like: no partial index over terminal facts, and the
-  // workspace version authority advertised.
+  // What a version-1 store looks like: no partial index over terminal facts, no termination
+  // keys, no workspace continuity tables (schema 5), and the workspace version authority
+  // advertised.
   rawSql(dir.db(),
+         "DROP TABLE runtime_workspace_transitions; DROP TABLE runtime_workspace_checkpoints; "
+         "DROP TABLE runtime_workspace_epochs; DELETE FROM runtime_capabilities WHERE capability = "
+         "'runtime_workspace_continuity_authority'; "
          "DROP INDEX runtime_events_terminal; DROP TABLE runtime_turn_finalize; INSERT INTO "
          "runtime_capabilities (capability, version) VALUES "
          "('runtime_workspace_version_authority', 1); PRAGMA user_version = 1;");
@@ -113,6 +117,10 @@ TEST(StoreOpenTest, VersionOneStoreMigratesToTheTerminalIndexAndKeepsItsLedger) 
   EXPECT_EQ(pragma(s->handle(),
                    "SELECT count(*) FROM sqlite_master WHERE name = "
                    "'runtime_events_terminal'"),
+            "1");
+  EXPECT_EQ(pragma(s->handle(),
+                   "SELECT count(*) FROM runtime_capabilities WHERE capability = "
+                   "'runtime_workspace_continuity_authority'"),
             "1");
   EXPECT_EQ(s->ledgerHash(), ledger);
   EXPECT_EQ(s->listToolOperations().size(), 1u);

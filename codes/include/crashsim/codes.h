@@ -396,4 +396,43 @@ inline constexpr std::string_view observation_target_too_large = "observation_ta
 inline constexpr std::string_view observation_parent_unsafe = "observation_parent_unsafe";
 inline constexpr std::string_view observation_io_failed = "observation_io_failed";
 
+// Workspace continuity (workspace-continuity-contract.md j.1; the RC-marked ones are above:
+// workspace_ref_missing, workspace_identity_mismatch, reserved_workspace_fact,
+// workspace_checkpoint_changed, checkpoint_restore_failed)
+inline constexpr std::string_view no_checkpoint = "no_checkpoint";
+inline constexpr std::string_view workspace_drifted = "workspace_drifted";
+inline constexpr std::string_view checkpoint_artifact_corrupt = "checkpoint_artifact_corrupt";
+inline constexpr std::string_view checkpoint_policy_mismatch = "checkpoint_policy_mismatch";
+inline constexpr std::string_view workspace_fact_corruption = "workspace_fact_corruption";
+inline constexpr std::string_view unsupported_workspace_carrier = "unsupported_workspace_carrier";
+inline constexpr std::string_view git_binary_unavailable = "git_binary_unavailable";
+inline constexpr std::string_view git_version_unsupported = "git_version_unsupported";
+inline constexpr std::string_view workspace_carrier_damaged = "workspace_carrier_damaged";
+inline constexpr std::string_view checkpoint_suffix_not_neutral = "checkpoint_suffix_not_neutral";
+inline constexpr std::string_view isolated_restore_available = "isolated_restore_available";
+inline constexpr std::string_view rebaseline_available = "rebaseline_available";
+inline constexpr std::string_view git_runtime_changed = "git_runtime_changed";
+inline constexpr std::string_view checkpoint_capture_failed = "checkpoint_capture_failed";
+inline constexpr std::string_view checkpoint_policy_unsupported = "checkpoint_policy_unsupported";
+inline constexpr std::string_view checkpoint_policy_limit_exceeded =
+    "checkpoint_policy_limit_exceeded";
+inline constexpr std::string_view workspace_fact_invalid = "workspace_fact_invalid";
+inline constexpr std::string_view workspace_fact_conflict = "workspace_fact_conflict";
+inline constexpr std::string_view workspace_epoch_conflict = "workspace_epoch_conflict";
+inline constexpr std::string_view workspace_epoch_sealed = "workspace_epoch_sealed";
+inline constexpr std::string_view workspace_epoch_gap = "workspace_epoch_gap";
+inline constexpr std::string_view workspace_spine_conflict = "workspace_spine_conflict";
+inline constexpr std::string_view workspace_boundary_mismatch = "workspace_boundary_mismatch";
+inline constexpr std::string_view workspace_transition_busy = "workspace_transition_busy";
+inline constexpr std::string_view checkpoint_artifact_changed = "checkpoint_artifact_changed";
+inline constexpr std::string_view target_workspace_changed = "target_workspace_changed";
+inline constexpr std::string_view rebaseline_confirmation_required =
+    "rebaseline_confirmation_required";
+inline constexpr std::string_view rebaseline_operation_unsettled = "rebaseline_operation_unsettled";
+inline constexpr std::string_view rebaseline_not_applicable = "rebaseline_not_applicable";
+inline constexpr std::string_view rebaseline_read_required = "rebaseline_read_required";
+inline constexpr std::string_view rebaseline_opaque_write_blocked =
+    "rebaseline_opaque_write_blocked";
+inline constexpr std::string_view git_child_survived = "git_child_survived";
+
 }  // namespace crashsim::code

@@ -1,5 +1,6 @@
 // crashsim/failpoints.h — the failpoint catalogue (P0–P11 crash path, P12–P13 Stop path, P14–P15
-// continuation admission, P16–P17 legacy JSONL import) and the compile-time marker.
+// continuation admission, P16–P17 legacy JSONL import, P18–P22 workspace checkpoint capture) and
+// the compile-time marker.
 //
 // CRASHSIM_FAILPOINT(P4) marks a boundary in the runtime. Without the build option
 // CRASHSIM_ENABLE_FAILPOINTS it expands to nothing: the production library contains no
@@ -25,7 +26,7 @@
 //                                  WAL fail with SQLITE_FULL (a full disk at that COMMIT; the
 //                                  WAL batching VFS asks consumeIoFault()), e.g. P12:2
 //   CRASHSIM_HITS_OUT=<file>       at normal exit write the hit counts
-//   {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,...,"P17":n}
+//   {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,...,"P22":n}
 //   CRASHSIM_RACE_BARRIER=<fifo>   the race of two hosts (awaitRaceBarrier): before its host
 //                                  start-up the process reports {"barrier":"race","pid":N} on the
 //                                  control fd and waits until the FIFO turns readable — the
@@ -54,18 +55,22 @@ namespace crashsim::failpoints {
 // P14 and P15 are the continuation admission's, between the claim (P11) and the first provider
 // call (admissionCatalogue(): reached only by a recovery process that continues a run); P16 and
 // P17 are the legacy JSONL import's (importCatalogue(): reached only by the first writable open
-// of a directory holding runtime-events.jsonl, crashsim/store.h). Each group follows the earlier
+// of a directory holding runtime-events.jsonl, crashsim/store.h); P18–P22 are a workspace
+// checkpoint capture's (workspaceCatalogue(): reached only when the host's checkpoint policy is
+// not `disabled`, workspace-continuity-contract.md d.2, i.1). Each group follows the earlier
 // ones so that every id keeps its number.
 // clang-format off
 enum class Id : uint8_t {
-  P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13, P14, P15, P16, P17
+  P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13, P14, P15, P16, P17,
+  P18, P19, P20, P21, P22
 };
 // clang-format on
 inline constexpr size_t kCount = 12;          // named crash-path failpoints (catalogue rows)
 inline constexpr size_t kStopCount = 2;       // named Stop-path failpoints (stopCatalogue rows)
 inline constexpr size_t kAdmissionCount = 2;  // continuation admission (admissionCatalogue rows)
 inline constexpr size_t kImportCount = 2;     // legacy JSONL import (importCatalogue rows)
-inline constexpr size_t kPointCount = 20;     // every failpoint and barrier (hit counters)
+inline constexpr size_t kWorkspaceCount = 5;  // checkpoint capture (workspaceCatalogue rows)
+inline constexpr size_t kPointCount = 25;     // every failpoint and barrier (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -89,7 +94,10 @@ const std::array<CatalogueEntry, kStopCount>& stopCatalogue();
 const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue();
 // The legacy JSONL import's rows (P16 inside an import batch, P17 after each batch's commit).
 const std::array<CatalogueEntry, kImportCount>& importCatalogue();
-// "P0".."P17" → Id; anything else (including "p4", "P18", " P4", "S") → nullopt.
+// A workspace checkpoint capture's rows (P18 blobs in the carrier, P19 tree and commit, P20 ref
+// verified, P21 inside the accept transaction, P22 accepted, not delivered).
+const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue();
+// "P0".."P22" → Id; anything else (including "p4", "P23", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
 // parseId, or "S" / "F" (a barrier) → Id.
 std::optional<Id> parsePoint(std::string_view name);
@@ -146,7 +154,7 @@ void initFromEnvironment();
 
 // Current hit counts (per id, barriers included, this process).
 std::array<uint64_t, kPointCount> hitCounts();
-// {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,...,"P17":n} as compact JSON.
+// {"P0":n,...,"P11":n,"S":n,"F":n,"P12":n,...,"P22":n} as compact JSON.
 std::string hitCountsJson();
 // Writes hitCountsJson() to CRASHSIM_HITS_OUT if set (also done at normal exit). Idempotent.
 void writeHitCountsIfRequested();

@@ -36,7 +36,7 @@ struct sqlite3;
 
 namespace crashsim {
 
-inline constexpr int kSchemaVersion = 4;  // our own numbering (spec f.2 tables we need)
+inline constexpr int kSchemaVersion = 5;  // our own numbering (spec f.2 tables we need)
 
 struct StoreOptions {
   // Never writes a byte of the store directory and never migrates or repairs: with a WAL and

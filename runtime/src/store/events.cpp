@@ -7,6 +7,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
+#include "crashsim/workspace_facts.h"
 #include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
@@ -198,6 +199,7 @@ bool shapeMatches(Writer writer, const std::vector<const RuntimeEvent*>& remaini
     case Writer::generic:
     case Writer::continuationStart:
     case Writer::continuationRepairStart:
+    case Writer::workspace:
       for (auto* e : remaining) {
         if (e->toolDispatch || e->toolRecovery || boundResponse(e)) return false;
       }
@@ -435,6 +437,13 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     if (e->partial) {
       throw Error(code::partial_in_prefix,
                   "partial RuntimeEvent " + e->id + " is not an immutable fact");
+    }
+    // The authority stream has one writer (workspace-continuity-contract.md b.5).
+    if (writer != Writer::workspace &&
+        (e->hasWorkspaceFact || e->sessionId == kWorkspaceAuthoritySession)) {
+      throw Error(code::reserved_workspace_fact,
+                  "RuntimeEvent " + e->id +
+                      ": workspace facts and the authority session require commitWorkspaceFacts");
     }
     toolBearing = toolBearing || isToolBearing(*e);
     Candidate c;

@@ -17,6 +17,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
 #include "crashsim/terminal_facts.h"
+#include "crashsim/workspace_facts.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
@@ -149,8 +150,10 @@ bool legacyImportPending(const fs::path& storeDir) {
 
 void exportLegacyJsonl(const RuntimeStore& store, std::ostream& out) {
   // Decoded and checked rows (never trusted bytes), re-encoded: the canonical event (a.6), so
-  // each line imports byte-equal.
-  for (const StoredEvent& s : store.readAllEvents()) out << encodeRuntimeEvent(s.event) << '\n';
+  // each line imports byte-equal. The workspace authority stream is not exported
+  // (workspace-continuity-contract.md b.7): its facts are the workspace writer's alone.
+  for (const StoredEvent& s : store.readAllEvents())
+    if (s.event.sessionId != kWorkspaceAuthoritySession) out << encodeRuntimeEvent(s.event) << '\n';
   out.flush();
   if (!out) throw Error(code::output_unwritable, "cannot write the exported JSONL");
 }

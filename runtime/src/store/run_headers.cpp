@@ -9,6 +9,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
 #include "crashsim/terminal_facts.h"
+#include "crashsim/workspace_facts.h"
 #include "store/store_impl.h"
 #include "store/store_internal.h"
 
@@ -132,6 +133,10 @@ RunHeader RunHeader::fromJson(const Json& j) {
 // --- run headers ---
 
 void RuntimeStore::createRun(const RunHeader& header) {
+  // The authority session has spines, never runs (workspace-continuity-contract.md b.2).
+  if (header.sessionId == kWorkspaceAuthoritySession)
+    throw Error(code::reserved_workspace_fact,
+                "the workspace authority session " + header.sessionId + " holds no run header");
   std::lock_guard lk(impl_->mu);
   Connection& c = *impl_->conn;
   const std::string json = stableJson(header.toJson());

@@ -154,13 +154,71 @@ CREATE TABLE runtime_turn_finalize (
 );
 )SQL";
 
+// v5: workspace continuity (workspace-continuity-contract.md b.6): the projections of the
+// workspace facts of the store-owned authority stream (session maka_workspace_authority), written
+// only by commitWorkspaceFacts and rebuilt from runtime_events alone
+// (rebuildWorkspaceProjections), and the capability that says this store has them.
+constexpr const char* kSchemaV5 = R"SQL(
+CREATE TABLE runtime_workspace_epochs (
+  workspace_id TEXT NOT NULL,
+  epoch INTEGER NOT NULL CHECK (epoch > 0),
+  session_id TEXT NOT NULL,
+  instance_identity TEXT NOT NULL,
+  canonical_root TEXT NOT NULL,
+  instance_origin TEXT NOT NULL CHECK (instance_origin IN ('user', 'restored')),
+  opened_reason TEXT NOT NULL CHECK (opened_reason IN ('first_checkpoint', 'isolated_restore',
+                                                       'user_rebaseline')),
+  read_set_json TEXT NOT NULL,
+  opened_event_id TEXT NOT NULL UNIQUE REFERENCES runtime_events (event_id),
+  sealed_by_event_id TEXT UNIQUE REFERENCES runtime_events (event_id),
+  PRIMARY KEY (workspace_id, epoch),
+  UNIQUE (session_id, epoch)
+);
+CREATE TABLE runtime_workspace_checkpoints (
+  checkpoint_id TEXT PRIMARY KEY NOT NULL,
+  workspace_id TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('captured', 'restored', 'rebased')),
+  covered_session_id TEXT NOT NULL,
+  covered_invocation_id TEXT NOT NULL,
+  covered_run_id TEXT NOT NULL,
+  covered_event_seq INTEGER NOT NULL CHECK (covered_event_seq > 0),
+  covered_prefix_digest TEXT NOT NULL,
+  instance_identity TEXT NOT NULL,
+  commit_oid TEXT NOT NULL,
+  tree_oid TEXT NOT NULL,
+  ref_name TEXT NOT NULL UNIQUE,
+  policy_version INTEGER NOT NULL,
+  policy_hash TEXT NOT NULL,
+  derived_from TEXT REFERENCES runtime_workspace_checkpoints (checkpoint_id),
+  accepted_event_id TEXT NOT NULL UNIQUE REFERENCES runtime_events (event_id),
+  FOREIGN KEY (workspace_id, epoch) REFERENCES runtime_workspace_epochs (workspace_id, epoch)
+);
+CREATE INDEX runtime_workspace_checkpoints_covered ON runtime_workspace_checkpoints
+  (covered_session_id, covered_run_id, covered_event_seq);
+CREATE TABLE runtime_workspace_transitions (
+  workspace_id TEXT NOT NULL,
+  from_epoch INTEGER NOT NULL,
+  to_epoch INTEGER NOT NULL CHECK (to_epoch = from_epoch + 1),
+  reason TEXT NOT NULL CHECK (reason IN ('isolated_restore', 'user_rebaseline')),
+  from_instance TEXT NOT NULL,
+  to_instance TEXT NOT NULL,
+  source_checkpoint_id TEXT,
+  event_id TEXT NOT NULL UNIQUE REFERENCES runtime_events (event_id),
+  PRIMARY KEY (workspace_id, from_epoch)
+);
+INSERT INTO runtime_capabilities (capability, version) VALUES
+  ('runtime_workspace_continuity_authority', 1);
+)SQL";
+
 // migrations[i] brings the schema from version i to i+1. A migration, once shipped, is never
 // edited: a change is a new one.
-constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4};
+constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
 constexpr const char* kCapabilities[] = {"runtime_recovery_authority",
-                                         "runtime_continuation_authority"};
+                                         "runtime_continuation_authority",
+                                         "runtime_workspace_continuity_authority"};
 
 }  // namespace
 

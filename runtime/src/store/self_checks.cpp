@@ -143,10 +143,12 @@ void RuntimeStore::checkIntact() const {
                 "invocation " + st.text(0) + ": event_seq " + std::to_string(st.int64(1) + 1) +
                     " was stored before event_seq " + std::to_string(st.int64(1)) + where);
   }
-  if (auto st = c.prepare(
-          "SELECT DISTINCT e.session_id, e.run_id, e.invocation_id FROM runtime_events e "
-          "WHERE NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.session_id = e.session_id "
-          "AND r.run_id = e.run_id AND r.invocation_id = e.invocation_id) LIMIT 1");
+  // The workspace authority stream has spines, never run headers (b.7 scans it below).
+  if (auto st =
+          c.prepare("SELECT DISTINCT e.session_id, e.run_id, e.invocation_id FROM runtime_events e "
+                    "WHERE e.session_id <> 'maka_workspace_authority' AND NOT EXISTS (SELECT 1 "
+                    "FROM agent_runs r WHERE r.session_id = e.session_id "
+                    "AND r.run_id = e.run_id AND r.invocation_id = e.invocation_id) LIMIT 1");
       st.step()) {
     throw Error(code::store_run_header_missing,
                 "run " + st.text(0) + "/" + st.text(1) + " (invocation " + st.text(2) +
@@ -188,6 +190,8 @@ void RuntimeStore::checkIntact() const {
                     where);
   }
   if (const std::string diff = projectionDifference(*this, c); !diff.empty())
+    throw Error(code::store_projection_mismatch, diff + where);
+  if (const std::string diff = store_detail::workspaceProjectionDifference(c); !diff.empty())
     throw Error(code::store_projection_mismatch, diff + where);
 }
 

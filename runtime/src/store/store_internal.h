@@ -149,8 +149,18 @@ class ImmediateTx {
   bool done_ = false;
 };
 
-// Which dedicated writer is inserting (a.5, f.3 transition shapes, f.7 reservation).
-enum class Writer { generic, t1, t2, bundle, continuationStart, continuationRepairStart };
+// Which dedicated writer is inserting (a.5, f.3 transition shapes, f.7 reservation). Only
+// `workspace` (commitWorkspaceFacts) may insert a workspaceFact or into the authority session
+// (workspace-continuity-contract.md b.5); every other writer gets reserved_workspace_fact.
+enum class Writer {
+  generic,
+  t1,
+  t2,
+  bundle,
+  continuationStart,
+  continuationRepairStart,
+  workspace
+};
 
 // Canonical candidate (after lossless canonicalisation).
 struct Candidate {
@@ -261,6 +271,10 @@ bool walIndexAgrees(const std::filesystem::path& wal, const std::filesystem::pat
 // code::store_data_lost when there is no valid commit or a page is in no frame (it lived only in
 // the database file). Reads only.
 std::string walDatabaseImage(const std::filesystem::path& wal);
+// The first difference between the workspace projections (schema 5) and the rows the
+// authority stream implies (workspace_writer.cpp); empty when they agree or when the stream does
+// not scan clean (the planner parks that lineage: workspace_fact_corruption). Reads only.
+std::string workspaceProjectionDifference(Connection& c);
 void insertJournal(Connection& c, const std::string& journalId, const ToolOperationRow& op,
                    std::string_view state, const std::string& runtimeEventId,
                    const std::optional<std::string>& metadata, double committedAt);

@@ -8,6 +8,7 @@
 #include "crashsim/hashing.h"
 #include "crashsim/plant.h"
 #include "crashsim/store.h"
+#include "crashsim/workspace_facts.h"
 #include "ledger/ledger_scanner.h"
 #include "store/store_internal.h"
 
@@ -34,9 +35,9 @@ void rejectReservedForGeneric(const RuntimeEvent& e) {
     throw Error(code::reserved_continuation_fact,
                 "Continuation start facts require the continuation authority writer");
   }
-  if (e.hasWorkspaceFact) {
+  if (e.hasWorkspaceFact || e.sessionId == kWorkspaceAuthoritySession) {
     throw Error(code::reserved_workspace_fact,
-                "Workspace facts require the workspace version authority writer");
+                "Workspace facts and the authority session require commitWorkspaceFacts");
   }
 }
 

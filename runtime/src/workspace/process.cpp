@@ -2,7 +2,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
+#include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
@@ -15,6 +18,23 @@ namespace bp = boost::process;
 ProcessResult runProcess(const std::string& executable, const std::vector<std::string>& args,
                          const std::filesystem::path& cwd, std::chrono::milliseconds timeout,
                          size_t maxOutputBytes, const ProcessCancel* cancel) {
+  ProcessSpec spec;
+  spec.executable = executable;
+  spec.args = args;
+  spec.cwd = cwd;
+  spec.timeout = timeout;
+  spec.maxOutputBytes = maxOutputBytes;
+  spec.cancel = cancel;
+  return runProcess(spec);
+}
+
+ProcessResult runProcess(const ProcessSpec& spec) {
+  const std::string& executable = spec.executable;
+  const std::vector<std::string>& args = spec.args;
+  const std::filesystem::path& cwd = spec.cwd;
+  const std::chrono::milliseconds timeout = spec.timeout;
+  const size_t maxOutputBytes = spec.maxOutputBytes;
+  const ProcessCancel* cancel = spec.cancel;
   ProcessResult result;
   boost::filesystem::path exe;
   if (executable.find('/') == std::string::npos) {
@@ -30,15 +50,31 @@ ProcessResult runProcess(const std::string& executable, const std::vector<std::s
   std::future<std::string> out, err;
   try {
     bp::group group;  // the whole process tree is killed on timeout
+    bp::environment env = boost::this_process::environment();
+    if (spec.env) {
+      env.clear();
+      for (const auto& [k, v] : *spec.env) env[k] = v;
+    }
     // The child starts with no signal blocked: a host that takes SIGINT/SIGTERM in a dedicated
     // thread (crashsim-agent's Stop listener) blocks them, and the mask survives exec.
-    bp::child child(
-        exe, bp::args(args), bp::start_dir(cwd.string()), bp::std_in.close(), bp::std_out > out,
-        bp::std_err > err, ios, group, bp::extend::on_exec_setup = [](auto&) {
-          sigset_t none;
-          sigemptyset(&none);
-          ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
-        });
+    const pid_t parent = ::getpid();
+    auto setup = [parent, die = spec.dieWithParent](auto&) {
+      sigset_t none;
+      sigemptyset(&none);
+      ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+      if (die) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+      }
+    };
+    auto spawn = [&](auto&& in) {
+      return bp::child(exe, bp::args(args), bp::start_dir(cwd.string()), std::move(in), env,
+                       bp::std_out > out, bp::std_err > err, ios, group,
+                       bp::extend::on_exec_setup = setup);
+    };
+    bp::child child = spec.stdinData.empty()
+                          ? spawn(bp::std_in.close())
+                          : spawn(bp::std_in < boost::asio::buffer(spec.stdinData));
     result.started = true;
     const int pgid = static_cast<int>(group.native_handle());
     if (cancel && cancel->activeGroup) cancel->activeGroup->store(pgid);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,5 +37,24 @@ struct ProcessCancel {
 ProcessResult runProcess(const std::string& executable, const std::vector<std::string>& args,
                          const std::filesystem::path& cwd, std::chrono::milliseconds timeout,
                          size_t maxOutputBytes = 1u << 20, const ProcessCancel* cancel = nullptr);
+
+// runProcess with the environment and stdin under the caller's control (the hermetic git of
+// workspace-continuity-contract.md c.2).
+struct ProcessSpec {
+  std::string executable;
+  std::vector<std::string> args;
+  std::filesystem::path cwd;
+  std::chrono::milliseconds timeout{30000};
+  size_t maxOutputBytes = 1u << 20;
+  const ProcessCancel* cancel = nullptr;
+  // The child's whole environment (nothing inherited) when set; the parent's otherwise.
+  std::optional<std::map<std::string, std::string>> env;
+  // Written to the child's stdin, then closed; stdin is closed at once when empty.
+  std::string stdinData;
+  // Linux: PR_SET_PDEATHSIG(SIGKILL) between fork and exec, and exit at once when the parent is
+  // already gone: the child never outlives a killed parent (contract i.3 H5).
+  bool dieWithParent = false;
+};
+ProcessResult runProcess(const ProcessSpec& spec);
 
 }  // namespace crashsim::detail

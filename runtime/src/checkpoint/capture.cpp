@@ -1,0 +1,131 @@
+// capture.cpp — checkpoint capture (workspace-continuity-contract.md d.2): the artifact (blobs,
+// tree, commit, ref) durable and verified before the fact that names it commits.
+#include <algorithm>
+
+#include "checkpoint/git_cli.h"
+#include "crashsim/codes.h"
+#include "crashsim/continuation.h"
+#include "crashsim/durable_fs.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
+#include "crashsim/workspace_carrier.h"
+
+namespace crashsim {
+
+namespace fs = std::filesystem;
+using checkpoint_detail::firstLineOf;
+using checkpoint_detail::GitCall;
+using checkpoint_detail::GitEnv;
+using checkpoint_detail::runGit;
+
+namespace {
+
+GitCall carrierCall(const WorkspaceCarrier& carrier, std::vector<std::string> args,
+                    std::string stdinData = {}) {
+  GitCall c;
+  c.args = std::move(args);
+  c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
+  c.stdinData = std::move(stdinData);
+  return c;
+}
+
+// git does not fsync directories (c.2): the ref's directory chain up to refs/.
+void fsyncRefChain(const WorkspaceCarrier& carrier, const std::string& refName) {
+  const fs::path refs = carrier.gitDir() / "refs";
+  for (fs::path dir = (carrier.gitDir() / refName).parent_path();; dir = dir.parent_path()) {
+    posixDurableFs().fsyncDir(dir);
+    if (dir == refs || dir == carrier.gitDir()) break;
+  }
+}
+
+// d.2 step 7: create-only; an existing ref at O is an exact retry, at another commit a conflict.
+void createRef(const WorkspaceCarrier& carrier, const CheckpointFact& c) {
+  const std::string zeros(40, '0');
+  auto r = runGit(carrier.git(), carrier.gitHome(),
+                  carrierCall(carrier, {"update-ref", "--no-deref", c.carrier.refName,
+                                        c.carrier.commitOid, zeros}));
+  if (r.ok) return;
+  auto existing = runGit(carrier.git(), carrier.gitHome(),
+                         carrierCall(carrier, {"rev-parse", "--verify", "-q", c.carrier.refName}));
+  if (existing.ok && firstLineOf(existing.out) == c.carrier.commitOid) return;  // exact retry
+  if (existing.ok)
+    throw CarrierError(code::workspace_fact_conflict, "",
+                       c.carrier.refName + " exists at " + firstLineOf(existing.out) + ", not at " +
+                           c.carrier.commitOid + "; it is never overwritten");
+  throw CarrierError(code::checkpoint_capture_failed, "", r.failure);
+}
+
+}  // namespace
+
+CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
+                                const GitRuntime& git, const CaptureRequest& req) {
+  // 1. The boundary: rows 1..p of the run, as their RC e.7 segment.
+  const ImmutablePrefix prefix = readImmutablePrefix(store, req.run, req.lastEventSeq);
+  if (prefix.lastEventSeq != req.lastEventSeq)
+    throw CarrierError(
+        code::checkpoint_capture_failed, "boundary",
+        "run " + req.run.runId + " holds no row " + std::to_string(req.lastEventSeq));
+  const std::string ws = workspaceIdForSession(req.run.sessionId);
+  std::optional<WorkspaceEpochRow> current;
+  for (auto& e : listWorkspaceEpochs(store))
+    if (e.workspaceId == ws) current = std::move(e);
+  if (current && current->instanceIdentity != req.instanceIdentity)
+    throw CarrierError(code::workspace_identity_mismatch, "",
+                       "instance " + req.instanceIdentity + " is not epoch " +
+                           std::to_string(current->epoch) + "'s " + current->instanceIdentity);
+  // 2. The carrier.
+  const WorkspaceCarrier carrier =
+      WorkspaceCarrier::open(storeDir, git, !listWorkspaceCheckpoints(store).empty());
+  // 3–5. Eligibility, L, the private index and blobs [P18], the tree.
+  const WorkspaceSnapshot snap =
+      snapshotInstance(carrier, req.instanceRoot, req.instanceIdentity, req.limits, true);
+  CheckpointFact c;
+  c.kind = "captured";
+  c.workspaceId = ws;
+  c.epoch = current ? current->epoch : 1;
+  c.instanceIdentity = req.instanceIdentity;
+  c.coveredBoundary = prefix.segmentJson();
+  c.checkpointId = checkpointIdFor(ws, c.epoch, c.kind, c.coveredBoundary);
+  c.limits = req.limits;
+  c.policyHash = snapshotPolicyHash(req.limits);
+  c.fileCount = snap.fileCount;
+  c.totalBytes = snap.totalBytes;
+  c.carrier = {"", snap.treeOid, checkpointRefName(ws, c.epoch, c.checkpointId), git.version,
+               git.binarySha256};
+  // 6. The commit [P19].
+  auto commit =
+      runGit(git, carrier.gitHome(),
+             carrierCall(carrier, {"commit-tree", snap.treeOid}, checkpointCommitMessage(c)));
+  if (!commit.ok) throw CarrierError(code::checkpoint_capture_failed, "", commit.failure);
+  c.carrier.commitOid = firstLineOf(commit.out);
+  std::vector<WorkspaceFact> facts;
+  if (!current) {
+    EpochOpenedFact o;
+    o.workspaceId = ws;
+    o.sessionId = req.run.sessionId;
+    o.epoch = 1;
+    o.instance = {req.instanceIdentity, req.canonicalRoot, "user"};
+    o.reason = "first_checkpoint";
+    facts.emplace_back(std::move(o));
+  }
+  facts.emplace_back(c);
+  std::vector<RuntimeEvent> events;
+  for (const auto& f : facts) events.push_back(workspaceFactEvent(f, req.ts));
+  // Planted bug: the fact commits before its ref exists (a.3.1, H2).
+  std::optional<WorkspaceCommitResult> accepted;
+  if (planted("capture_fact_before_ref")) accepted = commitWorkspaceFacts(store, events);
+  CRASHSIM_FAILPOINT(P19);
+  // 7. The ref, create-only; light-verify; its directories durable [P20].
+  createRef(carrier, c);
+  lightVerifyCheckpoint(carrier, c);
+  fsyncRefChain(carrier, c.carrier.refName);
+  CRASHSIM_FAILPOINT(P20);
+  // 8. The fact ([P21] inside the writer's transaction) [P22].
+  if (!accepted) accepted = commitWorkspaceFacts(store, events);
+  CRASHSIM_FAILPOINT(P22);
+  // 9. Post-verify.
+  lightVerifyCheckpoint(carrier, c);
+  return CaptureResult{std::move(c), accepted->created};
+}
+
+}  // namespace crashsim

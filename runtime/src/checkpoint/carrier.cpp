@@ -1,0 +1,405 @@
+// carrier.cpp — the carrier repository (workspace-continuity-contract.md c.1), snapshot policy v1
+// and eligibility (c.3, c.4) and light verification (c.5).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "checkpoint/git_cli.h"
+#include "crashsim/codes.h"
+#include "crashsim/durable_fs.h"
+#include "crashsim/failpoints.h"
+#include "crashsim/plant.h"
+#include "crashsim/workspace.h"
+#include "crashsim/workspace_carrier.h"
+
+namespace crashsim {
+
+namespace fs = std::filesystem;
+using checkpoint_detail::firstLineOf;
+using checkpoint_detail::GitCall;
+using checkpoint_detail::GitEnv;
+using checkpoint_detail::gitOk;
+using checkpoint_detail::runGit;
+using checkpoint_detail::splitNul;
+
+namespace {
+
+constexpr std::string_view kCarrierJson =
+    "{\"format\":\"crashsim-workspace-carrier\",\"version\":1,\"objectFormat\":\"sha1\"}\n";
+constexpr std::string_view kCarrierExclude = "/.maka-workspace.json\n";
+
+[[noreturn]] void damaged(const std::string& what) {
+  throw CarrierError(code::workspace_carrier_damaged, "", what);
+}
+
+std::string readSmallFile(const fs::path& p, size_t max = 4096) {
+  std::string out;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0 && out.size() <= max)
+    out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// fsync(2) of every file and directory under `root`, the root last.
+void fsyncTree(const fs::path& root) {
+  DurableFs& dfs = posixDurableFs();
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_symlink()) continue;
+    if (e.is_directory()) {
+      dirs.push_back(e.path());
+    } else if (e.is_regular_file()) {
+      dfs.fsyncFile(e.path());
+    }
+  }
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) dfs.fsyncDir(*it);
+  dfs.fsyncDir(root);
+}
+
+void writeDurably(const fs::path& file, std::string_view bytes) {
+  DurableFs& dfs = posixDurableFs();
+  const fs::path tmp = file.string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  if (!dfs.createFile(tmp, bytes, 0644)) damaged("cannot create " + tmp.string());
+  dfs.fsyncFile(tmp);
+  dfs.rename(tmp, file);
+  dfs.fsyncDir(file.parent_path());
+}
+
+// The private git-home (c.1): empty gitconfig, attributes and ignore, empty hooks/ and template/.
+void ensureGitHome(const fs::path& home) {
+  fs::create_directories(home / "hooks");
+  fs::create_directories(home / "template");
+  for (const char* f : {"gitconfig", "attributes", "ignore"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(home / f, ec) && fs::file_size(home / f, ec) == 0) continue;
+    fs::remove(home / f, ec);
+    writeDurably(home / f, "");
+  }
+}
+
+GitCall gitCall(std::vector<std::string> args, GitEnv env = {}, std::string stdinData = {}) {
+  GitCall c;
+  c.args = std::move(args);
+  c.env = std::move(env);
+  c.stdinData = std::move(stdinData);
+  return c;
+}
+
+}  // namespace
+
+WorkspaceCarrier WorkspaceCarrier::open(const fs::path& storeDir, GitRuntime git,
+                                        bool checkpointFactsExist) {
+  const fs::path dir = storeDir / "workspace";
+  WorkspaceCarrier carrier(dir, std::move(git));
+  try {
+    fs::create_directories(dir);
+    for (const char* sub : {"index", "instances", "quarantine"}) fs::create_directories(dir / sub);
+    ensureGitHome(carrier.gitHome());
+  } catch (const fs::filesystem_error& e) {
+    damaged(std::string("cannot lay out ") + dir.string() + ": " + e.what());
+  } catch (const Error& e) {
+    damaged(std::string("cannot lay out ") + dir.string() + ": " + e.what());
+  }
+  const GitRuntime& rt = carrier.git_;
+  const fs::path home = carrier.gitHome();
+  const fs::path gitDir = carrier.gitDir();
+  std::error_code ec;
+  if (fs::exists(dir / "carrier.json", ec)) {
+    if (readSmallFile(dir / "carrier.json") != kCarrierJson)
+      damaged((dir / "carrier.json").string() + " is not the carrier's record");
+    const GitEnv env{gitDir, {}, {}, {}, {}};
+    auto bare = runGit(rt, home, gitCall({"rev-parse", "--is-bare-repository"}, env));
+    auto format = runGit(rt, home, gitCall({"rev-parse", "--show-object-format"}, env));
+    auto version =
+        runGit(rt, home, gitCall({"config", "--get", "core.repositoryformatversion"}, env));
+    if (!bare.ok || firstLineOf(bare.out) != "true" || !format.ok ||
+        firstLineOf(format.out) != "sha1" || !version.ok || firstLineOf(version.out) != "0")
+      damaged(gitDir.string() + " is not a bare sha1 repository of format version 0");
+    return carrier;
+  }
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("carrier.git.tmp-", 0) == 0) fs::remove_all(e.path());
+  if (checkpointFactsExist)
+    damaged("the store's checkpoints name a carrier, but " + (dir / "carrier.json").string() +
+            " is missing");
+  fs::remove_all(gitDir);
+  const fs::path tmp = dir / ("carrier.git.tmp-" + std::to_string(::getpid()));
+  gitOk(code::workspace_carrier_damaged, "", rt, home,
+        gitCall({"init", "--quiet", "--bare", "--object-format=sha1",
+                 "--template=" + (home / "template").string(), tmp.string()}));
+  fs::create_directories(tmp / "info");
+  fs::remove(tmp / "info" / "exclude", ec);
+  writeDurably(tmp / "info" / "exclude", kCarrierExclude);
+  fsyncTree(tmp);
+  posixDurableFs().rename(tmp, gitDir);
+  posixDurableFs().fsyncDir(dir);
+  writeDurably(dir / "carrier.json", kCarrierJson);
+  return carrier;
+}
+
+fs::path WorkspaceCarrier::indexFileFor(std::string_view instanceIdentity) const {
+  std::string_view uuid = instanceIdentity;
+  if (const auto at = uuid.rfind(':'); at != std::string_view::npos) uuid.remove_prefix(at + 1);
+  return dir_ / "index" / (std::string(uuid) + ".index");
+}
+
+namespace {
+
+// The c.4 checks 4–9 and L (c.3 steps 1–2) of one attempt.
+struct Listing {
+  GitEnv user;                                  // the instance's own repository, read only
+  std::vector<std::string> paths;               // L
+  std::map<std::string, std::string> gitlinks;  // path → the commit the index records
+  int64_t fileCount = 0, totalBytes = 0;
+};
+
+class Deadline {
+ public:
+  explicit Deadline(const SnapshotLimits& l)
+      : end_(std::chrono::steady_clock::now() + std::chrono::milliseconds(l.captureTimeoutMs)),
+        budget_(l.captureTimeoutMs) {}
+  std::chrono::milliseconds left() const {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end_ - std::chrono::steady_clock::now());
+    if (ms.count() <= 0)
+      throw CarrierError(code::checkpoint_policy_limit_exceeded, "captureTimeoutMs",
+                         "the capture took longer than " + std::to_string(budget_) + " ms");
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point end_;
+  int64_t budget_;
+};
+
+// A git call in the deadline; a timeout is the limit, any other failure `code`.
+std::string timed(const Deadline& d, std::string_view code, const GitRuntime& rt,
+                  const fs::path& home, GitCall c, const fs::path& cwd = {}) {
+  c.timeout = d.left();
+  c.cwd = cwd;
+  auto r = runGit(rt, home, c);
+  if (!r.ok) {
+    d.left();  // a timeout is the policy's limit
+    throw CarrierError(code, "", r.failure);
+  }
+  return std::move(r.out);
+}
+
+Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
+                     const SnapshotLimits& limits, const Deadline& d) {
+  const GitRuntime& rt = carrier.git();
+  const fs::path home = carrier.gitHome();
+  Listing out;
+  // 4–5: a non-bare work-tree root of a sha1 repository.
+  auto top = runGit(rt, home, [&] {
+    GitCall c = gitCall({"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+                         "--show-object-format"});
+    c.cwd = root;
+    c.timeout = d.left();
+    return c;
+  }());
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < top.out.size();) {
+    const auto nl = top.out.find('\n', at);
+    lines.push_back(top.out.substr(at, nl - at));
+    at = nl == std::string::npos ? top.out.size() : nl + 1;
+  }
+  if (!top.ok || lines.size() < 3 || fs::path(lines[0]) != root)
+    throw CarrierError(code::unsupported_workspace_carrier, "not_worktree_root",
+                       root.string() + " is not the root of a non-bare git work tree");
+  if (lines[2] != "sha1")
+    throw CarrierError(code::unsupported_workspace_carrier, "object_format",
+                       "the repository's object format is " + lines[2]);
+  out.user = GitEnv{lines[1], root, {}, {}, {}};
+  const std::string_view unsupported = code::checkpoint_capture_failed;
+  // 6: no skip-worktree entry.
+  for (const auto& rec :
+       splitNul(timed(d, unsupported, rt, home, gitCall({"ls-files", "-t", "-z"}, out.user), root)))
+    if (rec.rfind("S ", 0) == 0)
+      throw CarrierError(code::unsupported_workspace_carrier, "sparse_checkout",
+                         "skip-worktree entry " + rec.substr(2));
+  // L (c.3 steps 1–2).
+  std::set<std::string> seen;
+  for (auto& p : splitNul(timed(
+           d, unsupported, rt, home,
+           gitCall({"ls-files", "-z", "--cached", "--others", "--exclude-standard"}, out.user),
+           root))) {
+    if (p.empty() || p == kWorkspaceMarkerName || !seen.insert(p).second) continue;
+    if (p.back() == '/')
+      throw CarrierError(code::checkpoint_policy_unsupported, "nested_repository",
+                         "nested repository " + p);
+    struct stat st {};
+    if (::lstat((root / p).c_str(), &st) != 0) continue;  // absent from disk
+    out.paths.push_back(std::move(p));
+  }
+  // 7: gitlinks, each clean.
+  for (const auto& rec : splitNul(
+           timed(d, unsupported, rt, home, gitCall({"ls-files", "-s", "-z"}, out.user), root))) {
+    if (rec.rfind("160000 ", 0) != 0) continue;
+    const auto tab = rec.find('\t');
+    if (tab == std::string::npos || !seen.count(rec.substr(tab + 1))) continue;
+    out.gitlinks[rec.substr(tab + 1)] = rec.substr(7, 40);
+  }
+  for (const auto& [path, oid] : out.gitlinks) {
+    const fs::path sub = root / path;
+    const GitEnv subEnv{sub / ".git", sub, {}, {}, {}};
+    std::error_code ec;
+    if (!fs::exists(sub / ".git", ec)) continue;  // not checked out: the index's commit stands
+    auto status = runGit(rt, home, [&] {
+      GitCall c = gitCall({"status", "--porcelain=v1", "--untracked-files=all", "-z"}, subEnv);
+      c.cwd = sub;
+      c.timeout = d.left();
+      return c;
+    }());
+    auto head = runGit(rt, home, [&] {
+      GitCall c = gitCall({"rev-parse", "--verify", "-q", "HEAD"}, subEnv);
+      c.cwd = sub;
+      c.timeout = d.left();
+      return c;
+    }());
+    if (!status.ok || !status.out.empty() || !head.ok || firstLineOf(head.out) != oid)
+      throw CarrierError(code::checkpoint_policy_unsupported, "dirty_submodule",
+                         "submodule " + path + " is not clean at its recorded commit");
+  }
+  // 8: no conversion attribute.
+  std::string stdinPaths;
+  for (const auto& p : out.paths) stdinPaths += p + '\0';
+  if (!out.paths.empty()) {
+    const auto recs = splitNul(timed(d, unsupported, rt, home,
+                                     gitCall({"check-attr", "-z", "--stdin", "filter", "text",
+                                              "eol", "ident", "working-tree-encoding"},
+                                             out.user, stdinPaths),
+                                     root));
+    for (size_t i = 0; i + 2 < recs.size(); i += 3) {
+      const std::string& value = recs[i + 2];
+      if (value == "unspecified" || (recs[i + 1] == "text" && value == "unset")) continue;
+      throw CarrierError(code::checkpoint_policy_unsupported, "attribute:" + recs[i + 1],
+                         recs[i] + " has " + recs[i + 1] + "=" + value);
+    }
+  }
+  // 9: limits.
+  if (static_cast<int64_t>(out.paths.size()) > limits.maxFiles)
+    throw CarrierError(code::checkpoint_policy_limit_exceeded, "maxFiles",
+                       std::to_string(out.paths.size()) + " entries");
+  for (const auto& p : out.paths) {
+    if (out.gitlinks.count(p)) continue;
+    struct stat st {};
+    if (::lstat((root / p).c_str(), &st) != 0) continue;
+    if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) continue;
+    if (st.st_size > limits.maxFileBytes)
+      throw CarrierError(code::checkpoint_policy_limit_exceeded, "maxFileBytes",
+                         p + " holds " + std::to_string(st.st_size) + " bytes");
+    ++out.fileCount;
+    out.totalBytes += st.st_size;
+    if (out.totalBytes > limits.maxTotalBytes)
+      throw CarrierError(code::checkpoint_policy_limit_exceeded, "maxTotalBytes",
+                         "more than " + std::to_string(limits.maxTotalBytes) + " bytes");
+  }
+  return out;
+}
+
+}  // namespace
+
+WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier, const fs::path& root,
+                                   std::string_view instanceIdentity, const SnapshotLimits& limits,
+                                   bool atCapture) {
+  const GitRuntime& rt = carrier.git();
+  const fs::path home = carrier.gitHome();
+  const Deadline d(limits);
+  const std::string_view failed = code::checkpoint_capture_failed;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    Listing l = listInstance(carrier, root, limits, d);
+    GitEnv priv{carrier.gitDir(), root, carrier.indexFileFor(instanceIdentity), {}, {}};
+    // Planted bug: the capture index is the user's own .git/index (H1).
+    if (planted("capture_writes_user_index")) priv.indexFile = l.user.gitDir / "index";
+    std::set<std::string> inL(l.paths.begin(), l.paths.end());
+    std::string stale, regular, links;
+    for (const auto& p :
+         splitNul(timed(d, failed, rt, home, gitCall({"ls-files", "-z"}, priv), root)))
+      if (!p.empty() && !inL.count(p)) stale += p + '\0';
+    for (const auto& p : l.paths) {
+      if (auto it = l.gitlinks.find(p); it != l.gitlinks.end())
+        links += "160000 " + it->second + "\t" + p + '\0';
+      else
+        regular += p + '\0';
+    }
+    if (!stale.empty())
+      timed(d, failed, rt, home,
+            gitCall({"update-index", "-z", "--force-remove", "--stdin"}, priv, stale), root);
+    if (!regular.empty())
+      timed(d, failed, rt, home,
+            gitCall({"update-index", "-z", "--add", "--remove", "--stdin"}, priv, regular), root);
+    if (!links.empty())
+      timed(d, failed, rt, home, gitCall({"update-index", "-z", "--index-info"}, priv, links),
+            root);
+    if (atCapture) CRASHSIM_FAILPOINT(P18);
+    const std::string tree =
+        firstLineOf(timed(d, failed, rt, home, gitCall({"write-tree"}, priv), root));
+    // Stability (d.2 step 5): the files still match the index, and L is unchanged.
+    auto diff = runGit(rt, home, [&] {
+      GitCall c = gitCall({"diff-files", "--quiet"}, priv);
+      c.cwd = root;
+      c.timeout = d.left();
+      return c;
+    }());
+    if (!diff.ok && diff.exitCode != 1) throw CarrierError(failed, "", diff.failure);
+    if (diff.ok && listInstance(carrier, root, limits, d).paths == l.paths)
+      return WorkspaceSnapshot{tree, l.fileCount, l.totalBytes, std::move(l.paths)};
+  }
+  throw CarrierError(failed, "unstable",
+                     root.string() + " kept changing during 3 capture attempts");
+}
+
+std::string checkpointCommitMessage(const CheckpointFact& c) {
+  const Json& b = c.coveredBoundary;
+  const Json m = {{"checkpointId", c.checkpointId},
+                  {"workspaceId", c.workspaceId},
+                  {"epoch", c.epoch},
+                  {"kind", c.kind},
+                  {"boundary",
+                   {{"sessionId", b.at("identity").at("sessionId")},
+                    {"runId", b.at("identity").at("runId")},
+                    {"lastEventSeq", b.at("position").at("lastEventSeq")},
+                    {"prefixDigest", b.at("prefixDigest")}}},
+                  {"policyHash", c.policyHash}};
+  return "crashsim-checkpoint-v1\n" + stableJson(m) + "\n";
+}
+
+void lightVerifyCheckpoint(const WorkspaceCarrier& carrier, const CheckpointFact& c) {
+  const GitRuntime& rt = carrier.git();
+  const fs::path home = carrier.gitHome();
+  const GitEnv env{carrier.gitDir(), {}, {}, {}, {}};
+  auto ref = runGit(rt, home, gitCall({"rev-parse", "--verify", "-q", c.carrier.refName}, env));
+  if (!ref.ok || firstLineOf(ref.out) != c.carrier.commitOid)
+    throw CarrierError(code::workspace_ref_missing, "",
+                       c.carrier.refName + " does not name " + c.carrier.commitOid);
+  auto corrupt = [&](const std::string& what) {
+    throw CarrierError(code::checkpoint_artifact_corrupt, "",
+                       "checkpoint " + c.checkpointId + ": " + what);
+  };
+  auto commit = runGit(rt, home, gitCall({"cat-file", "commit", c.carrier.commitOid}, env));
+  if (!commit.ok) corrupt("commit " + c.carrier.commitOid + " does not read: " + commit.failure);
+  const std::string identity = "crashsim checkpoint <checkpoint@crashsim.invalid> 946684800 +0000";
+  const std::string headers = commit.out.substr(0, commit.out.find("\n\n") + 1);
+  if (headers !=
+      "tree " + c.carrier.treeOid + "\nauthor " + identity + "\ncommitter " + identity + "\n")
+    corrupt("commit " + c.carrier.commitOid + " is not the checkpoint's (tree, parent, identity)");
+  auto objects = runGit(
+      rt, home, gitCall({"rev-list", "--objects", "--no-object-names", c.carrier.commitOid}, env));
+  if (!objects.ok || objects.out.empty()) corrupt("its objects do not list: " + objects.failure);
+  auto check = runGit(rt, home, gitCall({"cat-file", "--batch-check"}, env, objects.out));
+  if (!check.ok || check.out.find(" missing") != std::string::npos)
+    corrupt("an object it reaches is missing");
+}
+
+}  // namespace crashsim
