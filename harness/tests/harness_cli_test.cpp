@@ -26,6 +26,12 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(sh(cs() + " no-such-command 2>/dev/null").exitCode, 2);
   EXPECT_EQ(sh(cs() + " run not-a-case 2>/dev/null").exitCode, 2);
   EXPECT_EQ(sh(cs() + " inspect /nonexistent-store 2>/dev/null").exitCode, 2);
+  // A catalogue point the sweep cannot reach yet (P18..P22: no scenario takes checkpoints) is
+  // refused by name, not planned into an empty selection.
+  r = sh(cs() + " sweep --failpoint P20 --list 2>&1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.out.find("--failpoint P20: the workspace checkpoint capture"), std::string::npos)
+      << r.out;
 }
 
 TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {

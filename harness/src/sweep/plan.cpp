@@ -83,6 +83,11 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
+  for (const std::string& f : sel.failpoints)
+    if (parseFailpoint(f).group() == PointGroup::workspaceCapture)
+      throw std::runtime_error("--failpoint " + f +
+                               ": the workspace checkpoint capture (P18..P22) is reached only "
+                               "under a checkpoint policy, and no scenario opts in yet");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))

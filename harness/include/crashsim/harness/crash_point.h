@@ -28,11 +28,13 @@ namespace crashsim::harness {
 
 // What kind of boundary a crash point is, and which process reaches it.
 enum class PointGroup : uint8_t {
-  crashPath,     // P0–P11: the tool-call boundaries (P10, P11 in a recovery process only)
-  barrier,       // S, F: durability barriers nobody named (counted, never predicted)
-  stopPath,      // P12, P13: reached only after a Stop was accepted (named after +K:)
-  admission,     // P14, P15: the continuation admission (a recovery process only)
-  legacyImport,  // P16, P17: the first writable open of a legacy JSONL store
+  crashPath,         // P0–P11: the tool-call boundaries (P10, P11 in a recovery process only)
+  barrier,           // S, F: durability barriers nobody named (counted, never predicted)
+  stopPath,          // P12, P13: reached only after a Stop was accepted (named after +K:)
+  admission,         // P14, P15: the continuation admission (a recovery process only)
+  legacyImport,      // P16, P17: the first writable open of a legacy JSONL store
+  workspaceCapture,  // P18–P22: a workspace checkpoint capture (Phase 4; no built-in scenario
+                     // opts in yet, so the oracle predicts no hit and nothing is planned)
 };
 
 struct CrashPointRow {
@@ -41,17 +43,32 @@ struct CrashPointRow {
 };
 
 // Every crash point, in order. The one place a point is defined.
-inline constexpr std::array<CrashPointRow, 20> kCrashPoints{{
-    {"P0", PointGroup::crashPath},     {"P1", PointGroup::crashPath},
-    {"P2", PointGroup::crashPath},     {"P3", PointGroup::crashPath},
-    {"P4", PointGroup::crashPath},     {"P5", PointGroup::crashPath},
-    {"P6", PointGroup::crashPath},     {"P7", PointGroup::crashPath},
-    {"P8", PointGroup::crashPath},     {"P9", PointGroup::crashPath},
-    {"P10", PointGroup::crashPath},    {"P11", PointGroup::crashPath},
-    {"S", PointGroup::barrier},        {"F", PointGroup::barrier},
-    {"P12", PointGroup::stopPath},     {"P13", PointGroup::stopPath},
-    {"P14", PointGroup::admission},    {"P15", PointGroup::admission},
-    {"P16", PointGroup::legacyImport}, {"P17", PointGroup::legacyImport},
+inline constexpr std::array<CrashPointRow, 25> kCrashPoints{{
+    {"P0", PointGroup::crashPath},
+    {"P1", PointGroup::crashPath},
+    {"P2", PointGroup::crashPath},
+    {"P3", PointGroup::crashPath},
+    {"P4", PointGroup::crashPath},
+    {"P5", PointGroup::crashPath},
+    {"P6", PointGroup::crashPath},
+    {"P7", PointGroup::crashPath},
+    {"P8", PointGroup::crashPath},
+    {"P9", PointGroup::crashPath},
+    {"P10", PointGroup::crashPath},
+    {"P11", PointGroup::crashPath},
+    {"S", PointGroup::barrier},
+    {"F", PointGroup::barrier},
+    {"P12", PointGroup::stopPath},
+    {"P13", PointGroup::stopPath},
+    {"P14", PointGroup::admission},
+    {"P15", PointGroup::admission},
+    {"P16", PointGroup::legacyImport},
+    {"P17", PointGroup::legacyImport},
+    {"P18", PointGroup::workspaceCapture},
+    {"P19", PointGroup::workspaceCapture},
+    {"P20", PointGroup::workspaceCapture},
+    {"P21", PointGroup::workspaceCapture},
+    {"P22", PointGroup::workspaceCapture},
 }};
 
 // One crash point. Constructed from its name; compared and ordered by its row in kCrashPoints.
