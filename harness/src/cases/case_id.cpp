@@ -32,6 +32,11 @@ std::pair<CrashPoint, int> parsePoint(std::string_view text, std::string_view wh
   const auto fp = CrashPoint::parse(text.substr(0, hash));
   if (!fp || fp->isBarrier() || fp->group() == PointGroup::stopPath)
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
+  if (fp->group() == PointGroup::workspaceCapture)
+    throw std::invalid_argument(
+        fmt::format("case id {}: no case is planned at a workspace checkpoint capture (P18..P22) "
+                    "yet: no scenario takes checkpoints",
+                    whole));
   return {*fp, hitOf(hash + 1)};
 }
 
