@@ -2,11 +2,12 @@
 # Installs the Debian 12 packages crashsim builds with (only those missing). Run as root.
 set -euo pipefail
 # clang-14 and its sanitizer runtime build the asan and fuzz presets; ccache keeps compiled
-# objects outside the clone (ci/test.sh), so a second run compiles next to nothing.
+# objects outside the clone (ci/test.sh), so a second run compiles next to nothing; python3 runs
+# the open harness's test-subject runtime (open/subject), whose tests fail without it.
 pkgs=(cmake ninja-build g++ clang-14 libclang-rt-14-dev ccache pkg-config git clang-format
       libsqlite3-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libboost1.81-dev libboost-filesystem1.81-dev
-      libssl-dev libcli11-dev libfmt-dev libicu-dev)
+      libssl-dev libcli11-dev libfmt-dev libicu-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

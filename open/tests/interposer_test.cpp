@@ -45,7 +45,8 @@ std::map<std::string, std::string> preloadEnv(const open_test::ScratchDir& dir) 
 }
 
 TEST(BarrierInterposer, CountsTheBarriersOfAProcessTree) {
-  if (open_test::python().empty()) GTEST_SKIP() << "no python3";
+  ASSERT_FALSE(open_test::python().empty())
+      << "python3 is required (ci/install-deps.sh installs it)";
   open_test::ScratchDir dir;
   Child child({open_test::python(), "-c", kScript, dir.path.string()}, preloadEnv(dir), false);
   const auto status = child.waitFor(std::chrono::seconds(60));
@@ -58,7 +59,8 @@ TEST(BarrierInterposer, CountsTheBarriersOfAProcessTree) {
 }
 
 TEST(BarrierInterposer, WithoutPreloadNothingIsCounted) {
-  if (open_test::python().empty()) GTEST_SKIP() << "no python3";
+  ASSERT_FALSE(open_test::python().empty())
+      << "python3 is required (ci/install-deps.sh installs it)";
   open_test::ScratchDir dir;
   auto env = preloadEnv(dir);
   env.erase("LD_PRELOAD");
@@ -89,7 +91,8 @@ struct Armed {
 };
 
 TEST(BarrierInterposer, ArmedItReportsTheHitBlocksAndDiesBySigkill) {
-  if (open_test::python().empty()) GTEST_SKIP() << "no python3";
+  ASSERT_FALSE(open_test::python().empty())
+      << "python3 is required (ci/install-deps.sh installs it)";
   Armed armed(4);  // the rename
   const auto line = open_test::readLine(armed.control[0], std::chrono::seconds(60));
   ASSERT_TRUE(line.has_value());
@@ -108,7 +111,8 @@ TEST(BarrierInterposer, ArmedItReportsTheHitBlocksAndDiesBySigkill) {
 }
 
 TEST(BarrierInterposer, TheHitCanBeInAChildProcess) {
-  if (open_test::python().empty()) GTEST_SKIP() << "no python3";
+  ASSERT_FALSE(open_test::python().empty())
+      << "python3 is required (ci/install-deps.sh installs it)";
   Armed armed(5);  // the child's fsync: counted on the tree's shared counter
   std::optional<std::string> line;
   for (int i = 0; i < 600 && !line; ++i) {

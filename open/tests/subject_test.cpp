@@ -124,7 +124,7 @@ struct Case {
 bool havePython() { return !open_test::python().empty(); }
 
 TEST(TestSubject, RunsWriteConfigPortToTheReferenceWorkspace) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   const auto [status, line] = c.complete(c.profile.run);
   EXPECT_EQ(status, 0) << line;
@@ -135,7 +135,7 @@ TEST(TestSubject, RunsWriteConfigPortToTheReferenceWorkspace) {
 }
 
 TEST(TestSubject, StreamsParallelCallsToTheReferenceWorkspace) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("parallel-calls");
   const auto [status, line] = c.complete(c.profile.run, {{"SUBJECT_STREAM", "1"}});
   EXPECT_EQ(status, 0) << line;
@@ -146,7 +146,7 @@ TEST(TestSubject, StreamsParallelCallsToTheReferenceWorkspace) {
 }
 
 TEST(TestSubject, TheReferenceRunReachesEveryCheckpointBarrier) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   const auto [status, line] = c.complete(
       c.profile.run, {{"LD_PRELOAD", open_test::interposerLibrary().string()},
@@ -157,7 +157,7 @@ TEST(TestSubject, TheReferenceRunReachesEveryCheckpointBarrier) {
 }
 
 TEST(TestSubject, ResumeAfterACrashBeforeTheWriteFinishesOnce) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   c.crashRunAt(firstBarrierOfSave(6));  // call-2 not marked started: the Write never ran
   EXPECT_EQ(c.effects(), (std::map<std::string, int>{{"call-1", 1}}));
@@ -169,7 +169,7 @@ TEST(TestSubject, ResumeAfterACrashBeforeTheWriteFinishesOnce) {
 }
 
 TEST(TestSubject, AnUnknownOutcomeParksWithADeclaredStop) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   c.crashRunAt(firstBarrierOfSave(7));  // the Write ran, its result is not durable
   const auto [status, line] = c.complete(c.profile.resume);
@@ -180,7 +180,7 @@ TEST(TestSubject, AnUnknownOutcomeParksWithADeclaredStop) {
 }
 
 TEST(TestSubject, BreakUnknownAsNotExecutedTellsTheModelARunCallNeverRan) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   c.crashRunAt(firstBarrierOfSave(7));
   const auto [status, line] =
@@ -197,7 +197,7 @@ TEST(TestSubject, BreakUnknownAsNotExecutedTellsTheModelARunCallNeverRan) {
 }
 
 TEST(TestSubject, BreakHalfHistoryIsRefusedByTheModelServer) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   c.crashRunAt(firstBarrierOfSave(8));  // both results durable, the final answer not
   const auto [status, line] = c.complete(c.profile.resume, {{"SUBJECT_BREAK", "half_history"}});
@@ -209,7 +209,7 @@ TEST(TestSubject, BreakHalfHistoryIsRefusedByTheModelServer) {
 }
 
 TEST(TestSubject, BreakRerunFinishedRunsABashTwice) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   for (const bool broken : {false, true}) {
     Case c("bash-touch-marker");
     c.crashRunAt(firstBarrierOfSave(5));  // the Bash's result is durable, the final answer not
@@ -223,7 +223,7 @@ TEST(TestSubject, BreakRerunFinishedRunsABashTwice) {
 }
 
 TEST(TestSubject, BreakExit0UnfinishedLeavesTheTaskUndone) {
-  if (!havePython()) GTEST_SKIP() << "no python3";
+  ASSERT_TRUE(havePython()) << "python3 is required (ci/install-deps.sh installs it)";
   Case c("write-config-port");
   c.crashRunAt(firstBarrierOfSave(6));
   const auto [status, line] = c.complete(c.profile.resume, {{"SUBJECT_BREAK", "exit0_unfinished"}});
