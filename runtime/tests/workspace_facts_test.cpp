@@ -86,7 +86,7 @@ class WorkspaceWriterTest : public ::testing::Test {
     o.workspaceId = ws;
     o.sessionId = "session-1";
     o.epoch = epoch;
-    o.instance = {instance, "/work/ws", origin};
+    o.instance = {instance, "/home/user/project", origin};
     o.reason = reason;
     if (epoch > 1) o.transitionEventId = ws + ":e" + std::to_string(epoch - 1) + ":transition";
     if (reason == "user_rebaseline") {
