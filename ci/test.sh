@@ -9,7 +9,8 @@
 #   3. a bounded sanitizer sweep (ci/asan-sweep.sh: every failpoint P0-P11 at least once, and
 #      the Stop path) with the asan build's crashsim and instrumented agent;
 #   4. the libFuzzer targets (ci/fuzz.sh, from the asan tree), 20 s each over their corpus and
-#      kept crashers, two at a time; a finding fails CI and leaves its input in out/fuzz/<target>/.
+#      kept crashers, all at once (20 s of a core each); a finding fails CI and leaves its
+#      input in out/fuzz/<target>/.
 # The suite runs once, under the sanitizers. Two builds of the tree, not three: the asan tree
 # carries libFuzzer's coverage, so the fuzz targets link from its objects. The `default` preset
 # stays the developer's everyday build (`ctest --preset default`), and -O3's own warnings are
@@ -98,5 +99,5 @@ main_job() {
 }
 phase "main job: ./ci/sweep.sh (release)" main_job
 phase "asan: bounded sweep" ./ci/asan-sweep.sh
-phase "fuzz: libFuzzer, 20 s per target" ./ci/fuzz.sh 20 out/fuzz asan
+phase "fuzz: libFuzzer, 20 core-s per target" ./ci/fuzz.sh 20 out/fuzz asan
 report

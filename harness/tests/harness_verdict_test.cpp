@@ -16,6 +16,7 @@
 #include "test_util.h"
 #include "verdicts/coverage.h"
 #include "verdicts/d1_d2_powerloss.h"
+#include "verdicts/observed_store.h"
 #include "verdicts/v1_kill.h"
 #include "verdicts/v2_integrity.h"
 #include "verdicts/v3_durable_facts.h"
@@ -370,4 +371,40 @@ TEST(VerdictD2, RecoveryOnADamagedStoreMustFailClosedAndRunNothing) {
   checkPowerlossRecovery(f, store, refused, d / "refused.stdout", ran);
   EXPECT_NE(ran["D2"].reason.find("ran a tool"), std::string::npos) << ran["D2"].reason;
   fs::remove_all(d);
+}
+
+// The readers every verdict above uses share one read-only connection inside an
+// observed::ReadScope. The bug this catches: a scope that keeps a read transaction open or keeps
+// rows between reads would judge a store as it was, not as another connection (the agent's
+// recovery, a dry-run repair) left it; and one that served another store's reads from its
+// connection would judge the wrong store.
+TEST(ObservedStore, AReadScopeSeesWhatAnotherConnectionCommitsBetweenReads) {
+  const fs::path dir = freshDir("crashsim-observed-scope");
+  const fs::path store = dir / "store", other = dir / "other";
+  RuntimeStore::open(store).reset();
+  RuntimeStore::open(other).reset();
+  auto write = [&](const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((store / "runtime.sqlite").c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    const std::string why = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << why;
+  };
+  const auto otherDigests = observed::tableDigests(other);  // outside any scope
+  {
+    const observed::ReadScope reads(store);
+    const auto empty = observed::tableDigests(store);
+    ASSERT_FALSE(empty.empty());
+    write("CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1)");  // a schema change
+    const auto created = observed::tableDigests(store);
+    EXPECT_EQ(observed::firstChangedTable(empty, created), "scratch (created)");
+    write("INSERT INTO scratch VALUES (2)");  // rows only
+    EXPECT_EQ(observed::firstChangedTable(created, observed::tableDigests(store)), "scratch");
+    EXPECT_EQ(observed::tableDigests(other), otherDigests);  // its own connection, not the scope's
+    EXPECT_EQ(observed::integrity(store), "ok");
+  }
+  fs::remove_all(dir);
 }

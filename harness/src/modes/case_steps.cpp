@@ -152,6 +152,7 @@ void checkCrashIntegrity(const fs::path& store, const fs::path& dir, const RunOp
 
 void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const fs::path& store,
                      const fs::path& dir, const RunOptions& opts, Checks& c) {
+  const observed::ReadScope reads(store);
   try {
     checkCrashIntegrity(store, dir, opts, c);
     auto st = RuntimeStore::open(store);

@@ -78,6 +78,7 @@ void checkBarrierCrash(const Scenario& sc, RuntimeStore& st, const fs::path& sto
 // (verdicts/barrier.h), then V5–V7 as for a named failpoint. Fills `facts` for V8.
 void checkBarrierCrashState(const Scenario& sc, const fs::path& store, const fs::path& dir,
                             const RunOptions& opts, barrier::CrashFacts& facts, Checks& c) {
+  const observed::ReadScope reads(store);
   try {
     checkCrashIntegrity(store, dir, opts, c);
     auto st = RuntimeStore::open(store);
@@ -154,6 +155,7 @@ void checkRecoveryKilledState(const CaseId& id, const Scenario& sc, const CaseEx
                               const fs::path& store, const fs::path& dir, const RunOptions& opts,
                               Checks& c, recovery_barrier::Judged* judged = nullptr,
                               const recovery_barrier::Run* atPrimary = nullptr) {
+  const observed::ReadScope reads(store);
   try {
     checkIntegrity(store, "after the recovery kill: ", c);
     auto st = RuntimeStore::open(store);

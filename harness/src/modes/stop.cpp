@@ -117,6 +117,7 @@ std::string stopProcessProblem(const ChildResult& child, const CaseId& id, bool 
 void checkStoppedState(const Scenario& sc, const stop::StopExpectation& x, bool headerWritten,
                        const fs::path& store, const fs::path& dir, const RunOptions& opts,
                        Checks& c) {
+  const observed::ReadScope reads(store);
   try {
     checkIntegrity(store, "", c);
     const auto runs = observed::runs(store);

@@ -11,21 +11,40 @@
 
 namespace crashsim::harness::observed {
 namespace fs = std::filesystem;
+
+struct ReadScope::Shared {
+  fs::path storeDir;
+  sqlite3* db = nullptr;  // opened at the scope's first read
+  Shared* outer = nullptr;
+};
+
 namespace {
 
-using Db = std::unique_ptr<sqlite3, decltype(&sqlite3_close)>;
+void closeOwned(sqlite3* db) { sqlite3_close(db); }
+void keepShared(sqlite3*) {}
+using Db = std::unique_ptr<sqlite3, void (*)(sqlite3*)>;
 using Stmt = std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)>;
 
-Db openReadOnly(const fs::path& storeDir) {
+Db openOwned(const fs::path& storeDir) {
   sqlite3* raw = nullptr;
   const auto file = storeDir / "runtime.sqlite";
   if (!fs::exists(file)) throw std::runtime_error("no runtime.sqlite in " + storeDir.string());
   int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  Db db(raw, &sqlite3_close);
+  Db db(raw, &closeOwned);
   if (rc != SQLITE_OK)
     throw std::runtime_error(fmt::format("open {} read-only: {}", file.string(),
                                          raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
   return db;
+}
+
+// The innermost ReadScope of this thread.
+thread_local ReadScope::Shared* tShared = nullptr;
+
+// The scope's connection when one covers storeDir, else a connection of the caller's own.
+Db openReadOnly(const fs::path& storeDir) {
+  if (tShared == nullptr || tShared->storeDir != storeDir) return openOwned(storeDir);
+  if (tShared->db == nullptr) tShared->db = openOwned(storeDir).release();
+  return Db(tShared->db, &keepShared);
 }
 
 Stmt prepare(sqlite3* db, const std::string& sql) {
@@ -52,6 +71,16 @@ std::string column(sqlite3_stmt* s, int i) {
 }
 
 }  // namespace
+
+ReadScope::ReadScope(fs::path storeDir)
+    : shared_(std::make_unique<Shared>(Shared{std::move(storeDir), nullptr, tShared})) {
+  tShared = shared_.get();
+}
+
+ReadScope::~ReadScope() {
+  tShared = shared_->outer;
+  if (shared_->db != nullptr) sqlite3_close(shared_->db);
+}
 
 std::map<std::string, std::string> tableDigests(const fs::path& storeDir) {
   Db db = openReadOnly(storeDir);
@@ -170,7 +199,7 @@ std::string integrityAsFirstWriter(const fs::path& storeDir, const fs::path& scr
     sqlite3* raw = nullptr;
     const auto copy = scratch / "runtime.sqlite";
     int rc = sqlite3_open_v2(copy.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
-    Db db(raw, &sqlite3_close);
+    Db db(raw, &closeOwned);
     if (rc != SQLITE_OK)
       throw std::runtime_error(fmt::format("open a copy of {} read-write: {}", file.string(),
                                            raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));

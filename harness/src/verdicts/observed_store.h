@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,11 +17,31 @@
 
 namespace crashsim::harness::observed {
 
+// While a ReadScope of storeDir is alive, every reader below that this thread calls on storeDir
+// shares one read-only connection, opened at the first read and closed with the scope, instead of
+// opening its own: a new connection parses the store's whole schema before its first statement,
+// which was the larger part of a case's verification. Scopes nest (the innermost one of the same
+// path serves). Only for a stretch in which nothing replaces the store's files (the connection
+// would keep reading the replaced inode); other processes may write the store meanwhile, since
+// SQLite re-reads the database at every statement's read transaction.
+class ReadScope {
+ public:
+  explicit ReadScope(std::filesystem::path storeDir);
+  ~ReadScope();
+  ReadScope(const ReadScope&) = delete;
+  ReadScope& operator=(const ReadScope&) = delete;
+  struct Shared;
+
+ private:
+  std::unique_ptr<Shared> shared_;
+};
+
 // Table name → digest of every row of it (all columns, in primary-key/rowid order), for every
 // table in sqlite_schema. Throws std::runtime_error when the database cannot be read.
 std::map<std::string, std::string> tableDigests(const std::filesystem::path& storeDir);
 
-// The first table whose digest differs between two tableDigests results ("" when none).
+// The first table whose digest differs between two tableDigests results: its name, or
+// "<name> (dropped)" / "<name> (created)" for a table only one side has ("" when none).
 std::string firstChangedTable(const std::map<std::string, std::string>& before,
                               const std::map<std::string, std::string>& after);
 

@@ -232,6 +232,7 @@ void judgeContinuationRun(LineageRows& store, const observed::RunRow& run, Diges
 }  // namespace
 
 void checkLineageDigests(const fs::path& storeDir, const std::string& when, Checks& c) {
+  const observed::ReadScope reads(storeDir);
   DigestJudge judge(when, c);
   try {
     LineageRows store(storeDir);

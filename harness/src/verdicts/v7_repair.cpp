@@ -91,6 +91,7 @@ std::string terminalInvariant(const RuntimeStore& store) {
 
 // V7 on a copy: repair (dry run first), invariant after, second repair changes nothing.
 void checkV7(const fs::path& copy, Checks& c) {
+  const observed::ReadScope reads(copy);
   auto store = RuntimeStore::open(copy);
   if (auto bad = terminalInvariant(*store); !bad.empty()) {
     c.fail("V7", "crashed store: " + bad);

@@ -340,6 +340,7 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
                    const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
                    int exitCode, const SpawnSpec& recover, Checks& c,
                    const recovery_barrier::Judged* recoveryBarrier) {
+  const observed::ReadScope reads(store);
   try {
     auto effects = readEffects(store / "effects.jsonl");
     // The kill the task's end follows from: the agent run's, or the continuation's inside its own
