@@ -425,11 +425,16 @@ std::optional<StoredEvent> readEventById(Connection& conn, const std::string& ev
   return rowToStored(conn, st);
 }
 
-std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
-                                       const std::vector<const RuntimeEvent*>& events) {
-  Connection& conn = tx.conn();
+namespace {
+
+// Each event a candidate: immutable (not partial), the authority stream's only through its own
+// writer, no id twice, and an id already stored only as the identical event (then it exists).
+// `toolBearing`: some event is a tool boundary's.
+std::vector<Candidate> candidatesOf(Connection& conn, Writer writer,
+                                    const std::vector<const RuntimeEvent*>& events,
+                                    bool& toolBearing) {
   std::vector<Candidate> out;
-  bool toolBearing = false;
+  toolBearing = false;
   out.reserve(events.size());
   std::vector<std::string_view> seen;  // a write has a handful of events
   seen.reserve(events.size());
@@ -468,9 +473,16 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     }
     out.push_back(std::move(c));
   }
+  return out;
+}
+
+// The candidates not yet stored, each past the continuation, identity/seal and protocol-marker
+// rules.
+std::vector<Candidate*> newCandidates(Connection& conn, Writer writer,
+                                      std::vector<Candidate>& all) {
   std::vector<Candidate*> remaining;
   const RuntimeEvent* checked = nullptr;  // execution identity the queries below already passed
-  for (auto& c : out) {
+  for (auto& c : all) {
     if (c.exists) continue;
     // The continuation and identity/seal rules read only the execution identity and nothing
     // is inserted before every candidate is checked: one check per identity is the same check.
@@ -482,73 +494,93 @@ std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
     checkProtocolMarker(conn, *c.event);
     remaining.push_back(&c);
   }
-  if (toolBearing && !remaining.empty()) {
-    ensureLedgerHealthy(conn);
-    std::vector<const RuntimeEvent*> shape;
-    for (auto* c : remaining) shape.push_back(c->event);
-    if (!shapeMatches(writer, shape)) reject(code::transition_shape_conflict, shape[0]->id);
-    // The touched invocations, sorted and unique (the scan order of several).
-    std::vector<const std::string*> invocations;
-    for (auto* e : shape) invocations.push_back(&e->invocationId);
-    std::sort(invocations.begin(), invocations.end(),
-              [](const std::string* a, const std::string* b) { return *a < *b; });
-    invocations.erase(
-        std::unique(invocations.begin(), invocations.end(),
-                    [](const std::string* a, const std::string* b) { return *a == *b; }),
-        invocations.end());
-    // The prospective scan: stored events, then the candidates. One invocation (every writer's
-    // case) takes the linked events of the connection's cache; several take all their events.
-    std::vector<RuntimeEvent> scanInput;
-    std::vector<uint32_t> picked;
-    if (invocations.size() == 1) {
-      auto& cache = conn.invocation;
-      cachedInvocationEvents(conn, *invocations.front());
-      if (!(conn.txNextSeq && conn.txNextSeq->invocationId == cache.invocationId)) {
-        // The cache is current inside this write transaction (data_version read under the
-        // write lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
-        conn.txNextSeq = Connection::NextSeq{cache.invocationId, cache.nextSeq};
-      }
-      picked = linkedStoredEvents(cache, remaining);
-    } else {
-      for (const std::string* inv : invocations) {
-        for (auto& s : readInvocationEvents(conn, *inv)) scanInput.push_back(std::move(s.event));
-      }
+  return remaining;
+}
+
+// The touched invocations, sorted and unique (the scan order of several).
+std::vector<const std::string*> touchedInvocations(const std::vector<const RuntimeEvent*>& shape) {
+  std::vector<const std::string*> invocations;
+  for (auto* e : shape) invocations.push_back(&e->invocationId);
+  std::sort(invocations.begin(), invocations.end(),
+            [](const std::string* a, const std::string* b) { return *a < *b; });
+  invocations.erase(
+      std::unique(invocations.begin(), invocations.end(),
+                  [](const std::string* a, const std::string* b) { return *a == *b; }),
+      invocations.end());
+  return invocations;
+}
+
+// A tool boundary's write: the ledger healthy, the writer's transition shape, and the scanner
+// over the stored events plus the candidates finds no issue (the prospective scan).
+void prospectiveScan(Connection& conn, Writer writer, const std::vector<Candidate*>& remaining) {
+  ensureLedgerHealthy(conn);
+  std::vector<const RuntimeEvent*> shape;
+  for (auto* c : remaining) shape.push_back(c->event);
+  if (!shapeMatches(writer, shape)) reject(code::transition_shape_conflict, shape[0]->id);
+  const std::vector<const std::string*> invocations = touchedInvocations(shape);
+  // The prospective scan: stored events, then the candidates. One invocation (every writer's
+  // case) takes the linked events of the connection's cache; several take all their events.
+  std::vector<RuntimeEvent> scanInput;
+  std::vector<uint32_t> picked;
+  if (invocations.size() == 1) {
+    auto& cache = conn.invocation;
+    cachedInvocationEvents(conn, *invocations.front());
+    if (!(conn.txNextSeq && conn.txNextSeq->invocationId == cache.invocationId)) {
+      // The cache is current inside this write transaction (data_version read under the
+      // write lock above): its MAX(event_seq) + 1 is the invocation's next event_seq.
+      conn.txNextSeq = Connection::NextSeq{cache.invocationId, cache.nextSeq};
     }
-    const size_t stored = picked.empty() ? scanInput.size() : picked.size();
-    scanInput.reserve(stored + remaining.size());
-    // Events are moved in and back out (no copies); the guard moves them back on any exit.
-    // Only scan.issues (owned strings) is read afterwards, never the scan's views.
-    for (uint32_t at : picked) scanInput.push_back(std::move(conn.invocation.events[at]));
-    for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
-    struct MoveBack {
-      std::vector<RuntimeEvent>& input;
-      std::vector<RuntimeEvent>& cached;
-      const std::vector<uint32_t>& picked;
-      const std::vector<Candidate*>& candidates;
-      size_t stored;
-      ~MoveBack() {
-        for (size_t k = 0; k < picked.size(); ++k) cached[picked[k]] = std::move(input[k]);
-        for (size_t i = 0; i < candidates.size(); ++i) {
-          candidates[i]->canonical = std::move(input[stored + i]);
-        }
-      }
-    };
-    auto scan = [&] {
-      MoveBack back{scanInput, conn.invocation.events, picked, remaining, stored};
-      return detail::scanLedger(scanInput);
-    }();
-    if (invocations.size() == 1 && verifyFocusedScan()) {
-      // Tests and debug builds prove the focused scan against the whole invocation's scan.
-      std::vector<RuntimeEvent> whole = conn.invocation.events;
-      for (auto* c : remaining) whole.push_back(c->canonical);
-      const auto full = detail::scanLedger(whole);
-      const bool same = full.issues.empty() == scan.issues.empty() &&
-                        (full.issues.empty() || (full.issues[0].code == scan.issues[0].code &&
-                                                 full.issues[0].eventId == scan.issues[0].eventId));
-      if (!same) throw std::logic_error("focused prospective scan differs from the full scan");
+    picked = linkedStoredEvents(cache, remaining);
+  } else {
+    for (const std::string* inv : invocations) {
+      for (auto& s : readInvocationEvents(conn, *inv)) scanInput.push_back(std::move(s.event));
     }
-    if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
   }
+  const size_t stored = picked.empty() ? scanInput.size() : picked.size();
+  scanInput.reserve(stored + remaining.size());
+  // Events are moved in and back out (no copies); the guard moves them back on any exit.
+  // Only scan.issues (owned strings) is read afterwards, never the scan's views.
+  for (uint32_t at : picked) scanInput.push_back(std::move(conn.invocation.events[at]));
+  for (auto* c : remaining) scanInput.push_back(std::move(c->canonical));
+  struct MoveBack {
+    std::vector<RuntimeEvent>& input;
+    std::vector<RuntimeEvent>& cached;
+    const std::vector<uint32_t>& picked;
+    const std::vector<Candidate*>& candidates;
+    size_t stored;
+    ~MoveBack() {
+      for (size_t k = 0; k < picked.size(); ++k) cached[picked[k]] = std::move(input[k]);
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        candidates[i]->canonical = std::move(input[stored + i]);
+      }
+    }
+  };
+  auto scan = [&] {
+    MoveBack back{scanInput, conn.invocation.events, picked, remaining, stored};
+    return detail::scanLedger(scanInput);
+  }();
+  if (invocations.size() == 1 && verifyFocusedScan()) {
+    // Tests and debug builds prove the focused scan against the whole invocation's scan.
+    std::vector<RuntimeEvent> whole = conn.invocation.events;
+    for (auto* c : remaining) whole.push_back(c->canonical);
+    const auto full = detail::scanLedger(whole);
+    const bool same = full.issues.empty() == scan.issues.empty() &&
+                      (full.issues.empty() || (full.issues[0].code == scan.issues[0].code &&
+                                               full.issues[0].eventId == scan.issues[0].eventId));
+    if (!same) throw std::logic_error("focused prospective scan differs from the full scan");
+  }
+  if (!scan.issues.empty()) reject(scan.issues.front().code, scan.issues.front().eventId);
+}
+
+}  // namespace
+
+std::vector<Candidate> checkCandidates(ImmediateTx& tx, Writer writer,
+                                       const std::vector<const RuntimeEvent*>& events) {
+  Connection& conn = tx.conn();
+  bool toolBearing = false;
+  std::vector<Candidate> out = candidatesOf(conn, writer, events, toolBearing);
+  const std::vector<Candidate*> remaining = newCandidates(conn, writer, out);
+  if (toolBearing && !remaining.empty()) prospectiveScan(conn, writer, remaining);
   return out;
 }
 
