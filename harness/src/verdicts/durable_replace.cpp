@@ -58,6 +58,8 @@ std::map<std::string, CallFacts> ledgerFacts(const fs::path& storeDir) {
   return out;
 }
 
+namespace {
+
 // Each replaced path's contents, in scenario order, from the scenario's data alone.
 struct ScriptedReplaces {
   std::map<std::string, FileState> seed;                 // path → its seeded contents
@@ -156,6 +158,8 @@ void pathProblems(const std::string& rel, const std::vector<Replace>& list,
       lo > 0 ? fmt::format(" ({} is acknowledged: its result is durable)", list[lo - 1].callId)
              : ""));
 }
+
+}  // namespace
 
 std::vector<std::string> problems(const Scenario& scenario,
                                   const std::map<std::string, CallFacts>& facts,
