@@ -64,25 +64,13 @@ bool targetLedgerEmpty(Connection& c, const PrefixIdentity& t) {
   return !pa.step();
 }
 
-}  // namespace
-
-ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& claim) {
-  auto storeLock = continuation_detail::lockStore(store);
-  validateClaim(claim);
-  Connection& c = conn(store);
-  const std::string boundaryJson = stableJson(claim.boundary.toJson());
-  const PrefixIdentity src = claim.sourceIdentity();
-  const int64_t hw = claim.sourceHighWater();
-  ImmediateTx tx(c);
-  std::vector<ClaimState> rows = readAllClaims(c);  // decode-checks every existing row
-  verifyBoundary(c, claim);
+// e.8's lookups over the existing claims: the same boundary (existing, when its JSON is the
+// same), else a claim that takes the candidate's id, target or source (conflict). nullopt: none.
+std::optional<ClaimResult> existingOrConflict(const std::vector<ClaimState>& checked,
+                                              const ContinuationClaim& claim,
+                                              const std::string& boundaryJson,
+                                              const PrefixIdentity& src, int64_t hw) {
   ClaimResult out;
-  // Planted bug (claim_insert_trusts_plan): the writer trusts the planner's claim lookup (e.2
-  // step 5, an earlier read: no claim for this boundary, fresh target ids) and only upserts its
-  // row — the read and the write in two transactions.
-  const bool trustsPlan = planted("claim_insert_trusts_plan");
-  static const std::vector<ClaimState> kUnchecked;
-  const std::vector<ClaimState>& checked = trustsPlan ? kUnchecked : rows;
   for (const ClaimState& r : checked) {
     if (r.claim.boundaryDigest == claim.boundaryDigest) {
       if (stableJson(r.claim.boundary.toJson()) != boundaryJson) {
@@ -119,12 +107,15 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
       return out;
     }
   }
-  if (!trustsPlan && !targetLedgerEmpty(c, claim.target)) {
-    throw Error(code::continuation_target_not_empty,
-                "Continuation claim target RuntimeEvent ledger is not empty");
-  }
+  return std::nullopt;
+}
+
+// The claim row (no start yet). `upsert`: the planted claim_insert_trusts_plan's INSERT OR
+// REPLACE.
+void insertClaimRow(Connection& c, const ContinuationClaim& claim, const std::string& boundaryJson,
+                    const PrefixIdentity& src, int64_t hw, bool upsert) {
   auto ins = c.prepare(
-      std::string(trustsPlan ? "INSERT OR REPLACE" : "INSERT") +
+      std::string(upsert ? "INSERT OR REPLACE" : "INSERT") +
       " INTO runtime_continuation_claims (claim_id, source_session_id, "
       "source_invocation_id, source_run_id, source_turn_id, source_event_high_water, "
       "source_prefix_digest, boundary_digest, boundary_json, provider_projection_version, "
@@ -150,7 +141,34 @@ ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& clai
       .bind(16, stableJson(claim.targetRunHeader.toJson()))
       .bind(17, claim.claimedAt);
   ins.exec();
+}
+
+}  // namespace
+
+ClaimResult claimContinuation(RuntimeStore& store, const ContinuationClaim& claim) {
+  auto storeLock = continuation_detail::lockStore(store);
+  validateClaim(claim);
+  Connection& c = conn(store);
+  const std::string boundaryJson = stableJson(claim.boundary.toJson());
+  const PrefixIdentity src = claim.sourceIdentity();
+  const int64_t hw = claim.sourceHighWater();
+  ImmediateTx tx(c);
+  std::vector<ClaimState> rows = readAllClaims(c);  // decode-checks every existing row
+  verifyBoundary(c, claim);
+  // Planted bug (claim_insert_trusts_plan): the writer trusts the planner's claim lookup (e.2
+  // step 5, an earlier read: no claim for this boundary, fresh target ids) and only upserts its
+  // row — the read and the write in two transactions.
+  const bool trustsPlan = planted("claim_insert_trusts_plan");
+  static const std::vector<ClaimState> kUnchecked;
+  const std::vector<ClaimState>& checked = trustsPlan ? kUnchecked : rows;
+  if (auto found = existingOrConflict(checked, claim, boundaryJson, src, hw)) return *found;
+  if (!trustsPlan && !targetLedgerEmpty(c, claim.target)) {
+    throw Error(code::continuation_target_not_empty,
+                "Continuation claim target RuntimeEvent ledger is not empty");
+  }
+  insertClaimRow(c, claim, boundaryJson, src, hw, trustsPlan);
   tx.commit();
+  ClaimResult out;
   out.result = std::string(code::acquired);
   return out;
 }
