@@ -205,14 +205,15 @@ int main(int argc, char** argv) {
 
 namespace {
 
-int agentMain(int argc, char** argv) {
-  // Arming is validated before any work: unknown id / malformed → exit 2.
+// The fault injection the environment asks for, before any work: arming (unknown id / malformed
+// → exit 2), the power-loss VFS (the default before the first SQLite open), the file-step trace
+// and the acknowledged copy at a power cut. An exit code when the environment is malformed.
+std::optional<int> installFaultInjection() {
   try {
     crashsim::failpoints::initFromEnvironment();
   } catch (const std::exception& e) {
     return usage(e.what());
   }
-  // Power loss: the VFS must be the default before the first SQLite open.
   bool powerloss = false;
   try {
     powerloss = crashsim::powerloss::installFromEnvironment();
@@ -229,8 +230,20 @@ int agentMain(int argc, char** argv) {
     gAckedOut = acked;
     crashsim::failpoints::setPowerlossCrashHook(&powerlossCrashWithAckedCopy);
   }
+  return std::nullopt;
+}
 
-  CLI::App app{"crashsim-agent: the durable agent runtime child process"};
+// The command line: seed, run or recover, and their options.
+struct AgentCommand {
+  CLI::App* seed = nullptr;
+  CLI::App* run = nullptr;
+  CLI::App* recover = nullptr;
+  std::string store, workspace, scenarioFile, effects;
+  int64_t cancellationGraceMs = 15000, bashKillGraceMs = 2000;
+  bool controlStdin = false;
+};
+
+void defineCommands(CLI::App& app, AgentCommand& cmd) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("crashsim-agent ") + CRASHSIM_VERSION +
 #if defined(CRASHSIM_ENABLE_FAILPOINTS)
@@ -239,32 +252,93 @@ int agentMain(int argc, char** argv) {
                                         " (no failpoints)"
 #endif
   );
-  std::string store, workspace, scenarioFile, effects;
-  int64_t cancellationGraceMs = 15000, bashKillGraceMs = 2000;
-  bool controlStdin = false;
-
-  auto* seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
-  seed->add_option("--workspace", workspace, "workspace directory (created if missing)")
+  cmd.seed = app.add_subcommand("seed", "write the scenario's seed files into a workspace");
+  cmd.seed->add_option("--workspace", cmd.workspace, "workspace directory (created if missing)")
       ->required();
-  seed->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
+  cmd.seed->add_option("--scenario", cmd.scenarioFile, "scenario JSON file")->required();
 
-  auto* run = app.add_subcommand("run", "run a scenario from scratch");
-  auto* recover = app.add_subcommand("recover", "host start-up: repair, reconcile, continue");
-  for (auto* sub : {run, recover}) {
-    sub->add_option("--store", store, "store directory (runtime.sqlite)")->required();
-    sub->add_option("--workspace", workspace, "workspace directory")->required();
-    sub->add_option("--scenario", scenarioFile, "scenario JSON file")->required();
-    sub->add_option("--effects", effects, "effects log (default <store>/effects.jsonl)");
-    sub->add_option("--cancellation-grace-ms", cancellationGraceMs,
+  cmd.run = app.add_subcommand("run", "run a scenario from scratch");
+  cmd.recover = app.add_subcommand("recover", "host start-up: repair, reconcile, continue");
+  for (auto* sub : {cmd.run, cmd.recover}) {
+    sub->add_option("--store", cmd.store, "store directory (runtime.sqlite)")->required();
+    sub->add_option("--workspace", cmd.workspace, "workspace directory")->required();
+    sub->add_option("--scenario", cmd.scenarioFile, "scenario JSON file")->required();
+    sub->add_option("--effects", cmd.effects, "effects log (default <store>/effects.jsonl)");
+    sub->add_option("--cancellation-grace-ms", cmd.cancellationGraceMs,
                     "Stop: the watchdog seals the run when it has not ended this long after a "
                     "Stop (default 15000)")
         ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
-    sub->add_option("--bash-kill-grace-ms", bashKillGraceMs,
+    sub->add_option("--bash-kill-grace-ms", cmd.bashKillGraceMs,
                     "Stop: SIGKILL a running Bash process group this long after its SIGTERM "
                     "(default 2000)")
         ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
-    sub->add_flag("--control-stdin", controlStdin, "a line \"stop\" on stdin requests a Stop");
+    sub->add_flag("--control-stdin", cmd.controlStdin, "a line \"stop\" on stdin requests a Stop");
   }
+}
+
+// The run's paths and settings from the command line and the environment (the power-loss study
+// runs the agent with a weaker sync setting; recovery keeps FULL).
+crashsim::AgentPaths agentPaths(const AgentCommand& cmd) {
+  crashsim::AgentPaths paths{cmd.store, cmd.workspace, cmd.effects};
+  paths.cancellationGrace = std::chrono::milliseconds(cmd.cancellationGraceMs);
+  paths.bashKillGrace = std::chrono::milliseconds(cmd.bashKillGraceMs);
+  if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
+    paths.synchronous = sync;
+  if (const char* batching = std::getenv("CRASHSIM_WAL_BATCHING"))
+    paths.walBatching = std::string_view(batching) != "0";
+  return paths;
+}
+
+// `recover`: the host start-up sequence. Exit 1 when the continuation did not complete.
+int recoverHost(const crashsim::Scenario& scenario, const crashsim::AgentPaths& paths,
+                crashsim::CancellationToken& cancel, Json& summary) {
+  // The race of two hosts (CRASHSIM_RACE_BARRIER): released together with the other racer,
+  // before start-up takes the host lock.
+  crashsim::failpoints::awaitRaceBarrier();
+  crashsim::HostStartupOptions startup;
+  startup.storeDir = paths.storeDir;
+  startup.workspaceDir = paths.workspaceDir;
+  startup.effectsPath = paths.effectsPath;
+  startup.scenario = &scenario;
+  startup.cancellationGrace = paths.cancellationGrace;
+  startup.bashKillGrace = paths.bashKillGrace;
+  const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
+  summary = r.toJson();
+  return (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
+}
+
+// `run` or `recover` to its end: the summary on stdout, the hit counts, the normal-exit marker.
+int runOrRecover(const AgentCommand& cmd, const crashsim::Scenario& scenario) {
+  startStopListener(cmd.controlStdin);
+  const crashsim::AgentPaths paths = agentPaths(cmd);
+  gAckedStoreDir = paths.storeDir;
+  const bool run = cmd.run->parsed();
+  if (run) fs::create_directories(paths.storeDir);  // recover needs a store
+  // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
+  if (crashsim::planted("exit_marker_first"))
+    writeExitMarker(paths.storeDir, "run", Json::object());
+  crashsim::CancellationToken& cancel = gCancel;
+  int rc = 0;
+  Json summary;
+  if (run) {
+    crashsim::RunSummary s = crashsim::runScenario(scenario, paths, cancel);
+    summary = s.toJson();
+    rc = s.status == crashsim::code::completed ? 0 : 1;
+  } else {
+    rc = recoverHost(scenario, paths, cancel, summary);
+  }
+  gRunFinished.store(true);
+  std::cout << summary.dump() << std::endl;
+  crashsim::failpoints::writeHitCountsIfRequested();
+  writeExitMarker(paths.storeDir, run ? "run" : "recover", summary);
+  return rc;
+}
+
+int agentMain(int argc, char** argv) {
+  if (auto rc = installFaultInjection()) return *rc;
+  CLI::App app{"crashsim-agent: the durable agent runtime child process"};
+  AgentCommand cmd;
+  defineCommands(app, cmd);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -275,66 +349,26 @@ int agentMain(int argc, char** argv) {
     return usage(std::string(crashsim::code::agent_usage) + ": " + e.what() +
                  " (see crashsim-agent --help)");
   }
-
   crashsim::Scenario scenario;
   try {
-    scenario = crashsim::loadScenario(scenarioFile);
+    scenario = crashsim::loadScenario(cmd.scenarioFile);
   } catch (const crashsim::Error& e) {
     return usage(e.code() + ": " + e.what());
   }
-
   try {
-    if (seed->parsed()) {
-      fs::create_directories(workspace);
-      crashsim::seedWorkspace(scenario, workspace);
-      std::cout << Json{{"seeded", scenario.files.size()}, {"workspace", workspace}}.dump() << "\n";
+    if (cmd.seed->parsed()) {
+      fs::create_directories(cmd.workspace);
+      crashsim::seedWorkspace(scenario, cmd.workspace);
+      std::cout << Json{{"seeded", scenario.files.size()}, {"workspace", cmd.workspace}}.dump()
+                << "\n";
       return 0;
     }
-    startStopListener(controlStdin);
-    crashsim::AgentPaths paths{store, workspace, effects};
-    paths.cancellationGrace = std::chrono::milliseconds(cancellationGraceMs);
-    paths.bashKillGrace = std::chrono::milliseconds(bashKillGraceMs);
-    gAckedStoreDir = paths.storeDir;
-    // The power-loss study runs the agent with a weaker sync setting (recovery keeps FULL).
-    if (const char* sync = std::getenv("CRASHSIM_SYNCHRONOUS"); sync != nullptr && *sync != '\0')
-      paths.synchronous = sync;
-    if (const char* batching = std::getenv("CRASHSIM_WAL_BATCHING"))
-      paths.walBatching = std::string_view(batching) != "0";
-    if (run->parsed()) fs::create_directories(paths.storeDir);  // recover needs a store
-    // Planted bug: the normal-exit marker is written before the run (V1: a kill must leave none).
-    if (crashsim::planted("exit_marker_first"))
-      writeExitMarker(paths.storeDir, "run", Json::object());
-    crashsim::CancellationToken& cancel = gCancel;
-    int rc = 0;
-    Json summary;
-    if (run->parsed()) {
-      crashsim::RunSummary s = crashsim::runScenario(scenario, paths, cancel);
-      summary = s.toJson();
-      rc = s.status == crashsim::code::completed ? 0 : 1;
-    } else {
-      // The race of two hosts (CRASHSIM_RACE_BARRIER): released together with the other racer,
-      // before start-up takes the host lock.
-      crashsim::failpoints::awaitRaceBarrier();
-      crashsim::HostStartupOptions startup;
-      startup.storeDir = paths.storeDir;
-      startup.workspaceDir = paths.workspaceDir;
-      startup.effectsPath = paths.effectsPath;
-      startup.scenario = &scenario;
-      startup.cancellationGrace = paths.cancellationGrace;
-      startup.bashKillGrace = paths.bashKillGrace;
-      const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
-      summary = r.toJson();
-      rc = (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
-    }
-    gRunFinished.store(true);
-    std::cout << summary.dump() << std::endl;
-    crashsim::failpoints::writeHitCountsIfRequested();
-    writeExitMarker(paths.storeDir, run->parsed() ? "run" : "recover", summary);
-    return rc;
+    return runOrRecover(cmd, scenario);
   } catch (const crashsim::Error& e) {
     const Json error{{"error", Json{{"code", e.code()}, {"message", e.what()}}}};
     std::cout << error.dump() << std::endl;
-    if (!store.empty() && fs::is_directory(store)) writeExitMarker(store, "error", error);
+    if (!cmd.store.empty() && fs::is_directory(cmd.store))
+      writeExitMarker(cmd.store, "error", error);
     return usage(e.code() + ": " + e.what());
   } catch (const std::exception& e) {
     const Json error{

@@ -134,62 +134,43 @@ std::vector<StoreOp> parseStoreScript(const Json& doc) {
   return ops;
 }
 
-Json runStoreOp(RuntimeStore& store, const StoreOp& op) {
-  const std::string& name = op.op;
-  const Json& in = op.input;
-  if (name == "createRun" || name == "updateRunHeader" || name == "markRunTerminal") {
-    const RunHeader h = RunHeader::fromJson(in);
-    if (name == "createRun") store.createRun(h);
-    if (name == "updateRunHeader") store.updateRunHeader(h);
-    if (name == "markRunTerminal") store.markRunTerminal(h);
-    return Json::object();
-  }
-  if (name == "append") return writeResult(store.append(event(in, "runtimeEvent")));
-  if (name == "commitTerminalEvent")
-    return writeResult(store.commitTerminalEvent(event(in, "runtimeEvent")));
-  if (name == "commitToolPrepared") {
-    ToolPrepared t;
-    t.operationId = str(in, "operationId");
-    t.journalEventId = str(in, "journalEventId");
-    t.call = event(in, "runtimeEvent");
-    t.dispatch = event(in, "dispatchRuntimeEvent");
-    t.providerToolCallId = str(in, "providerToolCallId");
-    t.toolName = str(in, "toolName");
-    t.canonicalArgsHash = str(in, "canonicalArgsHash");
-    t.recoveryMode = str(in, "recoveryMode");
-    t.committedAt = num(in, "committedAt");
-    return writeResult(store.commitToolPrepared(t));
-  }
-  if (name == "commitToolOutcome") {
-    ToolOutcome t;
-    t.operationId = str(in, "operationId");
-    t.journalEventId = str(in, "journalEventId");
-    t.response = event(in, "runtimeEvent");
-    t.committedAt = num(in, "committedAt");
-    return writeResult(store.commitToolOutcome(t));
-  }
-  if (name == "commitToolRecoveryBundle") {
-    RecoveryBundle b;
-    b.operationId = str(in, "operationId");
-    b.reconcile = event(in, "reconcileRuntimeEvent");
-    if (in.contains("outcomeRuntimeEvent")) b.outcome = event(in, "outcomeRuntimeEvent");
-    b.decision = event(in, "decisionRuntimeEvent");
-    return writeResult(store.commitToolRecoveryBundle(b));
-  }
-  if (name == "claimContinuation") {
-    const ClaimResult r = claimContinuation(store, ContinuationClaim::fromJson(field(in, "claim")));
-    Json j = {{"result", r.result}};
-    if (r.existing) j["existing"] = claimStateJson(*r.existing);
-    if (!r.conflictDetail.empty()) j["conflictDetail"] = r.conflictDetail;
-    return j;
-  }
-  if (name == "commitContinuationStart" || name == "commitContinuationRepairStart") {
-    const ContinuationClaim claim = ContinuationClaim::fromJson(field(in, "claim"));
-    const RuntimeEvent start = event(in, "runtimeEvent");
-    return writeResult(name == "commitContinuationStart"
-                           ? commitContinuationStart(store, claim, start)
-                           : commitContinuationRepairStart(store, claim, start));
-  }
+namespace {
+
+// The writers' inputs, decoded from an op's input object.
+ToolPrepared toolPreparedOf(const Json& in) {
+  ToolPrepared t;
+  t.operationId = str(in, "operationId");
+  t.journalEventId = str(in, "journalEventId");
+  t.call = event(in, "runtimeEvent");
+  t.dispatch = event(in, "dispatchRuntimeEvent");
+  t.providerToolCallId = str(in, "providerToolCallId");
+  t.toolName = str(in, "toolName");
+  t.canonicalArgsHash = str(in, "canonicalArgsHash");
+  t.recoveryMode = str(in, "recoveryMode");
+  t.committedAt = num(in, "committedAt");
+  return t;
+}
+
+ToolOutcome toolOutcomeOf(const Json& in) {
+  ToolOutcome t;
+  t.operationId = str(in, "operationId");
+  t.journalEventId = str(in, "journalEventId");
+  t.response = event(in, "runtimeEvent");
+  t.committedAt = num(in, "committedAt");
+  return t;
+}
+
+RecoveryBundle recoveryBundleOf(const Json& in) {
+  RecoveryBundle b;
+  b.operationId = str(in, "operationId");
+  b.reconcile = event(in, "reconcileRuntimeEvent");
+  if (in.contains("outcomeRuntimeEvent")) b.outcome = event(in, "outcomeRuntimeEvent");
+  b.decision = event(in, "decisionRuntimeEvent");
+  return b;
+}
+
+// The read ops (rebuildProjections, readRunEvents, the listings): what they return.
+Json runReadOp(RuntimeStore& store, const std::string& name, const Json& in) {
   if (name == "rebuildProjections") {
     const RuntimeStore::RebuildResult r = store.rebuildProjections();
     return Json{{"operations", r.operations}, {"journalEvents", r.journalEvents}};
@@ -218,6 +199,43 @@ Json runStoreOp(RuntimeStore& store, const StoreOp& op) {
   Json claims = Json::array();  // listClaims (parseStoreScript admits only kOps)
   for (const ClaimState& s : listClaims(store)) claims.push_back(claimStateJson(s));
   return Json{{"claims", std::move(claims)}};
+}
+
+}  // namespace
+
+Json runStoreOp(RuntimeStore& store, const StoreOp& op) {
+  const std::string& name = op.op;
+  const Json& in = op.input;
+  if (name == "createRun" || name == "updateRunHeader" || name == "markRunTerminal") {
+    const RunHeader h = RunHeader::fromJson(in);
+    if (name == "createRun") store.createRun(h);
+    if (name == "updateRunHeader") store.updateRunHeader(h);
+    if (name == "markRunTerminal") store.markRunTerminal(h);
+    return Json::object();
+  }
+  if (name == "append") return writeResult(store.append(event(in, "runtimeEvent")));
+  if (name == "commitTerminalEvent")
+    return writeResult(store.commitTerminalEvent(event(in, "runtimeEvent")));
+  if (name == "commitToolPrepared")
+    return writeResult(store.commitToolPrepared(toolPreparedOf(in)));
+  if (name == "commitToolOutcome") return writeResult(store.commitToolOutcome(toolOutcomeOf(in)));
+  if (name == "commitToolRecoveryBundle")
+    return writeResult(store.commitToolRecoveryBundle(recoveryBundleOf(in)));
+  if (name == "claimContinuation") {
+    const ClaimResult r = claimContinuation(store, ContinuationClaim::fromJson(field(in, "claim")));
+    Json j = {{"result", r.result}};
+    if (r.existing) j["existing"] = claimStateJson(*r.existing);
+    if (!r.conflictDetail.empty()) j["conflictDetail"] = r.conflictDetail;
+    return j;
+  }
+  if (name == "commitContinuationStart" || name == "commitContinuationRepairStart") {
+    const ContinuationClaim claim = ContinuationClaim::fromJson(field(in, "claim"));
+    const RuntimeEvent start = event(in, "runtimeEvent");
+    return writeResult(name == "commitContinuationStart"
+                           ? commitContinuationStart(store, claim, start)
+                           : commitContinuationRepairStart(store, claim, start));
+  }
+  return runReadOp(store, name, in);
 }
 
 int storeExec(const StoreExecArgs& args) {

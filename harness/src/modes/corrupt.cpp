@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -54,12 +55,11 @@ using Json = nlohmann::json;
 
 namespace {
 
-// A corrupt case (--mode corrupt): the kill as in kill mode (its kill case verifies V2–V8 of
-// this crash state), the seeded damage, then inspect and recovery judged by C1
-// (verdicts/c1_corrupt.h).
-void runCorruptCase(CaseRun& cr) {
+// The kill as in kill mode; V1 judges it (its kill case `killCase` verifies V2–V8 of this crash
+// state). False when there is no crash state to damage.
+bool killForCorruption(CaseRun& cr, const CaseId& killCase, const fs::path& store,
+                       const fs::path& ws) {
   const Scenario& sc = cr.ref.scenario;
-  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
   copyDir(cr.ref.templateWorkspace, ws);
   SpawnSpec run = runSpec(cr.opts, sc, store, ws);
   run.stderrFile = cr.dir / "run.stderr";
@@ -68,9 +68,6 @@ void runCorruptCase(CaseRun& cr) {
   const ChildResult child = driverOf(cr.opts).crashAt(run, cr.id.failpoint, cr.id.hit);
   cr.say(fmt::format("agent run armed at {}#{}: control '{}', {}", cr.id.failpointName(), cr.id.hit,
                      child.controlLine, child.describe()));
-  CaseId killCase = cr.id;
-  killCase.mode = std::string(killMode().name());
-  killCase.seed.reset();
   for (auto v : {"V2", "V3", "V5", "V6", "V7", "V8"})
     cr.checks.na(v, "corrupt mode: the undamaged crash state is verified by " + killCase.str() +
                         "; C1 judges the damaged one");
@@ -78,9 +75,15 @@ void runCorruptCase(CaseRun& cr) {
     cr.checks.fail("V1", v1);
     cr.checks.na("C1", "no crash state (V1 failed)");
     cr.checks.na("V4", "no crash state (V1 failed)");
-    return;
+    return false;
   }
   keepCrashedCopy(cr.opts, cr.dir, store, ws);
+  return true;
+}
+
+// The case's seeded damage applied to the crash state's store files (recorded in the case);
+// nullopt (V1 failed) when it could not be applied.
+std::optional<AppliedCorruption> damageStore(CaseRun& cr, const fs::path& store) {
   AppliedCorruption applied;
   try {
     applied = applyCorruption(store, cr.id.seed.value_or(0));
@@ -88,7 +91,7 @@ void runCorruptCase(CaseRun& cr) {
     cr.checks.fail("V1", std::string("applying the damage: ") + e.what());
     cr.checks.na("C1", "no damaged store (V1 failed)");
     cr.checks.na("V4", "no damaged store (V1 failed)");
-    return;
+    return std::nullopt;
   }
   cr.checks.pass("V1");
   cr.record.corruption = applied.record;
@@ -103,13 +106,11 @@ void runCorruptCase(CaseRun& cr) {
                                                       {"mayGoUnnoticed", applied.mayGoUnnoticed}}
                                                      .dump()
                                               << "\n";
+  return applied;
+}
 
-  // V4 reads a copy: even a read-only SQLite open may change a damaged store's files.
-  copyDir(store, cr.dir / "damaged-view");
-  checkDamagedLedgerDecisions(cr.dir / "damaged-view", applied.expectedDecisions, cr.checks);
-  fs::remove_all(cr.dir / "damaged-view");
-
-  CorruptObservation o;
+// `crashsim inspect` of the damaged store: its fail-closed code and whether it changed the files.
+void inspectDamaged(CaseRun& cr, const fs::path& store, CorruptObservation& o) {
   const StoreFiles damaged = storeFiles(store);
   SpawnSpec inspect;
   inspect.exe = cr.opts.crashsim.empty() ? locateCrashsim() : cr.opts.crashsim;
@@ -121,13 +122,13 @@ void runCorruptCase(CaseRun& cr) {
   o.inspectCode = failClosedCodeOf(inspect.stdoutFile);
   o.inspectChanged = storeFilesChange(damaged, storeFiles(store));
   cr.say(fmt::format("crashsim inspect: {} {}", o.inspect.describe(), o.inspectCode));
+}
 
-  const bool afterCrash = workspace::afterCrashApplies(sc.spec, cr.id.failpointName());
-  if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
-  // workspace_wrong: recovery is handed a copy of the workspace that is not it (C1 then
-  // proves that copy unchanged: no marker created in it, no file touched).
-  const fs::path recoverWs =
-      applied.wrongWorkspace == WrongWorkspace::none ? ws : cr.dir / "wrong-ws";
+// The workspace recovery is handed: the case's own, or for workspace_wrong a copy that is not it
+// (C1 then proves that copy unchanged: no marker created in it, no file touched).
+fs::path recoveryWorkspace(const AppliedCorruption& applied, const fs::path& ws,
+                           const fs::path& dir) {
+  const fs::path recoverWs = applied.wrongWorkspace == WrongWorkspace::none ? ws : dir / "wrong-ws";
   if (recoverWs != ws) {
     copyDir(ws, recoverWs);
     const fs::path marker = recoverWs / kMarkerFile;
@@ -137,6 +138,14 @@ void runCorruptCase(CaseRun& cr) {
           << R"({"schemaVersion":1,"workspaceId":"0badc0de-0000-4000-8000-000000000000"})"
           << "\n";
   }
+  return recoverWs;
+}
+
+// Recovery to the end on the damaged store: refused (exit 2) → what it changed; otherwise the
+// contract's outcome as for the kill case, and whether a completed call lacks its response.
+void recoverDamaged(CaseRun& cr, const CaseId& killCase, const fs::path& store, const fs::path& ws,
+                    const fs::path& recoverWs, bool afterCrash, CorruptObservation& o) {
+  const Scenario& sc = cr.ref.scenario;
   const WorkspaceSnapshot atCrash = snapshotWorkspace(recoverWs);
   auto markerOf = [&] {
     return fs::exists(recoverWs / kMarkerFile) ? readFile(recoverWs / kMarkerFile) : "(none)";
@@ -164,7 +173,31 @@ void runCorruptCase(CaseRun& cr) {
       o.completedWithoutResponse = std::string("the recovered store does not open: ") + e.what();
     }
   }
-  judgeCorruption(applied, o, *cr.record.corruption, cr.checks);
+}
+
+// A corrupt case (--mode corrupt): the kill as in kill mode (its kill case verifies V2–V8 of
+// this crash state), the seeded damage, then inspect and recovery judged by C1
+// (verdicts/c1_corrupt.h).
+void runCorruptCase(CaseRun& cr) {
+  const Scenario& sc = cr.ref.scenario;
+  const fs::path store = cr.dir / "store", ws = cr.dir / "ws";
+  CaseId killCase = cr.id;
+  killCase.mode = std::string(killMode().name());
+  killCase.seed.reset();
+  if (!killForCorruption(cr, killCase, store, ws)) return;
+  const std::optional<AppliedCorruption> applied = damageStore(cr, store);
+  if (!applied) return;
+  // V4 reads a copy: even a read-only SQLite open may change a damaged store's files.
+  copyDir(store, cr.dir / "damaged-view");
+  checkDamagedLedgerDecisions(cr.dir / "damaged-view", applied->expectedDecisions, cr.checks);
+  fs::remove_all(cr.dir / "damaged-view");
+  CorruptObservation o;
+  inspectDamaged(cr, store, o);
+  const bool afterCrash = workspace::afterCrashApplies(sc.spec, cr.id.failpointName());
+  if (afterCrash) workspace::applyAfterCrash(sc.spec, ws);
+  const fs::path recoverWs = recoveryWorkspace(*applied, ws, cr.dir);
+  recoverDamaged(cr, killCase, store, ws, recoverWs, afterCrash, o);
+  judgeCorruption(*applied, o, *cr.record.corruption, cr.checks);
 }
 
 // Seeded damage to the store files of a kill's crash state (crashsim/harness/

@@ -101,6 +101,113 @@ std::string referenceRecovery(const Scenario& sc, const RunOptions& opts, const 
   return "";
 }
 
+// The scenario's seeded workspace, the template every case copies. Returns "" or the problem.
+std::string seedTemplate(const Scenario& scenario, const RunOptions& opts, const fs::path& dir,
+                         const Reference& ref) {
+  auto s = driverOf(opts).seed(scenario, ref.templateWorkspace, dir / "seed.stderr");
+  if (!s.exited || s.exitCode != 0)
+    return fmt::format("crashsim-agent seed {}: {}", s.describe(), lastLine(dir / "seed.stderr"));
+  if (!fs::is_directory(ref.templateWorkspace))
+    return "crashsim-agent seed exited 0 but wrote no workspace (is CRASHSIM_AGENT " +
+           opts.agent.string() + " a crashsim-agent?)";
+  return "";
+}
+
+// The unarmed run to its end, counting hits and tracing file steps; reads the store settings
+// its normal-exit marker reports. Returns "" or the problem.
+std::string runReference(const Scenario& scenario, const RunOptions& opts, const fs::path& dir,
+                         Reference& ref) {
+  const RuntimeDriver& driver = driverOf(opts);
+  copyDir(ref.templateWorkspace, dir / "ws");
+  writeLegacyJsonl(scenario, dir / "store");  // a legacy store's JSONL (nothing otherwise)
+  SpawnSpec run = runSpec(opts, scenario, dir / "store", dir / "ws");
+  driver.reportHits(run, dir / "hits.json");
+  run.env["CRASHSIM_FS_TRACE"] = (dir / "fs-trace.jsonl").string();
+  run.stderrFile = dir / "run.stderr";
+  run.stdoutFile = dir / "run.stdout";
+  auto r = driver.runToEnd(run);
+  if (!r.exited || r.exitCode != 0)
+    return fmt::format("reference run {}: {}", r.describe(), lastLine(run.stderrFile));
+  if (!fs::exists(dir / "store" / "agent-exit.json"))
+    return "reference run exited 0 without its normal-exit marker agent-exit.json";
+  try {
+    const Json marker = Json::parse(readFile(dir / "store" / "agent-exit.json"));
+    ref.journalMode = marker.at("summary").value("journalMode", "");
+    ref.synchronous = marker.at("summary").value("synchronous", "");
+  } catch (const std::exception& e) {
+    return std::string("reference run: unreadable agent-exit.json: ") + e.what();
+  }
+  return "";
+}
+
+// The durability every kill, Stop and corrupt verdict assumes (README "Durability"): the
+// store in WAL mode with synchronous FULL or EXTRA, as the connection reports it. A process
+// kill cannot lose what a weaker store leaves in the page cache, so no case would see it: the
+// setting itself fails every case (V1). Power-loss sweeps may ask for NORMAL to measure it,
+// and their D1 judges what a weaker store loses.
+std::string storeSettingsProblem(const Reference& ref, const RunOptions& opts) {
+  const FaultMode* mode = findFaultMode(opts.mode);
+  if (!(mode && mode->dropsUnsyncedWrites()) &&
+      (ref.journalMode != "wal" || (ref.synchronous != "FULL" && ref.synchronous != "EXTRA")))
+    return fmt::format(
+        "the agent's store runs journal_mode={} synchronous={}; the contract's commits need wal "
+        "and FULL",
+        ref.journalMode, ref.synchronous);
+  return "";
+}
+
+// The hits the reference run reached against the oracle's prediction, the barriers' lower bound
+// and the file steps' order. Returns "" or the problem.
+std::string referenceReachProblem(const Scenario& scenario, const Reference& ref,
+                                  const fs::path& dir) {
+  // The plan comes from the oracle's prediction; a reference run that reaches other hits means
+  // the plan is not the runtime's set of crash windows (an error, never a smaller sweep).
+  if (auto bad = reachDifference(predictedHits(scenario), ref.hits,
+                                 pointRange(points::P0, points::P11), "the reference run");
+      !bad.empty())
+    return bad;
+  for (CrashPoint fp : {points::P16, points::P17})
+    if (ref.hits[fp] != predictedImportBatches(scenario))
+      return fmt::format("the reference run reached {} {} time(s), the oracle predicts {}",
+                         fp.name(), ref.hits[fp], predictedImportBatches(scenario));
+  // The barriers have no prediction (the contract does not fix a run's number of transactions
+  // or file steps), only a lower bound.
+  if (auto bad = barrierBoundProblem(predictedHits(scenario), ref.hits); !bad.empty()) return bad;
+  // ... and the file steps are named: each replace's fsync, rename and directory fsync in the
+  // order a power cut allows (verdicts/file_steps.h).
+  if (auto bad = fileReplaceOrderProblem(dir / "fs-trace.jsonl"); !bad.empty())
+    return "reference run: " + bad;
+  return "";
+}
+
+// Sanity: the reference must meet the scenario's own expectations, each call run once. Returns
+// "" or the (last) problem.
+std::string referenceExpectationProblem(const Scenario& scenario, const Reference& ref,
+                                        const fs::path& dir) {
+  std::string problem;
+  if (auto bad = workspace::expectedProblems(scenario.spec, dir / "ws"); !bad.empty())
+    problem = "reference run: " + bad.front();
+  for (const auto& [call, n] : ref.executionsPerCall)
+    if (n != 1) problem = fmt::format("reference run executed {} {} times", call, n);
+  return problem;
+}
+
+// The reference recoveries the +R:S#k / +R:F#k double faults are planned from. Returns "" or the
+// first problem.
+std::string referenceRecoveries(const Scenario& scenario, const RunOptions& opts,
+                                const fs::path& dir, Reference& ref) {
+  const auto hits = predictedHits(scenario);
+  for (CrashPoint fp : pointRange(points::P0, points::P9))
+    for (int h = 1; h <= hits[fp]; ++h) {
+      if (!sweptRecoveryBarriers(scenario, fp, h)) continue;
+      RecoveryBarrierHits rb;
+      if (auto bad = referenceRecovery(scenario, opts, ref, dir, fp, h, rb); !bad.empty())
+        return bad;
+      ref.recoveryBarriers.push_back(rb);
+    }
+  return "";
+}
+
 }  // namespace
 
 Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
@@ -110,59 +217,12 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
   fs::remove_all(dir);
   fs::create_directories(dir / "store");
   ref.templateWorkspace = dir / "template";
-  const RuntimeDriver& driver = driverOf(opts);
-  auto s = driver.seed(scenario, ref.templateWorkspace, dir / "seed.stderr");
-  if (!s.exited || s.exitCode != 0) {
-    ref.problem =
-        fmt::format("crashsim-agent seed {}: {}", s.describe(), lastLine(dir / "seed.stderr"));
-    return ref;
-  }
-  if (!fs::is_directory(ref.templateWorkspace)) {
-    ref.problem = "crashsim-agent seed exited 0 but wrote no workspace (is CRASHSIM_AGENT " +
-                  opts.agent.string() + " a crashsim-agent?)";
-    return ref;
-  }
-  copyDir(ref.templateWorkspace, dir / "ws");
-  writeLegacyJsonl(scenario, dir / "store");  // a legacy store's JSONL (nothing otherwise)
-  SpawnSpec run = runSpec(opts, scenario, dir / "store", dir / "ws");
-  driver.reportHits(run, dir / "hits.json");
-  run.env["CRASHSIM_FS_TRACE"] = (dir / "fs-trace.jsonl").string();
-  run.stderrFile = dir / "run.stderr";
-  run.stdoutFile = dir / "run.stdout";
-  auto r = driver.runToEnd(run);
-  if (!r.exited || r.exitCode != 0) {
-    ref.problem = fmt::format("reference run {}: {}", r.describe(), lastLine(run.stderrFile));
-    return ref;
-  }
-  if (!fs::exists(dir / "store" / "agent-exit.json")) {
-    ref.problem = "reference run exited 0 without its normal-exit marker agent-exit.json";
-    return ref;
-  }
-  try {
-    const Json marker = Json::parse(readFile(dir / "store" / "agent-exit.json"));
-    ref.journalMode = marker.at("summary").value("journalMode", "");
-    ref.synchronous = marker.at("summary").value("synchronous", "");
-  } catch (const std::exception& e) {
-    ref.problem = std::string("reference run: unreadable agent-exit.json: ") + e.what();
-    return ref;
-  }
-  // The durability every kill, Stop and corrupt verdict assumes (README "Durability"): the
-  // store in WAL mode with synchronous FULL or EXTRA, as the connection reports it. A process
-  // kill cannot lose what a weaker store leaves in the page cache, so no case would see it: the
-  // setting itself fails every case (V1). Power-loss sweeps may ask for NORMAL to measure it,
-  // and their D1 judges what a weaker store loses.
-  const FaultMode* mode = findFaultMode(opts.mode);
-  if (!(mode && mode->dropsUnsyncedWrites()) &&
-      (ref.journalMode != "wal" || (ref.synchronous != "FULL" && ref.synchronous != "EXTRA"))) {
-    ref.problem = fmt::format(
-        "the agent's store runs journal_mode={} synchronous={}; the contract's commits need wal "
-        "and FULL",
-        ref.journalMode, ref.synchronous);
-    return ref;
-  }
+  if (!(ref.problem = seedTemplate(scenario, opts, dir, ref)).empty()) return ref;
+  if (!(ref.problem = runReference(scenario, opts, dir, ref)).empty()) return ref;
+  if (!(ref.problem = storeSettingsProblem(ref, opts)).empty()) return ref;
   ref.finalWorkspace = snapshotWorkspace(dir / "ws");
   ref.executionsPerCall = readEffects(dir / "store" / "effects.jsonl");
-  if (auto hits = driver.readHits(dir / "hits.json")) {
+  if (auto hits = driverOf(opts).readHits(dir / "hits.json")) {
     ref.hits = *hits;
   } else {
     ref.problem = "the reference run wrote no readable failpoint hit counts (" +
@@ -170,49 +230,11 @@ Reference buildReference(const Scenario& scenario, const RunOptions& opts) {
                   "): is CRASHSIM_AGENT an instrumented crashsim-agent?";
     return ref;
   }
-  // The plan comes from the oracle's prediction; a reference run that reaches other hits means
-  // the plan is not the runtime's set of crash windows (an error, never a smaller sweep).
-  if (auto bad = reachDifference(predictedHits(scenario), ref.hits,
-                                 pointRange(points::P0, points::P11), "the reference run");
-      !bad.empty()) {
-    ref.problem = bad;
-    return ref;
-  }
-  for (CrashPoint fp : {points::P16, points::P17})
-    if (ref.hits[fp] != predictedImportBatches(scenario)) {
-      ref.problem = fmt::format("the reference run reached {} {} time(s), the oracle predicts {}",
-                                fp.name(), ref.hits[fp], predictedImportBatches(scenario));
-      return ref;
-    }
-  // The barriers have no prediction (the contract does not fix a run's number of transactions
-  // or file steps), only a lower bound.
-  if (auto bad = barrierBoundProblem(predictedHits(scenario), ref.hits); !bad.empty()) {
-    ref.problem = bad;
-    return ref;
-  }
-  // ... and the file steps are named: each replace's fsync, rename and directory fsync in the
-  // order a power cut allows (verdicts/file_steps.h).
-  if (auto bad = fileReplaceOrderProblem(dir / "fs-trace.jsonl"); !bad.empty()) {
-    ref.problem = "reference run: " + bad;
-    return ref;
-  }
-  // Sanity: the reference must meet the scenario's own expectations.
-  if (auto bad = workspace::expectedProblems(scenario.spec, dir / "ws"); !bad.empty())
-    ref.problem = "reference run: " + bad.front();
-  for (const auto& [call, n] : ref.executionsPerCall)
-    if (n != 1) ref.problem = fmt::format("reference run executed {} {} times", call, n);
+  if (!(ref.problem = referenceReachProblem(scenario, ref, dir)).empty()) return ref;
+  ref.problem = referenceExpectationProblem(scenario, ref, dir);
   if (!opts.keepFailures) fs::remove_all(dir / "store"), fs::remove_all(dir / "ws");
-  // The reference recoveries the +R:S#k / +R:F#k double faults are planned from.
-  if (ref.problem.empty() && opts.recoveryBarriers && !scenario.spec.legacyStore) {
-    const auto hits = predictedHits(scenario);
-    for (CrashPoint fp : pointRange(points::P0, points::P9))
-      for (int h = 1; h <= hits[fp] && ref.problem.empty(); ++h) {
-        if (!sweptRecoveryBarriers(scenario, fp, h)) continue;
-        RecoveryBarrierHits rb;
-        ref.problem = referenceRecovery(scenario, opts, ref, dir, fp, h, rb);
-        if (ref.problem.empty()) ref.recoveryBarriers.push_back(rb);
-      }
-  }
+  if (ref.problem.empty() && opts.recoveryBarriers && !scenario.spec.legacyStore)
+    ref.problem = referenceRecoveries(scenario, opts, dir, ref);
   return ref;
 }
 

@@ -184,25 +184,39 @@ std::string graceProcessProblem(const ChildResult& child, const SpawnSpec& spec,
            ": expected status recovery_required, errorCode cancellation_grace_expired";
   return "";
 }
-// V8 after a watchdog seal: the running tool is unknown and never_auto_retry, so recovery parks
-// (nothing is continued, the workspace is left as the seal left it) and no call runs again.
-void checkGraceRecovery(const Scenario& sc, const stop::StopExpectation& x, const fs::path& store,
-                        const fs::path& ws, const WorkspaceSnapshot& atSeal, const ChildResult& r,
-                        const SpawnSpec& recover, Checks& c) {
+// What the recovery after a Stop must do. A cooperative Stop's run is settled: recovery
+// continues the stopped task to its end (a stopped run with only settled operations continues as
+// a new run). A watchdog seal leaves the running tool unknown and never_auto_retry: recovery
+// parks, continues nothing and leaves the workspace as the seal left it.
+struct StopRecoveryExpectation {
+  std::vector<int> executions;                // per scenario call, after recovery
+  std::optional<WorkspaceSnapshot> parkedAt;  // parks: the workspace at the seal, unchanged
+};
+
+// V8 (and V3/V4 of the recovered runs) after a Stop, the one judgement of both kinds: the
+// recovery exited 0; parked when `want` says so; each scenario call ran `want.executions` times
+// (a refused one never); every run is terminal and its ledger agrees with the independent model;
+// continued: the runs carry their markers, the model's inputs and the history are the contract's
+// and the workspace is the reference's.
+void checkStopRecovery(const Scenario& sc, const Reference& ref,
+                       const StopRecoveryExpectation& want, const fs::path& store,
+                       const fs::path& ws, const ChildResult& r, const SpawnSpec& recover,
+                       Checks& c) {
+  const bool parks = want.parkedAt.has_value();
   try {
     if (!r.exited || r.exitCode != 0)
       c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
                                lastLine(recover.stderrFile)));
-    if (auto bad = parkProblem(readFile(recover.stdoutFile), false); !bad.empty())
-      c.fail("V8", bad);
-    std::vector<int> want;
-    for (const auto& call : x.calls) want.push_back(call.executions);
-    checkExecutions(sc, want, perScriptedCall(readEffects(store / "effects.jsonl")), c);
-    if (auto bad = workspaceChange(atSeal, snapshotWorkspace(ws)); !bad.empty())
-      c.fail("V8", "recovery parked but changed the workspace: " + bad);
+    if (parks)
+      if (auto bad = parkProblem(readFile(recover.stdoutFile), false); !bad.empty())
+        c.fail("V8", bad);
+    checkExecutions(sc, want.executions, perScriptedCall(readEffects(store / "effects.jsonl")), c);
+    if (parks)
+      if (auto bad = workspaceChange(*want.parkedAt, snapshotWorkspace(ws)); !bad.empty())
+        c.fail("V8", "recovery parked but changed the workspace: " + bad);
     auto st = RuntimeStore::open(store);
     const auto runs = st->listRuns();
-    if (runs.size() != 1)
+    if (parks && runs.size() != 1)
       c.fail("V8",
              fmt::format("{} runs after recovery, expected the sealed run alone", runs.size()));
     for (const auto& h : runs) {
@@ -212,42 +226,17 @@ void checkGraceRecovery(const Scenario& sc, const stop::StopExpectation& x, cons
       if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
           !bad.empty())
         c.fail("V4", bad);
+      if (!parks)
+        if (auto bad = runMarkerProblem(ev); !bad.empty()) c.fail("V3", "after recovery: " + bad);
     }
-    if (!c.failed("V8")) c.pass("V8");
-  } catch (const std::exception& e) {
-    c.fail("V8", std::string("error after recovery: ") + e.what());
-  }
-}
-// V8 after a Stop: recovery continues the stopped task to its end (a stopped run with only
-// settled operations continues as a new run) — every dispatched scenario call ran exactly once,
-// a refused one never, the workspace is the reference's, every run is terminal, the history and
-// the model's inputs are the contract's.
-void checkStopRecovery(const Scenario& sc, const Reference& ref, const fs::path& store,
-                       const fs::path& ws, const ChildResult& r, const SpawnSpec& recover,
-                       Checks& c) {
-  try {
-    if (!r.exited || r.exitCode != 0)
-      c.fail("V8", fmt::format("crashsim-agent recover {}: {}", r.describe(),
-                               lastLine(recover.stderrFile)));
-    std::vector<int> want;
-    for (const auto& call : sc.calls) want.push_back(call.dispatched() ? 1 : 0);
-    checkExecutions(sc, want, perScriptedCall(readEffects(store / "effects.jsonl")), c);
-    auto st = RuntimeStore::open(store);
-    for (const auto& h : st->listRuns()) {
-      if (!isTerminalStatus(h.status))
-        c.fail("V8", fmt::format("run {} is still {} after recovery", h.runId, h.status));
-      const auto ev = eventsOf(*st, h);
-      if (auto bad = modelDisagreement(ev, resolveRecovery(ev), "recovered run " + h.runId);
-          !bad.empty())
-        c.fail("V4", bad);
-      if (auto bad = runMarkerProblem(ev); !bad.empty()) c.fail("V3", "after recovery: " + bad);
+    if (!parks) {
+      if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
+        if (auto bad = replayProblem(readFile(it->second), std::nullopt); !bad.empty())
+          c.fail("V8", "replay: " + bad);
+      if (auto bad = continuationHistoryProblem(*st, 1); !bad.empty())
+        c.fail("V8", "history after recovery: " + bad);
+      checkFinishedWorkspace(sc, ref, ws, c);
     }
-    if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
-      if (auto bad = replayProblem(readFile(it->second), std::nullopt); !bad.empty())
-        c.fail("V8", "replay: " + bad);
-    if (auto bad = continuationHistoryProblem(*st, 1); !bad.empty())
-      c.fail("V8", "history after recovery: " + bad);
-    checkFinishedWorkspace(sc, ref, ws, c);
     if (!c.failed("V8")) c.pass("V8");
   } catch (const std::exception& e) {
     c.fail("V8", std::string("error after recovery: ") + e.what());
@@ -292,7 +281,9 @@ void runStopGraceCase(CaseRun& cr) {
   const ChildResult r = recoverCase(cr, sc, store, ws, recover);
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
     checkLineageDigests(store, "after recovery: ", cr.checks);
-  checkGraceRecovery(sc, sx, store, ws, atSeal, r, recover, cr.checks);
+  StopRecoveryExpectation want{{}, atSeal};
+  for (const auto& call : sx.calls) want.executions.push_back(call.executions);
+  checkStopRecovery(sc, cr.ref, want, store, ws, r, recover, cr.checks);
 }
 
 // A Stop case (--mode stop): the Stop at the point (and with +K: the kill on the Stop path), the
@@ -336,7 +327,9 @@ void runStopCase(CaseRun& cr) {
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
     checkLineageDigests(store, "after recovery: ", cr.checks);
   if (!equivalent) {
-    checkStopRecovery(sc, cr.ref, store, ws, r, recover, cr.checks);
+    StopRecoveryExpectation want;
+    for (const auto& call : sc.calls) want.executions.push_back(call.dispatched() ? 1 : 0);
+    checkStopRecovery(sc, cr.ref, want, store, ws, r, recover, cr.checks);
     return;
   }
   checkRecoveryReach(cr.dir / "recover-hits.json",

@@ -91,87 +91,73 @@ PointCounts predictedHits(const Scenario& s) {
   return h;
 }
 
-CaseExpectation expectCase(const Scenario& s, CrashPoint fp, int hit) {
+namespace {
+
+// P8/P9: the run's end; every call finished.
+CaseExpectation expectRunLevel(const Scenario& s, CrashPoint fp, int hit) {
   CaseExpectation x;
-  if (fp.group() != PointGroup::crashPath || hit < 1) {
-    x.whyNot = fmt::format("no failpoint {} hit {}", fp.name(), hit);
+  if (hit != 1) {
+    x.whyNot = fmt::format("{} is reached once per run; hit {} is not", fp.name(), hit);
     return x;
   }
-  if (fp >= P10) {
-    x.whyNot = fmt::format("{} is reached only by a recovery process", fp.name());
-    return x;
-  }
-  if (fp >= P8) {
-    if (hit != 1) {
-      x.whyNot = fmt::format("{} is reached once per run; hit {} is not", fp.name(), hit);
-      return x;
-    }
-    x.row = &oracleRow(fp, c::reconcile);  // run-level rows are identical for every mode
-    for (const auto& call : s.calls) x.ops.push_back(completedOp(call));
-    x.terminalEvent = x.row->terminalEvent;
-    x.outcome = x.row->outcome;
-    x.ok = true;
-    return x;
-  }
-  if (stepLevel(fp)) {
-    x.armedStep = toolStep(s, hit);
-    if (!x.armedStep) {
-      x.whyNot = fmt::format("scenario {} has {} step(s) with calls; {} hit {} names none", s.id,
-                             s.toolSteps, fp.name(), hit);
-      return x;
-    }
-    x.row = &oracleRow(fp, c::reconcile);  // step-level rows are identical for every mode
-    x.outcome = x.row->outcome;
-    // P0: the armed step's calls are not committed; P7: they all finished.
-    for (const auto& call : s.calls) {
-      const bool done = call.step < *x.armedStep || (fp == P7 && call.step == *x.armedStep);
-      x.ops.push_back(done ? completedOp(call) : absentOp(call));
-    }
-    x.ok = true;
-    return x;
-  }
-  int seen = 0;
-  for (size_t i = 0; i < s.calls.size(); ++i) {
-    if (!reaches(s.calls[i], fp)) continue;
-    if (++seen == hit) {
-      x.armedCall = i;
-      break;
-    }
-  }
-  if (!x.armedCall) {
-    x.whyNot = fmt::format("scenario {} has {} call(s) reaching {}; hit {} names none", s.id, seen,
-                           fp.name(), hit);
-    return x;
-  }
-  const ScenarioCall& armed = s.calls[*x.armedCall];
-  x.row = &oracleRow(fp, recoveryModeOfTool(armed.name));
+  x.row = &oracleRow(fp, c::reconcile);  // run-level rows are identical for every mode
+  for (const auto& call : s.calls) x.ops.push_back(completedOp(call));
+  x.terminalEvent = x.row->terminalEvent;
   x.outcome = x.row->outcome;
-  x.finalStatus = x.row->finalStatus;
-  x.finalReason = x.row->finalReason;
-  // Spec e.3 step 4 on a parallel step: the step's calls are all committed before the first
-  // runs, and results follow the calls. If recovery would continue but a call of the step
-  // stays unanswered (the armed one at P1, later siblings) while some result of the step
-  // exists (an earlier sibling's, or the armed one's own at P4/P5 bundle or P6), the
-  // unanswered call is not a suffix: the continuation parks instead of re-issuing it.
+  x.ok = true;
+  return x;
+}
+
+// P0/P7: a provider step with calls; P0: its calls are not committed, P7: they all finished.
+CaseExpectation expectStepLevel(const Scenario& s, CrashPoint fp, int hit) {
+  CaseExpectation x;
+  x.armedStep = toolStep(s, hit);
+  if (!x.armedStep) {
+    x.whyNot = fmt::format("scenario {} has {} step(s) with calls; {} hit {} names none", s.id,
+                           s.toolSteps, fp.name(), hit);
+    return x;
+  }
+  x.row = &oracleRow(fp, c::reconcile);  // step-level rows are identical for every mode
+  x.outcome = x.row->outcome;
+  for (const auto& call : s.calls) {
+    const bool done = call.step < *x.armedStep || (fp == P7 && call.step == *x.armedStep);
+    x.ops.push_back(done ? completedOp(call) : absentOp(call));
+  }
+  x.ok = true;
+  return x;
+}
+
+// Spec e.3 step 4 on a parallel step: the step's calls are all committed before the first
+// runs, and results follow the calls. If recovery would continue but a call of the step
+// stays unanswered (the armed one at P1, later siblings) while some result of the step
+// exists (an earlier sibling's, or the armed one's own at P4/P5 bundle or P6), the
+// unanswered call is not a suffix: the continuation parks instead of re-issuing it.
+void applyReplayGap(const Scenario& s, CaseExpectation& x) {
   const bool wouldContinue = x.outcome == Outcome::reissued_runs_once ||
                              x.outcome == Outcome::completed_bundle ||
                              x.outcome == Outcome::completed_ran_once;
-  if (wouldContinue) {
-    const bool armedAnswered = x.outcome != Outcome::reissued_runs_once;
-    bool earlierSibling = false, laterSibling = false;
-    for (size_t i = 0; i < s.calls.size(); ++i) {
-      if (s.calls[i].step != armed.step || i == *x.armedCall) continue;
-      (i < *x.armedCall ? earlierSibling : laterSibling) = true;
-    }
-    const bool unanswered = !armedAnswered || laterSibling;
-    if (unanswered && (earlierSibling || armedAnswered)) {
-      x.outcome = Outcome::parked_replay_gap;
-      if (!armedAnswered) {  // P1: stays committed-only, never dispatched
-        x.finalStatus = x.row->status;
-        x.finalReason = x.row->reason;
-      }
+  if (!wouldContinue) return;
+  const ScenarioCall& armed = s.calls[*x.armedCall];
+  const bool armedAnswered = x.outcome != Outcome::reissued_runs_once;
+  bool earlierSibling = false, laterSibling = false;
+  for (size_t i = 0; i < s.calls.size(); ++i) {
+    if (s.calls[i].step != armed.step || i == *x.armedCall) continue;
+    (i < *x.armedCall ? earlierSibling : laterSibling) = true;
+  }
+  const bool unanswered = !armedAnswered || laterSibling;
+  if (unanswered && (earlierSibling || armedAnswered)) {
+    x.outcome = Outcome::parked_replay_gap;
+    if (!armedAnswered) {  // P1: stays committed-only, never dispatched
+      x.finalStatus = x.row->status;
+      x.finalReason = x.row->reason;
     }
   }
+}
+
+// Every call's durable facts around the armed one: the armed call as its row says, earlier
+// calls finished, its step's later calls committed only, later steps' calls absent.
+void placeCalls(const Scenario& s, CaseExpectation& x) {
+  const ScenarioCall& armed = s.calls[*x.armedCall];
   for (size_t i = 0; i < s.calls.size(); ++i) {
     const ScenarioCall& call = s.calls[i];
     if (i == *x.armedCall) {
@@ -193,8 +179,50 @@ CaseExpectation expectCase(const Scenario& s, CrashPoint fp, int hit) {
       x.ops.push_back(absentOp(call));
     }
   }
+}
+
+// P1–P6: the hit-th call that reaches the point is armed; its tool's recovery mode picks the row.
+CaseExpectation expectCallLevel(const Scenario& s, CrashPoint fp, int hit) {
+  CaseExpectation x;
+  int seen = 0;
+  for (size_t i = 0; i < s.calls.size(); ++i) {
+    if (!reaches(s.calls[i], fp)) continue;
+    if (++seen == hit) {
+      x.armedCall = i;
+      break;
+    }
+  }
+  if (!x.armedCall) {
+    x.whyNot = fmt::format("scenario {} has {} call(s) reaching {}; hit {} names none", s.id, seen,
+                           fp.name(), hit);
+    return x;
+  }
+  x.row = &oracleRow(fp, recoveryModeOfTool(s.calls[*x.armedCall].name));
+  x.outcome = x.row->outcome;
+  x.finalStatus = x.row->finalStatus;
+  x.finalReason = x.row->finalReason;
+  applyReplayGap(s, x);
+  placeCalls(s, x);
   x.ok = true;
   return x;
+}
+
+}  // namespace
+
+CaseExpectation expectCase(const Scenario& s, CrashPoint fp, int hit) {
+  if (fp.group() != PointGroup::crashPath || hit < 1) {
+    CaseExpectation x;
+    x.whyNot = fmt::format("no failpoint {} hit {}", fp.name(), hit);
+    return x;
+  }
+  if (fp >= P10) {
+    CaseExpectation x;
+    x.whyNot = fmt::format("{} is reached only by a recovery process", fp.name());
+    return x;
+  }
+  if (fp >= P8) return expectRunLevel(s, fp, hit);
+  if (stepLevel(fp)) return expectStepLevel(s, fp, hit);
+  return expectCallLevel(s, fp, hit);
 }
 
 bool expectParked(const Scenario& s, const CaseExpectation& x, CrashPoint fp) {

@@ -351,26 +351,15 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   return p;
 }
 
-reports::Report runSweep(const SweepOptions& opts) {
-  auto wallStart = std::chrono::steady_clock::now();
-  PreparedSweep prepared = prepareSweep(opts, false);
-  const SweepPlan& plan = prepared.plan;
-  const RunOptions& ro = prepared.ro;
-  const std::vector<Reference>& refs = prepared.refs;
-  const fs::path root = ro.workRoot;
-  const int jobs = prepared.jobs;
+namespace {
 
-  // V9 sample: first hit of every (scenario, failpoint).
-  auto sampled = [&](const CaseId& id) {
-    if (opts.skipDeterminism) return false;
-    return opts.verifyDeterminism || (!id.startsFromPrimary() && id.hit == 1);
-  };
+// The cases in run order: double faults and path mutations wait for their primary (they start
+// from its crash state); one whose primary is not selected kills the agent run itself.
+struct CaseQueue {
+  std::deque<PlannedCase> ready;
+  std::map<CaseId, std::vector<PlannedCase>> waiting;  // primary → the cases it releases
 
-  // Double faults and path mutations wait for their primary (they start from its crash state);
-  // one whose primary is not selected kills the agent run itself.
-  std::deque<PlannedCase> queue;
-  std::map<CaseId, std::vector<PlannedCase>> waiting;
-  {
+  explicit CaseQueue(const SweepPlan& plan) {
     std::set<CaseId> primaries;
     for (const auto& pc : plan.cases)
       if (!pc.id.startsFromPrimary()) primaries.insert(pc.id);
@@ -379,90 +368,137 @@ reports::Report runSweep(const SweepOptions& opts) {
       if (pc.id.startsFromPrimary() && primaries.count(primary))
         waiting[primary].push_back(pc);
       else
-        queue.push_back(pc);
+        ready.push_back(pc);
     }
   }
-
-  std::mutex mu;
-  std::vector<reports::CaseRecord> done;
-  const size_t total = plan.cases.size();
-  size_t failures = 0, inFlight = 0;
-  std::condition_variable cv;
-  auto lastPrint = std::chrono::steady_clock::now();
-  const char* red = opts.color ? "\033[31m" : "";
-  const char* off = opts.color ? "\033[0m" : "";
-
-  auto progress = [&](bool force) {
-    auto now = std::chrono::steady_clock::now();
-    const auto every = opts.progressTty ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
-    if (!force && now - lastPrint < every) return;
-    lastPrint = now;
-    double secs = std::chrono::duration<double>(now - wallStart).count();
-    double rate = secs > 0 ? done.size() / secs : 0;
-    if (opts.progressTty) {
-      double eta = rate > 0 ? (total - done.size()) / rate : 0;
-      std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done.size(),
-                   total, failures, rate, eta);
-    } else {
-      std::fprintf(stderr, "crashsim sweep: %zu/%zu cases, %zu failed, %.1f s\n", done.size(),
-                   total, failures, secs);
+  // `id` ran: the cases that start from its crash state may run now.
+  void release(const CaseId& id) {
+    if (auto it = waiting.find(id); it != waiting.end()) {
+      for (auto& d : it->second) ready.push_back(d);
+      waiting.erase(it);
     }
-    std::fflush(stderr);
-  };
+  }
+};
 
-  auto worker = [&] {
+// One case and, when sampled for V9, its second run compared with the first.
+CaseOutcome runCaseChecked(const PlannedCase& item, const Reference& ref, const RunOptions& ro,
+                           bool sampled) {
+  CaseOutcome oc = guardedRunCase(item.id, ref, ro);
+  if (!sampled) return oc;
+  RunOptions again = ro;
+  again.keepFailures = false;
+  again.keepCrashStates = false;
+  CaseOutcome second = guardedRunCase(item.id, ref, again);
+  oc.record.checks["V9"] = determinismCheck(oc.record.checks, second.record.checks);
+  oc.record.phasesMs["determinism"] = second.record.durationMs;
+  if (oc.record.checks["V9"].status == "fail") oc.record.verdict = "fail";
+  return oc;
+}
+
+// The case workers: `jobs` threads take cases from the queue until none is ready and none runs;
+// progress on stderr, each failure as it happens.
+class CaseWorkers {
+ public:
+  CaseWorkers(const SweepOptions& opts, const PreparedSweep& prepared,
+              std::chrono::steady_clock::time_point wallStart)
+      : opts_(opts),
+        prepared_(prepared),
+        queue_(prepared.plan),
+        total_(prepared.plan.cases.size()),
+        wallStart_(wallStart),
+        lastPrint_(std::chrono::steady_clock::now()) {}
+
+  std::vector<reports::CaseRecord> run() {
+    {
+      std::vector<std::jthread> ts;  // joined on unwinding too (a failed thread start)
+      for (int t = 0; t < prepared_.jobs; ++t) ts.emplace_back([this] { work(); });
+    }
+    progress(true);
+    if (opts_.progressTty) std::fprintf(stderr, "\n");
+    return std::move(done_);
+  }
+
+ private:
+  // V9 sample: first hit of every (scenario, failpoint).
+  bool sampled(const CaseId& id) const {
+    if (opts_.skipDeterminism) return false;
+    return opts_.verifyDeterminism || (!id.startsFromPrimary() && id.hit == 1);
+  }
+
+  void work() {
     for (;;) {
       PlannedCase item;
       {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return !queue.empty() || inFlight == 0; });
-        if (queue.empty()) return;
-        item = queue.front();
-        queue.pop_front();
-        ++inFlight;
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return !queue_.ready.empty() || inFlight_ == 0; });
+        if (queue_.ready.empty()) return;
+        item = queue_.ready.front();
+        queue_.ready.pop_front();
+        ++inFlight_;
       }
-      const Reference& ref = refs[item.scenario];
-      CaseOutcome oc = guardedRunCase(item.id, ref, ro);
-      if (sampled(item.id)) {
-        RunOptions again = ro;
-        again.keepFailures = false;
-        again.keepCrashStates = false;
-        CaseOutcome second = guardedRunCase(item.id, ref, again);
-        oc.record.checks["V9"] = determinismCheck(oc.record.checks, second.record.checks);
-        oc.record.phasesMs["determinism"] = second.record.durationMs;
-        if (oc.record.checks["V9"].status == "fail") oc.record.verdict = "fail";
-      }
-      std::lock_guard lk(mu);
-      --inFlight;
-      if (auto it = waiting.find(item.id); it != waiting.end()) {
-        for (auto& d : it->second) queue.push_back(d);
-        waiting.erase(it);
-      }
-      if (oc.record.verdict == "fail") {
-        ++failures;
-        std::string why;
-        for (auto& [k, v] : oc.record.checks)
-          if (v.status == "fail") why += fmt::format(" {}: {};", k, v.reason);
-        if (opts.progressTty) std::fprintf(stderr, "\r\033[K");
-        std::fprintf(stderr, "%sFAIL%s %s —%s\n  reproduce: %s%s\n", red, off, oc.record.id.c_str(),
-                     why.c_str(), oc.record.reproduce.c_str(),
-                     oc.keptAt.empty() ? "" : ("\n  kept: " + oc.keptAt.string()).c_str());
-      }
-      done.push_back(std::move(oc.record));
+      CaseOutcome oc =
+          runCaseChecked(item, prepared_.refs[item.scenario], prepared_.ro, sampled(item.id));
+      std::lock_guard lk(mu_);
+      --inFlight_;
+      queue_.release(item.id);
+      if (oc.record.verdict == "fail") printFailure(oc);
+      done_.push_back(std::move(oc.record));
       progress(false);
-      cv.notify_all();
+      cv_.notify_all();
     }
-  };
-  {
-    std::vector<std::jthread> ts;  // joined on unwinding too (a failed thread start)
-    for (int t = 0; t < jobs; ++t) ts.emplace_back(worker);
   }
-  progress(true);
-  if (opts.progressTty) std::fprintf(stderr, "\n");
 
+  void printFailure(const CaseOutcome& oc) {
+    ++failures_;
+    const char* red = opts_.color ? "\033[31m" : "";
+    const char* off = opts_.color ? "\033[0m" : "";
+    std::string why;
+    for (auto& [k, v] : oc.record.checks)
+      if (v.status == "fail") why += fmt::format(" {}: {};", k, v.reason);
+    if (opts_.progressTty) std::fprintf(stderr, "\r\033[K");
+    std::fprintf(stderr, "%sFAIL%s %s —%s\n  reproduce: %s%s\n", red, off, oc.record.id.c_str(),
+                 why.c_str(), oc.record.reproduce.c_str(),
+                 oc.keptAt.empty() ? "" : ("\n  kept: " + oc.keptAt.string()).c_str());
+  }
+
+  void progress(bool force) {
+    auto now = std::chrono::steady_clock::now();
+    const auto every = opts_.progressTty ? std::chrono::milliseconds(200) : std::chrono::seconds(5);
+    if (!force && now - lastPrint_ < every) return;
+    lastPrint_ = now;
+    double secs = std::chrono::duration<double>(now - wallStart_).count();
+    double rate = secs > 0 ? done_.size() / secs : 0;
+    if (opts_.progressTty) {
+      double eta = rate > 0 ? (total_ - done_.size()) / rate : 0;
+      std::fprintf(stderr, "\r\033[K[%zu/%zu] failures %zu  %.1f cases/s  ETA %.0fs", done_.size(),
+                   total_, failures_, rate, eta);
+    } else {
+      std::fprintf(stderr, "crashsim sweep: %zu/%zu cases, %zu failed, %.1f s\n", done_.size(),
+                   total_, failures_, secs);
+    }
+    std::fflush(stderr);
+  }
+
+  const SweepOptions& opts_;
+  const PreparedSweep& prepared_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  CaseQueue queue_;
+  std::vector<reports::CaseRecord> done_;
+  const size_t total_;
+  size_t failures_ = 0, inFlight_ = 0;
+  const std::chrono::steady_clock::time_point wallStart_;
+  std::chrono::steady_clock::time_point lastPrint_;
+};
+
+// The report of the cases that ran: platform, selection, coverage, manifest, summary.
+reports::Report assembleReport(const SweepOptions& opts, const PreparedSweep& prepared,
+                               std::vector<reports::CaseRecord> done,
+                               std::chrono::steady_clock::time_point wallStart) {
+  const SweepPlan& plan = prepared.plan;
   reports::Report rep;
   rep.crashsimVersion = std::string(reports::crashsimVersion());
-  rep.platform = describePlatform(root, refs);
+  rep.platform = describePlatform(prepared.ro.workRoot, prepared.refs);
   if (faultMode(opts.mode).dropsUnsyncedWrites()) rep.platform.synchronous = opts.synchronous;
   rep.selection.scenarios = opts.scenarios;
   rep.selection.failpoints = opts.failpoints;
@@ -477,10 +513,15 @@ reports::Report runSweep(const SweepOptions& opts) {
                                    static_cast<int>(plan.sweepCases), plan.sweepManifestDigest};
   reports::sortCases(rep);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
-  reports::finalizeSummary(rep, wall, jobs);
-  std::error_code ec;
-  if (!opts.keepFailures || rep.summary.failed == 0) fs::remove_all(root, ec);
-  printRecap(rep.cases, opts.color);
+  reports::finalizeSummary(rep, wall, prepared.jobs);
+  return rep;
+}
+
+// The end of a sweep on stderr: the failures by verdict, the summary and the budget line.
+void printSweepEnd(const reports::Report& rep, bool color) {
+  const char* red = color ? "\033[31m" : "";
+  const char* off = color ? "\033[0m" : "";
+  printRecap(rep.cases, color);
   std::fprintf(stderr,
                "crashsim sweep: %d cases, %d passed, %s%d failed%s; %.1f cases/s, median %.1f ms, "
                "p95 %.1f ms, wall %.1f s\n",
@@ -488,15 +529,32 @@ reports::Report runSweep(const SweepOptions& opts) {
                rep.summary.failed, rep.summary.failed ? off : "", rep.summary.casesPerSecond,
                rep.summary.medianCaseMs, rep.summary.p95CaseMs, rep.summary.wallSeconds);
   std::fprintf(stderr, "%s\n", reports::budgetLine(rep).c_str());
+}
+
+// Every planned case ran (a case the plan made and the sweep lost is an error, not a pass).
+void requireNothingSkipped(const reports::Report& rep) {
+  for (const auto& row : rep.coverage)
+    if (row.skipped() != 0)
+      throw SweepError(fmt::format("{} {} {}: {} planned case(s) did not run", row.scenario,
+                                   row.process, row.failpoint, row.skipped()));
+}
+
+}  // namespace
+
+reports::Report runSweep(const SweepOptions& opts) {
+  auto wallStart = std::chrono::steady_clock::now();
+  PreparedSweep prepared = prepareSweep(opts, false);
+  std::vector<reports::CaseRecord> done = CaseWorkers(opts, prepared, wallStart).run();
+  reports::Report rep = assembleReport(opts, prepared, std::move(done), wallStart);
+  std::error_code ec;
+  if (!opts.keepFailures || rep.summary.failed == 0) fs::remove_all(prepared.ro.workRoot, ec);
+  printSweepEnd(rep, opts.color);
   if (opts.out) {
     reports::writeAll(rep, *opts.out);
     std::fprintf(stderr, "reports: %s/{report.json,junit.xml,report.md,report.html}\n",
                  opts.out->c_str());
   }
-  for (const auto& row : rep.coverage)
-    if (row.skipped() != 0)
-      throw SweepError(fmt::format("{} {} {}: {} planned case(s) did not run", row.scenario,
-                                   row.process, row.failpoint, row.skipped()));
+  requireNothingSkipped(rep);
   return rep;
 }
 

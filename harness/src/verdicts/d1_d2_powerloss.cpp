@@ -154,20 +154,9 @@ std::map<std::string, std::string> callsOfEvents(const fs::path& storeDir) {
   return out;
 }
 
-}  // namespace
-
-PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& store,
-                                      const std::string& synchronous, CheckMap& checks) {
-  PowerlossFindings f;
-  f.evaluated = true;
-  f.effectsAtCrash = readEffects(store / "effects.jsonl");
-  std::string crashKind = "?";
-  try {
-    crashKind = Json::parse(readFile(caseDir / kPowerlossCrashLog)).value("kind", "?");
-  } catch (...) {
-  }
-
-  // --- D2 (crash half): damage, completed ⇒ response ------------------------------------
+// D2's crash half: the crashed store opens with integrity ok (else `f` records the damage), and
+// no operation is completed without its response.
+void checkCrashedStore(const fs::path& store, PowerlossFindings& f, CheckMap& checks) {
   bool d2Failed = false;
   try {
     auto st = RuntimeStore::open(store);
@@ -186,8 +175,83 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
     f.damage = e.what();
   }
   if (!d2Failed) setCheck(checks, "D2", "pass", "");
+}
 
-  // --- D1: every acknowledged row is durable ------------------------------------------------
+// The tables of the crash state as the disk kept it (keepPowerlossCrashCopy), not the store
+// after the checks opened it.
+std::map<std::string, Table> crashStateTables(const fs::path& caseDir, const fs::path& store) {
+  const fs::path crashCopy = caseDir / kPowerlossCrashCopyDir;
+  std::map<std::string, Table> now;
+  if (!fs::exists(crashCopy))
+    now = dumpTables(store / "runtime.sqlite");
+  else if (fs::exists(crashCopy / "runtime.sqlite"))
+    now = dumpTables(crashCopy / "runtime.sqlite");
+  fs::remove_all(crashCopy);
+  return now;
+}
+
+// D1: every acknowledged row is durable (lost ones recorded in `f`), and nothing durable was
+// never acknowledged.
+void compareAcknowledged(const fs::path& caseDir, const fs::path& store,
+                         const std::string& crashKind, const std::string& synchronous,
+                         PowerlossFindings& f, CheckMap& checks) {
+  // Work on a copy of the acknowledged files: opening recovers (and may checkpoint) the WAL.
+  const fs::path ackedCopy = caseDir / "acked-open";
+  fs::remove_all(ackedCopy);
+  fs::create_directories(ackedCopy);
+  fs::copy(caseDir / kPowerlossAckedDir, ackedCopy, fs::copy_options::recursive);
+  auto acked = dumpTables(ackedCopy / "runtime.sqlite");
+  auto calls = callsOfEvents(ackedCopy);
+  fs::remove_all(ackedCopy);
+  std::map<std::string, Table> now = crashStateTables(caseDir, store);
+  std::vector<std::string> unacknowledged;
+  for (const auto& [table, rows] : acked) {
+    const Table& cur = now[table];
+    std::set<std::string> ackedIds;
+    for (const auto& [text, row] : rows) {
+      ackedIds.insert(identityOf(table, row));
+      if (cur.count(text)) continue;
+      f.lostFacts.push_back(describe(table, row, calls));
+      if (table == "runtime_events") {
+        if (auto it = calls.find(col(row, "event_id")); it != calls.end())
+          f.lostCallIds.insert(it->second);
+      } else if (table == "tool_operations") {
+        f.lostCallIds.insert(col(row, "provider_tool_call_id"));
+      }
+    }
+    for (const auto& [text, row] : cur)
+      if (!rows.count(text) && !ackedIds.count(identityOf(table, row)))
+        unacknowledged.push_back(describe(table, row, calls));
+  }
+  for (const auto& [table, rows] : now)
+    if (!acked.count(table) && !rows.empty())
+      unacknowledged.push_back(fmt::format("{} row(s) of table {}", rows.size(), table));
+  if (!f.lostFacts.empty()) {
+    failCheck(checks, "D1",
+              fmt::format("{} acknowledged fact(s) lost by the power cut ({}, synchronous={}): {}",
+                          f.lostFacts.size(), crashKind, synchronous, joinListed(f.lostFacts)));
+  } else if (!unacknowledged.empty()) {
+    failCheck(checks, "D1",
+              fmt::format("{} fact(s) durable after the power cut were never acknowledged: {}",
+                          unacknowledged.size(), joinListed(unacknowledged)));
+  } else {
+    setCheck(checks, "D1", "pass", "");
+  }
+}
+
+}  // namespace
+
+PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& store,
+                                      const std::string& synchronous, CheckMap& checks) {
+  PowerlossFindings f;
+  f.evaluated = true;
+  f.effectsAtCrash = readEffects(store / "effects.jsonl");
+  std::string crashKind = "?";
+  try {
+    crashKind = Json::parse(readFile(caseDir / kPowerlossCrashLog)).value("kind", "?");
+  } catch (...) {
+  }
+  checkCrashedStore(store, f, checks);
   const fs::path ackedDb = caseDir / kPowerlossAckedDir / "runtime.sqlite";
   if (!fs::exists(ackedDb)) {
     failCheck(checks, "D1", "the child left no acknowledged copy " + ackedDb.string());
@@ -200,57 +264,7 @@ PowerlossFindings checkPowerlossCrash(const fs::path& caseDir, const fs::path& s
     return f;
   }
   try {
-    // Work on a copy of the acknowledged files: opening recovers (and may checkpoint) the WAL.
-    const fs::path ackedCopy = caseDir / "acked-open";
-    fs::remove_all(ackedCopy);
-    fs::create_directories(ackedCopy);
-    fs::copy(caseDir / kPowerlossAckedDir, ackedCopy, fs::copy_options::recursive);
-    auto acked = dumpTables(ackedCopy / "runtime.sqlite");
-    auto calls = callsOfEvents(ackedCopy);
-    fs::remove_all(ackedCopy);
-    // The crash state as the disk kept it (keepPowerlossCrashCopy), not the store after the
-    // checks opened it.
-    const fs::path crashCopy = caseDir / kPowerlossCrashCopyDir;
-    std::map<std::string, Table> now;
-    if (!fs::exists(crashCopy))
-      now = dumpTables(store / "runtime.sqlite");
-    else if (fs::exists(crashCopy / "runtime.sqlite"))
-      now = dumpTables(crashCopy / "runtime.sqlite");
-    fs::remove_all(crashCopy);
-    std::vector<std::string> unacknowledged;
-    for (const auto& [table, rows] : acked) {
-      const Table& cur = now[table];
-      std::set<std::string> ackedIds;
-      for (const auto& [text, row] : rows) {
-        ackedIds.insert(identityOf(table, row));
-        if (cur.count(text)) continue;
-        f.lostFacts.push_back(describe(table, row, calls));
-        if (table == "runtime_events") {
-          if (auto it = calls.find(col(row, "event_id")); it != calls.end())
-            f.lostCallIds.insert(it->second);
-        } else if (table == "tool_operations") {
-          f.lostCallIds.insert(col(row, "provider_tool_call_id"));
-        }
-      }
-      for (const auto& [text, row] : cur)
-        if (!rows.count(text) && !ackedIds.count(identityOf(table, row)))
-          unacknowledged.push_back(describe(table, row, calls));
-    }
-    for (const auto& [table, rows] : now)
-      if (!acked.count(table) && !rows.empty())
-        unacknowledged.push_back(fmt::format("{} row(s) of table {}", rows.size(), table));
-    if (!f.lostFacts.empty()) {
-      failCheck(
-          checks, "D1",
-          fmt::format("{} acknowledged fact(s) lost by the power cut ({}, synchronous={}): {}",
-                      f.lostFacts.size(), crashKind, synchronous, joinListed(f.lostFacts)));
-    } else if (!unacknowledged.empty()) {
-      failCheck(checks, "D1",
-                fmt::format("{} fact(s) durable after the power cut were never acknowledged: {}",
-                            unacknowledged.size(), joinListed(unacknowledged)));
-    } else {
-      setCheck(checks, "D1", "pass", "");
-    }
+    compareAcknowledged(caseDir, store, crashKind, synchronous, f, checks);
   } catch (const std::exception& e) {
     failCheck(checks, "D1", std::string("comparing the acknowledged ledger: ") + e.what());
   }

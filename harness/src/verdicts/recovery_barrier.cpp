@@ -23,19 +23,25 @@ std::vector<const RuntimeEvent*> durableOf(const std::vector<RuntimeEvent>& even
   return out;
 }
 
-}  // namespace
+// The calls and operations the crash left dispatched without a response: only they may get a
+// recovery bundle.
+std::set<std::string> unsettledAt(const std::vector<const RuntimeEvent*>& before) {
+  std::set<std::string> unsettled, answered;
+  for (const RuntimeEvent* e : before)
+    if (e->contentKind == ContentKind::function_response) answered.insert(e->callId);
+  for (const RuntimeEvent* e : before)
+    if (e->toolDispatch && !answered.count(e->toolDispatch->providerToolCallId)) {
+      unsettled.insert(e->toolDispatch->providerToolCallId);
+      unsettled.insert(e->toolDispatch->operationId);
+    }
+  return unsettled;
+}
 
-std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, const Run& atPrimary,
-                                       const std::map<std::string, int>& effectsAtPrimary,
-                                       const StoreAtKill& at, State& state) {
-  std::vector<std::string> bad;
-  state = State{};
-  if (at.runs.empty()) {
-    bad.push_back("the crashed run is gone after the recovery kill");
-    return bad;
-  }
-  // --- the crashed run: append-only, only its unsettled calls' recovery facts and a seal ------
-  const Run& crashed = at.runs.front();
+// The crashed run is append-only: its events at the primary crash are a prefix of its events
+// now, and recovery added only recovery facts of the calls the crash left unsettled and at most
+// one terminal fact, at the tail. Sets `state.sealed`.
+void crashedRunProblems(const Run& atPrimary, const Run& crashed, State& state,
+                        std::vector<std::string>& bad) {
   if (crashed.runId != atPrimary.runId)
     bad.push_back(
         fmt::format("the first run is {}, the crashed run was {}", crashed.runId, atPrimary.runId));
@@ -49,16 +55,7 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
         "the crashed run's event {} (#{} at the primary crash) is {} after the recovery kill: a "
         "ledger is append-only",
         before[common]->id, common + 1, common < now.size() ? "changed" : "gone"));
-  // The calls and operations the crash left dispatched without a response: only they may get a
-  // recovery bundle.
-  std::set<std::string> unsettled, answered;
-  for (const RuntimeEvent* e : before)
-    if (e->contentKind == ContentKind::function_response) answered.insert(e->callId);
-  for (const RuntimeEvent* e : before)
-    if (e->toolDispatch && !answered.count(e->toolDispatch->providerToolCallId)) {
-      unsettled.insert(e->toolDispatch->providerToolCallId);
-      unsettled.insert(e->toolDispatch->operationId);
-    }
+  const std::set<std::string> unsettled = unsettledAt(before);
   auto names = [&](const std::optional<std::string>& s) { return s && unsettled.count(*s); };
   int terminals = 0;
   for (const RuntimeEvent* e : before) terminals += e->isTerminal();
@@ -85,7 +82,12 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
   if (terminals > 1)
     bad.push_back(fmt::format("the crashed run holds {} terminal facts", terminals));
   state.sealed = state.sealed || terminals == 1;
-  // Nothing of the crashed run runs again (recovery reconciles, it never re-executes).
+}
+
+// Nothing of the crashed run runs again (recovery reconciles, it never re-executes).
+void reexecutionProblems(const Scenario& sc, size_t firstCall,
+                         const std::map<std::string, int>& effectsAtPrimary, const StoreAtKill& at,
+                         std::vector<std::string>& bad) {
   for (size_t i = 0; i < firstCall && i < sc.calls.size(); ++i) {
     const std::string& id = sc.calls[i].id;
     const int was = effectsAtPrimary.count(id) ? effectsAtPrimary.at(id) : 0;
@@ -96,31 +98,41 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
                       "{} after the recovery kill",
                       id, was, is));
   }
+}
 
-  // --- the claim and the continuation run -------------------------------------------------
+// At most one claim, and only after the crashed run is sealed; how the next recovery must settle
+// it (spec g's saga). Sets `state.claimed` and `state.settle`; returns the claim or nullptr.
+const observed::ClaimRow* claimProblems(const Run& crashed, const StoreAtKill& at, State& state,
+                                        std::vector<std::string>& bad) {
   if (at.claims.size() > 1)
     bad.push_back(fmt::format("{} continuation claims; one recovery claims its boundary once",
                               at.claims.size()));
   const observed::ClaimRow* claim = at.claims.empty() ? nullptr : &at.claims.front();
   state.claimed = claim != nullptr;
-  if (claim) {
-    if (!state.sealed || !isTerminalHeader(crashed.status))
-      bad.push_back(fmt::format(
-          "claim {} exists while the crashed run {} is not sealed (terminal fact {}, header {}): "
-          "a continuation starts from its source's full ledger",
-          claim->claimId, crashed.runId, state.sealed ? "durable" : "absent",
-          crashed.status.value_or("absent")));
-    if (claim->sourceRunId != crashed.runId)
-      bad.push_back(fmt::format("claim {} names source {}, not the crashed run {}", claim->claimId,
-                                claim->sourceRunId, crashed.runId));
-    if (claim->startKind && *claim->startKind == code::runtime_admission)
-      state.settle = ClaimSettlement{std::string(code::runtime_admission), false};
-    else if (!claim->startKind)
-      state.settle = ClaimSettlement{std::string(code::claim_repair), true};
-    else
-      bad.push_back(fmt::format("claim {} has start kind {}; a first recovery commits {}",
-                                claim->claimId, *claim->startKind, code::runtime_admission));
-  }
+  if (!claim) return nullptr;
+  if (!state.sealed || !isTerminalHeader(crashed.status))
+    bad.push_back(fmt::format(
+        "claim {} exists while the crashed run {} is not sealed (terminal fact {}, header {}): "
+        "a continuation starts from its source's full ledger",
+        claim->claimId, crashed.runId, state.sealed ? "durable" : "absent",
+        crashed.status.value_or("absent")));
+  if (claim->sourceRunId != crashed.runId)
+    bad.push_back(fmt::format("claim {} names source {}, not the crashed run {}", claim->claimId,
+                              claim->sourceRunId, crashed.runId));
+  if (claim->startKind && *claim->startKind == code::runtime_admission)
+    state.settle = ClaimSettlement{std::string(code::runtime_admission), false};
+  else if (!claim->startKind)
+    state.settle = ClaimSettlement{std::string(code::claim_repair), true};
+  else
+    bad.push_back(fmt::format("claim {} has start kind {}; a first recovery commits {}",
+                              claim->claimId, *claim->startKind, code::runtime_admission));
+  return claim;
+}
+
+// At most one more run, and only as the claim's target; events only in a run with a header.
+// Returns the target run or nullptr.
+const Run* targetRunOf(const observed::ClaimRow* claim, const StoreAtKill& at,
+                       std::vector<std::string>& bad) {
   const Run* target = nullptr;
   for (size_t r = 1; r < at.runs.size(); ++r) {
     const Run& run = at.runs[r];
@@ -136,21 +148,33 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
   if (claim && target && isTerminalHeader(target->status) && durableOf(target->events).empty())
     bad.push_back(fmt::format("the claimed target {} is {} before any event", target->runId,
                               *target->status));
-  // Each COMMIT atomic: the claim records the start exactly when the target run holds it first.
-  const auto targetEvents = target ? durableOf(target->events) : std::vector<const RuntimeEvent*>{};
-  if (claim) {
-    const RuntimeEvent* first = targetEvents.empty() ? nullptr : targetEvents.front();
-    if (claim->startEventId && (!first || first->id != *claim->startEventId))
-      bad.push_back(fmt::format(
-          "claim {} records the start {}, but its target run {} {}", claim->claimId,
-          *claim->startEventId, claim->targetRunId,
-          first ? fmt::format("begins with {}", first->id) : std::string("holds no event")));
-    if (!claim->startEventId && first)
-      bad.push_back(fmt::format(
-          "the target run {} holds its continuation-start {} but claim {} records no start: the "
-          "start and the claim's record of it are one transaction",
-          claim->targetRunId, first->id, claim->claimId));
-  }
+  return target;
+}
+
+// Each COMMIT atomic: the claim records the start exactly when the target run holds it first.
+void startAtomicityProblems(const observed::ClaimRow* claim,
+                            const std::vector<const RuntimeEvent*>& targetEvents,
+                            std::vector<std::string>& bad) {
+  if (!claim) return;
+  const RuntimeEvent* first = targetEvents.empty() ? nullptr : targetEvents.front();
+  if (claim->startEventId && (!first || first->id != *claim->startEventId))
+    bad.push_back(fmt::format(
+        "claim {} records the start {}, but its target run {} {}", claim->claimId,
+        *claim->startEventId, claim->targetRunId,
+        first ? fmt::format("begins with {}", first->id) : std::string("holds no event")));
+  if (!claim->startEventId && first)
+    bad.push_back(fmt::format(
+        "the target run {} holds its continuation-start {} but claim {} records no start: the "
+        "start and the claim's record of it are one transaction",
+        claim->targetRunId, first->id, claim->claimId));
+}
+
+// The continuation run (barrier::continuationStateProblems over the continuation's own calls);
+// without a continuation-start none of the continuation's calls may have run.
+void continuationProblems(const Scenario& sc, size_t firstCall,
+                          const std::map<std::string, int>& effectsAtPrimary, const StoreAtKill& at,
+                          const Run* target, const std::vector<const RuntimeEvent*>& targetEvents,
+                          State& state, std::vector<std::string>& bad) {
   if (target && !targetEvents.empty()) {
     const Scenario cont = continuationScenario(sc, firstCall);
     std::map<std::string, int> own;
@@ -162,13 +186,33 @@ std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, con
     // The continuation's terminal fact is durable: the task ended, and the next recovery only
     // writes the target's (completed) header; the saga has nothing to settle.
     if (state.continuation.finished) state.settle.reset();
-  } else {
-    // No continuation-start: none of the continuation's calls may have run.
-    for (size_t i = firstCall; i < sc.calls.size(); ++i)
-      if (at.effects.count(sc.calls[i].id) && !effectsAtPrimary.count(sc.calls[i].id))
-        bad.push_back(
-            fmt::format("{} executed although no continuation-start is durable", sc.calls[i].id));
+    return;
   }
+  for (size_t i = firstCall; i < sc.calls.size(); ++i)
+    if (at.effects.count(sc.calls[i].id) && !effectsAtPrimary.count(sc.calls[i].id))
+      bad.push_back(
+          fmt::format("{} executed although no continuation-start is durable", sc.calls[i].id));
+}
+
+}  // namespace
+
+std::vector<std::string> stateProblems(const Scenario& sc, size_t firstCall, const Run& atPrimary,
+                                       const std::map<std::string, int>& effectsAtPrimary,
+                                       const StoreAtKill& at, State& state) {
+  std::vector<std::string> bad;
+  state = State{};
+  if (at.runs.empty()) {
+    bad.push_back("the crashed run is gone after the recovery kill");
+    return bad;
+  }
+  const Run& crashed = at.runs.front();
+  crashedRunProblems(atPrimary, crashed, state, bad);
+  reexecutionProblems(sc, firstCall, effectsAtPrimary, at, bad);
+  const observed::ClaimRow* claim = claimProblems(crashed, at, state, bad);
+  const Run* target = targetRunOf(claim, at, bad);
+  const auto targetEvents = target ? durableOf(target->events) : std::vector<const RuntimeEvent*>{};
+  startAtomicityProblems(claim, targetEvents, bad);
+  continuationProblems(sc, firstCall, effectsAtPrimary, at, target, targetEvents, state, bad);
   return bad;
 }
 

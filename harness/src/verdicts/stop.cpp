@@ -173,19 +173,13 @@ StopExpectation expectStopGrace(const Scenario& sc, int hit) {
   return out;
 }
 
-std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpectation& x,
-                                           const std::vector<observed::RunRow>& runs,
-                                           const std::vector<observed::EventRow>& events,
-                                           const std::vector<observed::FinalizeRow>& keys,
-                                           const std::map<std::string, int>& effects,
-                                           bool headerWritten) {
-  std::vector<std::string> bad;
-  if (!x.ok) return {"oracle: " + x.whyNot};
-  if (runs.size() != 1)
-    return {fmt::format("expected one run after the Stop, found {}", runs.size())};
-  const observed::RunRow& run = runs[0];
+namespace {
 
-  // Per scenario call: its call, dispatch and response facts, and its executions.
+// Per scenario call: its call, dispatch and response facts and its executions as `x` says; no
+// execution and no call that nobody scripted.
+void callProblems(const Scenario& sc, const StopExpectation& x,
+                  const std::vector<observed::EventRow>& events,
+                  const std::map<std::string, int>& effects, std::vector<std::string>& bad) {
   std::set<std::string> known;
   for (size_t i = 0; i < sc.calls.size(); ++i) {
     const std::string& id = sc.calls[i].id;
@@ -228,68 +222,84 @@ std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpecta
     if (!id.empty() && !known.count(id))
       bad.push_back("the run holds a call nobody scripted: " + id);
   }
+}
 
-  // Exactly one terminal fact, the ledger's tail.
+// Exactly one terminal fact, the ledger's tail: its index, or nullopt (reported) when not one.
+std::optional<size_t> soleTerminal(const std::vector<observed::EventRow>& events,
+                                   std::vector<std::string>& bad) {
   std::vector<size_t> terminals;
   for (size_t i = 0; i < events.size(); ++i)
     if (isTerminal(events[i].payload)) terminals.push_back(i);
   if (terminals.size() != 1) {
     bad.push_back(
         fmt::format("{} terminal RuntimeEvent(s), exactly one expected", terminals.size()));
-    return bad;
+    return std::nullopt;
   }
-  const size_t ti = terminals[0];
-  const Json& t = events[ti].payload;
-  if (ti + 1 != events.size()) bad.push_back("the terminal RuntimeEvent is not the ledger's tail");
+  if (terminals[0] + 1 != events.size())
+    bad.push_back("the terminal RuntimeEvent is not the ledger's tail");
+  return terminals[0];
+}
+
+// The terminal's status and stateDelta: completed after the run's end; otherwise cancelled by a
+// live user Stop, with the watchdog's recoveryReason and seal time exactly when the grace expired.
+void terminalProblems(const StopExpectation& x, const Json& t, std::vector<std::string>& bad) {
   const std::string status = str(at(t, {"status"}));
   const Json& delta = at(t, {"actions", "stateDelta"});
   if (x.runCompletes) {
     if (status != "completed")
       bad.push_back("a Stop after the run's end changed its terminal to " + status);
-  } else {
-    if (status != "cancelled") bad.push_back("terminal status " + status + ", expected cancelled");
-    if (str(at(delta, {"abortSource"})) != kUserStop)
-      bad.push_back("terminal abortSource '" + str(at(delta, {"abortSource"})) +
-                    "', expected user_stop");
-    if (at(delta, {"recovered"}) == Json(true))
-      bad.push_back("a live Stop's terminal carries recovered:true");
-    if (!x.graceExpired && !at(delta, {"recoveryReason"}).is_null())
-      bad.push_back("a cooperative Stop's terminal carries recoveryReason " +
-                    at(delta, {"recoveryReason"}).dump() +
-                    " (the worker ended within the grace: no watchdog seal)");
-    if (x.graceExpired && str(at(delta, {"recoveryReason"})) != kGraceExpired)
-      bad.push_back("the watchdog's terminal has recoveryReason " +
-                    at(delta, {"recoveryReason"}).dump() + ", expected " + kGraceExpired);
-    if (x.graceExpired) {
-      const Json& ts = at(t, {"ts"});
-      if (!ts.is_number() || ts.get<double>() < x.sealNotBeforeMs)
-        bad.push_back(
-            "the watchdog sealed the run before the cooperative grace after the Stop had passed "
-            "(the grace was not counted from the Stop)");
-    }
+    return;
   }
+  if (status != "cancelled") bad.push_back("terminal status " + status + ", expected cancelled");
+  if (str(at(delta, {"abortSource"})) != kUserStop)
+    bad.push_back("terminal abortSource '" + str(at(delta, {"abortSource"})) +
+                  "', expected user_stop");
+  if (at(delta, {"recovered"}) == Json(true))
+    bad.push_back("a live Stop's terminal carries recovered:true");
+  if (!x.graceExpired && !at(delta, {"recoveryReason"}).is_null())
+    bad.push_back("a cooperative Stop's terminal carries recoveryReason " +
+                  at(delta, {"recoveryReason"}).dump() +
+                  " (the worker ended within the grace: no watchdog seal)");
+  if (x.graceExpired && str(at(delta, {"recoveryReason"})) != kGraceExpired)
+    bad.push_back("the watchdog's terminal has recoveryReason " +
+                  at(delta, {"recoveryReason"}).dump() + ", expected " + kGraceExpired);
+  if (x.graceExpired) {
+    const Json& ts = at(t, {"ts"});
+    if (!ts.is_number() || ts.get<double>() < x.sealNotBeforeMs)
+      bad.push_back(
+          "the watchdog sealed the run before the cooperative grace after the Stop had passed "
+          "(the grace was not counted from the Stop)");
+  }
+}
 
-  // One transaction: the closures and the terminal are the last events, consecutive, one commit
-  // time; the store's only turn-finalize key names this terminal and that many events.
-  const size_t batch = static_cast<size_t>(x.runCompletes ? 0 : x.closures()) + 1;
-  if (events.size() >= batch) {
-    const size_t first = events.size() - batch;
-    for (size_t i = first; i < events.size(); ++i) {
-      if (events[i].committedAt != events.back().committedAt)
-        bad.push_back(
-            fmt::format("{} and the terminal were not committed together", events[i].eventId));
-      if (i > first && events[i].seq != events[i - 1].seq + 1)
-        bad.push_back("the termination batch's events are not consecutive");
-      if (i + 1 < events.size()) {
-        const Response r = classify(events[i].payload);
-        if (str(at(events[i].payload, {"content", "kind"})) != "function_response" ||
-            (r != Response::before_dispatch && r != Response::not_started))
-          bad.push_back(events[i].eventId + " sits in the termination batch but is no closure");
-      }
-    }
-  } else {
+// One transaction: the closures and the terminal are the last `batch` events, consecutive, one
+// commit time.
+void batchProblems(const std::vector<observed::EventRow>& events, size_t batch,
+                   std::vector<std::string>& bad) {
+  if (events.size() < batch) {
     bad.push_back("fewer events than the termination batch must hold");
+    return;
   }
+  const size_t first = events.size() - batch;
+  for (size_t i = first; i < events.size(); ++i) {
+    if (events[i].committedAt != events.back().committedAt)
+      bad.push_back(
+          fmt::format("{} and the terminal were not committed together", events[i].eventId));
+    if (i > first && events[i].seq != events[i - 1].seq + 1)
+      bad.push_back("the termination batch's events are not consecutive");
+    if (i + 1 < events.size()) {
+      const Response r = classify(events[i].payload);
+      if (str(at(events[i].payload, {"content", "kind"})) != "function_response" ||
+          (r != Response::before_dispatch && r != Response::not_started))
+        bad.push_back(events[i].eventId + " sits in the termination batch but is no closure");
+    }
+  }
+}
+
+// The store's only turn-finalize key of the run names this terminal and that many events.
+void finalizeKeyProblems(const observed::RunRow& run, const Json& t, size_t batch,
+                         const std::vector<observed::FinalizeRow>& keys,
+                         std::vector<std::string>& bad) {
   const std::string key = "turn-finalize:" + run.turnId;
   int matching = 0;
   for (const auto& k : keys) {
@@ -303,8 +313,11 @@ std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpecta
   }
   if (matching != 1)
     bad.push_back(fmt::format("{} key row(s) {}, exactly one expected", matching, key));
+}
 
-  // The header follows the fact.
+// The header follows the fact (when the process lived to write it).
+void headerProblems(const StopExpectation& x, const observed::RunRow& run, bool headerWritten,
+                    std::vector<std::string>& bad) {
   const std::string wantHeader = x.runCompletes ? "completed" : "cancelled";
   if (headerWritten) {
     if (run.status != wantHeader)
@@ -314,6 +327,30 @@ std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpecta
   } else if (run.status == "completed" || run.status == "failed" || run.status == "cancelled") {
     bad.push_back("run header " + run.status + " although the process died before writing it");
   }
+}
+
+}  // namespace
+
+std::vector<std::string> stopStateProblems(const Scenario& sc, const StopExpectation& x,
+                                           const std::vector<observed::RunRow>& runs,
+                                           const std::vector<observed::EventRow>& events,
+                                           const std::vector<observed::FinalizeRow>& keys,
+                                           const std::map<std::string, int>& effects,
+                                           bool headerWritten) {
+  std::vector<std::string> bad;
+  if (!x.ok) return {"oracle: " + x.whyNot};
+  if (runs.size() != 1)
+    return {fmt::format("expected one run after the Stop, found {}", runs.size())};
+  const observed::RunRow& run = runs[0];
+  callProblems(sc, x, events, effects, bad);
+  const std::optional<size_t> ti = soleTerminal(events, bad);
+  if (!ti) return bad;
+  const Json& t = events[*ti].payload;
+  terminalProblems(x, t, bad);
+  const size_t batch = static_cast<size_t>(x.runCompletes ? 0 : x.closures()) + 1;
+  batchProblems(events, batch, bad);
+  finalizeKeyProblems(run, t, batch, keys, bad);
+  headerProblems(x, run, headerWritten, bad);
   return bad;
 }
 

@@ -335,6 +335,152 @@ std::string claimSettlementProblem(const fs::path& store, const ClaimSettlement&
                      claim.targetRunId);
 }
 
+namespace {
+
+// One run after recovery, resolved once.
+struct ResolvedRun {
+  RunHeader header;
+  std::vector<RuntimeEvent> events;
+  RecoveryResolution resolution;
+};
+
+std::vector<ResolvedRun> resolveRuns(RuntimeStore& st) {
+  std::vector<ResolvedRun> resolved;
+  for (auto& h : st.listRuns()) {
+    auto ev = eventsOf(st, h);
+    auto res = resolveRecovery(ev);
+    resolved.push_back({std::move(h), std::move(ev), std::move(res)});
+  }
+  return resolved;
+}
+
+// The decision of a call after recovery: a completed decision in any run wins.
+std::optional<ToolDecision> finalDecision(const std::vector<ResolvedRun>& resolved,
+                                          const std::string& callId) {
+  std::optional<ToolDecision> first;
+  for (const auto& r : resolved)
+    for (const auto& d : r.resolution.decisions) {
+      if (d.toolCallId != callId) continue;
+      if (d.status == code::completed) return d;
+      if (!first) first = d;
+    }
+  return first;
+}
+
+// Every run is terminal, agrees with the independent model and carries its markers.
+void checkRecoveredRuns(const std::vector<ResolvedRun>& resolved, Checks& c) {
+  for (const auto& r : resolved) {
+    if (!isTerminalStatus(r.header.status))
+      c.fail("V8",
+             fmt::format("run {} is still {} after recovery", r.header.runId, r.header.status));
+    if (auto bad = modelDisagreement(r.events, r.resolution, "recovered run " + r.header.runId);
+        !bad.empty())
+      c.fail("V4", bad);
+    if (auto bad = runMarkerProblem(r.events); !bad.empty()) c.fail("V3", "after recovery: " + bad);
+  }
+}
+
+// The calls the continuation's first provider step must be handed (the oracle's, for a single
+// named kill); nullopt where the oracle does not fix them.
+std::optional<std::set<std::string>> expectedFirstReplay(const CaseId& id,
+                                                         const CaseExpectation& x) {
+  if (id.isBarrier() || id.isDoubleFault() || !x.ok) return std::nullopt;
+  std::set<std::string> calls;
+  for (const auto& op : x.ops)
+    if (op.response || (op.armed && x.outcome == Outcome::completed_bundle))
+      calls.insert(op.callId);
+  return calls;
+}
+
+// What the provider was handed after the crash, the claim saga, the history and the recovery's
+// exit.
+void checkContinuationAfterRecovery(const CaseId& id, const CaseExpectation& x,
+                                    const barrier::CrashFacts& barrierFacts, const fs::path& store,
+                                    RuntimeStore& st, int exitCode, const SpawnSpec& recover,
+                                    Checks& c, const recovery_barrier::Judged* recoveryBarrier) {
+  if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
+    if (auto bad = replayProblem(readFile(it->second), expectedFirstReplay(id, x)); !bad.empty())
+      c.fail("V8", "replay: " + bad);
+  if (auto want = expectClaimSettlement(id))
+    if (auto bad = claimSettlementProblem(store, *want); !bad.empty())
+      c.fail("V8", "claim saga: " + bad);
+  if (recoveryBarrier && recoveryBarrier->state.settle)
+    if (auto bad = claimSettlementProblem(store, *recoveryBarrier->state.settle); !bad.empty())
+      c.fail("V8", "claim saga: " + bad);
+  const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
+  if (auto bad = continuationHistoryProblem(st, wantUserMessages); !bad.empty())
+    c.fail("V8", "history after recovery: " + bad);
+  if (exitCode != 0)
+    c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", exitCode,
+                             lastLine(recover.stderrFile)));
+}
+
+// A named crash the contract parks: the armed call parked with the oracle's (or the external
+// change's) reason, the plan's park reason, the workspace as the crash left it.
+void checkParkedAfterRecovery(const Scenario& sc, const CaseExpectation& x, bool afterCrash,
+                              const std::vector<ResolvedRun>& resolved, const fs::path& ws,
+                              const WorkspaceSnapshot& atCrash, const SpawnSpec& recover,
+                              Checks& c) {
+  const auto& armed = sc.calls[*x.armedCall];
+  auto d = finalDecision(resolved, armed.id);
+  // afterCrash: the external change decides the park reason (scenario data).
+  const std::string wantStatus = afterCrash ? std::string(code::parked) : x.finalStatus;
+  const std::string wantReason = afterCrash ? sc.spec.afterCrash->parkedReason : x.finalReason;
+  if (!d || d->status != wantStatus || d->reason != wantReason)
+    c.fail("V8",
+           fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
+                       d ? d->status : "absent", d ? d->reason : "-", wantStatus, wantReason));
+  if (afterCrash)
+    for (const auto& line : workspace::afterCrashProblems(sc.spec, ws))
+      c.fail("V8", "workspace after recovery: " + line);
+  // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
+  // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
+  // An external change that parks the armed call of a step with a replay gap: either reason.
+  const std::optional<bool> gap = x.outcome != Outcome::parked_replay_gap
+                                      ? std::optional<bool>(false)
+                                  : afterCrash ? std::nullopt
+                                               : std::optional<bool>(true);
+  if (auto bad = parkProblem(readFile(recover.stdoutFile), gap); !bad.empty()) c.fail("V8", bad);
+  // A park changes nothing in the workspace: every file is as the crash (and the external
+  // change) left it; only the tool's own temp file of the interrupted call may be gone.
+  if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
+    c.fail("V8", "recovery parked but changed the workspace: " + bad);
+}
+
+// A named crash the contract continues: the reference's workspace and the armed call's final
+// decision.
+void checkFinishedAfterRecovery(const Scenario& sc, const CaseExpectation& x, const Reference& ref,
+                                const std::vector<ResolvedRun>& resolved, const fs::path& ws,
+                                Checks& c) {
+  checkFinishedWorkspace(sc, ref, ws, c);
+  if (!x.armedCall || x.finalStatus.empty()) return;
+  const auto& armed = sc.calls[*x.armedCall];
+  auto d = finalDecision(resolved, armed.id);
+  if (!d || d->status != x.finalStatus || d->reason != x.finalReason)
+    c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
+                             d ? d->status : "absent", d ? d->reason : "-", x.finalStatus,
+                             x.finalReason));
+}
+
+// The end of a named crash's recovery: parked or finished, as the oracle says.
+void checkNamedCrashEnd(const Scenario& sc, const CaseExpectation& x, CrashPoint endFp,
+                        bool afterCrash, const Reference& ref,
+                        const std::vector<ResolvedRun>& resolved, const fs::path& ws,
+                        const WorkspaceSnapshot& atCrash, const SpawnSpec& recover, Checks& c) {
+  const bool parked = expectParked(sc, x, endFp);
+  if (!x.ok)
+    c.fail("V8", "oracle: " + x.whyNot);
+  else if (parked && !x.armedCall)
+    c.fail("V8", "oracle: scenario afterCrash names " + endFp.str() +
+                     ", which has no armed operation to park");
+  else if (parked)
+    checkParkedAfterRecovery(sc, x, afterCrash, resolved, ws, atCrash, recover, c);
+  else
+    checkFinishedAfterRecovery(sc, x, ref, resolved, ws, c);
+}
+
+}  // namespace
+
 void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& x,
                    const barrier::CrashFacts& barrierFacts, bool afterCrash, const Reference& ref,
                    const fs::path& store, const fs::path& ws, const WorkspaceSnapshot& atCrash,
@@ -350,119 +496,21 @@ void checkRecovery(const CaseId& id, const Scenario& sc, const CaseExpectation& 
     if (!id.isBarrier() && !id.isRecoveryBarrier())
       checkExecutions(sc, expectedExecutions(sc, x, endFp), effects, c);
     auto st = RuntimeStore::open(store);
-    // Every run resolved once: the armed call's final decision, the model check, the headers.
-    struct Resolved {
-      RunHeader header;
-      std::vector<RuntimeEvent> events;
-      RecoveryResolution resolution;
-    };
-    std::vector<Resolved> resolved;
-    for (auto& h : st->listRuns()) {
-      auto ev = eventsOf(*st, h);
-      auto res = resolveRecovery(ev);
-      resolved.push_back({std::move(h), std::move(ev), std::move(res)});
-    }
-    // Decision of the armed call after recovery: a completed decision in any run wins.
-    auto finalDecision = [&](const std::string& callId) -> std::optional<ToolDecision> {
-      std::optional<ToolDecision> first;
-      for (const auto& r : resolved)
-        for (const auto& d : r.resolution.decisions) {
-          if (d.toolCallId != callId) continue;
-          if (d.status == code::completed) return d;
-          if (!first) first = d;
-        }
-      return first;
-    };
-    for (const auto& r : resolved) {
-      if (!isTerminalStatus(r.header.status))
-        c.fail("V8",
-               fmt::format("run {} is still {} after recovery", r.header.runId, r.header.status));
-      if (auto bad = modelDisagreement(r.events, r.resolution, "recovered run " + r.header.runId);
-          !bad.empty())
-        c.fail("V4", bad);
-      if (auto bad = runMarkerProblem(r.events); !bad.empty())
-        c.fail("V3", "after recovery: " + bad);
-    }
-    // What the provider was handed after the crash (the agent's model log).
-    std::optional<std::set<std::string>> firstReplay;
-    if (!id.isBarrier() && !id.isDoubleFault() && x.ok) {
-      firstReplay.emplace();
-      for (const auto& op : x.ops)
-        if (op.response || (op.armed && x.outcome == Outcome::completed_bundle))
-          firstReplay->insert(op.callId);
-    }
-    if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
-      if (auto bad = replayProblem(readFile(it->second), firstReplay); !bad.empty())
-        c.fail("V8", "replay: " + bad);
-    if (auto want = expectClaimSettlement(id))
-      if (auto bad = claimSettlementProblem(store, *want); !bad.empty())
-        c.fail("V8", "claim saga: " + bad);
-    if (recoveryBarrier && recoveryBarrier->state.settle)
-      if (auto bad = claimSettlementProblem(store, *recoveryBarrier->state.settle); !bad.empty())
-        c.fail("V8", "claim saga: " + bad);
-    const int wantUserMessages = id.isBarrier() && !barrierFacts.accepted ? 0 : 1;
-    if (auto bad = continuationHistoryProblem(*st, wantUserMessages); !bad.empty())
-      c.fail("V8", "history after recovery: " + bad);
-    if (exitCode != 0)
-      c.fail("V8", fmt::format("crashsim-agent recover exited {}: {}", exitCode,
-                               lastLine(recover.stderrFile)));
+    const std::vector<ResolvedRun> resolved = resolveRuns(*st);
+    checkRecoveredRuns(resolved, c);
+    checkContinuationAfterRecovery(id, x, barrierFacts, store, *st, exitCode, recover, c,
+                                   recoveryBarrier);
     if (id.isRecoveryBarrier()) {
       if (!recoveryBarrier)
         c.fail("V8", "no state of the recovery barrier kill to judge (V3 could not read it)");
       else
         checkRecoveryBarrierRecovery(sc, *recoveryBarrier, ref, effects,
                                      readFile(recover.stdoutFile), atCrash, ws, c);
-      if (!c.failed("V8")) c.pass("V8");
-      return;
-    }
-    if (id.isBarrier()) {
+    } else if (id.isBarrier()) {
       checkBarrierRecovery(sc, barrierFacts, ref, effects, readFile(recover.stdoutFile), atCrash,
                            ws, c);
-      if (!c.failed("V8")) c.pass("V8");
-      return;
-    }
-    const bool parked = expectParked(sc, x, endFp);
-    if (!x.ok) {
-      c.fail("V8", "oracle: " + x.whyNot);
-    } else if (parked && !x.armedCall) {
-      c.fail("V8", "oracle: scenario afterCrash names " + endFp.str() +
-                       ", which has no armed operation to park");
-    } else if (parked) {
-      const auto& armed = sc.calls[*x.armedCall];
-      auto d = finalDecision(armed.id);
-      // afterCrash: the external change decides the park reason (scenario data).
-      const std::string wantStatus = afterCrash ? std::string(code::parked) : x.finalStatus;
-      const std::string wantReason = afterCrash ? sc.spec.afterCrash->parkedReason : x.finalReason;
-      if (!d || d->status != wantStatus || d->reason != wantReason)
-        c.fail("V8",
-               fmt::format("{} after recovery is {}/{}, expected parked as {}/{}", armed.id,
-                           d ? d->status : "absent", d ? d->reason : "-", wantStatus, wantReason));
-      if (afterCrash)
-        for (const auto& line : workspace::afterCrashProblems(sc.spec, ws))
-          c.fail("V8", "workspace after recovery: " + line);
-      // The continuation parks with the contract's reason (spec e.2 step 4): a replay gap is
-      // provider_replay_non_suffix_gap; an unsettled segment is runtime_ledger_unreadable.
-      // An external change that parks the armed call of a step with a replay gap: either reason.
-      const std::optional<bool> gap = x.outcome != Outcome::parked_replay_gap
-                                          ? std::optional<bool>(false)
-                                      : afterCrash ? std::nullopt
-                                                   : std::optional<bool>(true);
-      if (auto bad = parkProblem(readFile(recover.stdoutFile), gap); !bad.empty())
-        c.fail("V8", bad);
-      // A park changes nothing in the workspace: every file is as the crash (and the external
-      // change) left it; only the tool's own temp file of the interrupted call may be gone.
-      if (auto bad = workspaceChange(atCrash, snapshotWorkspace(ws)); !bad.empty())
-        c.fail("V8", "recovery parked but changed the workspace: " + bad);
     } else {
-      checkFinishedWorkspace(sc, ref, ws, c);
-      if (x.armedCall && !x.finalStatus.empty()) {
-        const auto& armed = sc.calls[*x.armedCall];
-        auto d = finalDecision(armed.id);
-        if (!d || d->status != x.finalStatus || d->reason != x.finalReason)
-          c.fail("V8", fmt::format("{} after recovery is {}/{}, expected {}/{}", armed.id,
-                                   d ? d->status : "absent", d ? d->reason : "-", x.finalStatus,
-                                   x.finalReason));
-      }
+      checkNamedCrashEnd(sc, x, endFp, afterCrash, ref, resolved, ws, atCrash, recover, c);
     }
     if (!c.failed("V8")) c.pass("V8");
   } catch (const std::exception& e) {

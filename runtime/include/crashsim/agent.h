@@ -157,6 +157,14 @@ class AgentRunner {
  private:
   struct Stopped {};  // a token check saw the Stop
   RunSummary loop(RunHeader header, std::vector<RuntimeEvent> history, bool continuation);
+  // One provider step: the Stop check, the model's step, its text and every function_call
+  // committed (model output is durable first), then each call through ToolRuntime. False when
+  // the step was the final answer.
+  bool providerStep(const RunHeader& header, const RunIdentity& id, size_t stepOrdinal,
+                    std::vector<RuntimeEvent>& history, RunSummary& summary);
+  // The run's end: the watchdog's seal stands, or the Stop's termination batch, or the turn's
+  // terminal facts; sets summary.status.
+  void endRun(RunHeader& header, const TurnEnd& end, bool stopped, RunSummary& summary);
   void runCall(const RunHeader& header, const ToolCallRequest& call, const RuntimeEvent& callEvent,
                std::vector<RuntimeEvent>& history, RunSummary& summary);
   void checkStop() const;  // throws Stopped when the token is cancelled

@@ -140,72 +140,43 @@ RunSummary AgentRunner::runContinuation(const RunHeader& targetHeader,
   return loop(header, replayHistory, true);
 }
 
-RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history,
-                             bool continuation) {
-  const RunIdentity id = identityOf(header);
-  RunSummary summary;
-  summary.identity = id;
-  summary.continuation = continuation;
-  summary.workspaceIdentity = tools_.workspace().identity;
-  {
-    std::lock_guard lk(doneMutex_);
-    active_ = true;
-    finished_ = false;
-  }
-  std::jthread watchdog;
-  if (!stop_.storeDir.empty())
-    watchdog = std::jthread([this, header](std::stop_token st) { watch(st, header); });
-  TurnEnd end;
-  bool stopped = false;
-  try {
-    bool deliveredResults = false;
-    for (size_t stepOrdinal = 1;; ++stepOrdinal) {
-      if (deliveredResults) CRASHSIM_FAILPOINT(P7);
-      checkStop();  // before each provider step
-      logProviderInput(id, stepOrdinal, history);
-      ModelStep step = model_.nextStep(history);
-      ++summary.providerSteps;
-      const std::string textId = id.invocationId + "_step" + std::to_string(stepOrdinal) + "_text";
-      if (step.isFinal()) {
-        if (step.text) {
-          RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
-          accepted([&] { return store_.append(text); });
-          history.push_back(text);
-        }
-        end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt};
-        break;
-      }
-      CRASHSIM_FAILPOINT(P0);
-      if (step.text) {
-        RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
-        accepted([&] { return store_.append(text); });
-        history.push_back(text);
-      }
-      // Model output is durable first: every function_call of the step, generic writer.
-      std::vector<RuntimeEvent> callEvents;
-      for (const auto& call : step.calls) {
-        const std::string op = deriveOperationId(id.invocationId, call.callId);
-        RuntimeEvent ev = agent_events::callEvent(id, op, clock_.now(), call);
-        accepted([&] { return store_.append(ev); });
-        history.push_back(ev);
-        callEvents.push_back(std::move(ev));
-      }
-      for (size_t i = 0; i < step.calls.size(); ++i) {
-        runCall(header, step.calls[i], callEvents[i], history, summary);
-      }
-      deliveredResults = true;
+bool AgentRunner::providerStep(const RunHeader& header, const RunIdentity& id, size_t stepOrdinal,
+                               std::vector<RuntimeEvent>& history, RunSummary& summary) {
+  checkStop();  // before each provider step
+  logProviderInput(id, stepOrdinal, history);
+  ModelStep step = model_.nextStep(history);
+  ++summary.providerSteps;
+  const std::string textId = id.invocationId + "_step" + std::to_string(stepOrdinal) + "_text";
+  if (step.isFinal()) {
+    if (step.text) {
+      RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
+      accepted([&] { return store_.append(text); });
+      history.push_back(text);
     }
-  } catch (const Stopped&) {
-    stopped = true;
-  } catch (const Error& e) {
-    end = TurnEnd{std::string(code::failed), e.code(), e.what()};
-    summary.errorCode = e.code();
-    summary.errorMessage = e.what();
-  } catch (const std::exception& e) {
-    end = TurnEnd{std::string(code::failed), std::string(code::agent_error), e.what()};
-    summary.errorCode = code::agent_error;
-    summary.errorMessage = e.what();
+    return false;
   }
+  CRASHSIM_FAILPOINT(P0);
+  if (step.text) {
+    RuntimeEvent text = agent_events::textEvent(id, textId, clock_.now(), *step.text);
+    accepted([&] { return store_.append(text); });
+    history.push_back(text);
+  }
+  // Model output is durable first: every function_call of the step, generic writer.
+  std::vector<RuntimeEvent> callEvents;
+  for (const auto& call : step.calls) {
+    const std::string op = deriveOperationId(id.invocationId, call.callId);
+    RuntimeEvent ev = agent_events::callEvent(id, op, clock_.now(), call);
+    accepted([&] { return store_.append(ev); });
+    history.push_back(ev);
+    callEvents.push_back(std::move(ev));
+  }
+  for (size_t i = 0; i < step.calls.size(); ++i) {
+    runCall(header, step.calls[i], callEvents[i], history, summary);
+  }
+  return true;
+}
+
+void AgentRunner::endRun(RunHeader& header, const TurnEnd& end, bool stopped, RunSummary& summary) {
   bool watchdogSealed = false;
   {
     std::lock_guard lk(acceptMutex_);
@@ -228,6 +199,47 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
     commitTurnTerminal(header, end);
     summary.status = end.status;
   }
+}
+
+RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history,
+                             bool continuation) {
+  const RunIdentity id = identityOf(header);
+  RunSummary summary;
+  summary.identity = id;
+  summary.continuation = continuation;
+  summary.workspaceIdentity = tools_.workspace().identity;
+  {
+    std::lock_guard lk(doneMutex_);
+    active_ = true;
+    finished_ = false;
+  }
+  std::jthread watchdog;
+  if (!stop_.storeDir.empty())
+    watchdog = std::jthread([this, header](std::stop_token st) { watch(st, header); });
+  TurnEnd end;
+  bool stopped = false;
+  try {
+    bool deliveredResults = false;
+    for (size_t stepOrdinal = 1;; ++stepOrdinal) {
+      if (deliveredResults) CRASHSIM_FAILPOINT(P7);
+      if (!providerStep(header, id, stepOrdinal, history, summary)) {
+        end = TurnEnd{std::string(code::completed), std::nullopt, std::nullopt};
+        break;
+      }
+      deliveredResults = true;
+    }
+  } catch (const Stopped&) {
+    stopped = true;
+  } catch (const Error& e) {
+    end = TurnEnd{std::string(code::failed), e.code(), e.what()};
+    summary.errorCode = e.code();
+    summary.errorMessage = e.what();
+  } catch (const std::exception& e) {
+    end = TurnEnd{std::string(code::failed), std::string(code::agent_error), e.what()};
+    summary.errorCode = code::agent_error;
+    summary.errorMessage = e.what();
+  }
+  endRun(header, end, stopped, summary);
   {
     std::lock_guard lk(doneMutex_);
     finished_ = true;

@@ -260,91 +260,98 @@ Json HostStartupReport::toJson() const {
   return j;
 }
 
-HostStartupReport hostStartup(const HostStartupOptions& options, CancellationToken& cancel) {
-  HostStartupReport report;
-  report.dryRun = options.dryRun;
-  const fs::path& storeDir = options.storeDir;
-  requireRuntimeStore(storeDir);
-  // Open (and check) the store: the real one under the host lock, or a private copy.
-  std::optional<HostLock> lock;
+namespace {
+
+// The store start-up works on: the real one under the host lock, or (dry run) a private copy.
+struct StartupStore {
   std::optional<ScratchDir> scratch;
   std::unique_ptr<RuntimeStore> store;
   std::optional<WorkspaceIdentity> workspace;
+};
+
+// 1. Open (and check) the store, and prove the workspace is the store's.
+void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& lock,
+                    StartupStore& out) {
+  const fs::path& storeDir = options.storeDir;
   StoreOptions ro;
   ro.readOnly = true;
   if (options.dryRun) {
     auto source = RuntimeStore::open(storeDir, ro);
-    if (options.workspaceDir) workspace = requireStoreWorkspace(*source, *options.workspaceDir);
+    if (options.workspaceDir) out.workspace = requireStoreWorkspace(*source, *options.workspaceDir);
     source->checkIntact();
-    scratch.emplace();
-    source->backupTo(scratch->path);
+    out.scratch.emplace();
+    source->backupTo(out.scratch->path);
     source.reset();
-    store = RuntimeStore::open(scratch->path);
-  } else {
-    // Planted bug (host_lock_after_claim): the lock is taken only for the continuation run it
-    // starts, so start-up's repair, planning and claim run beside any other host.
-    if (!planted("host_lock_after_claim")) lock.emplace(storeDir);
-    // The workspace is proven on a read-only open, before the writable one writes anything (a
-    // manifest, a checkpoint when it closes on an error) — unless a legacy import is pending:
-    // a read-only open would run the whole import once more in a scratch copy (its failpoints
-    // included), and the writable open imports before anything else anyway.
-    const bool importPending = legacyImportPending(storeDir);
-    if (options.workspaceDir && !importPending)
-      workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
-    store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
-    if (options.workspaceDir && importPending)
-      workspace = requireStoreWorkspace(*store, *options.workspaceDir);
-    // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
-    if (!planted("host_ignores_integrity_check")) store->checkIntact();
+    out.store = RuntimeStore::open(out.scratch->path);
+    return;
   }
-  // 2. continuation claim saga.
-  report.claimRepair = repairContinuationClaims(*store, RepairMode::strict, false).toJson();
-  // 3. reconcilers, while the crashed runs are still open (the run seal).
+  // Planted bug (host_lock_after_claim): the lock is taken only for the continuation run it
+  // starts, so start-up's repair, planning and claim run beside any other host.
+  if (!planted("host_lock_after_claim")) lock.emplace(storeDir);
+  // The workspace is proven on a read-only open, before the writable one writes anything (a
+  // manifest, a checkpoint when it closes on an error) — unless a legacy import is pending:
+  // a read-only open would run the whole import once more in a scratch copy (its failpoints
+  // included), and the writable open imports before anything else anyway.
+  const bool importPending = legacyImportPending(storeDir);
+  if (options.workspaceDir && !importPending)
+    out.workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
+  out.store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
+  if (options.workspaceDir && importPending)
+    out.workspace = requireStoreWorkspace(*out.store, *options.workspaceDir);
+  // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
+  if (!planted("host_ignores_integrity_check")) out.store->checkIntact();
+}
+
+// 2.–4. The claim saga, the reconcilers while the crashed runs are still open (the run seal),
+// then startup repair (the terminal fact, then the header) of the runs not deferred.
+void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIdentity>& workspace,
+                          bool dryRun, HostStartupReport& report) {
+  report.claimRepair = repairContinuationClaims(store, RepairMode::strict, false).toJson();
   report.reconcile = reconcileIndeterminateOperations(
-      *store, ReconcileOptions{workspace ? &*workspace : nullptr, !options.dryRun});
+      store, ReconcileOptions{workspace ? &*workspace : nullptr, !dryRun});
   RunKeys deferred;
   for (const Json& op : report.reconcile.value("operations", Json::array()))
     if (op.value("action", "") == "deferred")
       deferred.insert({op.value("sessionId", ""), op.value("runId", "")});
-  // 4. startup repair: the terminal fact, then the header.
-  report.startupRepair = startupRepair(*store, RepairMode::strict, false, deferred).toJson();
-  const Scenario* scenario = options.scenario;
-  const fs::path effectsPath =
-      options.effectsPath.empty() ? storeDir / "effects.jsonl" : options.effectsPath;
-  if (scenario && workspace && !options.dryRun)
-    plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
-  // 5. Phase 1 planning.
+  report.startupRepair = startupRepair(store, RepairMode::strict, false, deferred).toJson();
+}
+
+// 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
+// report and the lifecycle log; the first approved one is returned with its host.
+std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
+    RuntimeStore& store, const Scenario* scenario,
+    const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
+    HostStartupReport& report) {
   std::vector<std::string> sessions;
   if (scenario) {
     sessions.push_back(scenarioSessionId(*scenario));
   } else {
-    for (const RunHeader& h : store->listRuns())
+    for (const RunHeader& h : store.listRuns())
       if (std::find(sessions.begin(), sessions.end(), h.sessionId) == sessions.end())
         sessions.push_back(h.sessionId);
   }
-  LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
   std::optional<std::pair<ContinuationPlan, ContinuationHost>> toRun;
   for (const std::string& sessionId : sessions) {
     ContinuationHost host =
-        continuationHost(*store, sessionId, scenario ? scenario->id : sessionId, workspace, tools);
-    ContinuationPlan plan = planLatestContinuation(*store, sessionId, host);
+        continuationHost(store, sessionId, scenario ? scenario->id : sessionId, workspace, tools);
+    ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
     if (plan.isContinue() && !toRun) toRun.emplace(plan, std::move(host));
     report.plans.push_back(std::move(plan));
   }
-  if (!toRun) return withRuns(report, *store);
-  if (options.dryRun) {
-    report.continuationNotRun = std::string(code::continuation_dry_run);
-    return withRuns(report, *store);
-  }
-  if (!scenario || !workspace) {  // (an approved plan implies the workspace was observed)
-    report.continuationNotRun = std::string(code::continuation_scenario_required);
-    return withRuns(report, *store);
-  }
-  // 6. continuation: claim + start by the continuation authority, then the normal loop.
-  const auto& [plan, host] = *toRun;
+  return toRun;
+}
+
+// 6. The continuation: claim + start by the continuation authority, then the normal loop; its
+// end in the lifecycle log.
+void runApprovedContinuation(const HostStartupOptions& options, RuntimeStore& store,
+                             const WorkspaceIdentity& workspace, const ContinuationPlan& plan,
+                             const ContinuationHost& host, const fs::path& effectsPath,
+                             std::optional<HostLock>& lock, LifecycleLog& lifecycle,
+                             CancellationToken& cancel, HostStartupReport& report) {
+  const Scenario& scenario = *options.scenario;
   const Json ids{{"targetRunId", plan.runId}, {"claimId", plan.claimId}};
   lifecycle.write("execution_started", plan, ids);
   try {
@@ -352,16 +359,16 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     claiming.onClaim = [&lifecycle, &p = plan](const ClaimResult& cr) {
       lifecycle.write("continuation_claim", p, Json{{"claimId", p.claimId}, {"result", cr.result}});
     };
-    ContinuationExecution ex = executeContinuation(*store, plan, claiming);
-    if (planted("host_lock_after_claim")) lock.emplace(storeDir);
+    ContinuationExecution ex = executeContinuation(store, plan, claiming);
+    if (planted("host_lock_after_claim")) lock.emplace(options.storeDir);
     EffectsLog effects(effectsPath);
-    ToolPolicy policy = policyOf(*scenario);
+    ToolPolicy policy = policyOf(scenario);
     policy.bashKillGrace = options.bashKillGrace;
-    ToolRuntime toolRuntime(*workspace, policy, effects);
+    ToolRuntime toolRuntime(workspace, policy, effects);
     StopOptions stop;
     stop.cancellationGrace = options.cancellationGrace;
-    stop.storeDir = storeDir;
-    AgentRunner runner(*store, *scenario, toolRuntime, cancel, stop);
+    stop.storeDir = options.storeDir;
+    AgentRunner runner(store, scenario, toolRuntime, cancel, stop);
     report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
   } catch (const Error& e) {
     Json f = ids;
@@ -377,7 +384,40 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     done["errorClass"] = report.continuation->errorCode.value_or(report.continuation->status);
     lifecycle.write("execution_failed", plan, done);
   }
-  return withRuns(report, *store);
+}
+
+}  // namespace
+
+HostStartupReport hostStartup(const HostStartupOptions& options, CancellationToken& cancel) {
+  HostStartupReport report;
+  report.dryRun = options.dryRun;
+  const fs::path& storeDir = options.storeDir;
+  requireRuntimeStore(storeDir);
+  std::optional<HostLock> lock;
+  StartupStore opened;
+  openForStartup(options, lock, opened);
+  RuntimeStore& store = *opened.store;
+  const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
+  repairBeforePlanning(store, workspace, options.dryRun, report);
+  const Scenario* scenario = options.scenario;
+  const fs::path effectsPath =
+      options.effectsPath.empty() ? storeDir / "effects.jsonl" : options.effectsPath;
+  if (scenario && workspace && !options.dryRun)
+    plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
+  LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
+  const auto toRun = planSessions(store, scenario, workspace, lifecycle, report);
+  if (!toRun) return withRuns(report, store);
+  if (options.dryRun) {
+    report.continuationNotRun = std::string(code::continuation_dry_run);
+    return withRuns(report, store);
+  }
+  if (!scenario || !workspace) {  // (an approved plan implies the workspace was observed)
+    report.continuationNotRun = std::string(code::continuation_scenario_required);
+    return withRuns(report, store);
+  }
+  runApprovedContinuation(options, store, *workspace, toRun->first, toRun->second, effectsPath,
+                          lock, lifecycle, cancel, report);
+  return withRuns(report, store);
 }
 
 }  // namespace crashsim

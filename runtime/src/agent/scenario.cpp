@@ -134,52 +134,49 @@ size_t Scenario::callCount() const {
   return n;
 }
 
-Scenario parseScenario(const Json& v, const std::string& source) {
-  Validator val(source);
-  if (const std::string at = loneSurrogateAt(v, "$"); !at.empty())
-    val.fail(printableUtf8(at),
-             "holds an escaped lone UTF-16 surrogate; a scenario's texts become file names, file "
-             "contents and report text, which hold Unicode only");
-  val.object(v, "$", {"id", "user", "model", "expect"},
-             {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore"});
-  Scenario s;
-  s.id = val.string(v["id"], "$.id");
-  static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
-  if (!std::regex_match(s.id, idRe)) val.fail("$.id", "must match [a-z0-9][a-z0-9-]*");
-  if (v.contains("description"))
-    s.description = val.string(v["description"], "$.description", false);
-  s.user = val.string(v["user"], "$.user");
-  if (v.contains("workspace")) {
-    val.object(v["workspace"], "$.workspace", {}, {"files"});
-    if (v["workspace"].contains("files")) {
-      s.files = val.fileMap(v["workspace"]["files"], "$.workspace.files");
-    }
+namespace {
+
+bool isBuiltinTool(const std::string& name) {
+  static const std::vector<std::string> builtins = ToolRuntime::builtinTools();
+  return std::find(builtins.begin(), builtins.end(), name) != builtins.end();
+}
+
+// $.tools: built-in tools, each once (default: all four).
+std::vector<std::string> parseTools(Validator& val, const Json& v) {
+  if (!v.contains("tools")) return {"Read", "Write", "Edit", "Bash"};
+  std::vector<std::string> tools = val.strings(v["tools"], "$.tools");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string tp = "$.tools[" + std::to_string(i) + "]";
+    if (!isBuiltinTool(tools[i]))
+      val.fail(tp, "unknown tool " + tools[i] + " (Bash, Edit, Read, Write)");
+    if (!seen.insert(tools[i]).second) val.fail(tp, "duplicate tool " + tools[i]);
   }
-  const std::vector<std::string> builtins = ToolRuntime::builtinTools();
-  auto builtin = [&](const std::string& name) {
-    return std::find(builtins.begin(), builtins.end(), name) != builtins.end();
-  };
-  if (v.contains("tools")) {
-    s.tools = val.strings(v["tools"], "$.tools");
-    std::set<std::string> seen;
-    for (size_t i = 0; i < s.tools.size(); ++i) {
-      const std::string tp = "$.tools[" + std::to_string(i) + "]";
-      if (!builtin(s.tools[i]))
-        val.fail(tp, "unknown tool " + s.tools[i] + " (Bash, Edit, Read, Write)");
-      if (!seen.insert(s.tools[i]).second) val.fail(tp, "duplicate tool " + s.tools[i]);
-    }
-  } else {
-    s.tools = {"Read", "Write", "Edit", "Bash"};
-  }
-  if (v.contains("permissions")) {
-    val.object(v["permissions"], "$.permissions", {}, {"deny"});
-    if (v["permissions"].contains("deny")) {
-      s.deny = val.strings(v["permissions"]["deny"], "$.permissions.deny");
-    }
-  }
-  const Json& model = v["model"];
+  return tools;
+}
+
+// One scripted call: a built-in tool with args of its closed schema (a tool refused as
+// unavailable is one left out of $.tools, not a name nothing implements), an id used once.
+ScriptedCall parseCall(Validator& val, const Json& j, const std::string& cp,
+                       std::set<std::string>& callIds) {
+  val.object(j, cp, {"id", "name", "args"}, {});
+  ScriptedCall call;
+  call.id = val.string(j["id"], cp + ".id");
+  call.name = val.string(j["name"], cp + ".name");
+  call.args = j["args"];
+  if (!isBuiltinTool(call.name))
+    val.fail(cp + ".name", "unknown tool " + call.name + " (Bash, Edit, Read, Write)");
+  if (auto bad = ToolRuntime::argsProblem(call.name, call.args)) val.fail(cp + ".args", *bad);
+  if (!callIds.insert(call.id).second) val.fail(cp + ".id", "duplicate call id " + call.id);
+  return call;
+}
+
+// $.model: the provider steps; every step but the last makes calls, the last is the final
+// answer (text, no calls). `callIds` gets every call id.
+std::vector<ScriptedStep> parseModel(Validator& val, const Json& model,
+                                     std::set<std::string>& callIds) {
   if (!model.is_array() || model.empty()) val.fail("$.model", "must be a non-empty array");
-  std::set<std::string> callIds;
+  std::vector<ScriptedStep> steps;
   for (size_t i = 0; i < model.size(); ++i) {
     const std::string p = "$.model[" + std::to_string(i) + "]";
     val.object(model[i], p, {}, {"text", "calls"});
@@ -188,29 +185,23 @@ Scenario parseScenario(const Json& v, const std::string& source) {
     if (model[i].contains("calls")) {
       const Json& calls = model[i]["calls"];
       if (!calls.is_array()) val.fail(p + ".calls", "must be an array");
-      for (size_t k = 0; k < calls.size(); ++k) {
-        const std::string cp = p + ".calls[" + std::to_string(k) + "]";
-        val.object(calls[k], cp, {"id", "name", "args"}, {});
-        ScriptedCall call;
-        call.id = val.string(calls[k]["id"], cp + ".id");
-        call.name = val.string(calls[k]["name"], cp + ".name");
-        call.args = calls[k]["args"];
-        // A call the model makes names a built-in tool with args of its closed schema: a tool
-        // refused as unavailable is one left out of $.tools, not a name nothing implements.
-        if (!builtin(call.name))
-          val.fail(cp + ".name", "unknown tool " + call.name + " (Bash, Edit, Read, Write)");
-        if (auto bad = ToolRuntime::argsProblem(call.name, call.args)) val.fail(cp + ".args", *bad);
-        if (!callIds.insert(call.id).second) val.fail(cp + ".id", "duplicate call id " + call.id);
-        step.calls.push_back(std::move(call));
-      }
+      for (size_t k = 0; k < calls.size(); ++k)
+        step.calls.push_back(
+            parseCall(val, calls[k], p + ".calls[" + std::to_string(k) + "]", callIds));
     }
     const bool last = i + 1 == model.size();
     if (last && !step.calls.empty()) val.fail(p, "the last step is the final answer: no calls");
     if (last && !step.text) val.fail(p, "the last step must have text (the final answer)");
     if (!last && step.calls.empty()) val.fail(p, "every step but the last needs at least one call");
-    s.model.push_back(std::move(step));
+    steps.push_back(std::move(step));
   }
-  const Json& expect = v["expect"];
+  return steps;
+}
+
+// $.expect: files, absent paths, the call count (the script's) and the calls that end in error
+// (scripted ones).
+void parseExpect(Validator& val, const Json& expect, const std::set<std::string>& callIds,
+                 Scenario& s) {
   val.object(expect, "$.expect", {}, {"files", "absent", "toolCalls", "errorCalls"});
   if (expect.contains("files")) s.expect.files = val.fileMap(expect["files"], "$.expect.files");
   if (expect.contains("absent")) {
@@ -237,25 +228,62 @@ Scenario parseScenario(const Json& v, const std::string& source) {
       }
     }
   }
-  if (v.contains("afterCrash")) s.afterCrash = detail::parseAfterCrash(v["afterCrash"], source);
-  if (v.contains("legacyStore")) {
-    const Json& l = v["legacyStore"];
-    val.object(l, "$.legacyStore", {"batchEvents", "events"}, {});
-    const Json& b = l["batchEvents"];
-    if (!b.is_number_unsigned() || b.get<uint64_t>() < 1 || b.get<uint64_t>() > 256)
-      val.fail("$.legacyStore.batchEvents", "must be an integer from 1 to 256");
-    const Json& events = l["events"];
-    if (!events.is_array() || events.empty())
-      val.fail("$.legacyStore.events", "must be a non-empty array of RuntimeEvent objects");
-    LegacyStore legacy;
-    legacy.batchEvents = b.get<size_t>();
-    for (size_t i = 0; i < events.size(); ++i) {
-      if (!events[i].is_object())
-        val.fail("$.legacyStore.events[" + std::to_string(i) + "]", "must be an object");
-      legacy.events.push_back(events[i]);
-    }
-    s.legacyStore = std::move(legacy);
+}
+
+// $.legacyStore: a legacy JSONL store's events and its import batch size (1–256).
+LegacyStore parseLegacyStore(Validator& val, const Json& l) {
+  val.object(l, "$.legacyStore", {"batchEvents", "events"}, {});
+  const Json& b = l["batchEvents"];
+  if (!b.is_number_unsigned() || b.get<uint64_t>() < 1 || b.get<uint64_t>() > 256)
+    val.fail("$.legacyStore.batchEvents", "must be an integer from 1 to 256");
+  const Json& events = l["events"];
+  if (!events.is_array() || events.empty())
+    val.fail("$.legacyStore.events", "must be a non-empty array of RuntimeEvent objects");
+  LegacyStore legacy;
+  legacy.batchEvents = b.get<size_t>();
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (!events[i].is_object())
+      val.fail("$.legacyStore.events[" + std::to_string(i) + "]", "must be an object");
+    legacy.events.push_back(events[i]);
   }
+  return legacy;
+}
+
+}  // namespace
+
+Scenario parseScenario(const Json& v, const std::string& source) {
+  Validator val(source);
+  if (const std::string at = loneSurrogateAt(v, "$"); !at.empty())
+    val.fail(printableUtf8(at),
+             "holds an escaped lone UTF-16 surrogate; a scenario's texts become file names, file "
+             "contents and report text, which hold Unicode only");
+  val.object(v, "$", {"id", "user", "model", "expect"},
+             {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore"});
+  Scenario s;
+  s.id = val.string(v["id"], "$.id");
+  static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
+  if (!std::regex_match(s.id, idRe)) val.fail("$.id", "must match [a-z0-9][a-z0-9-]*");
+  if (v.contains("description"))
+    s.description = val.string(v["description"], "$.description", false);
+  s.user = val.string(v["user"], "$.user");
+  if (v.contains("workspace")) {
+    val.object(v["workspace"], "$.workspace", {}, {"files"});
+    if (v["workspace"].contains("files")) {
+      s.files = val.fileMap(v["workspace"]["files"], "$.workspace.files");
+    }
+  }
+  s.tools = parseTools(val, v);
+  if (v.contains("permissions")) {
+    val.object(v["permissions"], "$.permissions", {}, {"deny"});
+    if (v["permissions"].contains("deny")) {
+      s.deny = val.strings(v["permissions"]["deny"], "$.permissions.deny");
+    }
+  }
+  std::set<std::string> callIds;
+  s.model = parseModel(val, v["model"], callIds);
+  parseExpect(val, v["expect"], callIds, s);
+  if (v.contains("afterCrash")) s.afterCrash = detail::parseAfterCrash(v["afterCrash"], source);
+  if (v.contains("legacyStore")) s.legacyStore = parseLegacyStore(val, v["legacyStore"]);
   return s;
 }
 

@@ -76,6 +76,10 @@ std::optional<ClaimState> readClaimWithKnownBoundary(store_detail::Connection& c
 
 // e.8 decoder rules for a candidate claim. Throws continuation_claim_invalid.
 void validateClaim(const ContinuationClaim& claim);
+// The target-header rules of validateClaim (they read only the boundary's last segment).
+void validateClaimTarget(const ContinuationClaim& claim);
+// "sha256:" followed by 64 lower-case hex digits.
+bool isClaimDigest(const std::string& s);
 // f.7 start-event rules. Throws continuation_start_invalid.
 void validateStartEvent(const ContinuationClaim& claim, const RuntimeEvent& start,
                         std::string_view startKind);

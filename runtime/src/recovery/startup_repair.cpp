@@ -96,82 +96,64 @@ double nextTs(const RunHeader& h, const std::vector<StoredEvent>& stored) {
               "Startup repair of run " + h.sessionId + "/" + h.runId + " is ambiguous: " + why);
 }
 
-RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
-                          const RunKeys& leaveOpen) {
-  RunRepairAction a;
-  a.sessionId = h.sessionId;
-  a.runId = h.runId;
-  a.action = "none";
-  auto stored = store.readRunEvents(h.sessionId, h.runId);  // unreadable → throws
-  std::vector<const StoredEvent*> terminals;
-  for (const auto& s : stored)
-    if (s.event.isTerminal()) terminals.push_back(&s);
-  if (terminals.size() > 1) {
-    ambiguous(h, std::to_string(terminals.size()) + " terminal RuntimeEvents");
+// The run's one terminal fact: the ledger's tail, with its status; the header follows it
+// (repair_header), or already agrees.
+RunRepairAction& repairFromTerminalFact(RuntimeStore& store, const RunHeader& h, bool dryRun,
+                                        const std::vector<StoredEvent>& stored,
+                                        const StoredEvent& terminal, RunRepairAction& a) {
+  const RuntimeEvent& t = terminal.event;
+  a.terminalEventId = t.id;
+  if (&terminal != &stored.back()) ambiguous(h, "terminal " + t.id + " is not the ledger tail");
+  auto st = terminalRunStatusOf(t);
+  if (!st) ambiguous(h, "terminal " + t.id + " has no terminal status");
+  if (!terminalFactStatus(t, h)) {
+    ambiguous(h, *st + " terminal " + t.id +
+                     (*st == code::failed ? " has no failure class" : " has no abort source"));
   }
-  if (terminals.size() == 1) {
-    const RuntimeEvent& t = terminals[0]->event;
-    a.terminalEventId = t.id;
-    if (terminals[0] != &stored.back())
-      ambiguous(h, "terminal " + t.id + " is not the ledger tail");
-    auto st = terminalRunStatusOf(t);
-    if (!st) ambiguous(h, "terminal " + t.id + " has no terminal status");
-    if (!terminalFactStatus(t, h)) {
-      ambiguous(h, *st + " terminal " + t.id +
-                       (*st == code::failed ? " has no failure class" : " has no abort source"));
-    }
-    a.status = *st;
-    if (*st == code::failed) a.failureClass = terminalFailureClass(t, &h);
-    if (isTerminalRunStatus(h.status)) {
-      if (h.status != *st) {
-        ambiguous(h, "header status " + h.status + " contradicts terminal " + t.id);
-      }
-      return a;  // consistent
-    }
-    a.action = "repair_header";
-    if (!dryRun) store.markRunTerminal(terminalHeader(h, t));
-    return a;
-  }
-  // No terminal fact.
-  if (isSagaOwnedClaimTarget(store, h)) {
-    a.action = "skipped_claim_target";
-    a.detail =
-        "continuation claim target without terminal or runtime_admission start: owned by the "
-        "claim saga";
-    return a;
-  }
-  if (leaveOpen.count({h.sessionId, h.runId})) {
-    a.action = "deferred_reconcile";
-    a.detail = std::string(code::reconcile_workspace_required) +
-               ": an operation of this run waits for its reconciler; the run stays open";
-    return a;
-  }
-  const std::string id = recoveredTerminalEventId(h.sessionId, h.runId);
-  a.terminalEventId = id;
+  a.status = *st;
+  if (*st == code::failed) a.failureClass = terminalFailureClass(t, &h);
   if (isTerminalRunStatus(h.status)) {
-    // Header terminal without its fact: append the fact matching the header.
-    a.action = "append_terminal_fact";
-    a.status = h.status;
-    a.failureClass = h.failureClass;
-    if (h.status == code::failed && !h.failureClass)
-      ambiguous(h, "failed header has no failure class");
-    if (h.status == code::cancelled && !h.abortSource) {
-      ambiguous(h, "cancelled header has no abort source");
+    if (h.status != *st) {
+      ambiguous(h, "header status " + h.status + " contradicts terminal " + t.id);
     }
-    if (dryRun) return a;
-    TerminalFact fact;
-    fact.eventId = id;
-    fact.ts = h.completedAt ? *h.completedAt : h.updatedAt;
-    for (const auto& s : stored) fact.ts = std::max(fact.ts, s.event.ts);
-    fact.status = h.status;
-    fact.failureClass = h.failureClass;
-    fact.message = h.failureMessage.value_or("Run failed");
-    fact.abortSource = h.abortSource;
-    fact.recovered = true;
-    store.commitTerminalEvent(terminalEvent(h, fact));
-    return a;
+    return a;  // consistent
   }
-  // Neither: classify and recover.
+  a.action = "repair_header";
+  if (!dryRun) store.markRunTerminal(terminalHeader(h, t));
+  return a;
+}
+
+// Header terminal without its fact: append the fact matching the header.
+RunRepairAction& appendFactOfHeader(RuntimeStore& store, const RunHeader& h, bool dryRun,
+                                    const std::vector<StoredEvent>& stored, const std::string& id,
+                                    RunRepairAction& a) {
+  a.action = "append_terminal_fact";
+  a.status = h.status;
+  a.failureClass = h.failureClass;
+  if (h.status == code::failed && !h.failureClass)
+    ambiguous(h, "failed header has no failure class");
+  if (h.status == code::cancelled && !h.abortSource) {
+    ambiguous(h, "cancelled header has no abort source");
+  }
+  if (dryRun) return a;
+  TerminalFact fact;
+  fact.eventId = id;
+  fact.ts = h.completedAt ? *h.completedAt : h.updatedAt;
+  for (const auto& s : stored) fact.ts = std::max(fact.ts, s.event.ts);
+  fact.status = h.status;
+  fact.failureClass = h.failureClass;
+  fact.message = h.failureMessage.value_or("Run failed");
+  fact.abortSource = h.abortSource;
+  fact.recovered = true;
+  store.commitTerminalEvent(terminalEvent(h, fact));
+  return a;
+}
+
+// Neither fact nor terminal header: classify the ledger and seal the run failed / app_restarted,
+// the fact before the header.
+RunRepairAction& recoverTerminal(RuntimeStore& store, const RunHeader& h, bool dryRun,
+                                 const std::vector<StoredEvent>& stored, const std::string& id,
+                                 RunRepairAction& a) {
   const std::string reason = classify(stored);
   a.action = "recover_terminal";
   a.status = code::failed;
@@ -203,6 +185,41 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
   }
   commitTerminalFacts(store, h, terminal);
   return a;
+}
+
+RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
+                          const RunKeys& leaveOpen) {
+  RunRepairAction a;
+  a.sessionId = h.sessionId;
+  a.runId = h.runId;
+  a.action = "none";
+  auto stored = store.readRunEvents(h.sessionId, h.runId);  // unreadable → throws
+  std::vector<const StoredEvent*> terminals;
+  for (const auto& s : stored)
+    if (s.event.isTerminal()) terminals.push_back(&s);
+  if (terminals.size() > 1) {
+    ambiguous(h, std::to_string(terminals.size()) + " terminal RuntimeEvents");
+  }
+  if (terminals.size() == 1)
+    return repairFromTerminalFact(store, h, dryRun, stored, *terminals[0], a);
+  // No terminal fact.
+  if (isSagaOwnedClaimTarget(store, h)) {
+    a.action = "skipped_claim_target";
+    a.detail =
+        "continuation claim target without terminal or runtime_admission start: owned by the "
+        "claim saga";
+    return a;
+  }
+  if (leaveOpen.count({h.sessionId, h.runId})) {
+    a.action = "deferred_reconcile";
+    a.detail = std::string(code::reconcile_workspace_required) +
+               ": an operation of this run waits for its reconciler; the run stays open";
+    return a;
+  }
+  const std::string id = recoveredTerminalEventId(h.sessionId, h.runId);
+  a.terminalEventId = id;
+  if (isTerminalRunStatus(h.status)) return appendFactOfHeader(store, h, dryRun, stored, id, a);
+  return recoverTerminal(store, h, dryRun, stored, id, a);
 }
 
 }  // namespace

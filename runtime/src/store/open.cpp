@@ -112,6 +112,163 @@ int openReadOnly(const std::filesystem::path& file, sqlite3** db, std::filesyste
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
 }
 
+// What an open checks before it creates or opens anything: a supported synchronous setting; a
+// directory whose manifest records a store still holds its database (never created); no empty
+// database beside a WAL; the legacy JSONL decoded in full (a bad line fails closed with nothing
+// written); no WAL frames lost (before SQLite replays the WAL and a writer checkpoints what it
+// replayed). A writer then creates the directory. Returns the manifest's schema, if any.
+std::optional<int64_t> checkBeforeOpen(const std::filesystem::path& storeDir,
+                                       const StoreOptions& options,
+                                       const std::filesystem::path* legacyJsonl,
+                                       std::vector<store_detail::LegacyLine>& legacy) {
+  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
+      options.synchronous != "EXTRA" && options.synchronous != "OFF") {
+    throw Error(code::store_open_failed, "unsupported synchronous setting " + options.synchronous);
+  }
+  const std::optional<int64_t> manifest = readStoreManifest(storeDir);
+  if (options.readOnly || manifest) requireRuntimeStore(storeDir);
+  if (!planted("store_opens_empty_database"))
+    refuseEmptyDatabaseBesideAWal(storeDir, manifest, options.readOnly);
+  if (legacyJsonl) legacy = store_detail::readLegacyJsonl(*legacyJsonl);
+  if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal",
+                                                       storeDir / "runtime.sqlite-shm");
+      !lost.empty()) {
+    throw Error(code::store_wal_frames_lost,
+                (storeDir / "runtime.sqlite-wal").string() + ": " + lost);
+  }
+  std::error_code ec;
+  if (!options.readOnly) {
+    std::filesystem::create_directories(storeDir, ec);
+    if (ec) {
+      throw Error(code::store_open_failed,
+                  "cannot create store directory " + storeDir.string() + ": " + ec.message());
+    }
+  }
+  return manifest;
+}
+
+// The SQLite connection: read-only (openReadOnly, never checkpointing on close) or a writer
+// (with WAL batching when it syncs every commit). `existedBefore` gets the "-wal" / "-shm" files
+// a writer found. NOMUTEX: one thread at a time uses a RuntimeStore (store.h), whose own caches
+// are not synchronised either, so a per-connection mutex protects nothing (~2% of a T1+T2 in
+// instructions).
+void openDatabase(const std::filesystem::path& file, const StoreOptions& options, sqlite3** db,
+                  std::filesystem::path& scratch, std::set<std::string_view>& existedBefore) {
+  int rc = SQLITE_OK;
+  std::error_code ec;
+  if (options.readOnly) {
+    rc = openReadOnly(file, db, scratch);
+    if (*db) sqlite3_db_config(*db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  } else {
+    // A writer that syncs every commit batches its WAL appends (wal_batch_vfs.h), unless the
+    // caller turned it off (StoreOptions::walBatching).
+    const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
+    if (options.walBatching && (options.synchronous == "FULL" || options.synchronous == "EXTRA")) {
+      if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
+    }
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::filesystem::path f = file;
+      f += suffix;
+      if (std::filesystem::exists(f, ec)) existedBefore.insert(suffix);
+    }
+    rc = sqlite3_open_v2(file.c_str(), db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
+  }
+  if (rc != SQLITE_OK) {
+    std::string m = *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc);
+    throw Error(code::store_open_failed, "cannot open " + file.string() + ": " + m);
+  }
+}
+
+// A read-only open reads exactly the current schema, upgrading nothing.
+void requireCurrentSchemaReadOnly(Connection& c, const std::filesystem::path& storeDir,
+                                  const std::optional<int64_t>& manifest,
+                                  const std::filesystem::path& file) {
+  c.execScript("PRAGMA foreign_keys = ON; PRAGMA query_only = ON");
+  int64_t v = readUserVersion(c);
+  requireManifestSchema(storeDir, manifest, v);
+  if (v > kSchemaVersion) throwNewer(v);
+  if (v != kSchemaVersion) {
+    throw Error(code::schema_version_mismatch, "SQLite runtime schema " + std::to_string(v) +
+                                                   " cannot be read without upgrading to version " +
+                                                   std::to_string(kSchemaVersion));
+  }
+  requireSchema(c, file);
+  checkCapabilities(c);
+}
+
+// Fail closed on a newer schema before anything could modify the file (journal mode switch
+// included), and on a database that lost the schema its manifest records, leaving the directory
+// as it was: no checkpoint on close (SQLite would fold the -wal into the database and delete it)
+// and no -wal / -shm left behind that this open created.
+void refuseNewerSchemaUntouched(std::unique_ptr<Connection>& conn, sqlite3*& db,
+                                const std::filesystem::path& file,
+                                const std::filesystem::path& storeDir,
+                                const std::optional<int64_t>& manifest,
+                                const std::set<std::string_view>& existedBefore) {
+  std::error_code ec;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  try {
+    const int64_t v = readUserVersion(*conn);
+    requireManifestSchema(storeDir, manifest, v);
+    if (v > kSchemaVersion) throwNewer(v);
+  } catch (const Error&) {
+    conn.reset();
+    sqlite3_close_v2(db);
+    db = nullptr;
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::filesystem::path f = file;
+      f += suffix;
+      if (!existedBefore.count(suffix)) std::filesystem::remove(f, ec);
+    }
+    throw;
+  }
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
+}
+
+// A writer's connection settings.
+void configureWriter(Connection& c, const StoreOptions& options) {
+  // A new store gets 1 KiB pages (an existing one keeps its own; SQLite ignores the pragma
+  // once the file has pages). A tool commit dirties one page in each of about a dozen B-trees,
+  // so the page size sets the bytes each commit syncs; the CPU cost is the same (callgrind,
+  // within 1%). Measured per tool call (T1+T2, 16 calls per run): 119 KB of WAL at 4 KiB,
+  // 71 KB at 2 KiB, 46 KB at 1 KiB. The checkpoint threshold (16 MiB of WAL) lets a
+  // checkpoint write each hot page once per ~350 calls: 6 KB of database writes per call
+  // instead of 13 KB at SQLite's default threshold, and a fifth of the checkpoint fsyncs.
+  c.execScript("PRAGMA page_size = 1024");
+  ensureWal(c);
+  c.execScript("PRAGMA wal_autocheckpoint = 16384");
+  // Planted bug (D1): commits acknowledged without a sync, under a FULL label.
+  c.execScript("PRAGMA synchronous = " +
+               (planted("store_acknowledges_unsynced") ? std::string("OFF") : options.synchronous));
+  c.execScript("PRAGMA foreign_keys = ON");
+  // The writers' checks seek in six B-trees per event; keep their pages across transactions
+  // (16 MiB instead of SQLite's 2 MiB default) rather than rereading them from the WAL.
+  c.execScript("PRAGMA cache_size = -16384");
+}
+
+// A writer's schema up to date, the legacy import done, then the manifest.
+void completeWriterOpen(Connection& c, const std::filesystem::path& storeDir,
+                        const std::filesystem::path& file, const StoreOptions& options,
+                        const std::optional<int64_t>& manifest,
+                        const std::filesystem::path* legacyJsonl,
+                        const std::vector<store_detail::LegacyLine>& legacy) {
+  migrate(c);
+  requireSchema(c, file);
+  checkCapabilities(c);
+  // Planted bug: the manifest (which ends every later import) is written before the batches.
+  if (legacyJsonl && planted("legacy_manifest_first")) writeStoreManifest(storeDir, kSchemaVersion);
+  if (legacyJsonl)
+    store_detail::importLegacyEvents(c, *legacyJsonl, legacy, options.legacyImportBatchEvents);
+  if (!manifest || *manifest < kSchemaVersion) {
+    // The manifest may only claim a schema that a power cut cannot take: below FULL a commit is
+    // not synced, so checkpoint (which syncs the WAL, then the database) first.
+    if (options.synchronous != "FULL" && options.synchronous != "EXTRA")
+      c.execScript("PRAGMA wal_checkpoint(FULL)");
+    writeStoreManifest(storeDir, kSchemaVersion);
+  }
+}
+
 }  // namespace
 
 struct StoreAccess {
@@ -164,132 +321,21 @@ std::unique_ptr<RuntimeStore> RuntimeStore::openImpl(const std::filesystem::path
   im.dir = storeDir;
   im.file = storeDir / "runtime.sqlite";
   im.options = options;
-  if (options.synchronous != "FULL" && options.synchronous != "NORMAL" &&
-      options.synchronous != "EXTRA" && options.synchronous != "OFF") {
-    throw Error(code::store_open_failed, "unsupported synchronous setting " + options.synchronous);
-  }
-  // A directory whose manifest records a store must still hold its database: never create it.
-  const std::optional<int64_t> manifest = readStoreManifest(storeDir);
-  if (options.readOnly || manifest) requireRuntimeStore(storeDir);
-  if (!planted("store_opens_empty_database"))
-    refuseEmptyDatabaseBesideAWal(storeDir, manifest, options.readOnly);
-  // Decoded in full before anything is created: a bad line fails closed with nothing written.
   std::vector<store_detail::LegacyLine> legacy;
-  if (legacyJsonl) legacy = store_detail::readLegacyJsonl(*legacyJsonl);
-  // Before SQLite replays the WAL (and a writer checkpoints what it replayed).
-  if (std::string lost = store_detail::walLossEvidence(storeDir / "runtime.sqlite-wal",
-                                                       storeDir / "runtime.sqlite-shm");
-      !lost.empty()) {
-    throw Error(code::store_wal_frames_lost,
-                (storeDir / "runtime.sqlite-wal").string() + ": " + lost);
-  }
-  std::error_code ec;
-  if (!options.readOnly) {
-    std::filesystem::create_directories(storeDir, ec);
-    if (ec) {
-      throw Error(code::store_open_failed,
-                  "cannot create store directory " + storeDir.string() + ": " + ec.message());
-    }
-  }
-  // NOMUTEX: one thread at a time uses a RuntimeStore (store.h), whose own caches are not
-  // synchronised either, so a per-connection mutex protects nothing (~2% of a T1+T2 in
-  // instructions).
-  int rc = SQLITE_OK;
+  const std::optional<int64_t> manifest = checkBeforeOpen(storeDir, options, legacyJsonl, legacy);
   std::set<std::string_view> existedBefore;  // of "-wal", "-shm": what a writer found
-  if (options.readOnly) {
-    rc = openReadOnly(im.file, &im.db, im.scratch);
-    if (im.db) sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  } else {
-    // A writer that syncs every commit batches its WAL appends (wal_batch_vfs.h), unless the
-    // caller turned it off (StoreOptions::walBatching).
-    const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
-    if (options.walBatching && (options.synchronous == "FULL" || options.synchronous == "EXTRA")) {
-      if (const char* batched = store_detail::walBatchVfsName(options.vfs)) vfs = batched;
-    }
-    for (const char* suffix : {"-wal", "-shm"}) {
-      std::filesystem::path f = im.file;
-      f += suffix;
-      if (std::filesystem::exists(f, ec)) existedBefore.insert(suffix);
-    }
-    rc = sqlite3_open_v2(im.file.c_str(), &im.db,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
-  }
-  if (rc != SQLITE_OK) {
-    std::string m = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
-    throw Error(code::store_open_failed, "cannot open " + im.file.string() + ": " + m);
-  }
+  openDatabase(im.file, options, &im.db, im.scratch, existedBefore);
   sqlite3_extended_result_codes(im.db, 1);
   im.conn = std::make_unique<Connection>(im.db);
   Connection& c = *im.conn;
   c.execScript("PRAGMA busy_timeout = 5000");
   if (options.readOnly) {
-    c.execScript("PRAGMA foreign_keys = ON; PRAGMA query_only = ON");
-    int64_t v = readUserVersion(c);
-    requireManifestSchema(storeDir, manifest, v);
-    if (v > kSchemaVersion) throwNewer(v);
-    if (v != kSchemaVersion) {
-      throw Error(code::schema_version_mismatch,
-                  "SQLite runtime schema " + std::to_string(v) +
-                      " cannot be read without upgrading to version " +
-                      std::to_string(kSchemaVersion));
-    }
-    requireSchema(c, im.file);
-    checkCapabilities(c);
+    requireCurrentSchemaReadOnly(c, storeDir, manifest, im.file);
     return s;
   }
-  // Fail closed on a newer schema before anything could modify the file (journal mode
-  // switch included), and on a database that lost the schema its manifest records, leaving
-  // the directory as it was: no checkpoint on close (SQLite would fold the -wal into the
-  // database and delete it) and no -wal / -shm left behind that this open created.
-  int64_t v = 0;
-  sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  try {
-    v = readUserVersion(c);
-    requireManifestSchema(storeDir, manifest, v);
-    if (v > kSchemaVersion) throwNewer(v);
-  } catch (const Error&) {
-    im.conn.reset();
-    sqlite3_close_v2(im.db);
-    im.db = nullptr;
-    for (const char* suffix : {"-wal", "-shm"}) {
-      std::filesystem::path f = im.file;
-      f += suffix;
-      if (!existedBefore.count(suffix)) std::filesystem::remove(f, ec);
-    }
-    throw;
-  }
-  sqlite3_db_config(im.db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
-  // A new store gets 1 KiB pages (an existing one keeps its own; SQLite ignores the pragma
-  // once the file has pages). A tool commit dirties one page in each of about a dozen B-trees,
-  // so the page size sets the bytes each commit syncs; the CPU cost is the same (callgrind,
-  // within 1%). Measured per tool call (T1+T2, 16 calls per run): 119 KB of WAL at 4 KiB,
-  // 71 KB at 2 KiB, 46 KB at 1 KiB. The checkpoint threshold (16 MiB of WAL) lets a
-  // checkpoint write each hot page once per ~350 calls: 6 KB of database writes per call
-  // instead of 13 KB at SQLite's default threshold, and a fifth of the checkpoint fsyncs.
-  c.execScript("PRAGMA page_size = 1024");
-  ensureWal(c);
-  c.execScript("PRAGMA wal_autocheckpoint = 16384");
-  // Planted bug (D1): commits acknowledged without a sync, under a FULL label.
-  c.execScript("PRAGMA synchronous = " +
-               (planted("store_acknowledges_unsynced") ? std::string("OFF") : options.synchronous));
-  c.execScript("PRAGMA foreign_keys = ON");
-  // The writers' checks seek in six B-trees per event; keep their pages across transactions
-  // (16 MiB instead of SQLite's 2 MiB default) rather than rereading them from the WAL.
-  c.execScript("PRAGMA cache_size = -16384");
-  migrate(c);
-  requireSchema(c, im.file);
-  checkCapabilities(c);
-  // Planted bug: the manifest (which ends every later import) is written before the batches.
-  if (legacyJsonl && planted("legacy_manifest_first")) writeStoreManifest(storeDir, kSchemaVersion);
-  if (legacyJsonl)
-    store_detail::importLegacyEvents(c, *legacyJsonl, legacy, options.legacyImportBatchEvents);
-  if (!manifest || *manifest < kSchemaVersion) {
-    // The manifest may only claim a schema that a power cut cannot take: below FULL a commit is
-    // not synced, so checkpoint (which syncs the WAL, then the database) first.
-    if (options.synchronous != "FULL" && options.synchronous != "EXTRA")
-      c.execScript("PRAGMA wal_checkpoint(FULL)");
-    writeStoreManifest(storeDir, kSchemaVersion);
-  }
+  refuseNewerSchemaUntouched(im.conn, im.db, im.file, storeDir, manifest, existedBefore);
+  configureWriter(c, options);
+  completeWriterOpen(c, storeDir, im.file, options, manifest, legacyJsonl, legacy);
   return s;
 }
 

@@ -66,6 +66,96 @@ using store_detail::ImmediateTx;
 
 namespace store_detail {
 
+namespace {
+
+// A journal row waiting for its place: journal rows are ordered by their runtime event's rowid
+// (the order online commits wrote them in).
+struct PendingJournal {
+  int64_t rowid = 0;
+  JournalRow row;
+  size_t op = 0;
+};
+
+// The operation row a dispatch implies (its state and version are the caller's).
+ToolOperationRow dispatchedOperation(const RuntimeEvent& call, const RuntimeEvent& d) {
+  const ToolDispatch& td = *d.toolDispatch;
+  ToolOperationRow row;
+  row.operationId = td.operationId;
+  row.invocationId = d.invocationId;
+  row.runId = d.runId;
+  row.turnId = d.turnId;
+  row.providerToolCallId = td.providerToolCallId;
+  row.toolName = td.toolName;
+  row.canonicalArgsHash = td.canonicalArgsHash;
+  row.recoveryMode = td.recoveryMode;
+  row.callEventId = call.id;
+  row.dispatchEventId = d.id;
+  return row;
+}
+
+// One dispatched operation's row and journal rows from its bound events: prepared, then its
+// recovery tail (reconcile, outcome, decision) or its T2 outcome.
+void projectOperation(const std::vector<StoredEvent>& stored, const std::vector<int64_t>& rowids,
+                      const std::vector<RuntimeEvent>& events, const detail::ScannedOperation& sop,
+                      LedgerProjection& out, std::vector<PendingJournal>& journals) {
+  if (!sop.call) {
+    throw Error(code::store_corrupt,
+                "Corrupt tool RuntimeEvent ledger: orphan_dispatch at " + events[*sop.dispatch].id);
+  }
+  const RuntimeEvent& d = events[*sop.dispatch];
+  const ToolDispatch& td = *d.toolDispatch;
+  auto tail = detail::interpretRecoveryTail(events, sop);
+  if (tail && !tail->valid) {
+    throw Error(code::store_corrupt,
+                "Corrupt tool recovery bundle for " + td.operationId + ": " + tail->code);
+  }
+  ToolOperationRow row = dispatchedOperation(events[*sop.call], d);
+  const size_t opIndex = out.operations.size();
+  auto add = [&](size_t ev, std::string id, std::string_view state, bool metadata) {
+    PendingJournal j;
+    j.rowid = rowids[ev];
+    j.row.journalEventId = std::move(id);
+    j.row.operationId = row.operationId;
+    j.row.invocationId = row.invocationId;
+    j.row.runId = row.runId;
+    j.row.turnId = row.turnId;
+    j.row.state = state;
+    j.row.runtimeEventId = events[ev].id;
+    j.row.canonicalArgsHash = row.canonicalArgsHash;
+    j.row.recoveryMode = row.recoveryMode;
+    if (metadata) j.row.metadataJson = stableJson(events[ev].json.at("actions").at("toolRecovery"));
+    j.row.committedAt = stored[ev].committedAt;
+    j.op = opIndex;
+    journals.push_back(std::move(j));
+  };
+  add(*sop.dispatch, td.operationId + "_prepared", code::prepared, false);
+  int64_t tailEntries = 0;
+  if (sop.response) row.resultEventId = events[*sop.response].id;
+  if (tail) {
+    add(*tail->reconcile, events[*tail->reconcile].id + "_journal", "reconcile_observed", true);
+    ++tailEntries;
+    if (tail->outcome) {
+      add(*tail->outcome, td.operationId + "_outcome", code::outcome_committed, false);
+      ++tailEntries;
+    }
+    const bool completed = tail->disposition == code::completed;
+    add(*tail->decision, events[*tail->decision].id + "_journal",
+        completed ? code::recovery_completed : code::recovery_parked, true);
+    ++tailEntries;
+    row.currentState = completed ? code::recovery_completed : code::recovery_parked;
+  } else if (sop.response) {
+    add(*sop.response, td.operationId + "_outcome", code::outcome_committed, false);
+    ++tailEntries;
+    row.currentState = code::outcome_committed;
+  } else {
+    row.currentState = code::prepared;
+  }
+  row.version = 1 + tailEntries;
+  out.operations.push_back(std::move(row));
+}
+
+}  // namespace
+
 LedgerProjection projectLedger(Connection& c) {
   std::vector<int64_t> rowids;
   auto stored = readAllEvents(c, &rowids);
@@ -78,84 +168,13 @@ LedgerProjection projectLedger(Connection& c) {
                 "Corrupt tool RuntimeEvent ledger: " + scan.issues.front().code + " at " +
                     scan.issues.front().eventId);
   }
-  struct Pending {
-    int64_t rowid = 0;  // rowid of its runtime event = the order online commits wrote it in
-    JournalRow row;
-    size_t op = 0;
-  };
   LedgerProjection out;
-  std::vector<Pending> journals;
-  for (const auto& sop : scan.operations) {
-    if (!sop.dispatch) continue;
-    if (!sop.call) {
-      throw Error(code::store_corrupt, "Corrupt tool RuntimeEvent ledger: orphan_dispatch at " +
-                                           events[*sop.dispatch].id);
-    }
-    const RuntimeEvent& call = events[*sop.call];
-    const RuntimeEvent& d = events[*sop.dispatch];
-    const ToolDispatch& td = *d.toolDispatch;
-    auto tail = detail::interpretRecoveryTail(events, sop);
-    if (tail && !tail->valid) {
-      throw Error(code::store_corrupt,
-                  "Corrupt tool recovery bundle for " + td.operationId + ": " + tail->code);
-    }
-    ToolOperationRow row;
-    row.operationId = td.operationId;
-    row.invocationId = d.invocationId;
-    row.runId = d.runId;
-    row.turnId = d.turnId;
-    row.providerToolCallId = td.providerToolCallId;
-    row.toolName = td.toolName;
-    row.canonicalArgsHash = td.canonicalArgsHash;
-    row.recoveryMode = td.recoveryMode;
-    row.callEventId = call.id;
-    row.dispatchEventId = d.id;
-    const size_t opIndex = out.operations.size();
-    auto add = [&](size_t ev, std::string id, std::string_view state, bool metadata) {
-      Pending j;
-      j.rowid = rowids[ev];
-      j.row.journalEventId = std::move(id);
-      j.row.operationId = row.operationId;
-      j.row.invocationId = row.invocationId;
-      j.row.runId = row.runId;
-      j.row.turnId = row.turnId;
-      j.row.state = state;
-      j.row.runtimeEventId = events[ev].id;
-      j.row.canonicalArgsHash = row.canonicalArgsHash;
-      j.row.recoveryMode = row.recoveryMode;
-      if (metadata)
-        j.row.metadataJson = stableJson(events[ev].json.at("actions").at("toolRecovery"));
-      j.row.committedAt = stored[ev].committedAt;
-      j.op = opIndex;
-      journals.push_back(std::move(j));
-    };
-    add(*sop.dispatch, td.operationId + "_prepared", code::prepared, false);
-    int64_t tailEntries = 0;
-    if (sop.response) row.resultEventId = events[*sop.response].id;
-    if (tail) {
-      add(*tail->reconcile, events[*tail->reconcile].id + "_journal", "reconcile_observed", true);
-      ++tailEntries;
-      if (tail->outcome) {
-        add(*tail->outcome, td.operationId + "_outcome", code::outcome_committed, false);
-        ++tailEntries;
-      }
-      const bool completed = tail->disposition == code::completed;
-      add(*tail->decision, events[*tail->decision].id + "_journal",
-          completed ? code::recovery_completed : code::recovery_parked, true);
-      ++tailEntries;
-      row.currentState = completed ? code::recovery_completed : code::recovery_parked;
-    } else if (sop.response) {
-      add(*sop.response, td.operationId + "_outcome", code::outcome_committed, false);
-      ++tailEntries;
-      row.currentState = code::outcome_committed;
-    } else {
-      row.currentState = code::prepared;
-    }
-    row.version = 1 + tailEntries;
-    out.operations.push_back(std::move(row));
-  }
-  std::stable_sort(journals.begin(), journals.end(),
-                   [](const Pending& a, const Pending& b) { return a.rowid < b.rowid; });
+  std::vector<PendingJournal> journals;
+  for (const auto& sop : scan.operations)
+    if (sop.dispatch) projectOperation(stored, rowids, events, sop, out, journals);
+  std::stable_sort(
+      journals.begin(), journals.end(),
+      [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });
   for (auto& j : journals) {
     out.journal.push_back(std::move(j.row));
     out.journalOperation.push_back(j.op);

@@ -87,37 +87,20 @@ std::string projectionDifference(const RuntimeStore& store, Connection& c) {
   }
   return {};
 }
-}  // namespace
-
-void RuntimeStore::checkIntact() const {
-  const std::string where = " in " + impl_->file.string();
-  // integrity_check, not quick_check: only it verifies each index against its table, and a
-  // flipped bit in an index page hides events from the readers that seek through it (a run
-  // then seems to have no terminal event). Its cost is in README "Performance".
-  const std::string check = integrityCheck();
-  if (check != "ok") {
-    // The first problem line (integrity_check heads its list with "*** in database main ***").
-    std::string first = check.substr(0, check.find('\n'));
-    if (first.rfind("***", 0) == 0 && check.find('\n') != std::string::npos) {
-      const size_t start = check.find('\n') + 1;
-      first = check.substr(start, check.find('\n', start) - start);
-    }
-    throw Error(code::store_corrupt,
-                "integrity check of " + impl_->file.string() + " failed: " + first);
+// integrity_check's first problem line (it heads its list with "*** in database main ***").
+std::string firstIntegrityProblem(const std::string& check) {
+  std::string first = check.substr(0, check.find('\n'));
+  if (first.rfind("***", 0) == 0 && check.find('\n') != std::string::npos) {
+    const size_t start = check.find('\n') + 1;
+    first = check.substr(start, check.find('\n', start) - start);
   }
-  std::lock_guard lk(impl_->mu);
-  Connection& c = *impl_->conn;
-  // One read transaction: every check sees the same commit.
-  c.execScript("BEGIN");
-  struct EndRead {
-    Connection& c;
-    ~EndRead() {
-      try {
-        c.execScript("COMMIT");
-      } catch (...) {
-      }
-    }
-  } endRead{c};
+  return first;
+}
+
+// Foreign keys hold, every invocation's event_seq is contiguous from 1 and stored in order, and
+// every run's events have a header (the workspace authority stream has spines, never run
+// headers: b.7 scans it).
+void checkLedgerShape(Connection& c, const std::string& where) {
   if (auto st = c.prepare("PRAGMA foreign_key_check"); st.step()) {
     throw Error(
         code::store_foreign_key_violation,
@@ -143,7 +126,6 @@ void RuntimeStore::checkIntact() const {
                 "invocation " + st.text(0) + ": event_seq " + std::to_string(st.int64(1) + 1) +
                     " was stored before event_seq " + std::to_string(st.int64(1)) + where);
   }
-  // The workspace authority stream has spines, never run headers (b.7 scans it below).
   if (auto st =
           c.prepare("SELECT DISTINCT e.session_id, e.run_id, e.invocation_id FROM runtime_events e "
                     "WHERE e.session_id <> 'maka_workspace_authority' AND NOT EXISTS (SELECT 1 "
@@ -154,9 +136,12 @@ void RuntimeStore::checkIntact() const {
                 "run " + st.text(0) + "/" + st.text(1) + " (invocation " + st.text(2) +
                     ") has RuntimeEvents but no agent_runs header" + where);
   }
-  // The termination keys (runtime_turn_finalize) and the terminal headers against the ledger:
-  // what the terminal writer refuses later (termination_batch_conflict, run_sealed) is found
-  // here first, so a read-only check never calls a store intact that every writer refuses.
+}
+
+// The termination keys (runtime_turn_finalize) and the terminal headers against the ledger:
+// what the terminal writer refuses later (termination_batch_conflict, run_sealed) is found
+// here first, so a read-only check never calls a store intact that every writer refuses.
+void checkTermination(Connection& c, const std::string& where) {
   if (auto st = c.prepare(
           "SELECT f.operation_id, f.session_id, f.run_id FROM runtime_turn_finalize f WHERE NOT "
           "EXISTS (SELECT 1 FROM runtime_events e WHERE e.event_id = f.terminal_event_id AND "
@@ -189,6 +174,35 @@ void RuntimeStore::checkIntact() const {
                     st.text(3) + " (an extra run header): no terminal batch could ever end it" +
                     where);
   }
+}
+
+}  // namespace
+
+void RuntimeStore::checkIntact() const {
+  const std::string where = " in " + impl_->file.string();
+  // integrity_check, not quick_check: only it verifies each index against its table, and a
+  // flipped bit in an index page hides events from the readers that seek through it (a run
+  // then seems to have no terminal event). Its cost is in README "Performance".
+  const std::string check = integrityCheck();
+  if (check != "ok") {
+    throw Error(code::store_corrupt, "integrity check of " + impl_->file.string() +
+                                         " failed: " + firstIntegrityProblem(check));
+  }
+  std::lock_guard lk(impl_->mu);
+  Connection& c = *impl_->conn;
+  // One read transaction: every check sees the same commit.
+  c.execScript("BEGIN");
+  struct EndRead {
+    Connection& c;
+    ~EndRead() {
+      try {
+        c.execScript("COMMIT");
+      } catch (...) {
+      }
+    }
+  } endRead{c};
+  checkLedgerShape(c, where);
+  checkTermination(c, where);
   if (const std::string diff = projectionDifference(*this, c); !diff.empty())
     throw Error(code::store_projection_mismatch, diff + where);
   if (const std::string diff = store_detail::workspaceProjectionDifference(c); !diff.empty())

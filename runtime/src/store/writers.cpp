@@ -409,15 +409,11 @@ WriteResult RuntimeStore::commitTurnFinalize(const TurnFinalizeBatch& b) {
 // ---------------------------------------------------------------------------------------
 // Recovery bundle (f.6)
 
-WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
-  std::lock_guard lk(store_detail::mutexOf(*this));
-  Connection& c = store_detail::connectionOf(*this);
-  if (in.outcome && in.outcome->toolRecovery) {
-    throw Error(code::outcome_identity_conflict,
-                "Recovery bundle outcome must not carry a tool recovery fact");
-  }
-  ImmediateTx tx(c);
-  // 1. the operation exists and has a durable dispatch.
+namespace {
+
+// Steps 1–3: the operation exists with a durable dispatch, the bundle is valid against the stored
+// call and dispatch (the shared validator), and the stored call precedes its dispatch.
+ToolOperationRow bundleOperation(Connection& c, const RecoveryBundle& in) {
   auto op = loadOperation(c, in.operationId);
   if (!op) throw Error(code::unknown_tool_operation, "Unknown tool operation " + in.operationId);
   if (!op->dispatchEventId) {
@@ -430,7 +426,6 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
     throw Error(code::store_corrupt,
                 "Tool operation " + in.operationId + " references a missing RuntimeEvent");
   }
-  // 2. bundle validation against the stored call and dispatch (the shared validator).
   detail::RecoveryOperationIdentity ident;
   ident.operationId = op->operationId;
   ident.invocationId = op->invocationId;
@@ -448,78 +443,106 @@ WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
   if (!v.empty()) {
     throw Error(v, "Recovery bundle for " + in.operationId + " is invalid: " + v);
   }
-  // 3. stored call precedes its dispatch.
   if (!(call->eventSeq < dispatch->eventSeq)) {
     throw Error(code::event_order_conflict,
                 "Recovery bundle call must precede its dispatch for " + in.operationId);
   }
-  // 4. prospective transition check.
-  std::vector<const RuntimeEvent*> evs{&in.reconcile};
-  if (outcome) evs.push_back(outcome);
-  evs.push_back(&in.decision);
-  auto cands = store_detail::checkCandidates(tx, Writer::bundle, evs);
-  Candidate& rc = cands.front();
-  Candidate& dc = cands.back();
-  const bool completed = in.decision.toolRecovery->disposition == code::completed;
+  return *op;
+}
+
+// Step 5: a settled operation converges only on an exact retry (its result); an unsettled one
+// must not hold the whole bundle already. nullopt: write the bundle.
+std::optional<WriteResult> settledBundle(const RecoveryBundle& in, const ToolOperationRow& op,
+                                         const std::vector<Candidate>& cands, bool completed) {
   bool allExist = true;
   for (auto& cd : cands) allExist = allExist && cd.exists;
-  // 5. settled operation: only an exact retry converges.
-  if (op->currentState != code::prepared || op->resultEventId) {
+  if (op.currentState != code::prepared || op.resultEventId) {
     const bool exact =
-        allExist && (completed ? (op->currentState == code::recovery_completed && outcome &&
-                                  op->resultEventId == outcome->id)
-                               : (op->currentState == code::recovery_parked && !op->resultEventId));
-    if (exact) return {false, dc.existingSeq};
+        allExist && (completed ? (op.currentState == code::recovery_completed && in.outcome &&
+                                  op.resultEventId == in.outcome->id)
+                               : (op.currentState == code::recovery_parked && !op.resultEventId));
+    if (exact) return WriteResult{false, cands.back().existingSeq};
     throw Error(
         code::recovery_bundle_already_settled,
-        "Tool operation " + in.operationId + " is already settled (" + op->currentState + ")");
+        "Tool operation " + in.operationId + " is already settled (" + op.currentState + ")");
   }
   if (allExist) {
     throw Error(code::recovery_bundle_already_settled,
                 "Recovery bundle for " + in.operationId + " is incomplete");
   }
-  // 6. reconcile fact + journal.
+  return std::nullopt;
+}
+
+// Step 6: the reconcile fact and its journal row; the operation's version compare-and-set.
+void writeReconcile(ImmediateTx& tx, Connection& c, const RecoveryBundle& in, ToolOperationRow& op,
+                    Candidate& rc) {
   store_detail::insertChecked(tx, rc, in.reconcile.ts);
-  store_detail::insertJournal(c, in.reconcile.id + "_journal", *op, "reconcile_observed",
+  store_detail::insertJournal(c, in.reconcile.id + "_journal", op, "reconcile_observed",
                               in.reconcile.id, recoveryMetadata(in.reconcile), in.reconcile.ts);
-  {
-    auto up = c.prepare(
-        "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?1 AND "
-        "current_state = 'prepared' AND result_event_id IS NULL");
-    up.bind(1, op->operationId);
-    up.exec();
-    if (changes(c) != 1) {
-      throw Error(code::compare_and_set_failed,
-                  "Tool operation " + op->operationId + " reconcile compare-and-set failed");
-    }
-    op->version += 1;
+  auto up = c.prepare(
+      "UPDATE tool_operations SET version = version + 1 WHERE operation_id = ?1 AND "
+      "current_state = 'prepared' AND result_event_id IS NULL");
+  up.bind(1, op.operationId);
+  up.exec();
+  if (changes(c) != 1) {
+    throw Error(code::compare_and_set_failed,
+                "Tool operation " + op.operationId + " reconcile compare-and-set failed");
   }
-  // 7. completed: the outcome through the T2 path.
-  if (completed) {
-    writeOutcome(tx, *op, cands[1], op->operationId + "_outcome", outcome->ts, false);
-  }
-  // 8. decision fact + journal + CAS to the settled state.
+  op.version += 1;
+}
+
+// Step 8: the decision fact and its journal row; compare-and-set to the settled state.
+int64_t writeDecision(ImmediateTx& tx, Connection& c, const RecoveryBundle& in,
+                      const ToolOperationRow& op, Candidate& dc, bool completed) {
   const int64_t seq = store_detail::insertChecked(tx, dc, in.decision.ts);
-  store_detail::insertJournal(c, in.decision.id + "_journal", *op,
+  store_detail::insertJournal(c, in.decision.id + "_journal", op,
                               completed ? code::recovery_completed : code::recovery_parked,
                               in.decision.id, recoveryMetadata(in.decision), in.decision.ts);
   if (completed) {
     auto cas = c.prepare(
         "UPDATE tool_operations SET current_state = 'recovery_completed', version = version + 1 "
         "WHERE operation_id = ?1 AND current_state = 'outcome_committed' AND result_event_id = ?2");
-    cas.bind(1, op->operationId).bind(2, outcome->id);
+    cas.bind(1, op.operationId).bind(2, in.outcome->id);
     cas.exec();
   } else {
     auto cas = c.prepare(
         "UPDATE tool_operations SET current_state = 'recovery_parked', version = version + 1 "
         "WHERE operation_id = ?1 AND current_state = 'prepared' AND result_event_id IS NULL");
-    cas.bind(1, op->operationId);
+    cas.bind(1, op.operationId);
     cas.exec();
   }
   if (changes(c) != 1) {
     throw Error(code::compare_and_set_failed,
-                "Tool operation " + op->operationId + " recovery decision compare-and-set failed");
+                "Tool operation " + op.operationId + " recovery decision compare-and-set failed");
   }
+  return seq;
+}
+
+}  // namespace
+
+WriteResult RuntimeStore::commitToolRecoveryBundle(const RecoveryBundle& in) {
+  std::lock_guard lk(store_detail::mutexOf(*this));
+  Connection& c = store_detail::connectionOf(*this);
+  if (in.outcome && in.outcome->toolRecovery) {
+    throw Error(code::outcome_identity_conflict,
+                "Recovery bundle outcome must not carry a tool recovery fact");
+  }
+  ImmediateTx tx(c);
+  ToolOperationRow op = bundleOperation(c, in);
+  // 4. prospective transition check.
+  const RuntimeEvent* outcome = in.outcome ? &*in.outcome : nullptr;
+  std::vector<const RuntimeEvent*> evs{&in.reconcile};
+  if (outcome) evs.push_back(outcome);
+  evs.push_back(&in.decision);
+  auto cands = store_detail::checkCandidates(tx, Writer::bundle, evs);
+  const bool completed = in.decision.toolRecovery->disposition == code::completed;
+  if (auto settled = settledBundle(in, op, cands, completed)) return *settled;
+  writeReconcile(tx, c, in, op, cands.front());
+  // 7. completed: the outcome through the T2 path.
+  if (completed) {
+    writeOutcome(tx, op, cands[1], op.operationId + "_outcome", outcome->ts, false);
+  }
+  const int64_t seq = writeDecision(tx, c, in, op, cands.back(), completed);
   if (planted("bundle_commits_early")) {  // planted: the bundle is durable before P10's window
     tx.commit();
     CRASHSIM_FAILPOINT(P10);

@@ -28,23 +28,59 @@ ProcessResult runProcess(const std::string& executable, const std::vector<std::s
   return runProcess(spec);
 }
 
+namespace {
+
+// The executable: a path as given, a bare name searched on PATH (empty: not found).
+boost::filesystem::path resolveExecutable(const std::string& executable) {
+  if (executable.find('/') == std::string::npos) return bp::search_path(executable);
+  return executable;
+}
+
+// Runs the child's I/O until it ends, the timeout passes (the whole group killed: timedOut) or a
+// Stop is requested (SIGTERM to the whole group, SIGKILL if it still holds its output after the
+// grace: cancelled).
+void awaitChild(boost::asio::io_context& ios, bp::group& group, int pgid, const ProcessSpec& spec,
+                ProcessResult& result) {
+  const ProcessCancel* cancel = spec.cancel;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + spec.timeout;
+  constexpr auto kPoll = std::chrono::milliseconds(5);
+  while (!ios.stopped() && Clock::now() < deadline) {
+    if (cancel && cancel->requested && cancel->requested()) {
+      result.cancelled = true;
+      break;
+    }
+    ios.run_for(cancel ? kPoll : deadline - Clock::now());
+  }
+  if (result.cancelled && !ios.stopped()) {
+    ::killpg(pgid, SIGTERM);
+    ios.run_for(cancel->killGrace);
+    if (!ios.stopped()) {
+      std::error_code ec;
+      group.terminate(ec);
+      ios.run_for(std::chrono::seconds(1));
+    }
+  } else if (!ios.stopped()) {
+    // Pipes still open after the bound: kill the child and drain what is left.
+    std::error_code ec;
+    group.terminate(ec);
+    result.timedOut = true;
+    ios.run_for(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace
+
 ProcessResult runProcess(const ProcessSpec& spec) {
-  const std::string& executable = spec.executable;
   const std::vector<std::string>& args = spec.args;
   const std::filesystem::path& cwd = spec.cwd;
-  const std::chrono::milliseconds timeout = spec.timeout;
   const size_t maxOutputBytes = spec.maxOutputBytes;
   const ProcessCancel* cancel = spec.cancel;
   ProcessResult result;
-  boost::filesystem::path exe;
-  if (executable.find('/') == std::string::npos) {
-    exe = bp::search_path(executable);
-    if (exe.empty()) {
-      result.spawnError = executable + " not found on PATH";
-      return result;
-    }
-  } else {
-    exe = executable;
+  const boost::filesystem::path exe = resolveExecutable(spec.executable);
+  if (exe.empty()) {
+    result.spawnError = spec.executable + " not found on PATH";
+    return result;
   }
   boost::asio::io_context ios;
   std::future<std::string> out, err;
@@ -78,32 +114,7 @@ ProcessResult runProcess(const ProcessSpec& spec) {
     result.started = true;
     const int pgid = static_cast<int>(group.native_handle());
     if (cancel && cancel->activeGroup) cancel->activeGroup->store(pgid);
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + timeout;
-    constexpr auto kPoll = std::chrono::milliseconds(5);
-    while (!ios.stopped() && Clock::now() < deadline) {
-      if (cancel && cancel->requested && cancel->requested()) {
-        result.cancelled = true;
-        break;
-      }
-      ios.run_for(cancel ? kPoll : deadline - Clock::now());
-    }
-    if (result.cancelled && !ios.stopped()) {
-      // Stop: SIGTERM to the whole group, SIGKILL if it still holds its output after the grace.
-      ::killpg(pgid, SIGTERM);
-      ios.run_for(cancel->killGrace);
-      if (!ios.stopped()) {
-        std::error_code ec;
-        group.terminate(ec);
-        ios.run_for(std::chrono::seconds(1));
-      }
-    } else if (!ios.stopped()) {
-      // Pipes still open after the bound: kill the child and drain what is left.
-      std::error_code ec;
-      group.terminate(ec);
-      result.timedOut = true;
-      ios.run_for(std::chrono::seconds(1));
-    }
+    awaitChild(ios, group, pgid, spec, result);
     if (cancel && cancel->activeGroup) cancel->activeGroup->store(0);
     std::error_code ec;
     child.wait(ec);
