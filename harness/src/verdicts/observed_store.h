@@ -19,11 +19,12 @@ namespace crashsim::harness::observed {
 
 // While a ReadScope of storeDir is alive, every reader below that this thread calls on storeDir
 // shares one read-only connection, opened at the first read and closed with the scope, instead of
-// opening its own: a new connection parses the store's whole schema before its first statement,
-// which was the larger part of a case's verification. Scopes nest (the innermost one of the same
-// path serves). Only for a stretch in which nothing replaces the store's files (the connection
-// would keep reading the replaced inode); other processes may write the store meanwhile, since
-// SQLite re-reads the database at every statement's read transaction.
+// opening its own. A new connection parses the store's whole schema before its first statement:
+// 12 % of a kill sweep's CPU samples went there before (perf, release, two built-in scenarios).
+// Scopes nest (the innermost one of the same path serves). Only for a stretch in which nothing
+// replaces the store's files (the connection would keep reading the replaced inode); other
+// processes and connections may write the store meanwhile: SQLite re-reads the database at every
+// statement's read transaction, and no reader here leaves one open.
 class ReadScope {
  public:
   explicit ReadScope(std::filesystem::path storeDir);
