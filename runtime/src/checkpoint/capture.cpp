@@ -123,8 +123,12 @@ CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
   // 8. The fact ([P21] inside the writer's transaction) [P22].
   if (!accepted) accepted = commitWorkspaceFacts(store, events);
   CRASHSIM_FAILPOINT(P22);
-  // 9. Post-verify.
-  lightVerifyCheckpoint(carrier, c);
+  // 9. Post-verify (its failure ends the run under every requirement, d.3: detail post_verify).
+  try {
+    lightVerifyCheckpoint(carrier, c);
+  } catch (const CarrierError& e) {
+    throw CarrierError(e.code(), "post_verify", e.what());
+  }
   return CaptureResult{std::move(c), accepted->created};
 }
 
