@@ -574,15 +574,15 @@ void recoverToEnd(CrashCase& k) {
 static void runCaptureCase(CaseRun& cr) {
   const auto at = captureAt(cr.sc, cr.id.hit);
   if (!at) {
-    cr.checks.fail("V1", "oracle: scenario " + cr.sc.id + " makes no capture #" +
-                             std::to_string(cr.id.hit));
+    cr.checks.fail(
+        "V1", "oracle: scenario " + cr.sc.id + " makes no capture #" + std::to_string(cr.id.hit));
     return;
   }
   CaseId ledgerId = cr.id;
   ledgerId.failpoint = at->ledgerPoint;
   ledgerId.hit = at->ledgerHit;
-  CaseRun lr{ledgerId, cr.ref,  cr.opts,   cr.mode,   cr.driver, cr.sc,  cr.pathX,
-             cr.dir,   cr.store, cr.ws,    cr.checks, cr.record, cr.say, cr.ph};
+  CaseRun lr{ledgerId, cr.ref,   cr.opts, cr.mode,   cr.driver, cr.sc,  cr.pathX,
+             cr.dir,   cr.store, cr.ws,   cr.checks, cr.record, cr.say, cr.ph};
   CrashCase k{lr, false, {}, {}, {}, false, {}, {}, &cr.id};
   k.x = expectCase(cr.sc, ledgerId.failpoint, ledgerId.hit);
   if (!crashAgentRun(k) || changeWorkspace(k)) return;

@@ -84,9 +84,11 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
   const std::vector<CrashPoint> capture = pointRange(P18, P22);
-  const bool wantsCapture = !sel.failpoints.empty() && std::any_of(capture.begin(), capture.end(), wanted);
+  const bool wantsCapture =
+      !sel.failpoints.empty() && std::any_of(capture.begin(), capture.end(), wanted);
   if (wantsCapture && !mode.isProcessKill())
-    throw std::runtime_error("--failpoint P18..P22 (the workspace checkpoint capture) are kill mode only");
+    throw std::runtime_error(
+        "--failpoint P18..P22 (the workspace checkpoint capture) are kill mode only");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))

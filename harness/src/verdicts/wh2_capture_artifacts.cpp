@@ -23,9 +23,10 @@ std::string shellQuote(const std::string& s) {
 // The system git on the carrier, without any user or system configuration; stdout, and whether
 // it exited 0.
 std::pair<bool, std::string> git(const fs::path& carrier, const std::string& args) {
-  const std::string cmd = "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent "
-                          "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git --git-dir=" +
-                          shellQuote(carrier.string()) + " " + args + " 2>/dev/null";
+  const std::string cmd =
+      "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent "
+      "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git --git-dir=" +
+      shellQuote(carrier.string()) + " " + args + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
   if (!p) return {false, ""};
   std::string out;

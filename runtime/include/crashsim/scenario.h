@@ -92,13 +92,13 @@ struct ScenarioWorkspacePolicy {
 struct Scenario {
   std::string id;
   std::string description;
-  std::string user;                          // first user message
-  std::map<std::string, std::string> files;  // workspace seed: relative path → content
+  std::string user;                             // first user message
+  std::map<std::string, std::string> files;     // workspace seed: relative path → content
   std::map<std::string, std::string> symlinks;  // workspace seed: relative path → link text
   std::optional<WorkspaceGitSeed> git;          // the seed is a git repository (optional)
   ScenarioWorkspacePolicy workspacePolicy;
-  std::vector<std::string> tools;            // available tool names
-  std::vector<std::string> deny;             // permissions.deny
+  std::vector<std::string> tools;  // available tool names
+  std::vector<std::string> deny;   // permissions.deny
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
   std::optional<AfterCrash> afterCrash;    // between-crash-and-recovery mutation (optional)

@@ -16,9 +16,8 @@ void AgentRunner::enableCheckpoints(CheckpointOptions options) {
     return;
   }
   if (options.requirement != "optional_legacy" && options.requirement != "required")
-    throw Error(code::agent_usage,
-                "checkpoint requirement " + options.requirement +
-                    " is not disabled, optional_legacy or required");
+    throw Error(code::agent_usage, "checkpoint requirement " + options.requirement +
+                                       " is not disabled, optional_legacy or required");
   checkpoints_ = std::move(options);
 }
 
@@ -53,12 +52,11 @@ void AgentRunner::captureAt(const RunHeader& header, int64_t p) {
   if (checkpoints_->requirement == "required" || fatal(failCode, detail))
     throw Error(failCode, "workspace checkpoint at row " + std::to_string(p) + ": " + message);
   // optional_legacy: the boundary stays uncovered; logged, the run goes on.
-  std::cerr << Json{{"workspaceCapture",
-                     Json{{"code", failCode},
-                          {"detail", detail},
-                          {"runId", header.runId},
-                          {"lastEventSeq", p},
-                          {"message", message}}}}
+  std::cerr << Json{{"workspaceCapture", Json{{"code", failCode},
+                                              {"detail", detail},
+                                              {"runId", header.runId},
+                                              {"lastEventSeq", p},
+                                              {"message", message}}}}
                    .dump()
             << std::endl;
 }

@@ -352,24 +352,23 @@ void seedGit(const fs::path& workspace, const std::vector<std::string>& args) {
   spec.cwd = workspace;
   spec.timeout = std::chrono::milliseconds(30000);
   const char* path = std::getenv("PATH");
-  spec.env = std::map<std::string, std::string>{
-      {"PATH", path ? path : "/usr/bin:/bin"},
-      {"HOME", "/nonexistent"},
-      {"GIT_CONFIG_NOSYSTEM", "1"},
-      {"GIT_CONFIG_GLOBAL", "/dev/null"},
-      {"GIT_AUTHOR_NAME", "crashsim seed"},
-      {"GIT_AUTHOR_EMAIL", "seed@crashsim.invalid"},
-      {"GIT_AUTHOR_DATE", "1700000000 +0000"},
-      {"GIT_COMMITTER_NAME", "crashsim seed"},
-      {"GIT_COMMITTER_EMAIL", "seed@crashsim.invalid"},
-      {"GIT_COMMITTER_DATE", "1700000000 +0000"},
-      {"LC_ALL", "C"}};
+  spec.env = std::map<std::string, std::string>{{"PATH", path ? path : "/usr/bin:/bin"},
+                                                {"HOME", "/nonexistent"},
+                                                {"GIT_CONFIG_NOSYSTEM", "1"},
+                                                {"GIT_CONFIG_GLOBAL", "/dev/null"},
+                                                {"GIT_AUTHOR_NAME", "crashsim seed"},
+                                                {"GIT_AUTHOR_EMAIL", "seed@crashsim.invalid"},
+                                                {"GIT_AUTHOR_DATE", "1700000000 +0000"},
+                                                {"GIT_COMMITTER_NAME", "crashsim seed"},
+                                                {"GIT_COMMITTER_EMAIL", "seed@crashsim.invalid"},
+                                                {"GIT_COMMITTER_DATE", "1700000000 +0000"},
+                                                {"LC_ALL", "C"}};
   const detail::ProcessResult r = detail::runProcess(spec);
   if (!r.started || r.timedOut || r.exitCode != 0)
     throw Error(code::workspace_io_failed,
                 "cannot seed the git repository " + workspace.string() + ": git " +
-                    (args.empty() ? std::string() : args.front()) + " failed: " +
-                    (r.started ? r.err.substr(0, r.err.find('\n')) : r.spawnError));
+                    (args.empty() ? std::string() : args.front()) +
+                    " failed: " + (r.started ? r.err.substr(0, r.err.find('\n')) : r.spawnError));
 }
 
 }  // namespace

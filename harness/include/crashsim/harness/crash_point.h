@@ -111,8 +111,8 @@ std::ostream& operator<<(std::ostream& os, CrashPoint p);
 namespace points {
 inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5{"P5"}, P6{"P6"},
     P7{"P7"}, P8{"P8"}, P9{"P9"}, P10{"P10"}, P11{"P11"}, S{"S"}, F{"F"}, P12{"P12"}, P13{"P13"},
-    P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"}, P18{"P18"}, P19{"P19"}, P20{"P20"},
-    P21{"P21"}, P22{"P22"};
+    P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"}, P18{"P18"}, P19{"P19"}, P20{"P20"}, P21{"P21"},
+    P22{"P22"};
 }  // namespace points
 
 // The points from `first` to `last` (both included), in order: pointRange(points::P0, points::P7).
