@@ -26,11 +26,16 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(sh(cs() + " no-such-command 2>/dev/null").exitCode, 2);
   EXPECT_EQ(sh(cs() + " run not-a-case 2>/dev/null").exitCode, 2);
   EXPECT_EQ(sh(cs() + " inspect /nonexistent-store 2>/dev/null").exitCode, 2);
-  // A catalogue point the sweep cannot reach yet (P18..P22: no scenario takes checkpoints) is
-  // refused by name, not planned into an empty selection.
-  r = sh(cs() + " sweep --failpoint P20 --list 2>&1");
+  // The checkpoint capture (P18..P22) is reached only by a kill of a scenario that opts in
+  // (git-workspace-checkpoint: the baseline and the Write's capture, contract d.1); another mode
+  // is refused by name, not planned into an empty selection.
+  r = sh(cs() + " sweep --failpoint P20 --list 2>/dev/null");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n");
+  r = sh(cs() + " sweep --failpoint P20 --mode stop --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
-  EXPECT_NE(r.out.find("--failpoint P20: the workspace checkpoint capture"), std::string::npos)
+  EXPECT_NE(r.out.find("--failpoint P18..P22 (the workspace checkpoint capture) are kill mode"),
+            std::string::npos)
       << r.out;
 }
 

@@ -62,9 +62,9 @@ TEST(LegacyImportCaseId, ImportPointsAreKillModePrimariesPairedOnlyWithEachOther
   EXPECT_EQ(id("s/P17#1/kill+R:P16#3").str(), "s/P17#1/kill+R:P16#3");
   EXPECT_LT(id("legacy-import/P11#1/kill+R:P10#1"), p);  // sorts after P0..P15 and S, F
   EXPECT_LT(id("legacy-import/F#9/kill"), p);
-  for (auto bad :
-       {"s/P16#1/stop", "s/P17#1/powerloss@3", "s/P16#1/corrupt@1", "s/P16#1/kill+R:P8#1",
-        "s/P4#1/kill+R:P17#1", "s/P18#1/kill", "s/P016#1/kill", "s/P16#0/kill"})
+  for (auto bad : {"s/P16#1/stop", "s/P17#1/powerloss@3", "s/P16#1/corrupt@1",
+                   "s/P16#1/kill+R:P8#1", "s/P4#1/kill+R:P17#1", "s/P18#1/stop",
+                   "s/P18#1/kill+R:P8#1", "s/P016#1/kill", "s/P16#0/kill"})
     EXPECT_THROW(parseCaseId(bad), std::invalid_argument) << bad;
 }
 

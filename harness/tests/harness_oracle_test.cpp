@@ -178,6 +178,32 @@ TEST(OracleExpectation, HitsFollowWhereEachFailpointSits) {
   EXPECT_EQ(h[P11], 0);
 }
 
+// Phase 4 (contract d.1, i.2): git-workspace-checkpoint captures at its baseline (before the first
+// provider step: the run's ledger as at P0#1) and after the T2 of its Write (P6#2: the Read,
+// effect none, is the first call reaching P6 and takes no capture); each capture reaches P18-P22
+// once. Table W: a kill at P18-P21 of capture k leaves k-1 checkpoints, at P22 k. A scenario
+// without a workspacePolicy captures nothing.
+TEST(OracleExpectation, CapturesFollowTheCheckpointPointsOfTheScenario) {
+  const Scenario sc = loadScenario(defaultScenarioDir() / "git-workspace-checkpoint.json");
+  const auto captures = predictedCaptures(sc);
+  ASSERT_EQ(captures.size(), 2u);
+  EXPECT_EQ(captures[0].ledgerPoint, P0);
+  EXPECT_EQ(captures[0].ledgerHit, 1);
+  EXPECT_FALSE(captures[0].call);
+  EXPECT_EQ(captures[1].ledgerPoint, P6);
+  EXPECT_EQ(captures[1].ledgerHit, 2);
+  EXPECT_EQ(captures[1].call, std::optional<size_t>(1));
+  const auto h = predictedHits(sc);
+  for (CrashPoint f : pointRange(points::P18, points::P22)) EXPECT_EQ(h[f], 2) << f;
+  EXPECT_FALSE(captureAt(sc, 3));
+  EXPECT_EQ(expectedCheckpointsAfterCaptureKill(points::P18, 1), 0);
+  EXPECT_EQ(expectedCheckpointsAfterCaptureKill(points::P21, 2), 1);
+  EXPECT_EQ(expectedCheckpointsAfterCaptureKill(points::P22, 2), 2);
+  const Scenario plain = loadScenario(defaultScenarioDir() / "write-config-port.json");
+  EXPECT_TRUE(predictedCaptures(plain).empty());
+  for (CrashPoint f : pointRange(points::P18, points::P22)) EXPECT_EQ(predictedHits(plain)[f], 0);
+}
+
 // The recovery of a case that continues reaches the continuation admission once each (claim P11,
 // target run P14, start P15); one that parks never does. Bug: a plan that never schedules the
 // admission kills, or schedules them where the recovery parks (cases that can never be reached).

@@ -104,6 +104,35 @@ TEST(PlantedFault, RepairWritingTheHeaderBeforeTheFactFailsV7) {
                "V7");
 }
 
+// Phase 4 (#47): a kill inside a workspace checkpoint capture (P18..P22 of
+// git-workspace-checkpoint). The user's .git/index.lock held by the capture while it reads the
+// instance is seen only at a kill inside it (P18): at P18#1 (the baseline) the recovery's capture
+// after the Write releases it, so the final workspace equals the reference's and only WH1 (the
+// user's .git after the kill) can fail. (At P18#2 no later capture releases it, and V8 sees the
+// lingering lock in the final workspace too.) A fact committed before its ref leaves, at P19/P20, a
+// checkpoint table W does not allow and whose ref is missing: only WH2 (no run row changes, so
+// V1-V9 pass).
+TEST(PlantedFault, CaptureHoldingTheUsersIndexLockFailsOnlyWH1) {
+  expectCaughtExactly("capture_locks_user_index",
+                      "--scenario git-workspace-checkpoint --case "
+                      "'git-workspace-checkpoint/P18#1/kill'",
+                      {"WH1"});
+}
+
+TEST(PlantedFault, CaptureFactBeforeItsRefFailsOnlyWH2) {
+  expectCaughtExactly("capture_fact_before_ref",
+                      "--scenario git-workspace-checkpoint --failpoint P19 --failpoint P20",
+                      {"WH2"});
+}
+
+TEST(PlantedFault, UnplantedCaptureKillsPass) {
+  expectUnseen("capture_fact_before_ref",
+               "--scenario git-workspace-checkpoint --failpoint P18 --failpoint P21 "
+               "--failpoint P22",
+               "the fact is committed before its ref only once the tree and commit exist: a kill "
+               "at P18 precedes it, at P21/P22 the ref exists too");
+}
+
 TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
   expectCaught("tool_reruns", "--scenario write-config-port --failpoint P6", "V8");
 }

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
@@ -18,6 +20,7 @@
 #include "crashsim/resume_plan.h"
 #include "crashsim/scenario.h"
 #include "crashsim/store.h"
+#include "crashsim/workspace_facts.h"
 #include "store_test_util.h"
 #include "verdicts/workspace_expect.h"
 
@@ -200,4 +203,85 @@ TEST(AgentRun, FileEvidenceIsBoundInTheDispatchWhenTheDecoderAcceptsIt) {
     return;
   }
   FAIL() << "dispatch of call-2 not found";
+}
+
+// Phase 4 (#47, workspace-continuity-contract.md d.1): git-workspace-checkpoint opts in with
+// `optional_legacy`. Its seed is a real git repository (tracked .gitignore and a.txt, untracked
+// bin/run.sh, ignored debug.log, symlink link). A full run captures twice: the baseline at p = 1,
+// and after the Write's T2 at its response — rows 1 user, 2 step-1 text, 3-5 the Read's call,
+// dispatch, response (effect none: no capture), 6-8 the Write's → p = 8. The user's index and
+// HEAD are byte-identical (H1). Bugs caught: a capture after the Read, none after the Write, a
+// baseline after the first provider step, a capture through the user's index.
+TEST(AgentRun, CheckpointPolicyCapturesTheBaselineAndAfterTheEffectfulCall) {
+  const Scenario scenario = loadScenario(kScenarioDir / "git-workspace-checkpoint.json");
+  ASSERT_EQ(scenario.workspacePolicy.checkpointRequirement, "optional_legacy");
+  Sandbox box;
+  seedWorkspace(scenario, box.base / "ws");
+  ASSERT_TRUE(fs::is_symlink(box.base / "ws" / "link"));
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string index = bytes(box.base / "ws" / ".git" / "index");
+  const std::string head = bytes(box.base / "ws" / ".git" / "HEAD");
+  ASSERT_FALSE(index.empty());
+  CancellationToken cancel;
+  const RunSummary summary = runScenario(scenario, box.paths(), cancel);
+  ASSERT_EQ(summary.status, "completed") << summary.toJson().dump();
+  auto store = RuntimeStore::open(box.base / "store");
+  const auto checkpoints = listWorkspaceCheckpoints(*store);
+  ASSERT_EQ(checkpoints.size(), 2u);
+  EXPECT_EQ(checkpoints[0].coveredEventSeq, 1);
+  EXPECT_EQ(checkpoints[1].coveredEventSeq, 8);
+  for (const auto& c : checkpoints) {
+    EXPECT_EQ(c.epoch, 1);
+    EXPECT_EQ(c.kind, "captured");
+    EXPECT_EQ(c.coveredRunId, summary.identity.runId);
+  }
+  EXPECT_NE(checkpoints[0].treeOid, checkpoints[1].treeOid);  // notes.txt entered L
+  EXPECT_EQ(scanWorkspaceLineage(*store), "");
+  EXPECT_EQ(bytes(box.base / "ws" / ".git" / "index"), index);
+  EXPECT_EQ(bytes(box.base / "ws" / ".git" / "HEAD"), head);
+}
+
+// The default policy captures nothing: no carrier directory is ever made (existing scenarios and
+// their reports unchanged).
+TEST(AgentRun, DisabledPolicyMakesNoCarrier) {
+  const Scenario scenario = loadScenario(kScenarioDir / "write-config-port.json");
+  EXPECT_EQ(scenario.workspacePolicy.checkpointRequirement, "disabled");
+  Sandbox box;
+  seedWorkspace(scenario, box.base / "ws");
+  CancellationToken cancel;
+  ASSERT_EQ(runScenario(scenario, box.paths(), cancel).status, "completed");
+  EXPECT_FALSE(fs::exists(box.base / "store" / "workspace"));
+  EXPECT_TRUE(listWorkspaceCheckpoints(*RuntimeStore::open(box.base / "store")).empty());
+}
+
+// Bad scenario input is scenario_invalid with its JSON path.
+TEST(AgentRun, WorkspacePolicyAndGitSeedAreCheckedByTheLoader) {
+  Json j = Json::parse(R"({"id":"p","user":"u","model":[{"text":"done"}],"expect":{}})");
+  auto pathOf = [](const Json& v) {
+    try {
+      parseScenario(v, "t.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), "scenario_invalid");
+      return e.path();
+    }
+    return std::string("<no error>");
+  };
+  Json a = j;
+  a["workspacePolicy"] = {{"checkpointRequirement", "optional_legacy"}};
+  EXPECT_EQ(pathOf(a), "$.workspacePolicy.checkpointRequirement");  // no git workspace
+  Json b = j;
+  b["workspace"] = {{"files", {{"a.txt", "x"}}}, {"git", {{"tracked", {"a.txt"}}}}};
+  b["workspacePolicy"] = {{"checkpointRequirement", "sometimes"}};
+  EXPECT_EQ(pathOf(b), "$.workspacePolicy.checkpointRequirement");
+  Json c = j;
+  c["workspace"] = {{"files", {{"a.txt", "x"}}}, {"git", {{"tracked", {"b.txt"}}}}};
+  EXPECT_EQ(pathOf(c), "$.workspace.git.tracked[0]");
+  Json d = j;
+  d["workspace"] = {{"symlinks", {{"../l", "a"}}}};
+  EXPECT_EQ(pathOf(d), "$.workspace.symlinks.../l");
+  b["workspacePolicy"]["checkpointRequirement"] = "required";
+  EXPECT_EQ(parseScenario(b).workspacePolicy.checkpointRequirement, "required");
 }

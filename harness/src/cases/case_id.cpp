@@ -32,11 +32,6 @@ std::pair<CrashPoint, int> parsePoint(std::string_view text, std::string_view wh
   const auto fp = CrashPoint::parse(text.substr(0, hash));
   if (!fp || fp->isBarrier() || fp->group() == PointGroup::stopPath)
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
-  if (fp->group() == PointGroup::workspaceCapture)
-    throw std::invalid_argument(
-        fmt::format("case id {}: no case is planned at a workspace checkpoint capture (P18..P22) "
-                    "yet: no scenario takes checkpoints",
-                    whole));
   return {*fp, hitOf(hash + 1)};
 }
 
@@ -131,6 +126,11 @@ const FaultMode& parseMode(CaseId& id, std::string_view mode, bool more, std::st
   if (id.isImport() && !fm->isProcessKill())
     throw std::invalid_argument(
         fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));
+  if (id.isCapture() && (!fm->isProcessKill() || more))
+    throw std::invalid_argument(fmt::format(
+        "case id {}: workspace capture cases (P18..P22) are kill mode only, without a double "
+        "fault",
+        text));
   if (fm->deliversStop() && !isAgentRunPoint(id.failpoint))
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,

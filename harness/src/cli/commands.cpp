@@ -96,13 +96,15 @@ std::string reachList(const PointCounts& h) {
 // The case must be one the sweep would plan (the oracle's prediction); otherwise UsageError says
 // which are.
 void requirePlanned(const CaseId& id, const Scenario& sc) {
-  // The agent run's kill points: a legacy store's import (P16, P17), else P0..P9 (plan.cpp).
+  // The agent run's kill points: a legacy store's import (P16, P17), else P0..P9 and the
+  // checkpoint captures P18..P22 (plan.cpp).
   PointCounts hits;
   if (sc.spec.legacyStore) {
     hits[points::P16] = hits[points::P17] = predictedImportBatches(sc);
   } else {
     const auto p = predictedHits(sc);
     for (CrashPoint fp : pointRange(points::P0, points::P9)) hits[fp] = p[fp];
+    for (CrashPoint fp : pointRange(points::P18, points::P22)) hits[fp] = p[fp];  // captures
   }
   if ((!id.isBarrier() || sc.spec.legacyStore) && id.hit > hits[id.failpoint])
     throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,

@@ -47,6 +47,8 @@
 #include "verdicts/v7_repair.h"
 #include "verdicts/v8_recovery.h"
 #include "verdicts/verdict.h"
+#include "verdicts/wh1_user_git.h"
+#include "verdicts/wh2_capture_artifacts.h"
 #include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
@@ -344,14 +346,30 @@ struct CrashCase {
   bool afterCrash = false;       // the scenario's afterCrash change applies
   WorkspaceSnapshot atCrash;
   std::optional<recovery_barrier::Judged> rbJudged;
+  // A kill inside a checkpoint capture (P18–P22): the id the agent is armed at, while `r.id` is
+  // the crash-path point whose ledger state the capture kill leaves (oracle.h predictedCaptures).
+  const CaseId* armed = nullptr;
 };
+
+// WH1 and WH2 (verdicts/wh1_user_git.h, wh2_capture_artifacts.h) on a capture kill's state.
+void checkCapture(const CrashCase& k, std::optional<int> checkpoints, const char* when) {
+  CaseRun& cr = k.r;
+  if (auto bad = wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws); !bad.empty())
+    cr.checks.fail("WH1", when + bad);
+  else if (!cr.checks.failed("WH1"))
+    cr.checks.pass("WH1");
+  if (auto bad = wh2::captureArtifactProblem(cr.store, checkpoints); !bad.empty())
+    cr.checks.fail("WH2", when + bad);
+  else if (!cr.checks.failed("WH2"))
+    cr.checks.pass("WH2");
+}
 
 // The armed agent run killed (or its power cut) at the case's point, and V1–V7 (D1–D3) on the
 // crash state; or the primary's verified state when the case starts from it. False: no crash
 // state (V1 failed).
 bool crashAgentRun(CrashCase& k) {
   CaseRun& cr = k.r;
-  const CaseId& id = cr.id;
+  const CaseId& id = k.armed ? *k.armed : cr.id;
   const RunOptions& opts = cr.opts;
   Checks& c = cr.checks;
   if (restoreCrashState(opts, id, cr.store, cr.ws, cr.say)) {
@@ -384,7 +402,9 @@ bool crashAgentRun(CrashCase& k) {
   if (id.isBarrier())
     checkBarrierCrashState(cr.sc, cr.store, cr.dir, opts, k.barrierFacts, c);
   else
-    checkNamedCrash(id, k.x, cr.store, cr.dir, opts, c);
+    checkNamedCrash(cr.id, k.x, cr.store, cr.dir, opts, c);
+  if (k.armed)
+    checkCapture(k, expectedCheckpointsAfterCaptureKill(id.failpoint, id.hit), "after the kill: ");
   if (k.powerloss) {
     k.plFindings = checkPowerlossCrash(cr.dir, cr.store, opts.synchronous, c.m);
     durable_replace::check(cr.sc, cr.store, cr.ws, c);  // D3, before any afterCrash change
@@ -550,7 +570,32 @@ void recoverToEnd(CrashCase& k) {
 
 }  // namespace
 
+// A kill inside the k-th checkpoint capture: armed at P18–P22#k, judged by V1–V8 as the kill at
+// the crash-path point whose ledger state it leaves (the capture writes no row of the run), and
+// by WH1 and WH2 after the kill and after recovery.
+static void runCaptureCase(CaseRun& cr) {
+  const auto at = captureAt(cr.sc, cr.id.hit);
+  if (!at) {
+    cr.checks.fail(
+        "V1", "oracle: scenario " + cr.sc.id + " makes no capture #" + std::to_string(cr.id.hit));
+    return;
+  }
+  CaseId ledgerId = cr.id;
+  ledgerId.failpoint = at->ledgerPoint;
+  ledgerId.hit = at->ledgerHit;
+  CaseRun lr{ledgerId, cr.ref,   cr.opts, cr.mode,   cr.driver, cr.sc,  cr.pathX,
+             cr.dir,   cr.store, cr.ws,   cr.checks, cr.record, cr.say, cr.ph};
+  CrashCase k{lr, false, {}, {}, {}, false, {}, {}, &cr.id};
+  k.x = expectCase(cr.sc, ledgerId.failpoint, ledgerId.hit);
+  if (!crashAgentRun(k) || changeWorkspace(k)) return;
+  k.atCrash = snapshotWorkspace(cr.ws);
+  cr.checks.pass("V1");
+  recoverToEnd(k);
+  checkCapture(k, std::nullopt, "after recovery: ");
+}
+
 void runCrashCase(CaseRun& cr) {
+  if (cr.id.isCapture()) return runCaptureCase(cr);
   CrashCase k{cr, cr.mode.dropsUnsyncedWrites(), {}, {}, {}, false, {}, {}};
   if (k.powerloss)
     cr.checks.m["D1"] = cr.checks.m["D2"] = cr.checks.m["D3"] =

@@ -20,8 +20,14 @@ class KillMode final : public FaultMode {
   // A scenario whose store starts from a legacy JSONL is swept at its import: its run after the
   // import is the same as a scenario's without one, and is swept there.
   std::vector<std::pair<CrashPoint, int>> primaryPoints(const Scenario& sc) const override {
-    if (!sc.spec.legacyStore) return FaultMode::primaryPoints(sc);
-    return {{P16, predictedImportBatches(sc)}, {P17, predictedImportBatches(sc)}};
+    if (sc.spec.legacyStore)
+      return {{P16, predictedImportBatches(sc)}, {P17, predictedImportBatches(sc)}};
+    auto out = FaultMode::primaryPoints(sc);
+    // Each checkpoint capture (oracle.h predictedCaptures; none under a `disabled` policy).
+    const auto hits = predictedHits(sc);
+    for (CrashPoint fp : pointRange(P18, P22))
+      if (hits[fp] > 0) out.emplace_back(fp, hits[fp]);
+    return out;
   }
 
   // In this order: the recovery killed inside the continuation's own calls and at every recovery
@@ -29,6 +35,7 @@ class KillMode final : public FaultMode {
   // barriers, the race of two hosts.
   void planFollowUps(PrimaryPlan& plan) const override {
     const PlanSelection& sel = plan.selection();
+    if (plan.primary().isCapture()) return;  // a capture kill has no follow-up yet (phase4.md)
     if (sel.doubleFaults) planRecoveryKills(plan);
     if (sel.pathMutations != "off") planPathMutations(plan);
     if (sel.doubleFaults && plan.plansBarriers()) planRecoveryBarrierKills(plan);

@@ -88,7 +88,33 @@ PointCounts predictedHits(const Scenario& s) {
     for (CrashPoint fp : pointRange(P1, P6)) h[fp] += reaches(call, fp);
   h[P8] = 1;
   h[P9] = 1;
+  const int captures = static_cast<int>(predictedCaptures(s).size());
+  if (captures > 0)
+    for (CrashPoint fp : pointRange(P18, P22)) h[fp] = captures;
   return h;
+}
+
+std::vector<PredictedCapture> predictedCaptures(const Scenario& s) {
+  std::vector<PredictedCapture> out;
+  if (s.spec.workspacePolicy.checkpointRequirement == "disabled") return out;
+  out.push_back({P0, 1, std::nullopt});  // d.1 (a): P0#1 = no step's event committed yet
+  int p6 = 0;
+  for (size_t i = 0; i < s.calls.size(); ++i) {
+    if (!reaches(s.calls[i], P6)) continue;
+    ++p6;
+    if (s.calls[i].name != "Read") out.push_back({P6, p6, i});  // d.1 (b), e.1's effect
+  }
+  return out;
+}
+
+std::optional<PredictedCapture> captureAt(const Scenario& s, int hit) {
+  const auto all = predictedCaptures(s);
+  if (hit < 1 || static_cast<size_t>(hit) > all.size()) return std::nullopt;
+  return all[static_cast<size_t>(hit) - 1];
+}
+
+int expectedCheckpointsAfterCaptureKill(CrashPoint fp, int hit) {
+  return fp == P22 ? hit : hit - 1;
 }
 
 namespace {

@@ -16,7 +16,7 @@ namespace {
 
 CrashPoint parseFailpoint(const std::string& fp) {
   if (auto p = CrashPoint::parse(fp)) return *p;
-  throw std::runtime_error("unknown failpoint " + fp + " (P0..P17, S, F)");
+  throw std::runtime_error("unknown failpoint " + fp + " (P0..P22, S, F)");
 }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
@@ -83,11 +83,12 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
       !sel.failpoints.empty())
     throw std::runtime_error(
         "--mode stop delivers the Stop in the agent run at P0..P9 (P12/P13 with --double-faults)");
-  for (const std::string& f : sel.failpoints)
-    if (parseFailpoint(f).group() == PointGroup::workspaceCapture)
-      throw std::runtime_error("--failpoint " + f +
-                               ": the workspace checkpoint capture (P18..P22) is reached only "
-                               "under a checkpoint policy, and no scenario opts in yet");
+  const std::vector<CrashPoint> capture = pointRange(P18, P22);
+  const bool wantsCapture =
+      !sel.failpoints.empty() && std::any_of(capture.begin(), capture.end(), wanted);
+  if (wantsCapture && !mode.isProcessKill())
+    throw std::runtime_error(
+        "--failpoint P18..P22 (the workspace checkpoint capture) are kill mode only");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
@@ -95,7 +96,7 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(agentRun.begin(), agentRun.end(), wanted) && !wanted(P16) && !wanted(P17) &&
-      !plansBarriers(sel))
+      !wantsCapture && !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");

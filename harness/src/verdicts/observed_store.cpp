@@ -252,7 +252,10 @@ std::vector<EventRow> runEvents(const fs::path& storeDir, const std::string& run
 std::vector<std::string> eventRunIds(const fs::path& storeDir) {
   Db db = openReadOnly(storeDir);
   Stmt s =
-      prepare(db.get(), "SELECT run_id FROM runtime_events GROUP BY run_id ORDER BY min(rowid)");
+      // The workspace authority stream (Phase 4, contract b.1) is the store's, not a run's.
+      prepare(db.get(),
+              "SELECT run_id FROM runtime_events WHERE session_id <> 'maka_workspace_authority' "
+              "GROUP BY run_id ORDER BY min(rowid)");
   std::vector<std::string> out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) out.push_back(text(s.get(), 0));
   return out;

@@ -75,7 +75,8 @@ struct EventRow {
   double committedAt = 0;
   nlohmann::json payload;
 };
-// The run ids of runtime_events (headers or not), in the order their first event was stored.
+// The run ids of runtime_events (headers or not), in the order their first event was stored;
+// never the workspace authority stream's (Phase 4: a store-owned session, no run of its own).
 std::vector<std::string> eventRunIds(const std::filesystem::path& storeDir);
 
 // Every event of a run, by event_seq.

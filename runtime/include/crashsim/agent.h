@@ -31,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -135,6 +136,15 @@ struct StopOptions {
   int commitAttempts = 3;  // a failed termination batch is retried, byte for byte, this often
 };
 
+struct GitRuntime;
+
+// Workspace checkpoints of a live run (workspace-continuity-contract.md d.1, d.3): the host's
+// checkpoint requirement and the store whose carrier holds them. `disabled` captures nothing.
+struct CheckpointOptions {
+  std::string requirement = "disabled";  // disabled | optional_legacy | required
+  std::filesystem::path storeDir;
+};
+
 class AgentRunner {
  public:
   AgentRunner(RuntimeStore& store, const Scenario& scenario, ToolRuntime& tools,
@@ -153,6 +163,15 @@ class AgentRunner {
   // The public Stop API: cancels the token (a second Stop is a no-op) and returns the receipt;
   // alreadyIdle when no run of this runner is active. Thread-safe; never waits for the exit.
   StopReceipt requestStop();
+  // Captures at d.1's points from now on: (a) the baseline of a fresh run, after its user event
+  // #1 and before its first provider step (p = 1); (b) after the T2 of an operation whose tool's
+  // effect is not `none` (every tool but Read), before its result reaches the model (p = its
+  // response); (c) after a Stop's termination batch that closed a dispatched operation of such a
+  // tool (p = the terminal event). d.3: under `optional_legacy` a failed capture is logged (one
+  // JSON line on stderr) and the run goes on; under `required` the run ends `failed` with the
+  // code; a post-verify failure or a writer conflict (workspace_fact_conflict,
+  // workspace_epoch_*) ends it `failed` under both.
+  void enableCheckpoints(CheckpointOptions options);
 
  private:
   struct Stopped {};  // a token check saw the Stop
@@ -174,6 +193,9 @@ class AgentRunner {
     std::lock_guard lk(acceptMutex_);
     return write();
   }
+  // One d.2 capture at row p of the run (d.3 on failure: logs, or throws Error to end the run).
+  void captureAt(const RunHeader& header, int64_t p);
+  bool effectful(const std::string& toolName) const { return toolName != "Read"; }  // e.1
   // Turns a TurnEnd into the run's terminal facts (terminal_facts.h) and commits them.
   void commitTurnTerminal(RunHeader& header, const TurnEnd& end);
   // The termination batch of a Stop (planTermination from the committed events and live_),
@@ -198,6 +220,9 @@ class AgentRunner {
   std::mutex doneMutex_;
   std::condition_variable_any doneCv_;
   bool active_ = false, finished_ = false;  // doneMutex_
+  std::optional<CheckpointOptions> checkpoints_;
+  std::shared_ptr<const GitRuntime> git_;  // resolved at the first capture (c.2)
+  bool stopClosedEffectful_ = false;       // acceptMutex_: d.1 (c) is due after the Stop batch
 };
 
 // Builds the events the run loop commits (all pass through decodeRuntimeEvent).

@@ -76,13 +76,29 @@ struct LegacyStore {
   size_t batchEvents = 0;    // 1..256
 };
 
+// scenario.workspace.git (scenarios/README.md): the seed is a git repository — `git init` and
+// one commit of `tracked` (seed files, by the fixed identity and date of the seed), every other
+// seed file left untracked (or ignored by a tracked .gitignore).
+struct WorkspaceGitSeed {
+  std::vector<std::string> tracked;  // relative paths of seed files or symlinks
+};
+
+// scenario.workspacePolicy (workspace-continuity-contract.md e.3): the host's checkpoint
+// requirement for this scenario's runs; `disabled` (the default) captures nothing.
+struct ScenarioWorkspacePolicy {
+  std::string checkpointRequirement = "disabled";  // disabled | optional_legacy | required
+};
+
 struct Scenario {
   std::string id;
   std::string description;
-  std::string user;                          // first user message
-  std::map<std::string, std::string> files;  // workspace seed: relative path → content
-  std::vector<std::string> tools;            // available tool names
-  std::vector<std::string> deny;             // permissions.deny
+  std::string user;                             // first user message
+  std::map<std::string, std::string> files;     // workspace seed: relative path → content
+  std::map<std::string, std::string> symlinks;  // workspace seed: relative path → link text
+  std::optional<WorkspaceGitSeed> git;          // the seed is a git repository (optional)
+  ScenarioWorkspacePolicy workspacePolicy;
+  std::vector<std::string> tools;  // available tool names
+  std::vector<std::string> deny;   // permissions.deny
   std::vector<ScriptedStep> model;
   ScenarioExpectation expect;
   std::optional<AfterCrash> afterCrash;    // between-crash-and-recovery mutation (optional)
@@ -107,8 +123,10 @@ Scenario loadScenario(const std::filesystem::path& file);
 // and no id appears twice (scenario_invalid).
 std::vector<Scenario> loadScenarioDirectory(const std::filesystem::path& dir);
 
-// Writes the seed files into `workspace` (creating parent directories). Refuses paths that
-// escape the workspace. Existing files are overwritten.
+// Writes the seed files and symlinks into `workspace` (creating parent directories); with
+// `git`, runs the real git CLI (no user or system config, a fixed identity and date): init, add
+// the tracked paths, one commit. Refuses paths that escape the workspace. Existing files are
+// overwritten.
 void seedWorkspace(const Scenario& scenario, const std::filesystem::path& workspace);
 
 // The workspace expectations (expect.files / absent, afterCrash) are judged, and afterCrash is

@@ -191,6 +191,14 @@ void AgentRunner::endRun(RunHeader& header, const TurnEnd& end, bool stopped, Ru
     summary.errorMessage.reset();
     if (commitStop(store_, header, false, clock_)) {
       summary.status = code::cancelled;
+      if (stopClosedEffectful_) {  // d.1 (c): after the batch and its terminal header
+        try {
+          captureAt(header, store_.readRunEvents(header.sessionId, header.runId).back().eventSeq);
+        } catch (const Error& e) {  // the run is already sealed: the failure is only reported
+          summary.errorCode = e.code();
+          summary.errorMessage = e.what();
+        }
+      }
     } else {
       summary.status = code::recovery_required;
       summary.errorCode = std::string(code::termination_commit_failed);
@@ -219,6 +227,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
   TurnEnd end;
   bool stopped = false;
   try {
+    if (!continuation) captureAt(header, 1);  // d.1 (a): the baseline, before any provider step
     bool deliveredResults = false;
     for (size_t stepOrdinal = 1;; ++stepOrdinal) {
       if (deliveredResults) CRASHSIM_FAILPOINT(P7);
@@ -265,6 +274,10 @@ bool AgentRunner::commitStop(RuntimeStore& store, RunHeader& header, bool graceE
     try {
       header = commitTerminalFacts(store, header, plan.batch);  // the same batch every time
       sealed_ = true;
+      for (const auto& e : events)  // d.1 (c): a closed dispatched call of an effectful tool
+        if (e.event.contentKind == ContentKind::function_call && effectful(e.event.toolName) &&
+            std::count(plan.closedNotStarted.begin(), plan.closedNotStarted.end(), e.event.callId))
+          stopClosedEffectful_ = !graceExpired;
       watchdogSealed_ = graceExpired;
       if (planted("double_stop_second_terminal") && cancel_.requests() >= 2) {
         // Planted bug: the second Stop request writes a terminal batch of its own.
@@ -377,13 +390,14 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   outcome.response =
       agent_events::responseEvent(id, op, clock_.now(), call, result.result, result.isError, true);
   outcome.committedAt = clock_.now();
-  accepted([&] {
+  const WriteResult t2 = accepted([&] {
     const WriteResult w = store_.commitToolOutcome(outcome);
     live_.started.erase(op);
     return w;
   });
   CRASHSIM_FAILPOINT(P6);
   if (planted("boundary_crossed_twice")) CRASHSIM_FAILPOINT(P6);  // planted: coverage (exit 2)
+  if (effectful(call.toolName)) captureAt(header, t2.runtimeEventSeq);  // d.1 (b)
   // Only now does the result reach the next provider step.
   history.push_back(outcome.response);
 }

@@ -229,6 +229,7 @@ RunSummary runScenario(const Scenario& scenario, const AgentPaths& paths,
   stop.storeDir = paths.storeDir;
   stop.storeOptions = options;
   AgentRunner runner(*store, scenario, tools, cancel, stop);
+  runner.enableCheckpoints({scenario.workspacePolicy.checkpointRequirement, paths.storeDir});
   RunSummary summary = runner.runFresh(freshRunIdentity(scenario));
   const auto settings = store->connectionSettings();
   summary.journalMode = settings.journalMode;
@@ -369,6 +370,7 @@ void runApprovedContinuation(const HostStartupOptions& options, RuntimeStore& st
     stop.cancellationGrace = options.cancellationGrace;
     stop.storeDir = options.storeDir;
     AgentRunner runner(store, scenario, toolRuntime, cancel, stop);
+    runner.enableCheckpoints({scenario.workspacePolicy.checkpointRequirement, options.storeDir});
     report.continuation = runner.runContinuation(ex.targetHeader, ex.replayHistory);
   } catch (const Error& e) {
     Json f = ids;

@@ -2,6 +2,7 @@
 #include "crashsim/scenario.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -14,6 +15,7 @@
 #include "crashsim/tools.h"
 #include "crashsim/workspace.h"
 #include "event/utf8.h"
+#include "workspace/process.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -230,6 +232,44 @@ void parseExpect(Validator& val, const Json& expect, const std::set<std::string>
   }
 }
 
+// $.workspace: seed files, symlinks, and a git repository over them (tracked: the seed commit's).
+void parseWorkspace(Validator& val, const Json& w, Scenario& s) {
+  val.object(w, "$.workspace", {}, {"files", "symlinks", "git"});
+  if (w.contains("files")) s.files = val.fileMap(w["files"], "$.workspace.files");
+  if (w.contains("symlinks")) {
+    s.symlinks = val.fileMap(w["symlinks"], "$.workspace.symlinks");
+    for (const auto& [rel, target] : s.symlinks) {
+      if (target.empty()) val.fail("$.workspace.symlinks." + rel, "must not be empty");
+      if (s.files.count(rel)) val.fail("$.workspace.symlinks." + rel, "is also a seed file");
+    }
+  }
+  if (w.contains("git")) {
+    const Json& g = w["git"];
+    val.object(g, "$.workspace.git", {"tracked"}, {});
+    WorkspaceGitSeed seed;
+    seed.tracked = val.strings(g["tracked"], "$.workspace.git.tracked");
+    for (size_t i = 0; i < seed.tracked.size(); ++i)
+      if (!s.files.count(seed.tracked[i]) && !s.symlinks.count(seed.tracked[i]))
+        val.fail("$.workspace.git.tracked[" + std::to_string(i) + "]",
+                 "names no seed file or symlink");
+    s.git = std::move(seed);
+  }
+}
+
+// $.workspacePolicy.checkpointRequirement (contract d.3); any but disabled needs $.workspace.git.
+std::string parseWorkspacePolicy(Validator& val, const Json& wp, const Scenario& s) {
+  val.object(wp, "$.workspacePolicy", {"checkpointRequirement"}, {});
+  const std::string r =
+      val.string(wp["checkpointRequirement"], "$.workspacePolicy.checkpointRequirement");
+  if (r != "disabled" && r != "optional_legacy" && r != "required")
+    val.fail("$.workspacePolicy.checkpointRequirement",
+             "must be disabled, optional_legacy or required");
+  if (r != "disabled" && !s.git)
+    val.fail("$.workspacePolicy.checkpointRequirement",
+             "a checkpoint policy needs a git workspace ($.workspace.git)");
+  return r;
+}
+
 // $.legacyStore: a legacy JSONL store's events and its import batch size (1–256).
 LegacyStore parseLegacyStore(Validator& val, const Json& l) {
   val.object(l, "$.legacyStore", {"batchEvents", "events"}, {});
@@ -258,7 +298,8 @@ Scenario parseScenario(const Json& v, const std::string& source) {
              "holds an escaped lone UTF-16 surrogate; a scenario's texts become file names, file "
              "contents and report text, which hold Unicode only");
   val.object(v, "$", {"id", "user", "model", "expect"},
-             {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore"});
+             {"description", "workspace", "tools", "permissions", "afterCrash", "legacyStore",
+              "workspacePolicy"});
   Scenario s;
   s.id = val.string(v["id"], "$.id");
   static const std::regex idRe("^[a-z0-9][a-z0-9-]*$");
@@ -267,11 +308,10 @@ Scenario parseScenario(const Json& v, const std::string& source) {
     s.description = val.string(v["description"], "$.description", false);
   s.user = val.string(v["user"], "$.user");
   if (v.contains("workspace")) {
-    val.object(v["workspace"], "$.workspace", {}, {"files"});
-    if (v["workspace"].contains("files")) {
-      s.files = val.fileMap(v["workspace"]["files"], "$.workspace.files");
-    }
+    parseWorkspace(val, v["workspace"], s);
   }
+  if (v.contains("workspacePolicy"))
+    s.workspacePolicy.checkpointRequirement = parseWorkspacePolicy(val, v["workspacePolicy"], s);
   s.tools = parseTools(val, v);
   if (v.contains("permissions")) {
     val.object(v["permissions"], "$.permissions", {}, {"deny"});
@@ -335,6 +375,38 @@ std::vector<Scenario> loadScenarioDirectory(const fs::path& dir) {
   return out;
 }
 
+namespace {
+
+// One git command of the seed: the real git CLI, no user or system configuration, the fixed
+// identity and date of the seed commit (so every seed of a scenario is the same commit).
+void seedGit(const fs::path& workspace, const std::vector<std::string>& args) {
+  detail::ProcessSpec spec;
+  spec.executable = "git";
+  spec.args = args;
+  spec.cwd = workspace;
+  spec.timeout = std::chrono::milliseconds(30000);
+  const char* path = std::getenv("PATH");
+  spec.env = std::map<std::string, std::string>{{"PATH", path ? path : "/usr/bin:/bin"},
+                                                {"HOME", "/nonexistent"},
+                                                {"GIT_CONFIG_NOSYSTEM", "1"},
+                                                {"GIT_CONFIG_GLOBAL", "/dev/null"},
+                                                {"GIT_AUTHOR_NAME", "crashsim seed"},
+                                                {"GIT_AUTHOR_EMAIL", "seed@crashsim.invalid"},
+                                                {"GIT_AUTHOR_DATE", "1700000000 +0000"},
+                                                {"GIT_COMMITTER_NAME", "crashsim seed"},
+                                                {"GIT_COMMITTER_EMAIL", "seed@crashsim.invalid"},
+                                                {"GIT_COMMITTER_DATE", "1700000000 +0000"},
+                                                {"LC_ALL", "C"}};
+  const detail::ProcessResult r = detail::runProcess(spec);
+  if (!r.started || r.timedOut || r.exitCode != 0)
+    throw Error(code::workspace_io_failed,
+                "cannot seed the git repository " + workspace.string() + ": git " +
+                    (args.empty() ? std::string() : args.front()) +
+                    " failed: " + (r.started ? r.err.substr(0, r.err.find('\n')) : r.spawnError));
+}
+
+}  // namespace
+
 void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
   for (const auto& [rel, content] : scenario.files) {
     const fs::path target = workspace / rel;
@@ -343,6 +415,20 @@ void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
     out << content;
     if (!out) throw Error(code::workspace_io_failed, "cannot seed " + target.string());
   }
+  for (const auto& [rel, linkText] : scenario.symlinks) {
+    const fs::path target = workspace / rel;
+    fs::create_directories(target.parent_path());
+    std::error_code ec;
+    fs::remove(target, ec);
+    fs::create_symlink(linkText, target, ec);
+    if (ec) throw Error(code::workspace_io_failed, "cannot seed " + target.string());
+  }
+  if (!scenario.git) return;
+  seedGit(workspace, {"-c", "init.defaultBranch=main", "init", "-q"});
+  std::vector<std::string> add = {"add", "--"};
+  add.insert(add.end(), scenario.git->tracked.begin(), scenario.git->tracked.end());
+  seedGit(workspace, add);
+  seedGit(workspace, {"commit", "-q", "--no-verify", "-m", "crashsim seed"});
 }
 
 }  // namespace crashsim

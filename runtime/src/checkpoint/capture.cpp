@@ -1,6 +1,7 @@
 // capture.cpp — checkpoint capture (workspace-continuity-contract.md d.2): the artifact (blobs,
 // tree, commit, ref) durable and verified before the fact that names it commits.
 #include <algorithm>
+#include <fstream>
 
 #include "checkpoint/git_cli.h"
 #include "crashsim/codes.h"
@@ -77,8 +78,15 @@ CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
   const WorkspaceCarrier carrier =
       WorkspaceCarrier::open(storeDir, git, !listWorkspaceCheckpoints(store).empty());
   // 3–5. Eligibility, L, the private index and blobs [P18], the tree.
+  // Planted bug: the capture holds the user's .git/index.lock while it reads the instance (as a
+  // `git add` into the user's index would), released after the tree is written: a kill inside
+  // leaves the user's repository locked (H1).
+  const fs::path userLock = req.instanceRoot / ".git" / "index.lock";
+  const bool plantLock = planted("capture_locks_user_index");
+  if (plantLock) std::ofstream(userLock, std::ios::app).flush();
   const WorkspaceSnapshot snap =
       snapshotInstance(carrier, req.instanceRoot, req.instanceIdentity, req.limits, true);
+  if (plantLock) fs::remove(userLock);
   CheckpointFact c;
   c.kind = "captured";
   c.workspaceId = ws;
@@ -123,8 +131,12 @@ CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
   // 8. The fact ([P21] inside the writer's transaction) [P22].
   if (!accepted) accepted = commitWorkspaceFacts(store, events);
   CRASHSIM_FAILPOINT(P22);
-  // 9. Post-verify.
-  lightVerifyCheckpoint(carrier, c);
+  // 9. Post-verify (its failure ends the run under every requirement, d.3: detail post_verify).
+  try {
+    lightVerifyCheckpoint(carrier, c);
+  } catch (const CarrierError& e) {
+    throw CarrierError(e.code(), "post_verify", e.what());
+  }
   return CaptureResult{std::move(c), accepted->created};
 }
 

@@ -73,6 +73,8 @@ struct CaseId {
   bool isRecoveryBarrier() const { return recoveryFailpoint && recoveryFailpoint->isBarrier(); }
   // A kill inside the legacy JSONL import (P16, P17).
   bool isImport() const { return failpoint.group() == PointGroup::legacyImport; }
+  // A kill inside a workspace checkpoint capture (P18–P22; kill mode, no double fault).
+  bool isCapture() const { return failpoint.group() == PointGroup::workspaceCapture; }
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {

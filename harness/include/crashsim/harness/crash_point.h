@@ -33,8 +33,8 @@ enum class PointGroup : uint8_t {
   stopPath,          // P12, P13: reached only after a Stop was accepted (named after +K:)
   admission,         // P14, P15: the continuation admission (a recovery process only)
   legacyImport,      // P16, P17: the first writable open of a legacy JSONL store
-  workspaceCapture,  // P18–P22: a workspace checkpoint capture (Phase 4; no built-in scenario
-                     // opts in yet, so the oracle predicts no hit and nothing is planned)
+  workspaceCapture,  // P18–P22: a workspace checkpoint capture (Phase 4): reached only by a
+                     // scenario whose workspacePolicy captures (oracle.h predictedCaptures)
 };
 
 struct CrashPointRow {
@@ -111,7 +111,8 @@ std::ostream& operator<<(std::ostream& os, CrashPoint p);
 namespace points {
 inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5{"P5"}, P6{"P6"},
     P7{"P7"}, P8{"P8"}, P9{"P9"}, P10{"P10"}, P11{"P11"}, S{"S"}, F{"F"}, P12{"P12"}, P13{"P13"},
-    P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"};
+    P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"}, P18{"P18"}, P19{"P19"}, P20{"P20"}, P21{"P21"},
+    P22{"P22"};
 }  // namespace points
 
 // The points from `first` to `last` (both included), in order: pointRange(points::P0, points::P7).

@@ -99,6 +99,26 @@ struct CaseExpectation {
 // Hits per failpoint (P0–P11) a complete, unarmed agent run must reach, from the scenario alone.
 PointCounts predictedHits(const Scenario& scenario);
 
+// Phase 4 (workspace-continuity-contract.md d.1, i.2): the checkpoint captures of a complete,
+// unarmed agent run under the scenario's workspacePolicy, in order — the baseline (after user
+// event #1, before the first provider step), then one after the T2 of each dispatched call whose
+// tool's effect is not `none` (e.1: every tool but Read). Each capture reaches P18–P22 once, so
+// P18#k..P22#k is the k-th capture. None under `disabled`. A capture writes no row of the run: a
+// kill inside the k-th capture leaves the run's ledger as a kill at `ledgerPoint`#`ledgerHit`
+// does (the baseline: P0#1, before the first step's text; after call c's T2: P6 at c's hit), and
+// `checkpointsBefore` accepted checkpoints (k-1; P22 adds its own).
+struct PredictedCapture {
+  CrashPoint ledgerPoint = points::P0;
+  int ledgerHit = 1;
+  std::optional<size_t> call;  // index into scenario.calls (nullopt: the baseline)
+};
+std::vector<PredictedCapture> predictedCaptures(const Scenario& scenario);
+// The k-th capture (1-based) of predictedCaptures, nullopt when the run makes fewer.
+std::optional<PredictedCapture> captureAt(const Scenario& scenario, int hit);
+// Accepted checkpoints right after a kill at capture failpoint `fp` (P18–P22) hit k: k-1, or k
+// at P22 (table W: W1–W5 hold no fact of this capture, W6 holds it).
+int expectedCheckpointsAfterCaptureKill(CrashPoint fp, int hit);
+
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, CrashPoint failpoint, int hit);
 

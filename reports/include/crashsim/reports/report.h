@@ -47,8 +47,11 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //      refused (host_already_active) or finds nothing to do; one claim acquired, one
 //      continuation, one bundle per operation, no call twice
 // (every optional check a case evaluated is in `checks` beside V1..V9)
-inline constexpr std::array<std::string_view, 5> kOptionalCheckNames = {"D1", "D2", "D3", "C1",
-                                                                        "H1"};
+//   WH1, WH2 a kill inside a workspace checkpoint capture (P18–P22; harness/src/verdicts/
+//      wh1_user_git.h, wh2_capture_artifacts.h): the user's .git byte-identical; table W's
+//      checkpoints, each with its artifact
+inline constexpr std::array<std::string_view, 7> kOptionalCheckNames = {"D1", "D2",  "D3", "C1",
+                                                                        "H1", "WH1", "WH2"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
