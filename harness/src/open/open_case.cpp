@@ -103,6 +103,13 @@ OpenReference openReference(const OpenDriver& driver, const Scenario& scenario,
   };
   if (!r.child.spawned) throw fail("did not start: " + r.child.error);
   if (!r.child.exited || r.child.exitCode != 0) throw fail(r.child.describe());
+  int total = 0;
+  for (const auto& [point, n] : r.hits) total += n;
+  if (total == 0)
+    throw Error(std::string(open_code::no_crash_point),
+                fmt::format("{}: the reference run of {} reaches no crash point (no model "
+                            "request, no tool call, no barrier): nothing can be judged",
+                            driver.name(), scenario.id));
   OpenEvidence ev;
   ev.scenario = &scenario;
   ev.profile = &driver.profile();
