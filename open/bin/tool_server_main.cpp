@@ -2,7 +2,8 @@
 //
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE            MCP on stdio
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE NAME ARGS  one call
-//   [--arm TC|TE|TR:<n> --control FILE] [--counter FILE]   crash points (crashsim/open/tool_points.h)
+//   [--arm TC|TE|TR:<n> --control FILE] [--counter FILE]   crash points
+//   (crashsim/open/tool_points.h)
 //
 // MCP mode serves newline-delimited JSON-RPC on stdin/stdout until stdin closes (exit 0);
 // diagnostics go to stderr only. One-call mode prints {"result":…,"isError":bool} on stdout and

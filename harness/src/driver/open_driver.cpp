@@ -94,11 +94,12 @@ class CaseModel final : public OpenCaseModel {
     if (!kill) return false;
     ::kill(-hook_.pgid, SIGKILL);
     hook_.reached = true;
-    hook_.note = json{{"failpoint", hook_.arm.point},
-                      {"hit", hook_.arm.hit},
-                      {"at", std::string(point)},
-                      {"modelHit", hit}}
-                     .dump();
+    hook_.note = json{
+        {"failpoint", hook_.arm.point},
+        {"hit", hook_.arm.hit},
+        {"at", std::string(point)},
+        {"modelHit",
+         hit}}.dump();
     return point == "MQ";
   }
   static std::vector<std::string> splitLines(const std::string& text) {
@@ -135,8 +136,8 @@ pid_t spawnGroup(const open::ProfileCommand& cmd, const std::map<std::string, st
   if (!cmd.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cmd.cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none, all;
   sigemptyset(&none);
@@ -215,8 +216,7 @@ void readHits(const OpenPaths& paths, const std::string& tag, const HookState& h
   r.hits["MQ"] = hook.mq;
   r.hits["MA"] = hook.ma;
   const json tools = json::parse(readText(paths.toolCounter(tag)), nullptr, false);
-  for (const char* p : {"TC", "TE", "TR"})
-    r.hits[p] = tools.is_object() ? tools.value(p, 0) : 0;
+  for (const char* p : {"TC", "TE", "TR"}) r.hits[p] = tools.is_object() ? tools.value(p, 0) : 0;
   uint64_t slots[2] = {0, 0};
   const std::string barriers = readText(paths.barriers(tag));
   if (barriers.size() >= sizeof slots) std::memcpy(slots, barriers.data(), sizeof slots);
@@ -251,17 +251,18 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
   OpenProcessResult r;
   auto& hook = static_cast<CaseModel&>(model).hook();
   const bool toolArm = arm.point == "TC" || arm.point == "TE" || arm.point == "TR";
-  std::vector<std::string> tool = {"env",         "-u",           "LD_PRELOAD",
-                                   toolServer_.string(), "--scenario", scenario.file.string(),
-                                   "--workspace", paths.workspace.string(), "--effects",
-                                   paths.effects.string(), "--counter",
-                                   paths.toolCounter(tag).string()};
+  std::vector<std::string> tool = {"env",         "-u",
+                                   "LD_PRELOAD",  toolServer_.string(),
+                                   "--scenario",  scenario.file.string(),
+                                   "--workspace", paths.workspace.string(),
+                                   "--effects",   paths.effects.string(),
+                                   "--counter",   paths.toolCounter(tag).string()};
   if (toolArm) {
     tool.insert(tool.end(), {"--arm", arm.point + ":" + std::to_string(arm.hit), "--control",
                              paths.control(tag).string()});
   }
-  const open::CaseBindings bindings{paths.workspace, paths.stateDir, scenario.file,
-                                    model.baseUrl(), tool};
+  const open::CaseBindings bindings{paths.workspace, paths.stateDir, scenario.file, model.baseUrl(),
+                                    tool};
   const open::ProfileCommand cmd =
       open::substitute(resume ? profile_.resume : profile_.run, bindings);
   auto env = parentEnvironment();
@@ -320,7 +321,8 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
         r.controlLine = line;
         r.reporter = j.value("pid", 0);
       }
-      controlSeen = control.rfind('\n') == std::string::npos ? controlSeen : control.rfind('\n') + 1;
+      controlSeen =
+          control.rfind('\n') == std::string::npos ? controlSeen : control.rfind('\n') + 1;
     }
     if (Clock::now() - start > limit) {
       ::kill(-pid, SIGKILL);

@@ -54,18 +54,17 @@ CaseRun runOnce(const OpenDriver& driver, const Scenario& scenario, const OpenCa
   const OpenPaths paths(dir);
   auto model = driver.startCase(scenario, paths);
   ev.crashed = driver.runProcess(false, scenario, paths, *model, ev.arm, "run");
-  run.log.push_back(fmt::format("run: {} at {}#{} ({}): {}", ev.crashed.reached ? "reached" : "not reached",
-                                id.point, id.hit, ev.crashed.child.describe(),
-                                ev.crashed.controlLine));
+  run.log.push_back(fmt::format("run: {} at {}#{} ({}): {}",
+                                ev.crashed.reached ? "reached" : "not reached", id.point, id.hit,
+                                ev.crashed.child.describe(), ev.crashed.controlLine));
   ev.effectsBeforeResume = readEffects(paths.effects);
   ev.requestsBeforeResume = static_cast<int>(model->requestCount());
-  const OpenArm resumeArm =
-      id.resumePoint ? OpenArm{*id.resumePoint, id.resumeHit} : OpenArm{};
+  const OpenArm resumeArm = id.resumePoint ? OpenArm{*id.resumePoint, id.resumeHit} : OpenArm{};
   ev.resumed = driver.runProcess(true, scenario, paths, *model, resumeArm, "resume");
-  run.log.push_back(fmt::format("resume: {}{}", ev.resumed.child.describe(),
-                                id.resumePoint ? (ev.resumed.reached ? " (killed at +R point)"
-                                                                     : " (+R point not reached)")
-                                               : ""));
+  run.log.push_back(fmt::format(
+      "resume: {}{}", ev.resumed.child.describe(),
+      id.resumePoint ? (ev.resumed.reached ? " (killed at +R point)" : " (+R point not reached)")
+                     : ""));
   if (id.resumePoint) {
     ev.resumeArm = resumeArm;
     ev.crashedResume = ev.resumed;
@@ -133,8 +132,8 @@ std::map<std::string, int> openResumeHits(const OpenDriver& driver, const Scenar
   return run.ev.crashed.reached ? run.ev.resumed.hits : std::map<std::string, int>{};
 }
 
-OpenCaseResult runOpenCase(const OpenDriver& driver, const Scenario& scenario,
-                           const OpenCaseId& id, const fs::path& dir, bool determinism) {
+OpenCaseResult runOpenCase(const OpenDriver& driver, const Scenario& scenario, const OpenCaseId& id,
+                           const fs::path& dir, bool determinism) {
   const auto start = Clock::now();
   OpenCaseResult result;
   result.id = id;

@@ -40,8 +40,7 @@ struct OpenCaseResult {
 
 // Runs the case under `dir` (created); with `determinism` runs it again under dir/again and
 // judges O5. Never throws for the runtime's behaviour.
-OpenCaseResult runOpenCase(const OpenDriver& driver, const Scenario& scenario,
-                           const OpenCaseId& id, const std::filesystem::path& dir,
-                           bool determinism);
+OpenCaseResult runOpenCase(const OpenDriver& driver, const Scenario& scenario, const OpenCaseId& id,
+                           const std::filesystem::path& dir, bool determinism);
 
 }  // namespace crashsim::harness

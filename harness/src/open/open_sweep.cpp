@@ -56,9 +56,9 @@ std::vector<Scenario> selectScenarios(const OpenSweepOptions& opts) {
       const fs::path file = opts.scenarioDir / (id + ".json");
       std::error_code ec;
       if (!fs::is_regular_file(file, ec))
-        throw Error(std::string(open_code::selection_empty),
-                    fmt::format("--scenario {}: no such scenario in {}", id,
-                                opts.scenarioDir.string()));
+        throw Error(
+            std::string(open_code::selection_empty),
+            fmt::format("--scenario {}: no such scenario in {}", id, opts.scenarioDir.string()));
       out.push_back(loadScenario(file));
     }
   }
@@ -68,8 +68,8 @@ std::vector<Scenario> selectScenarios(const OpenSweepOptions& opts) {
 
 bool selected(const OpenSweepOptions& opts, const OpenCaseId& id) {
   const std::string& p = id.resumePoint ? *id.resumePoint : id.point;
-  if (!opts.points.empty() && std::find(opts.points.begin(), opts.points.end(), id.point) ==
-                                  opts.points.end() &&
+  if (!opts.points.empty() &&
+      std::find(opts.points.begin(), opts.points.end(), id.point) == opts.points.end() &&
       std::find(opts.points.begin(), opts.points.end(), p) == opts.points.end())
     return false;
   if (opts.caseGlobs.empty()) return true;
@@ -109,7 +109,7 @@ void planScenario(const OpenDriver& driver, const Scenario& s, const OpenReferen
 }
 
 OpenSweepPlan planOpenSweep(const OpenDriver& driver, const OpenSweepOptions& opts,
-                       const fs::path& work) {
+                            const fs::path& work) {
   OpenSweepPlan plan;
   plan.scenarios = selectScenarios(opts);
   for (const Scenario& s : plan.scenarios) {
@@ -148,9 +148,14 @@ json caseJson(const OpenCaseResult& r, const std::string& reproduce) {
     const std::string status = reason.empty() ? "pass" : reason.starts_with("n/a") ? "n/a" : "fail";
     checks[name] = {{"status", status}, {"reason", reason}};
   }
-  return {{"id", r.id.str()},       {"scenario", r.id.scenario}, {"point", r.id.point},
-          {"hit", r.id.hit},        {"verdict", r.failed ? "fail" : "pass"},
-          {"checks", checks},       {"durationMs", r.durationMs}, {"reproduce", reproduce}};
+  return {{"id", r.id.str()},
+          {"scenario", r.id.scenario},
+          {"point", r.id.point},
+          {"hit", r.id.hit},
+          {"verdict", r.failed ? "fail" : "pass"},
+          {"checks", checks},
+          {"durationMs", r.durationMs},
+          {"reproduce", reproduce}};
 }
 
 void writeReports(const fs::path& out, const OpenDriver& driver, const OpenSweepPlan& plan,
@@ -212,7 +217,8 @@ OpenCaseId OpenCaseId::parse(const std::string& text) {
     mode = "kill";
   }
   if (mode != "kill") throw caseInvalid(text, "the open harness's one mode is kill");
-  if (id.runtime.empty() || id.scenario.empty()) throw caseInvalid(text, "empty runtime or scenario");
+  if (id.runtime.empty() || id.scenario.empty())
+    throw caseInvalid(text, "empty runtime or scenario");
   return id;
 }
 
@@ -235,7 +241,8 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     cases.push_back(caseJson(r, reproduce));
     std::cout << (r.failed ? "FAIL " : "ok   ") << pc.id.str();
     for (const auto& [name, reason] : r.verdicts)
-      if (!reason.empty() && !reason.starts_with("n/a")) std::cout << "\n     " << name << ": " << reason;
+      if (!reason.empty() && !reason.starts_with("n/a"))
+        std::cout << "\n     " << name << ": " << reason;
     if (r.failed) std::cout << "\n     reproduce: " << reproduce;
     std::cout << std::endl;
     failed += r.failed ? 1 : 0;
@@ -267,8 +274,7 @@ int openRunCommand(const std::string& caseText, const OpenSweepOptions& opts,
   for (const auto& line : r.log) std::cout << line << "\n";
   for (const auto& [name, reason] : r.verdicts)
     std::cout << name << ": " << (reason.empty() ? "pass" : reason) << "\n";
-  std::cout << (r.failed ? "FAIL " : "PASS ") << id.str() << " (kept at " << dir.string()
-            << ")\n";
+  std::cout << (r.failed ? "FAIL " : "PASS ") << id.str() << " (kept at " << dir.string() << ")\n";
   return r.failed ? 1 : 0;
 }
 

@@ -15,11 +15,13 @@ OpenVerdict killProblem(const OpenProcessResult& r, const OpenArm& arm) {
                        r.child.describe());
   if (!r.child.killedBySigkill())
     return fmt::format("the process {} instead of dying by SIGKILL at {}", r.child.describe(), at);
-  if (!r.groupGone) return fmt::format("a process of the runtime's group outlived the kill at {}", at);
+  if (!r.groupGone)
+    return fmt::format("a process of the runtime's group outlived the kill at {}", at);
   if (!r.reporterGone)
-    return fmt::format("process {} that reported {} outlived the kill of the runtime's group "
-                       "(it left the group)",
-                       r.reporter, at);
+    return fmt::format(
+        "process {} that reported {} outlived the kill of the runtime's group "
+        "(it left the group)",
+        r.reporter, at);
   return "";
 }
 

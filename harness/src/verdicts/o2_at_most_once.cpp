@@ -11,11 +11,10 @@ OpenVerdict judgeO2AtMostOnce(const OpenEvidence& ev) {
     const auto it = ev.effects.find(call.id);
     const int n = it == ev.effects.end() ? 0 : it->second;
     if (n > 1)
-      return fmt::format("{} ({}) ran {} times ({} before the crash); a {} runs at most once",
-                         call.id, call.name, n,
-                         ev.effectsBeforeResume.count(call.id) ? ev.effectsBeforeResume.at(call.id)
-                                                               : 0,
-                         call.name);
+      return fmt::format(
+          "{} ({}) ran {} times ({} before the crash); a {} runs at most once", call.id, call.name,
+          n, ev.effectsBeforeResume.count(call.id) ? ev.effectsBeforeResume.at(call.id) : 0,
+          call.name);
   }
   return "";
 }

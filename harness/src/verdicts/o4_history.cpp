@@ -41,10 +41,10 @@ OpenVerdict judgeO4History(const OpenEvidence& ev) {
     const json& request = ev.modelLog[i];
     const int seq = request.value("seq", static_cast<int>(i) + 1);
     if (request.contains("finding") && request["finding"].is_object())
-      return fmt::format("request {} after the crash is a history the scenario cannot explain: {} "
-                         "({})",
-                         seq, request["finding"].value("kind", "?"),
-                         request["finding"].value("detail", ""));
+      return fmt::format(
+          "request {} after the crash is a history the scenario cannot explain: {} "
+          "({})",
+          seq, request["finding"].value("kind", "?"), request["finding"].value("detail", ""));
     if (!request.contains("messages") || !request["messages"].is_array()) continue;
     for (const json& m : request["messages"]) {
       if (!m.is_object() || m.value("role", "") != "tool") continue;
@@ -55,9 +55,10 @@ OpenVerdict judgeO4History(const OpenEvidence& ev) {
       const std::string text = textOf(m.value("content", json()));
       const bool ranBefore = ev.effectsBeforeResume.count(id) > 0;
       if (ranBefore && saysNotExecuted(text))
-        return fmt::format("request {} presents {} ({}) as not executed, but its effect ran "
-                           "before the crash",
-                           seq, id, call->name);
+        return fmt::format(
+            "request {} presents {} ({}) as not executed, but its effect ran "
+            "before the crash",
+            seq, id, call->name);
       if (call->name != "Read" && call->dispatched() && !ev.effects.count(id) &&
           !saysNotExecuted(text) && !isError(text))
         return fmt::format("request {} presents {} ({}) as a success, but its effect never ran",

@@ -11,7 +11,8 @@
 
 namespace crashsim::harness {
 // The record O5 compares.
-nlohmann::json openVerdictRecord(const OpenEvidence& ev, const std::map<std::string, std::string>& verdicts);
+nlohmann::json openVerdictRecord(const OpenEvidence& ev,
+                                 const std::map<std::string, std::string>& verdicts);
 // "" when equal, else the first difference.
 OpenVerdict judgeO5Determinism(const nlohmann::json& first, const nlohmann::json& second);
 }  // namespace crashsim::harness

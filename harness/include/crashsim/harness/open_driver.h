@@ -61,12 +61,12 @@ struct OpenArm {
 
 // How one process of the runtime ended, and what it reached.
 struct OpenProcessResult {
-  ChildResult child;          // exit status, signal, timeout (supervisor.h's record)
-  bool reached = false;       // the armed point was reached (and the group was killed there)
-  std::string controlLine;    // the report (tool server, interposer) or the model server's note
-  pid_t reporter = 0;         // the process that reported (0: the harness's model server)
-  bool groupGone = true;      // no process of the runtime's group outlived the kill
-  bool reporterGone = true;   // the reporting process did not outlive the kill
+  ChildResult child;         // exit status, signal, timeout (supervisor.h's record)
+  bool reached = false;      // the armed point was reached (and the group was killed there)
+  std::string controlLine;   // the report (tool server, interposer) or the model server's note
+  pid_t reporter = 0;        // the process that reported (0: the harness's model server)
+  bool groupGone = true;     // no process of the runtime's group outlived the kill
+  bool reporterGone = true;  // the reporting process did not outlive the kill
   std::map<std::string, int> hits;  // kOpenPoints → hits this process reached
   bool interposerLoaded = false;    // some process of the tree loaded the interposer
   int modelRequestsAtEnd = 0;       // the model log's requests when the process ended

@@ -3,11 +3,12 @@
 //
 // Per scenario a reference run (unarmed, to its end) counts the hits of every open crash point
 // (MQ, MA, TC, TE, TR, S: open_driver.h); it must exit 0 with the scenario's expected workspace
-// and reach at least one point. Every hit is then one case, `<runtime>/<scenario>/<POINT>#<n>/kill`:
-// the run is killed there (SIGKILL to its process group), `resume` runs to its end, and O1–O4
-// judge it (harness/src/verdicts/o*_*.cpp); O5 runs the case a second time (the first hit of
-// each point by default; every case with --verify-determinism; none with --no-determinism).
-// With --double-faults every primary's resume is killed at each point it reaches
+// and reach at least one point. Every hit is then one case,
+// `<runtime>/<scenario>/<POINT>#<n>/kill`: the run is killed there (SIGKILL to its process group),
+// `resume` runs to its end, and O1–O4 judge it (harness/src/verdicts/o*_*.cpp); O5 runs the case a
+// second time (the first hit of each point by default; every case with --verify-determinism; none
+// with --no-determinism). With --double-faults every primary's resume is killed at each point it
+// reaches
 // (`…/TE#1/kill+R:MQ#1`), then resumed again.
 //
 // Exit codes: 0 every case passed, 1 a verdict failed, 2 bad input or a sweep that cannot be
