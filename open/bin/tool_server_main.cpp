@@ -59,11 +59,11 @@ int main(int argc, char** argv) {
     if (counted) points.reach("TC");
     const auto outcome = server.call(name, args);
     if (counted) points.reach("TE");
+    if (counted) points.reach("TR");  // before the output: the kill lands at the next request
     std::cout << nlohmann::json{{"result", outcome.result.result},
                                 {"isError", outcome.result.isError}}
                      .dump()
               << std::endl;
-    if (counted) points.reach("TR");
     return outcome.result.isError ? 1 : 0;
   } catch (const crashsim::Error& e) {
     std::cerr << "crashsim-tool-server: " << e.code() << ": " << e.what() << "\n";

@@ -171,10 +171,12 @@ void ToolServer::serve(std::istream& in, std::ostream& out) {
     const json message = json::parse(line, nullptr, false);
     const std::optional<json> answer =
         message.is_discarded() ? rpcError(nullptr, -32700, "parse error") : handle(message);
-    if (answer) out << answer->dump() << '\n' << std::flush;
+    // TR is recorded just before the answer goes out: the harness kills at the runtime's next
+    // request, which the answer makes possible, so the record must already be there.
     if (answer && impl_->options.onPoint && answer->contains("result") &&
         message.value("method", json()) == "tools/call")
       impl_->options.onPoint("TR");
+    if (answer) out << answer->dump() << '\n' << std::flush;
   }
 }
 

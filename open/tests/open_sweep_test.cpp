@@ -144,6 +144,32 @@ TEST_P(OpenPlantedFault, TurnsExactlyItsVerdictRed) {
 INSTANTIATE_TEST_SUITE_P(Subject, OpenPlantedFault, ::testing::ValuesIn(kPlanted),
                          [](const auto& info) { return std::string(info.param.verdict); });
 
+TEST(OpenSweep, DoubleFaultsKillTheResumeAtEveryPointItReaches) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const std::string primary = "subject-py/bash-touch-marker/MQ#1/kill";
+  const CliRun r = crashsim({"sweep", "--scenario", "bash-touch-marker", "--double-faults",
+                             "--case", primary + "*", "--list"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Killed before the first answer, the resume does the whole task from the saved start:
+  // 2 model requests and answers (Bash; final), 1 call, and 5 saves of 3 barriers (answer,
+  // started, result, final answer, done).
+  const std::map<std::string, int> hits = {{"MQ", 2}, {"MA", 2}, {"TC", 1},
+                                           {"TE", 1}, {"TR", 1}, {"S", 15}};
+  std::set<std::string> expected = {primary};
+  for (const auto& [point, n] : hits)
+    for (int k = 1; k <= n; ++k) expected.insert(primary + "+R:" + point + "#" + std::to_string(k));
+  const auto listed = open_test::lines(r.out);
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), expected);
+  // One of them run: the resume killed after the Bash's effect parks the call (exit 3).
+  const CliRun one = crashsim({"run", primary + "+R:TE#1"});
+  EXPECT_EQ(one.rc, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find("resume2: exited with code 3"), std::string::npos) << one.out;
+  // A resume point the resume does not reach is refused, not run.
+  const CliRun unreachable = crashsim({"run", "subject-py/bash-touch-marker/TE#1/kill+R:MQ#1"});
+  EXPECT_EQ(unreachable.rc, 2) << unreachable.out;
+  EXPECT_NE(unreachable.err.find("open_case_invalid"), std::string::npos) << unreachable.err;
+}
+
 TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {
   ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
   const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--case", "nothing*"});

@@ -118,7 +118,8 @@ OpenSweepPlan planOpenSweep(const OpenDriver& driver, const OpenSweepOptions& op
     std::vector<OpenPlannedCase> primaries;
     planScenario(driver, s, ref, primaries);
     for (const OpenPlannedCase& pc : primaries) {
-      if (selected(opts, pc.id)) plan.cases.push_back(pc);
+      if (!selected(opts, pc.id)) continue;  // follow-ups come with their primary only
+      plan.cases.push_back(pc);
       if (!opts.doubleFaults) continue;
       const auto hits = openResumeHits(driver, s, pc.id, work / "resume-ref");
       for (std::string_view point : kOpenPoints)
@@ -270,6 +271,16 @@ int openRunCommand(const std::string& caseText, const OpenSweepOptions& opts,
   if (it == ref.hits.end() || it->second < id.hit)
     throw caseInvalid(caseText, fmt::format("the reference run reaches {} {} time(s)", id.point,
                                             it == ref.hits.end() ? 0 : it->second));
+  if (id.resumePoint) {
+    OpenCaseId primary = id;
+    primary.resumePoint.reset();
+    const auto hits = openResumeHits(driver, scenarios[0], primary, dir / "resume-reference");
+    const auto at = hits.find(*id.resumePoint);
+    if (at == hits.end() || at->second < id.resumeHit)
+      throw caseInvalid(
+          caseText, fmt::format("the resume after {}#{} reaches {} {} time(s)", id.point, id.hit,
+                                *id.resumePoint, at == hits.end() ? 0 : at->second));
+  }
   const OpenCaseResult r = runOpenCase(driver, scenarios[0], id, dir, !opts.noDeterminism);
   for (const auto& line : r.log) std::cout << line << "\n";
   for (const auto& [name, reason] : r.verdicts)

@@ -11,8 +11,8 @@ OpenVerdict killProblem(const OpenProcessResult& r, const OpenArm& arm) {
   const std::string at = fmt::format("{}#{}", arm.point, arm.hit);
   if (!r.child.spawned) return fmt::format("the process did not start: {}", r.child.error);
   if (!r.reached)
-    return fmt::format("{} was not reached: the process {} (the reference run reached it)", at,
-                       r.child.describe());
+    return fmt::format("{} was not reached: the process {} (the plan's reference run reached it)",
+                       at, r.child.describe());
   if (!r.child.killedBySigkill())
     return fmt::format("the process {} instead of dying by SIGKILL at {}", r.child.describe(), at);
   if (!r.groupGone)

@@ -9,11 +9,11 @@
 // reports the hit on the control file as one line in the failpoints' wire format
 // ({"failpoint":"TE","hit":n,"pid":P}) and blocks until killed.
 //
-// TR is different on purpose: once the result is written, what the runtime does next (persist
-// the result, or not yet) is a race against the harness's kill, and a race would make the same
-// case give different outcomes (O5). So armed at TR:n the process reports the hit without
-// blocking and records holdNext=n; the runtime's next request to crashsim is where it dies: the
-// next tools/call (any tool-server process of the run) reports
+// TR is different on purpose (reached just before the result is written): once it is written, what
+// the runtime does next (persist the result, or not yet) is a race against the harness's kill, and
+// a race would make the same case give different outcomes (O5). So armed at TR:n the process
+// reports the hit without blocking and records holdNext=n; the runtime's next request to crashsim
+// is where it dies: the next tools/call (any tool-server process of the run) reports
 // {"failpoint":"TR","hit":n,"next":"TC","pid":P} and blocks before its effect, and the harness's
 // model server, which reads the same control file, kills at the next model request. A chat
 // runtime always sends one of the two after a tool result.

@@ -32,7 +32,8 @@ struct ToolServerOptions {
   std::filesystem::path effectsLog;  // the effects log (JSONL, crashsim/tools.h EffectsLog)
   std::string invocationId = "open-harness";  // the effects lines' invocationId
   // The crash points (crashsim/open/tool_points.h), for every tools/call that names a scenario
-  // tool: "TC" before call(), "TE" after it, "TR" once serve() wrote the answer. Unset = none.
+  // tool: "TC" before call(), "TE" after it, "TR" just before serve() writes the answer. Unset =
+  // none.
   std::function<void(std::string_view point)> onPoint;
 };
 
