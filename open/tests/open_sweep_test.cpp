@@ -8,6 +8,7 @@
 // green, and the unbroken subject must pass the same case.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -168,6 +169,46 @@ TEST(OpenSweep, DoubleFaultsKillTheResumeAtEveryPointItReaches) {
   const CliRun unreachable = crashsim({"run", "subject-py/bash-touch-marker/TE#1/kill+R:MQ#1"});
   EXPECT_EQ(unreachable.rc, 2) << unreachable.out;
   EXPECT_NE(unreachable.err.find("open_case_invalid"), std::string::npos) << unreachable.err;
+}
+
+TEST(OpenSweep, ABaselineGatesOnChangesOnly) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir dir;
+  const std::string id = "subject-py/bash-touch-marker/TR#1/kill";
+  const fs::path known = dir.path / "known.json";
+  std::ofstream(known) << json{{"baselineVersion", 1},
+                               {"findings",
+                                {{{"case", id},
+                                  {"verdicts", {"O2"}},
+                                  {"reason", "the runtime re-runs a finished Bash on resume"}}}}}
+                              .dump();
+  const std::vector<std::string> sweep = {
+      "sweep", "--scenario", "bash-touch-marker", "--case", id, "--no-determinism", "--baseline"};
+  auto with = [&](const fs::path& baseline) {
+    auto args = sweep;
+    args.push_back(baseline.string());
+    return args;
+  };
+  const std::map<std::string, std::string> broken = {{"SUBJECT_BREAK", "rerun_finished"}};
+  // The known finding: exit 0, listed as known.
+  const CliRun r1 = crashsim(with(known), broken);
+  EXPECT_EQ(r1.rc, 0) << r1.out << r1.err;
+  EXPECT_NE(r1.out.find("known " + id), std::string::npos) << r1.out;
+  // The same finding without a baseline entry is new: exit 1.
+  const fs::path empty = dir.path / "empty.json";
+  std::ofstream(empty) << R"({"baselineVersion": 1, "findings": []})";
+  EXPECT_EQ(crashsim(with(empty), broken).rc, 1);
+  // The runtime fixed: the known finding no longer fails, exit 1.
+  const CliRun r3 = crashsim(with(known));
+  EXPECT_EQ(r3.rc, 1) << r3.out;
+  EXPECT_NE(r3.out.find("no longer fails"), std::string::npos) << r3.out;
+  // A malformed baseline is refused before anything runs.
+  const fs::path bad = dir.path / "bad.json";
+  std::ofstream(bad) << R"({"baselineVersion": 1, "findings": [{"case": ")" << id
+                     << R"(", "verdicts": ["V2"], "reason": "x"}]})";
+  const CliRun r4 = crashsim(with(bad));
+  EXPECT_EQ(r4.rc, 2);
+  EXPECT_NE(r4.err.find("open_baseline_invalid"), std::string::npos) << r4.err;
 }
 
 TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {

@@ -121,7 +121,8 @@ struct CommandLine {
   int expectCases = -1;
   std::string expectManifest;
   std::string caseText, keep;
-  std::string runtimeFile;  // --runtime: a runtime profile (the open harness)
+  std::string runtimeFile;   // --runtime: a runtime profile (the open harness)
+  std::string baselineFile;  // --baseline (with --runtime)
   std::string runSync = "FULL";
   std::string storeDir;
   bool json = false;
@@ -217,6 +218,9 @@ void addSweep(CommandLine& c) {
   c.sweep->add_option("--runtime", c.runtimeFile,
                       "sweep the runtime this profile describes (docs/open-harness.md) instead "
                       "of crashsim-agent");
+  c.sweep->add_option("--baseline", c.baselineFile,
+                      "with --runtime: known findings (case id → verdicts, reason); exit 1 on a "
+                      "new failure or a known one that no longer fails");
   c.sweep->add_flag("--list", c.listOnly,
                     "print the planned case ids (this shard) and run nothing");
   c.sweep
@@ -400,6 +404,7 @@ OpenSweepOptions openOptions(const CommandLine& c, const fs::path& scenarioDir) 
   o.noDeterminism = c.so.skipDeterminism;
   o.keepFailures = c.so.keepFailures;
   if (!c.out.empty()) o.out = c.out;
+  o.baseline = c.baselineFile;
   return o;
 }
 
@@ -413,6 +418,7 @@ int dispatch(CommandLine& c, const fs::path& scenarioDir, const std::string& ext
     }
     if (*c.run && !c.runtimeFile.empty())
       return openRunCommand(c.caseText, openOptions(c, scenarioDir), c.keep);
+    if (!c.baselineFile.empty()) throw UsageError("--baseline needs --runtime");
     if (*c.sweep) return sweepCommand(c, scenarioDir, extra);
     if (*c.run) return cmdRun(c.caseText, c.keep, scenarioDir, extra, c.runSync);
     if (*c.inspect) return inspectStore(c.storeDir, c.json);

@@ -245,38 +245,93 @@ std::unique_ptr<OpenCaseModel> OpenDriver::startCase(const Scenario& scenario,
   return std::make_unique<CaseModel>(scenario, paths.modelLog);
 }
 
+namespace {
+
+struct Launch {
+  open::ProfileCommand cmd;
+  std::map<std::string, std::string> env;
+};
+
+// The substituted command of one process and its environment: the profile's, the interposer's
+// (preloaded, its counter and control file, armed at S), never an arming inherited from us.
+Launch launchOf(const open::RuntimeProfile& profile, bool resume, const fs::path& toolServer,
+                const fs::path& interposer, const Scenario& scenario, const OpenPaths& paths,
+                const std::string& modelUrl, const OpenArm& arm, const std::string& tag) {
+  std::vector<std::string> tool = {"env",         "-u",
+                                   "LD_PRELOAD",  toolServer.string(),
+                                   "--scenario",  scenario.file.string(),
+                                   "--workspace", paths.workspace.string(),
+                                   "--effects",   paths.effects.string(),
+                                   "--counter",   paths.toolCounter(tag).string()};
+  if (arm.point == "TC" || arm.point == "TE" || arm.point == "TR")
+    tool.insert(tool.end(), {"--arm", arm.point + ":" + std::to_string(arm.hit), "--control",
+                             paths.control(tag).string()});
+  const open::CaseBindings bindings{paths.workspace, paths.stateDir, scenario.file, modelUrl, tool};
+  Launch l{open::substitute(resume ? profile.resume : profile.run, bindings), parentEnvironment()};
+  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_CONTROL_FILE",
+                        "CRASHSIM_HITS_OUT", "CRASHSIM_BARRIER_HITS_OUT"})
+    l.env.erase(v);
+  for (const auto& [k, v] : l.cmd.env) l.env[k] = v;
+  if (!interposer.empty()) {
+    l.env["LD_PRELOAD"] = interposer.string();
+    l.env["CRASHSIM_BARRIER_COUNTER"] = paths.barriers(tag).string();
+    l.env["CRASHSIM_CONTROL_FD"] = "-1";
+    l.env["CRASHSIM_CONTROL_FILE"] = paths.control(tag).string();
+    if (arm.point == "S") l.env["CRASHSIM_ARM"] = "S:" + std::to_string(arm.hit);
+  }
+  return l;
+}
+
+// Kills the group when the control file holds the armed point's report (TR: its next-request
+// report); the model server's hook kills at MQ, MA and TR's next model request itself.
+void checkControl(pid_t pid, const OpenArm& arm, const fs::path& control, size_t& seen,
+                  HookState& hook, OpenProcessResult& r) {
+  const std::string text = readText(control);
+  if (arm.point.empty() || text.size() <= seen) return;
+  std::istringstream in(text.substr(seen));
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("failpoint", "") != arm.point || j.value("hit", 0) != arm.hit)
+      continue;
+    if (arm.point == "TR" && !j.contains("next")) continue;  // killed at the next request
+    ::kill(-pid, SIGKILL);
+    std::lock_guard lock(hook.mutex);
+    hook.reached = true;
+    r.controlLine = line;
+    r.reporter = j.value("pid", 0);
+  }
+  if (const auto nl = text.rfind('\n'); nl != std::string::npos) seen = nl + 1;
+}
+
+// Waits for the process to end, killing its group at the armed point or after `limit`.
+int awaitProcess(pid_t pid, const OpenArm& arm, const fs::path& control, HookState& hook,
+                 std::chrono::seconds limit, OpenProcessResult& r) {
+  const auto start = Clock::now();
+  size_t seen = 0;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    checkControl(pid, arm, control, seen, hook, r);
+    if (Clock::now() - start > limit) {
+      ::kill(-pid, SIGKILL);
+      r.child.timedOut = true;
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  r.child.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  return status;
+}
+
+}  // namespace
+
 OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
                                          const OpenPaths& paths, OpenCaseModel& model,
                                          const OpenArm& arm, const std::string& tag) const {
   OpenProcessResult r;
   auto& hook = static_cast<CaseModel&>(model).hook();
-  const bool toolArm = arm.point == "TC" || arm.point == "TE" || arm.point == "TR";
-  std::vector<std::string> tool = {"env",         "-u",
-                                   "LD_PRELOAD",  toolServer_.string(),
-                                   "--scenario",  scenario.file.string(),
-                                   "--workspace", paths.workspace.string(),
-                                   "--effects",   paths.effects.string(),
-                                   "--counter",   paths.toolCounter(tag).string()};
-  if (toolArm) {
-    tool.insert(tool.end(), {"--arm", arm.point + ":" + std::to_string(arm.hit), "--control",
-                             paths.control(tag).string()});
-  }
-  const open::CaseBindings bindings{paths.workspace, paths.stateDir, scenario.file, model.baseUrl(),
-                                    tool};
-  const open::ProfileCommand cmd =
-      open::substitute(resume ? profile_.resume : profile_.run, bindings);
-  auto env = parentEnvironment();
-  for (const char* v : {"CRASHSIM_ARM", "CRASHSIM_CONTROL_FD", "CRASHSIM_CONTROL_FILE",
-                        "CRASHSIM_HITS_OUT", "CRASHSIM_BARRIER_HITS_OUT"})
-    env.erase(v);
-  for (const auto& [k, v] : cmd.env) env[k] = v;
-  if (!interposer_.empty()) {
-    env["LD_PRELOAD"] = interposer_.string();
-    env["CRASHSIM_BARRIER_COUNTER"] = paths.barriers(tag).string();
-    env["CRASHSIM_CONTROL_FD"] = "-1";
-    env["CRASHSIM_CONTROL_FILE"] = paths.control(tag).string();
-    if (arm.point == "S") env["CRASHSIM_ARM"] = "S:" + std::to_string(arm.hit);
-  }
+  const Launch l = launchOf(profile_, resume, toolServer_, interposer_, scenario, paths,
+                            model.baseUrl(), arm, tag);
   {
     std::lock_guard lock(hook.mutex);
     hook.pgid = 0;
@@ -285,8 +340,7 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
     hook.reached = false;
     hook.note.clear();
   }
-  const auto start = Clock::now();
-  const pid_t pid = spawnGroup(cmd, env, paths.out(tag), paths.err(tag), r.child.error);
+  const pid_t pid = spawnGroup(l.cmd, l.env, paths.out(tag), paths.err(tag), r.child.error);
   if (pid < 0) return r;
   r.child.spawned = true;
   {
@@ -296,45 +350,7 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
     hook.control = paths.control(tag);
   }
   const auto limit = std::chrono::seconds(resume ? profile_.resumeSeconds : profile_.runSeconds);
-  int status = 0;
-  bool reaped = false;
-  size_t controlSeen = 0;
-  while (!reaped) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) {
-      reaped = true;
-      break;
-    }
-    // A report on the control file: the tool server (TC, TE, TR's next request) or the
-    // interposer (S).
-    const std::string control = readText(paths.control(tag));
-    if (!arm.point.empty() && control.size() > controlSeen) {
-      std::istringstream in(control.substr(controlSeen));
-      for (std::string line; std::getline(in, line);) {
-        const json j = json::parse(line, nullptr, false);
-        if (!j.is_object() || j.value("failpoint", "") != arm.point || j.value("hit", 0) != arm.hit)
-          continue;
-        if (arm.point == "TR" && !j.contains("next")) continue;  // killed at the next request
-        ::kill(-pid, SIGKILL);
-        std::lock_guard lock(hook.mutex);
-        hook.reached = true;
-        r.controlLine = line;
-        r.reporter = j.value("pid", 0);
-      }
-      controlSeen =
-          control.rfind('\n') == std::string::npos ? controlSeen : control.rfind('\n') + 1;
-    }
-    if (Clock::now() - start > limit) {
-      ::kill(-pid, SIGKILL);
-      r.child.timedOut = true;
-      ::waitpid(pid, &status, 0);
-      reaped = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  recordStatus(status, r.child);
-  r.child.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  recordStatus(awaitProcess(pid, arm, paths.control(tag), hook, limit, r), r.child);
   {
     std::lock_guard lock(hook.mutex);
     r.reached = hook.reached;

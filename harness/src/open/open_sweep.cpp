@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "crashsim/error.h"
 #include "crashsim/harness/open_driver.h"
@@ -185,6 +186,56 @@ void writeReports(const fs::path& out, const OpenDriver& driver, const OpenSweep
   md << "\n" << failed << " of " << cases.size() << " case(s) failed.\n";
 }
 
+// case id → the verdicts the baseline expects to fail.
+using Baseline = std::map<std::string, std::set<std::string>>;
+
+Baseline loadBaseline(const fs::path& file) {
+  Baseline b;
+  if (file.empty()) return b;
+  const auto bad = [&](const std::string& why) {
+    return Error(std::string(open_code::baseline_invalid), file.string() + ": " + why);
+  };
+  std::ifstream in(file);
+  if (!in) throw bad("cannot be read");
+  const json doc = json::parse(in, nullptr, false);
+  if (!doc.is_object() || doc.size() != 2 || doc.value("baselineVersion", 0) != 1 ||
+      !doc.contains("findings") || !doc["findings"].is_array())
+    throw bad("must be {\"baselineVersion\": 1, \"findings\": [...]}");
+  for (const json& f : doc["findings"]) {
+    if (!f.is_object() || !f.contains("case") || !f["case"].is_string() ||
+        !f.contains("verdicts") || !f["verdicts"].is_array() || f["verdicts"].empty() ||
+        !f.contains("reason") || !f["reason"].is_string() ||
+        f["reason"].get<std::string>().empty() || f.size() != 3)
+      throw bad(
+          "a finding is {\"case\", \"verdicts\": [\"O1\"..\"O5\"], \"reason\"} and nothing else");
+    const std::string id = f["case"].get<std::string>();
+    OpenCaseId::parse(id);
+    for (const json& v : f["verdicts"]) {
+      const std::string name = v.is_string() ? v.get<std::string>() : "";
+      if (name.size() != 2 || name[0] != 'O' || name[1] < '1' || name[1] > '5')
+        throw bad(id + ": verdicts are O1..O5");
+      b[id].insert(name);
+    }
+  }
+  return b;
+}
+
+// Compares a case's failures with the baseline: "" when they agree, else why (new, or fixed).
+std::string againstBaseline(const OpenCaseResult& r, const Baseline& baseline) {
+  std::set<std::string> failing;
+  for (const auto& [name, reason] : r.verdicts)
+    if (!reason.empty() && !reason.starts_with("n/a")) failing.insert(name);
+  const auto it = baseline.find(r.id.str());
+  const std::set<std::string> known = it == baseline.end() ? std::set<std::string>{} : it->second;
+  std::string why;
+  for (const auto& v : failing)
+    if (!known.count(v)) why += " new failure " + v + ";";
+  for (const auto& v : known)
+    if (!failing.count(v) && !r.verdicts.at(v).starts_with("n/a"))
+      why += " baseline finding " + v + " no longer fails;";
+  return why;
+}
+
 std::string reproduceLine(const OpenCaseId& id, const OpenSweepOptions& opts) {
   return fmt::format("crashsim run '{}' --runtime {} --scenarios {}", id.str(),
                      fs::absolute(opts.runtime).string(), opts.scenarioDir.string());
@@ -224,6 +275,7 @@ OpenCaseId OpenCaseId::parse(const std::string& text) {
 }
 
 int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
+  const Baseline baseline = loadBaseline(opts.baseline);  // refused before anything runs
   const OpenDriver driver = makeDriver(opts);
   const fs::path work = makeWorkRoot();
   const OpenSweepPlan plan = planOpenSweep(driver, opts, work);
@@ -234,26 +286,37 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     return 0;
   }
   json cases = json::array();
-  int failed = 0, index = 0;
+  int failed = 0, index = 0, gate = 0, known = 0;
   for (const auto& pc : plan.cases) {
     const fs::path dir = work / fmt::format("case-{}", index++);
     const OpenCaseResult r = runOpenCase(driver, *pc.scenario, pc.id, dir, sampled(opts, pc.id));
     const std::string reproduce = reproduceLine(pc.id, opts);
-    cases.push_back(caseJson(r, reproduce));
-    std::cout << (r.failed ? "FAIL " : "ok   ") << pc.id.str();
+    const std::string change = againstBaseline(r, baseline);
+    json record = caseJson(r, reproduce);
+    if (baseline.count(pc.id.str())) {
+      record["baseline"] = baseline.at(pc.id.str());
+      ++known;
+    }
+    if (!change.empty()) record["baselineChange"] = change.substr(1);
+    cases.push_back(record);
+    std::cout << (!change.empty() ? "FAIL " : r.failed ? "known " : "ok   ") << pc.id.str();
     for (const auto& [name, reason] : r.verdicts)
       if (!reason.empty() && !reason.starts_with("n/a"))
         std::cout << "\n     " << name << ": " << reason;
+    if (!change.empty()) std::cout << "\n     baseline:" << change;
     if (r.failed) std::cout << "\n     reproduce: " << reproduce;
     std::cout << std::endl;
     failed += r.failed ? 1 : 0;
+    gate += change.empty() ? 0 : 1;
     if (!(r.failed && opts.keepFailures)) fs::remove_all(dir);
   }
-  std::cout << fmt::format("crashsim sweep --runtime {}: {} case(s), {} failed\n", driver.name(),
-                           plan.cases.size(), failed);
+  std::cout << fmt::format(
+      "crashsim sweep --runtime {}: {} case(s), {} failed, {} in the baseline, {} differ from "
+      "it\n",
+      driver.name(), plan.cases.size(), failed, known, gate);
   if (!opts.out.empty()) writeReports(opts.out, driver, plan, cases, failed);
   if (!opts.keepFailures || failed == 0) fs::remove_all(work);
-  return failed == 0 ? 0 : 1;
+  return gate == 0 ? 0 : 1;
 }
 
 int openRunCommand(const std::string& caseText, const OpenSweepOptions& opts,

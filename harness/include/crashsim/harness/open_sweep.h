@@ -13,7 +13,8 @@
 //
 // Exit codes: 0 every case passed, 1 a verdict failed, 2 bad input or a sweep that cannot be
 // judged (one line, a stable code): runtime_profile_invalid, open_reference_failed,
-// open_no_crash_point, open_selection_empty, open_case_invalid, open_setup_missing.
+// open_no_crash_point, open_selection_empty, open_case_invalid, open_setup_missing,
+// open_baseline_invalid.
 #pragma once
 
 #include <filesystem>
@@ -30,6 +31,7 @@ inline constexpr std::string_view no_crash_point = "open_no_crash_point";
 inline constexpr std::string_view selection_empty = "open_selection_empty";
 inline constexpr std::string_view case_invalid = "open_case_invalid";
 inline constexpr std::string_view setup_missing = "open_setup_missing";
+inline constexpr std::string_view baseline_invalid = "open_baseline_invalid";
 }  // namespace open_code
 
 struct OpenSweepOptions {
@@ -42,6 +44,10 @@ struct OpenSweepOptions {
   bool verifyAll = false, noDeterminism = false;
   bool keepFailures = false;
   std::filesystem::path out;  // report.json, report.md
+  // --baseline: the known findings {"baselineVersion":1,"findings":[{"case","verdicts":[…],
+  // "reason"}]}; the sweep then exits 1 on a failure it does not list or a listed verdict that
+  // passes, and 0 when every failure is listed.
+  std::filesystem::path baseline;
 };
 
 // One case id: `<runtime>/<scenario>/<POINT>#<hit>/kill[+R:<POINT>#<hit>]`.
