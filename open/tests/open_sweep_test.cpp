@@ -118,6 +118,9 @@ const Planted kPlanted[] = {
     {"flaky_resume", "subject-py/write-config-port/MQ#2/kill", "O5"},
 };
 
+// gtest prints the parameter in test names' comments: the switch and the case, not bytes.
+void PrintTo(const Planted& p, std::ostream* os) { *os << p.brk << " at " << p.caseId; }
+
 class OpenPlantedFault : public ::testing::TestWithParam<Planted> {};
 
 TEST_P(OpenPlantedFault, TurnsExactlyItsVerdictRed) {
