@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     std::cerr << "crashsim-model-server: " << e.code() << ": " << e.what() << "\n";
     return 2;
   }
-  crashsim::open::ModelServer server(std::move(scenario), {logFile, port});
+  crashsim::open::ModelServer server(std::move(scenario), {logFile, port, {}});
   try {
     server.start();
   } catch (const std::exception& e) {

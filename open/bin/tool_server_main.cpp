@@ -2,6 +2,8 @@
 //
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE            MCP on stdio
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE NAME ARGS  one call
+//   [--arm TC|TE|TR:<n> --control FILE] [--counter FILE]   crash points
+//   (crashsim/open/tool_points.h)
 //
 // MCP mode serves newline-delimited JSON-RPC on stdin/stdout until stdin closes (exit 0);
 // diagnostics go to stderr only. One-call mode prints {"result":…,"isError":bool} on stdout and
@@ -11,14 +13,19 @@
 #include <iostream>
 
 #include "crashsim/error.h"
+#include "crashsim/open/tool_points.h"
 #include "crashsim/open/tool_server.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"crashsim tool server (MCP over stdio, or one call)"};
   std::string scenarioFile, workspace, effects, name, argsText;
+  crashsim::open::ToolPointsOptions pointOptions;
   app.add_option("--scenario", scenarioFile, "scenario file (scenarios/*.json)")->required();
   app.add_option("--workspace", workspace, "the case workspace")->required();
   app.add_option("--effects", effects, "the effects log (JSONL, appended)")->required();
+  app.add_option("--arm", pointOptions.arm, "crash point to block at: TC:<n>, TE:<n> or TR:<n>");
+  app.add_option("--control", pointOptions.control, "where an armed point is reported (appended)");
+  app.add_option("--counter", pointOptions.counter, "the hit counter shared by a run's servers");
   app.add_option("name", name, "one-call mode: the tool");
   app.add_option("args", argsText, "one-call mode: the arguments as a JSON object");
   try {
@@ -27,8 +34,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile),
-                                      {workspace, effects, "open-harness"});
+    crashsim::open::ToolPoints points(pointOptions);
+    const bool counted = !pointOptions.arm.empty() || !pointOptions.counter.empty();
+    crashsim::open::ToolServerOptions options{workspace, effects, "open-harness", {}};
+    if (counted && name.empty())
+      options.onPoint = [&points](std::string_view point) { points.reach(point); };
+    crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile), std::move(options));
     if (name.empty()) {
       server.serve(std::cin, std::cout);
       return 0;
@@ -45,7 +56,10 @@ int main(int argc, char** argv) {
       std::cerr << "crashsim-tool-server: the scenario has no tool " << name << "\n";
       return 2;
     }
+    if (counted) points.reach("TC");
     const auto outcome = server.call(name, args);
+    if (counted) points.reach("TE");
+    if (counted) points.reach("TR");  // before the output: the kill lands at the next request
     std::cout << nlohmann::json{{"result", outcome.result.result},
                                 {"isError", outcome.result.isError}}
                      .dump()

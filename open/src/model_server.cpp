@@ -215,6 +215,7 @@ struct ModelServer::Impl {
   std::vector<std::shared_ptr<tcp::socket>> sockets;
   std::vector<json> findings;
   size_t seq = 0;
+  int requests = 0, answers = 0;  // the MQ and MA hits so far
   std::ofstream log;
 
   http::response<http::string_body> handle(const http::request<http::string_body>& req);
@@ -313,7 +314,27 @@ void ModelServer::Impl::serve(std::shared_ptr<tcp::socket> socket) {
     if (ec) break;
     const auto req = parser.release();
     auto res = handle(req);
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    const bool chat = req.method() == http::verb::post &&
+                      (path == "/v1/chat/completions" || path == "/chat/completions");
+    if (chat && options.onPoint) {
+      int hit = 0;
+      {
+        std::lock_guard lock(mutex);
+        hit = ++requests;
+      }
+      if (options.onPoint("MQ", hit)) break;
+    }
     http::write(*socket, res, ec);
+    if (!ec && chat && options.onPoint && res.result() == http::status::ok) {
+      int hit = 0;
+      {
+        std::lock_guard lock(mutex);
+        hit = ++answers;
+      }
+      options.onPoint("MA", hit);
+    }
     if (ec || !res.keep_alive()) break;
   }
   beast::error_code ignored;

@@ -154,7 +154,9 @@ std::optional<json> ToolServer::handle(const json& message) {
     const auto& tools = impl_->scenario.tools;
     if (std::find(tools.begin(), tools.end(), name) == tools.end())
       return rpcError(id, -32602, "unknown tool: " + name);
+    if (impl_->options.onPoint) impl_->options.onPoint("TC");
     const ToolCallOutcome outcome = call(name, args);
+    if (impl_->options.onPoint) impl_->options.onPoint("TE");
     return reply(
         {{"content", json::array({{{"type", "text"}, {"text", outcome.result.result.dump()}}})},
          {"isError", outcome.result.isError}});
@@ -169,6 +171,11 @@ void ToolServer::serve(std::istream& in, std::ostream& out) {
     const json message = json::parse(line, nullptr, false);
     const std::optional<json> answer =
         message.is_discarded() ? rpcError(nullptr, -32700, "parse error") : handle(message);
+    // TR is recorded just before the answer goes out: the harness kills at the runtime's next
+    // request, which the answer makes possible, so the record must already be there.
+    if (answer && impl_->options.onPoint && answer->contains("result") &&
+        message.value("method", json()) == "tools/call")
+      impl_->options.onPoint("TR");
     if (answer) out << answer->dump() << '\n' << std::flush;
   }
 }

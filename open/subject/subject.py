@@ -21,6 +21,12 @@ Switches that break one promise each (environment, read by both commands):
   SUBJECT_BREAK=half_history             resume sends the history without the last tool result
                                          (O4; the model server refuses it)
   SUBJECT_BREAK=exit0_unfinished         resume exits 0 without finishing (O3)
+  SUBJECT_BREAK=detach_tools             start the tool server in a session of its own, so a
+                                         kill of the runtime's process group misses it (O1)
+  SUBJECT_BREAK=flaky_resume             every second resume (counted in SUBJECT_FLAKY_FILE,
+                                         state outside the case) stops with a declared stop
+                                         instead of finishing: both outcomes are allowed, their
+                                         difference is not (O5)
   SUBJECT_STREAM=1                       ask the model for SSE streams instead of one body
 """
 import argparse
@@ -52,7 +58,8 @@ class Mcp:
     """A minimal MCP client on the tool server's stdio (newline-delimited JSON-RPC 2.0)."""
 
     def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     start_new_session=BREAK == "detach_tools")
         self.next_id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "subject-py", "version": "1"}})
@@ -203,6 +210,14 @@ def main():
             return 0
         if BREAK == "exit0_unfinished":
             return 0
+        if BREAK == "flaky_resume":
+            flaky = os.environ["SUBJECT_FLAKY_FILE"]
+            n = int(open(flaky).read() or "0") if os.path.exists(flaky) else 0
+            with open(flaky, "w") as f:
+                f.write(str(n + 1))
+            if n % 2 == 1:
+                print(json.dumps({"stopped": "flaky"}))
+                return 3
     else:
         with open(args.scenario, encoding="utf-8") as f:
             user = json.load(f)["user"]

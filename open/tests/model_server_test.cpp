@@ -124,7 +124,7 @@ json chatRequest(const json& messages, bool stream) {
 
 TEST(ModelServer, AnswersTheStepOfTheHistoryOverHttp) {
   open_test::ScratchDir dir;
-  crashsim::open::ModelServer server(writeConfigPort(), {dir.path / "model.jsonl", 0});
+  crashsim::open::ModelServer server(writeConfigPort(), {dir.path / "model.jsonl", 0, {}});
   const uint16_t port = server.start();
   ASSERT_NE(port, 0);
   EXPECT_EQ(server.baseUrl(), "http://127.0.0.1:" + std::to_string(port) + "/v1");
@@ -238,7 +238,7 @@ TEST(ModelServer, StreamsServerSentEventsAClientCanReassemble) {
 
 TEST(ModelServer, AnUnexplainableHistoryIsAnHttpErrorAndAFinding) {
   open_test::ScratchDir dir;
-  crashsim::open::ModelServer server(writeConfigPort(), {dir.path / "model.jsonl", 0});
+  crashsim::open::ModelServer server(writeConfigPort(), {dir.path / "model.jsonl", 0, {}});
   const uint16_t port = server.start();
   const json bad =
       json::array({user(), assistant("call-1", "Read", kReadArgs), toolResult("call-7")});

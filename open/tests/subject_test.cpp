@@ -43,7 +43,7 @@ struct Case {
     fs::create_directories(dir.path / "ws");
     crashsim::seedWorkspace(scenario, dir.path / "ws");
     model = std::make_unique<crashsim::open::ModelServer>(
-        scenario, crashsim::open::ModelServerOptions{dir.path / "model.jsonl", 0});
+        scenario, crashsim::open::ModelServerOptions{dir.path / "model.jsonl", 0, {}});
     model->start();
     bindings.workspace = dir.path / "ws";
     bindings.stateDir = dir.path / "state";

@@ -135,7 +135,7 @@ TEST(ToolServer, OneCallModeRunsTheToolAndLogsIt) {
 TEST(ToolServer, DescriptorsMatchTheRuntimesArgumentSchemas) {
   open_test::ScratchDir dir;
   crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile("write-config-port")),
-                                    {dir.path, dir.path / "effects.jsonl", "t"});
+                                    {dir.path, dir.path / "effects.jsonl", "t", {}});
   for (const json& tool : server.toolDescriptors()) {
     json args = json::object();
     for (const json& name : tool["inputSchema"]["required"]) args[name.get<std::string>()] = "x";

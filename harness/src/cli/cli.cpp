@@ -25,6 +25,8 @@
 #include "crashsim/harness/case_runner.h"
 #include "crashsim/harness/durability.h"
 #include "crashsim/harness/fault_mode.h"
+#include "crashsim/harness/open_driver.h"
+#include "crashsim/harness/open_sweep.h"
 #include "crashsim/harness/oracle.h"
 #include "crashsim/harness/scenario.h"
 #include "crashsim/harness/supervisor.h"
@@ -119,6 +121,8 @@ struct CommandLine {
   int expectCases = -1;
   std::string expectManifest;
   std::string caseText, keep;
+  std::string runtimeFile;   // --runtime: a runtime profile (the open harness)
+  std::string baselineFile;  // --baseline (with --runtime)
   std::string runSync = "FULL";
   std::string storeDir;
   bool json = false;
@@ -211,6 +215,12 @@ void addSweep(CommandLine& c) {
       ->excludes(verifyAll);
   c.sweep->add_option("--case", c.so.caseGlobs,
                       "case id glob, e.g. 'write-config-port/P4#*' (repeatable; fnmatch)");
+  c.sweep->add_option("--runtime", c.runtimeFile,
+                      "sweep the runtime this profile describes (docs/open-harness.md) instead "
+                      "of crashsim-agent");
+  c.sweep->add_option("--baseline", c.baselineFile,
+                      "with --runtime: known findings (case id → verdicts, reason); exit 1 on a "
+                      "new failure or a known one that no longer fails");
   c.sweep->add_flag("--list", c.listOnly,
                     "print the planned case ids (this shard) and run nothing");
   c.sweep
@@ -228,6 +238,7 @@ void addCaseAndStoreReaders(CommandLine& c) {
   c.run = c.app.add_subcommand("run", "run one case verbosely and keep its directory");
   c.run->add_option("CASE", c.caseText, "case id, e.g. write-config-port/P4#1/kill")->required();
   c.run->add_option("--keep", c.keep, "case directory to use and keep");
+  c.run->add_option("--runtime", c.runtimeFile, "the runtime profile of an open-harness case");
   c.run->add_option("--synchronous", c.runSync, "powerloss: the agent store's PRAGMA synchronous")
       ->transform(CLI::IsMember({"FULL", "NORMAL"}, CLI::ignore_case));
 
@@ -373,10 +384,41 @@ int sweepCommand(CommandLine& c, const fs::path& scenarioDir, const std::string&
   return rep.summary.failed == 0 ? 0 : 1;
 }
 
+// The open harness's options from the sweep's (crashsim/harness/open_sweep.h); the options it
+// cannot honour are refused.
+OpenSweepOptions openOptions(const CommandLine& c, const fs::path& scenarioDir) {
+  if (c.so.mode != "kill") throw UsageError("--runtime: the open harness's one mode is kill");
+  if (!c.shard.empty() || c.expectCases >= 0 || !c.expectManifest.empty())
+    throw UsageError("--runtime: --shard, --expect-cases and --expect-manifest are not supported");
+  OpenSweepOptions o;
+  o.runtime = c.runtimeFile;
+  o.scenarioDir = scenarioDir;
+  o.scenarios = c.so.scenarios;
+  o.points = c.so.failpoints;
+  for (const auto& p : o.points)
+    if (!isOpenPoint(p))
+      throw UsageError(fmt::format("--failpoint {}: the open points are MQ, MA, TC, TE, TR, S", p));
+  o.caseGlobs = c.so.caseGlobs;
+  o.doubleFaults = c.so.doubleFaults;
+  o.verifyAll = c.so.verifyDeterminism;
+  o.noDeterminism = c.so.skipDeterminism;
+  o.keepFailures = c.so.keepFailures;
+  if (!c.out.empty()) o.out = c.out;
+  o.baseline = c.baselineFile;
+  return o;
+}
+
 // Runs the parsed command; its exit code (2 for a usage or environment error, with one line).
 int dispatch(CommandLine& c, const fs::path& scenarioDir, const std::string& extra) {
   // `crashsim run` takes --scenarios before the subcommand; put it first in reproduce lines.
   try {
+    if (*c.sweep && !c.runtimeFile.empty()) {
+      prepareOut(c.out);
+      return openSweepCommand(openOptions(c, scenarioDir), c.listOnly);
+    }
+    if (*c.run && !c.runtimeFile.empty())
+      return openRunCommand(c.caseText, openOptions(c, scenarioDir), c.keep);
+    if (!c.baselineFile.empty()) throw UsageError("--baseline needs --runtime");
     if (*c.sweep) return sweepCommand(c, scenarioDir, extra);
     if (*c.run) return cmdRun(c.caseText, c.keep, scenarioDir, extra, c.runSync);
     if (*c.inspect) return inspectStore(c.storeDir, c.json);

@@ -15,11 +15,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crashsim/scenario.h"
@@ -64,6 +66,12 @@ std::string completionId(const Scenario& scenario, size_t step);
 struct ModelServerOptions {
   std::filesystem::path logPath;  // the model log (JSONL); empty = no log
   uint16_t port = 0;              // 0 = an ephemeral port
+  // The crash points of the model (protocol section 5), called on the connection's thread:
+  // ("MQ", n) when the n-th chat request was received and logged, before its answer is sent;
+  // ("MA", n) when the n-th answer with status 200 was fully written. Returning true at MQ
+  // drops the connection without an answer (the caller killed the runtime). Counted per
+  // server, from 1; unset = no points.
+  std::function<bool(std::string_view point, int hit)> onPoint;
 };
 
 // The HTTP server: POST /v1/chat/completions (also /chat/completions) on 127.0.0.1. One thread

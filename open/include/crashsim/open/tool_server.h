@@ -14,11 +14,13 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "crashsim/scenario.h"
 #include "crashsim/tools.h"
@@ -29,6 +31,10 @@ struct ToolServerOptions {
   std::filesystem::path workspace;   // the case workspace (a marker is created when missing)
   std::filesystem::path effectsLog;  // the effects log (JSONL, crashsim/tools.h EffectsLog)
   std::string invocationId = "open-harness";  // the effects lines' invocationId
+  // The crash points (crashsim/open/tool_points.h), for every tools/call that names a scenario
+  // tool: "TC" before call(), "TE" after it, "TR" just before serve() writes the answer. Unset =
+  // none.
+  std::function<void(std::string_view point)> onPoint;
 };
 
 struct ToolCallOutcome {

@@ -1,0 +1,54 @@
+// O3 (verdicts/o3_recovery.h).
+#include "verdicts/o3_recovery.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace crashsim::harness {
+namespace {
+
+// "" when the task is done, else what is missing.
+std::string unfinished(const OpenEvidence& ev) {
+  const auto& expect = ev.scenario->spec.expect;
+  for (const auto& [path, content] : expect.files) {
+    const auto it = ev.workspace.find(path);
+    if (it == ev.workspace.end()) return fmt::format("{} is missing", path);
+    if (it->second != content) return fmt::format("{} does not hold the expected content", path);
+  }
+  for (const auto& path : expect.absent)
+    if (ev.workspace.count(path)) return fmt::format("{} exists but must not", path);
+  for (const ScenarioCall& call : ev.scenario->calls) {
+    if (call.name == "Read" || !call.dispatched()) continue;
+    if (!ev.effects.count(call.id)) return fmt::format("{} ({}) never ran", call.id, call.name);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string recoveryOutcome(const OpenEvidence& ev) {
+  const ChildResult& r = ev.resumed.child;
+  if (!r.spawned) return "not-started";
+  if (r.timedOut) return "timeout";
+  if (r.signaled) return fmt::format("signal:{}", r.signal);
+  const auto& stops = ev.profile->stopExitCodes;
+  if (std::find(stops.begin(), stops.end(), r.exitCode) != stops.end())
+    return fmt::format("stopped:{}", r.exitCode);
+  if (r.exitCode == 0) return unfinished(ev).empty() ? "finished" : "exit0-unfinished";
+  return fmt::format("exit:{}", r.exitCode);
+}
+
+OpenVerdict judgeO3Recovery(const OpenEvidence& ev) {
+  const ChildResult& r = ev.resumed.child;
+  const std::string outcome = recoveryOutcome(ev);
+  if (outcome == "finished" || outcome.starts_with("stopped:")) return "";
+  if (outcome == "not-started") return "the resume did not start: " + r.error;
+  if (outcome == "timeout")
+    return fmt::format("the resume did not end within {} s", ev.profile->resumeSeconds);
+  if (outcome == "exit0-unfinished")
+    return "the resume exited 0 with the task unfinished: " + unfinished(ev);
+  return fmt::format("the resume {} (not a stop the profile declares)", r.describe());
+}
+
+}  // namespace crashsim::harness

@@ -1,0 +1,17 @@
+// verdicts/o4_history.h — O4: every model request after the crash is a history the contract
+// allows.
+//
+// Proves, from the model log (every request, in order) and the effects log: no request the
+// resume sent was one the scenario cannot explain (the model server's findings: a tool call
+// answered twice or not at all before the next turn, the user message twice, a turn the model
+// never gave …); no tool result presents a call whose effect ran before the crash as "not
+// executed"; no tool result presents a Write, Edit or Bash call whose effect never ran as a
+// success. "Not executed" is a result whose text says so (not executed / not_executed / never
+// ran / was not run, any case). Cannot see: a runtime that keeps its history from the model.
+#pragma once
+
+#include "verdicts/open_evidence.h"
+
+namespace crashsim::harness {
+OpenVerdict judgeO4History(const OpenEvidence& ev);
+}  // namespace crashsim::harness

@@ -1,0 +1,260 @@
+// `crashsim sweep|run --runtime FILE` end to end on the test subject (open/subject/subject.py):
+// real processes, real HTTP, real files. Every expected value comes from the scenario files
+// (their model steps and calls), the subject's documented checkpoint pattern (three barriers
+// per save, subject_test.cpp) and the protocol's promises — never from a run of the sweep.
+//
+// Planted faults: each SUBJECT_BREAK switch breaks exactly one promise, at a case where the
+// protocol says it shows; that case must turn exactly that verdict red and leave the other four
+// green, and the unbroken subject must pass the same case.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "open_test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using open_test::Child;
+
+fs::path crashsimBinary() { return open_test::binaryDir().parent_path() / "harness" / "crashsim"; }
+fs::path subjectProfile() { return open_test::sourceDir() / "open" / "subject" / "runtime.json"; }
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+// crashsim with `args` (the subject's profile and the built-in scenarios added), in `env`.
+CliRun crashsim(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
+                const fs::path& profile = subjectProfile()) {
+  open_test::ScratchDir dir;
+  args.insert(args.end(), {"--runtime", profile.string(), "--scenarios",
+                           (open_test::sourceDir() / "scenarios").string()});
+  std::string cmd = "'" + crashsimBinary().string() + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " >'" + (dir.path / "out").string() + "' 2>'" + (dir.path / "err").string() + "'";
+  Child child({"sh", "-c", cmd}, env, false);
+  const auto status = child.waitFor(std::chrono::minutes(5));
+  CliRun r;
+  r.rc = status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  r.out = open_test::readFile(dir.path / "out");
+  r.err = open_test::readFile(dir.path / "err");
+  return r;
+}
+
+// The verdict lines `crashsim run` prints: O1..O5 → "pass" or the reason.
+std::map<std::string, std::string> verdictsOf(const std::string& out) {
+  std::map<std::string, std::string> v;
+  for (const auto& line : open_test::lines(out))
+    if (line.size() > 4 && line[0] == 'O' && line[2] == ':') v[line.substr(0, 2)] = line.substr(4);
+  return v;
+}
+
+TEST(OpenSweep, ListsEveryHitOfTheReferenceRun) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--list"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // write-config-port: 3 model steps (Read; Write; final), 2 calls, 9 saves of 3 barriers.
+  const std::map<std::string, int> hits = {{"MQ", 3}, {"MA", 3}, {"TC", 2},
+                                           {"TE", 2}, {"TR", 2}, {"S", 27}};
+  std::set<std::string> expected;
+  for (const auto& [point, n] : hits)
+    for (int k = 1; k <= n; ++k)
+      expected.insert("subject-py/write-config-port/" + point + "#" + std::to_string(k) + "/kill");
+  const auto listed = open_test::lines(r.out);
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), expected);
+  EXPECT_EQ(listed.size(), expected.size()) << "a case listed twice";
+  EXPECT_EQ(listed.front(), "subject-py/write-config-port/MQ#1/kill") << "MQ first";
+}
+
+TEST(OpenSweep, TheCorrectSubjectPassesEverySweptCase) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir out;
+  // Every model and tool point of two scenarios, and the barriers of the first save of each
+  // boundary (the subject's saves are all alike: three barriers each).
+  const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--scenario",
+                             "bash-touch-marker", "--case", "*/M?#*", "--case", "*/T?#*", "--case",
+                             "*/S#[1-3]/kill", "--out", out.path.string()});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const json report = json::parse(open_test::readFile(out.path / "report.json"));
+  // write-config-port: 12 model/tool cases + 3; bash-touch-marker (Bash; final): 2+2+1+1+1 + 3.
+  EXPECT_EQ(report["summary"]["total"], 15 + 10);
+  EXPECT_EQ(report["summary"]["failed"], 0);
+  int determinism = 0;
+  for (const json& c : report["cases"]) {
+    for (const char* v : {"O1", "O2", "O3", "O4"})
+      EXPECT_EQ(c["checks"][v]["status"], "pass") << c["id"] << " " << v;
+    if (c["hit"] == 1) {
+      EXPECT_EQ(c["checks"]["O5"]["status"], "pass") << c["id"];
+      ++determinism;
+    }
+  }
+  EXPECT_EQ(determinism, 12) << "O5 samples the first hit of each point of each scenario";
+}
+
+struct Planted {
+  const char* brk;      // SUBJECT_BREAK
+  const char* caseId;   // where the broken promise shows
+  const char* verdict;  // the one verdict that must turn red
+};
+
+// write-config-port: call-1 Read, call-2 Write; bash-touch-marker: call-1 Bash.
+const Planted kPlanted[] = {
+    // The tool server that reported TE#2 lives in its own session: it outlives the group kill.
+    {"detach_tools", "subject-py/write-config-port/TE#2/kill", "O1"},
+    // The Bash finished and its result was saved; the resume runs it again.
+    {"rerun_finished", "subject-py/bash-touch-marker/TR#1/kill", "O2"},
+    // Killed before the Write's effect; the resume exits 0 without it.
+    {"exit0_unfinished", "subject-py/write-config-port/TC#2/kill", "O3"},
+    // The Write's effect ran, its result never came back; the resume tells the model it was
+    // not executed.
+    {"unknown_as_not_executed", "subject-py/write-config-port/TE#2/kill", "O4"},
+    // Every second resume stops (declared, exit 3) instead of finishing: each run is allowed,
+    // the two runs of the case differ.
+    {"flaky_resume", "subject-py/write-config-port/MQ#2/kill", "O5"},
+};
+
+// gtest prints the parameter in test names' comments: the switch and the case, not bytes.
+void PrintTo(const Planted& p, std::ostream* os) { *os << p.brk << " at " << p.caseId; }
+
+class OpenPlantedFault : public ::testing::TestWithParam<Planted> {};
+
+TEST_P(OpenPlantedFault, TurnsExactlyItsVerdictRed) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const Planted& p = GetParam();
+  open_test::ScratchDir scratch;
+  const std::map<std::string, std::string> broken = {
+      {"SUBJECT_BREAK", p.brk}, {"SUBJECT_FLAKY_FILE", (scratch.path / "flaky").string()}};
+  const CliRun bad = crashsim({"run", p.caseId}, broken);
+  EXPECT_EQ(bad.rc, 1) << bad.out << bad.err;
+  const auto verdicts = verdictsOf(bad.out);
+  ASSERT_EQ(verdicts.size(), 5u) << bad.out << bad.err;
+  for (const auto& [name, result] : verdicts) {
+    if (name == p.verdict)
+      EXPECT_NE(result, "pass") << p.brk << " must turn " << name << " red";
+    else
+      EXPECT_EQ(result, "pass") << p.brk << " must leave " << name << " green";
+  }
+  const CliRun good = crashsim({"run", p.caseId});
+  EXPECT_EQ(good.rc, 0) << good.out << good.err;
+  for (const auto& [name, result] : verdictsOf(good.out))
+    EXPECT_EQ(result, "pass") << "the unbroken subject at " << p.caseId << ": " << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Subject, OpenPlantedFault, ::testing::ValuesIn(kPlanted),
+                         [](const auto& info) { return std::string(info.param.verdict); });
+
+TEST(OpenSweep, DoubleFaultsKillTheResumeAtEveryPointItReaches) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const std::string primary = "subject-py/bash-touch-marker/MQ#1/kill";
+  const CliRun r = crashsim({"sweep", "--scenario", "bash-touch-marker", "--double-faults",
+                             "--case", primary + "*", "--list"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Killed before the first answer, the resume does the whole task from the saved start:
+  // 2 model requests and answers (Bash; final), 1 call, and 5 saves of 3 barriers (answer,
+  // started, result, final answer, done).
+  const std::map<std::string, int> hits = {{"MQ", 2}, {"MA", 2}, {"TC", 1},
+                                           {"TE", 1}, {"TR", 1}, {"S", 15}};
+  std::set<std::string> expected = {primary};
+  for (const auto& [point, n] : hits)
+    for (int k = 1; k <= n; ++k) expected.insert(primary + "+R:" + point + "#" + std::to_string(k));
+  const auto listed = open_test::lines(r.out);
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()), expected);
+  // One of them run: the resume killed after the Bash's effect parks the call (exit 3).
+  const CliRun one = crashsim({"run", primary + "+R:TE#1"});
+  EXPECT_EQ(one.rc, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find("resume2: exited with code 3"), std::string::npos) << one.out;
+  // A resume point the resume does not reach is refused, not run.
+  const CliRun unreachable = crashsim({"run", "subject-py/bash-touch-marker/TE#1/kill+R:MQ#1"});
+  EXPECT_EQ(unreachable.rc, 2) << unreachable.out;
+  EXPECT_NE(unreachable.err.find("open_case_invalid"), std::string::npos) << unreachable.err;
+}
+
+TEST(OpenSweep, ABaselineGatesOnChangesOnly) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir dir;
+  const std::string id = "subject-py/bash-touch-marker/TR#1/kill";
+  const fs::path known = dir.path / "known.json";
+  std::ofstream(known) << json{{"baselineVersion", 1},
+                               {"findings",
+                                {{{"case", id},
+                                  {"verdicts", {"O2"}},
+                                  {"reason", "the runtime re-runs a finished Bash on resume"}}}}}
+                              .dump();
+  const std::vector<std::string> sweep = {
+      "sweep", "--scenario", "bash-touch-marker", "--case", id, "--no-determinism", "--baseline"};
+  auto with = [&](const fs::path& baseline) {
+    auto args = sweep;
+    args.push_back(baseline.string());
+    return args;
+  };
+  const std::map<std::string, std::string> broken = {{"SUBJECT_BREAK", "rerun_finished"}};
+  // The known finding: exit 0, listed as known.
+  const CliRun r1 = crashsim(with(known), broken);
+  EXPECT_EQ(r1.rc, 0) << r1.out << r1.err;
+  EXPECT_NE(r1.out.find("known " + id), std::string::npos) << r1.out;
+  // The same finding without a baseline entry is new: exit 1.
+  const fs::path empty = dir.path / "empty.json";
+  std::ofstream(empty) << R"({"baselineVersion": 1, "findings": []})";
+  EXPECT_EQ(crashsim(with(empty), broken).rc, 1);
+  // The runtime fixed: the known finding no longer fails, exit 1.
+  const CliRun r3 = crashsim(with(known));
+  EXPECT_EQ(r3.rc, 1) << r3.out;
+  EXPECT_NE(r3.out.find("no longer fails"), std::string::npos) << r3.out;
+  // A malformed baseline is refused before anything runs.
+  const fs::path bad = dir.path / "bad.json";
+  std::ofstream(bad) << R"({"baselineVersion": 1, "findings": [{"case": ")" << id
+                     << R"(", "verdicts": ["V2"], "reason": "x"}]})";
+  const CliRun r4 = crashsim(with(bad));
+  EXPECT_EQ(r4.rc, 2);
+  EXPECT_NE(r4.err.find("open_baseline_invalid"), std::string::npos) << r4.err;
+}
+
+TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--case", "nothing*"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("open_selection_empty"), std::string::npos) << r.err;
+  EXPECT_EQ(open_test::lines(r.err).size(), 1u) << r.err;
+}
+
+TEST(OpenSweep, AReferenceRunThatReachesNoCrashPointIsAnError) {
+  open_test::ScratchDir dir;
+  const fs::path profile = dir.path / "runtime.json";
+  std::ofstream(profile) << R"({"profileVersion": 1, "name": "does-nothing", "level": 0,
+    "commands": {"run": {"argv": ["true"]}, "resume": {"argv": ["true"]}},
+    "model": {"api": "openai-chat-completions"}, "tools": {"via": "mcp-stdio"},
+    "state": {"paths": []}, "limits": {"runSeconds": 10, "resumeSeconds": 10},
+    "semantics": {"unknownOutcome": "park", "stopExitCodes": []}})";
+  const CliRun r = crashsim({"sweep", "--scenario", "write-config-port"}, {}, profile);
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.err.find("open_no_crash_point"), std::string::npos) << r.err;
+  EXPECT_EQ(open_test::lines(r.err).size(), 1u) << r.err;
+}
+
+TEST(OpenSweep, BadInputIsOneLineWithAStableCode) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "subject-py/write-config-port/P4#1/kill"}, "open_case_invalid"},
+      {{"run", "subject-py/write-config-port/TE#0/kill"}, "open_case_invalid"},
+      {{"run", "subject-py/write-config-port/TE#1/stop"}, "open_case_invalid"},
+      {{"run", "other/write-config-port/TE#1/kill"}, "open_case_invalid"},
+      {{"sweep", "--failpoint", "P4", "--list"}, "open points"},
+  };
+  for (const auto& [args, code] : cases) {
+    const CliRun r = crashsim(args);
+    EXPECT_EQ(r.rc, 2) << args[1];
+    EXPECT_NE(r.err.find(code), std::string::npos) << args[1] << ": " << r.err;
+    EXPECT_EQ(open_test::lines(r.err).size(), 1u) << r.err;
+  }
+  open_test::ScratchDir dir;
+  std::ofstream(dir.path / "bad.json") << R"({"profileVersion": 1, "name": "x", "bogus": 1})";
+  const CliRun r = crashsim({"sweep", "--list"}, {}, dir.path / "bad.json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("runtime_profile_invalid"), std::string::npos) << r.err;
+}
+
+}  // namespace
