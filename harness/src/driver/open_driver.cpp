@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "crashsim/open/model_server.h"
+#include "driver/spawn.h"
 
 extern char** environ;
 
@@ -161,16 +162,6 @@ pid_t spawnGroup(const open::ProfileCommand& cmd, const std::map<std::string, st
     return -1;
   }
   return pid;
-}
-
-void recordStatus(int status, ChildResult& r) {
-  if (WIFEXITED(status)) {
-    r.exited = true;
-    r.exitCode = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    r.signaled = true;
-    r.signal = WTERMSIG(status);
-  }
 }
 
 // A process that is gone or a zombie (its parent died and init has not reaped it yet).
@@ -350,7 +341,7 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
     hook.control = paths.control(tag);
   }
   const auto limit = std::chrono::seconds(resume ? profile_.resumeSeconds : profile_.runSeconds);
-  recordStatus(awaitProcess(pid, arm, paths.control(tag), hook, limit, r), r.child);
+  spawning::recordStatus(awaitProcess(pid, arm, paths.control(tag), hook, limit, r), r.child);
   {
     std::lock_guard lock(hook.mutex);
     r.reached = hook.reached;

@@ -304,6 +304,10 @@ void reap(const Spawned& s, ChildResult& r) {
       }
     }
   }
+  recordStatus(status, r);
+}
+
+void recordStatus(int status, ChildResult& r) {
   if (WIFEXITED(status)) {
     r.exited = true;
     r.exitCode = WEXITSTATUS(status);

@@ -30,6 +30,8 @@ struct Spawned {
 Spawned spawn(const SpawnSpec& spec, bool withControl);
 // Waits for the child and fills r.exited/exitCode or r.signaled/signal (r.error on failure).
 void reap(const Spawned& s, ChildResult& r);
+// A wait status as r.exited/exitCode or r.signaled/signal.
+void recordStatus(int status, ChildResult& r);
 // SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime).
 void killAndReap(const Spawned& s, ChildResult& r, bool kill);
 std::chrono::microseconds sinceUs(Clock::time_point t);
