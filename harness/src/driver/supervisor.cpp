@@ -76,6 +76,19 @@ spawning::Spawned spawnArmed(SpawnSpec& spec, const std::string& failpoint, int 
     r.spawned = true;
   return s;
 }
+
+// Spawns `spec` without a control pipe, started at `start`: r.spawned and r.spawnTime, or r.error.
+spawning::Spawned spawnUnarmed(const SpawnSpec& spec, spawning::Clock::time_point start,
+                               ChildResult& r) {
+  spawning::Spawned s = spawning::spawn(spec, false);
+  if (s.pid < 0) {
+    r.error = s.error;
+    return s;
+  }
+  r.spawned = true;
+  r.spawnTime = spawning::sinceUs(start);
+  return s;
+}
 }  // namespace
 
 ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
@@ -136,13 +149,8 @@ ChildResult runStoppedWhileHeld(SpawnSpec spec, const std::filesystem::path& hol
   ChildResult r;
   auto start = spawning::Clock::now();
   spec.env["CRASHSIM_TOOL_HOLD"] = holdFile.string();
-  spawning::Spawned s = spawning::spawn(spec, false);
-  if (s.pid < 0) {
-    r.error = s.error;
-    return r;
-  }
-  r.spawned = true;
-  r.spawnTime = spawning::sinceUs(start);
+  const spawning::Spawned s = spawnUnarmed(spec, start, r);
+  if (s.pid < 0) return r;
   const auto deadline = start + spec.timeout;
   constexpr auto kPoll = std::chrono::milliseconds(2);
   bool exited = false;
@@ -175,13 +183,8 @@ ChildResult runStoppedWhileHeld(SpawnSpec spec, const std::filesystem::path& hol
 ChildResult runToEnd(SpawnSpec spec) {
   ChildResult r;
   auto start = spawning::Clock::now();
-  spawning::Spawned s = spawning::spawn(spec, false);
-  if (s.pid < 0) {
-    r.error = s.error;
-    return r;
-  }
-  r.spawned = true;
-  r.spawnTime = spawning::sinceUs(start);
+  const spawning::Spawned s = spawnUnarmed(spec, start, r);
+  if (s.pid < 0) return r;
   auto deadline = start + spec.timeout;
   if (const spawning::WaitResult w = spawning::waitForExit(s.pid, deadline);
       w != spawning::WaitResult::no_pidfd) {
