@@ -27,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/asan-sweep}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86:malloc_context_size=5}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86:malloc_context_size=2}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ./build/asan/harness/crashsim sweep --double-faults --no-determinism --jobs "$(nproc)" \
   --case '*/P*#1/kill' --case '*/P*#1/kill+R:P[89]#1' --case '*/P*#1/kill+R:P1[01]#1' \

@@ -47,6 +47,24 @@ class AgentDriver final : public RuntimeDriver {
 
   void logModelInputs(SpawnSpec& spec, const fs::path& logFile) const override {
     spec.env["CRASHSIM_MODEL_LOG"] = logFile.string();
+    spec.modelInputsFile = logFile;
+  }
+
+  void traceFileSteps(SpawnSpec& spec, const fs::path& traceFile) const override {
+    spec.env["CRASHSIM_FS_TRACE"] = traceFile.string();
+  }
+
+  void simulatePowerLoss(SpawnSpec& spec, uint64_t seed, const fs::path& crashLog,
+                         const fs::path& ackedDir, const std::string& synchronous) const override {
+    spec.env["CRASHSIM_POWERLOSS"] = "1";
+    spec.env["CRASHSIM_POWERLOSS_SEED"] = std::to_string(seed);
+    spec.env["CRASHSIM_POWERLOSS_LOG"] = crashLog.string();
+    spec.env["CRASHSIM_POWERLOSS_ACKED"] = ackedDir.string();
+    spec.env["CRASHSIM_SYNCHRONOUS"] = synchronous;
+  }
+
+  void driveClock(SpawnSpec& spec, std::chrono::milliseconds start) const override {
+    spec.env["CRASHSIM_CLOCK_START_MS"] = std::to_string(start.count());
   }
 
   ChildResult crashAt(const SpawnSpec& spec, CrashPoint point, int hit) const override {

@@ -232,7 +232,7 @@ void probeT1Exists(const RunOptions& opts, const Scenario& sc, const Reference& 
   copyDir(ref.templateWorkspace, pws);
   auto delivery = [&](const std::string& name) {
     SpawnSpec s = runSpec(opts, sc, pstore, pws);
-    s.env["CRASHSIM_CLOCK_START_MS"] = "1767225600000";
+    driverOf(opts).driveClock(s, std::chrono::milliseconds(1767225600000));
     s.stderrFile = probe / (name + ".stderr");
     s.stdoutFile = probe / (name + ".stdout");
     s.timeout = std::chrono::milliseconds(15000);
@@ -382,7 +382,7 @@ bool crashAgentRun(CrashCase& k) {
   run.stderrFile = cr.dir / "run.stderr";
   run.stdoutFile = cr.dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(15000);
-  if (k.powerloss) armPowerloss(run, id, cr.dir, opts.synchronous);
+  if (k.powerloss) armPowerloss(driverOf(opts), run, id, cr.dir, opts.synchronous);
   auto child = cr.driver.crashAt(run, id.failpoint, id.hit);
   cr.ph.child(child, "run");
   cr.ph.to("verify");

@@ -22,13 +22,10 @@ std::vector<uint64_t> powerlossSeeds(const CaseId& primary, uint64_t sweepSeed, 
   return seeds;
 }
 
-void armPowerloss(SpawnSpec& run, const CaseId& id, const fs::path& caseDir,
-                  const std::string& synchronous) {
-  run.env["CRASHSIM_POWERLOSS"] = "1";
-  run.env["CRASHSIM_POWERLOSS_SEED"] = std::to_string(id.seed.value_or(0));
-  run.env["CRASHSIM_POWERLOSS_LOG"] = (caseDir / kPowerlossCrashLog).string();
-  run.env["CRASHSIM_POWERLOSS_ACKED"] = (caseDir / kPowerlossAckedDir).string();
-  run.env["CRASHSIM_SYNCHRONOUS"] = synchronous;
+void armPowerloss(const RuntimeDriver& driver, SpawnSpec& run, const CaseId& id,
+                  const fs::path& caseDir, const std::string& synchronous) {
+  driver.simulatePowerLoss(run, id.seed.value_or(0), caseDir / kPowerlossCrashLog,
+                           caseDir / kPowerlossAckedDir, synchronous);
 }
 
 std::string powerlossCrashProblem(const CaseId& id, const fs::path& caseDir) {

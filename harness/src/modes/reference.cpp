@@ -122,7 +122,7 @@ std::string runReference(const Scenario& scenario, const RunOptions& opts, const
   writeLegacyJsonl(scenario, dir / "store");  // a legacy store's JSONL (nothing otherwise)
   SpawnSpec run = runSpec(opts, scenario, dir / "store", dir / "ws");
   driver.reportHits(run, dir / "hits.json");
-  run.env["CRASHSIM_FS_TRACE"] = (dir / "fs-trace.jsonl").string();
+  driver.traceFileSteps(run, dir / "fs-trace.jsonl");
   run.stderrFile = dir / "run.stderr";
   run.stdoutFile = dir / "run.stdout";
   auto r = driver.runToEnd(run);

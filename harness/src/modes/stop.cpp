@@ -230,8 +230,8 @@ void checkStopRecovery(const Scenario& sc, const Reference& ref,
         if (auto bad = runMarkerProblem(ev); !bad.empty()) c.fail("V3", "after recovery: " + bad);
     }
     if (!parks) {
-      if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
-        if (auto bad = replayProblem(readFile(it->second), std::nullopt); !bad.empty())
+      if (!recover.modelInputsFile.empty())
+        if (auto bad = replayProblem(readFile(recover.modelInputsFile), std::nullopt); !bad.empty())
           c.fail("V8", "replay: " + bad);
       if (auto bad = continuationHistoryProblem(*st, 1); !bad.empty())
         c.fail("V8", "history after recovery: " + bad);

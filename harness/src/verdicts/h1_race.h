@@ -58,8 +58,8 @@ struct Host {
   int exitCode = -1;
   std::string describe;             // "exited with code 2", "killed by signal 9", …
   std::string stdoutText;           // its one JSON line: a start-up report or an error
-  std::string modelLog;             // CRASHSIM_MODEL_LOG: the provider steps it sent
-  std::optional<PointCounts> hits;  // CRASHSIM_HITS_OUT, when it wrote them
+  std::string modelLog;             // RuntimeDriver::logModelInputs: the provider steps it sent
+  std::optional<PointCounts> hits;  // RuntimeDriver::reportHits, when it wrote them
 };
 
 // One stored recovery fact (spec f.6): the event id and its payload's stable text.

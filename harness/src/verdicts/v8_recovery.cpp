@@ -398,8 +398,9 @@ void checkContinuationAfterRecovery(const CaseId& id, const CaseExpectation& x,
                                     const barrier::CrashFacts& barrierFacts, const fs::path& store,
                                     RuntimeStore& st, int exitCode, const SpawnSpec& recover,
                                     Checks& c, const recovery_barrier::Judged* recoveryBarrier) {
-  if (auto it = recover.env.find("CRASHSIM_MODEL_LOG"); it != recover.env.end())
-    if (auto bad = replayProblem(readFile(it->second), expectedFirstReplay(id, x)); !bad.empty())
+  if (!recover.modelInputsFile.empty())
+    if (auto bad = replayProblem(readFile(recover.modelInputsFile), expectedFirstReplay(id, x));
+        !bad.empty())
       c.fail("V8", "replay: " + bad);
   if (auto want = expectClaimSettlement(id))
     if (auto bad = claimSettlementProblem(store, *want); !bad.empty())

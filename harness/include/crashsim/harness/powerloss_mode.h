@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "crashsim/harness/case_id.h"
+#include "crashsim/harness/runtime_driver.h"
 #include "crashsim/harness/supervisor.h"
 
 namespace crashsim::harness {
@@ -48,10 +49,10 @@ inline constexpr const char* kStoreDbFiles[] = {"runtime.sqlite", "runtime.sqlit
 // triple and the sweep seed, consecutive (so kindForSeed visits consecutive crash kinds).
 std::vector<uint64_t> powerlossSeeds(const CaseId& primary, uint64_t sweepSeed, int states);
 
-// Adds the power-loss environment for the armed agent run of `id` (which has a seed) in caseDir.
+// Arms the agent run of `id` (which has a seed) in caseDir for a power cut through `driver`.
 // synchronous: "FULL" | "NORMAL" (the store's PRAGMA synchronous in the child).
-void armPowerloss(SpawnSpec& run, const CaseId& id, const std::filesystem::path& caseDir,
-                  const std::string& synchronous);
+void armPowerloss(const RuntimeDriver& driver, SpawnSpec& run, const CaseId& id,
+                  const std::filesystem::path& caseDir, const std::string& synchronous);
 
 // V1 addendum: "" when <caseDir>/powerloss.json describes a materialised crash state of the
 // case's seed, otherwise why not.

@@ -12,9 +12,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,8 +50,23 @@ class RuntimeDriver {
   // Makes `spec`'s process write, at its end, the hits of every crash point it reached to
   // `hitsFile` (readHits reads them).
   virtual void reportHits(SpawnSpec& spec, const std::filesystem::path& hitsFile) const = 0;
-  // Makes `spec`'s process write the inputs it handed the model to `logFile` (JSON lines).
+  // Makes `spec`'s process write the inputs it handed the model to `logFile` (JSON lines) and
+  // names that file in `spec.modelInputsFile`, where the verdicts read it.
   virtual void logModelInputs(SpawnSpec& spec, const std::filesystem::path& logFile) const = 0;
+  // Makes `spec`'s process write every file step its tools take to `traceFile` (JSON lines: the
+  // reference run's trace, from which the oracle places the file-step points).
+  virtual void traceFileSteps(SpawnSpec& spec, const std::filesystem::path& traceFile) const = 0;
+  // Makes `spec`'s process read a clock that starts at `start` (Unix time) and advances one
+  // millisecond per reading, so the same run request delivered twice writes the same events.
+  virtual void driveClock(SpawnSpec& spec, std::chrono::milliseconds start) const = 0;
+  // Makes `spec`'s process simulate a power cut at its armed point instead of dying there: the
+  // crash state `seed` selects is materialised from what was durable (the description written to
+  // `crashLog`, the acknowledged writes kept in `ackedDir`); `synchronous` ("FULL" | "NORMAL") is
+  // the store's PRAGMA synchronous in the process.
+  virtual void simulatePowerLoss(SpawnSpec& spec, uint64_t seed,
+                                 const std::filesystem::path& crashLog,
+                                 const std::filesystem::path& ackedDir,
+                                 const std::string& synchronous) const = 0;
   // Starts `spec` armed at (point, hit), waits until the process reports it there and kills it
   // (ChildResult: the report and how it died; never throws).
   virtual ChildResult crashAt(const SpawnSpec& spec, CrashPoint point, int hit) const = 0;

@@ -34,6 +34,8 @@ struct SpawnSpec {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;        // added to (and overriding) the parent environment
   std::filesystem::path stdoutFile, stderrFile;  // empty = /dev/null
+  // Where the process logs the model's inputs (RuntimeDriver::logModelInputs); empty = nowhere.
+  std::filesystem::path modelInputsFile;
   std::chrono::milliseconds timeout{20000};
   // The exe is crashsim-agent or crashsim, which serve forks (crashsim/fork_server.h): the child
   // comes from this thread's `<exe> serve` unless the spawn method is exec.
