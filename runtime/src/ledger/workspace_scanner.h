@@ -7,11 +7,13 @@
 // covered boundary against runtime_events) is the caller's BoundaryCheck.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crashsim/workspace_facts.h"
@@ -60,6 +62,23 @@ using BoundaryCheck = std::function<std::string(const Json& segment)>;
 // workspace_fact_conflict (duplicate checkpointId / refName), workspace_boundary_mismatch.
 WorkspaceScan scanWorkspaceFacts(std::span<const AuthorityEvent> events,
                                  const BoundaryCheck& boundaryCheck);
+
+// The shapes of b.4's strings, shared by the codec and the scanner: n lowercase hex digits, a
+// prefix then n of them, a SHA-1 object id, a "sha256:" digest.
+inline bool isLowerHex(std::string_view s, size_t n) {
+  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+inline bool isPrefixedHex(std::string_view s, std::string_view prefix, size_t n) {
+  return s.substr(0, prefix.size()) == prefix && isLowerHex(s.substr(prefix.size()), n);
+}
+inline bool isOid(std::string_view s) { return isLowerHex(s, 40); }
+inline bool isDigest(std::string_view s) { return isPrefixedHex(s, "sha256:", 64); }
+// The session of an RC e.7 segment (its identity's sessionId).
+inline std::string segmentSession(const Json& segment) {
+  return segment.at("identity").at("sessionId").get<std::string>();
+}
 
 // The rules of one fact alone (b.3, b.4): its derived ids (checkpointId, refName, policy hash,
 // workspaceId from the session), well-formed OIDs and digests, epochs, the boundary in the
