@@ -9,6 +9,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/case_id.h"
+#include "crashsim/runtime_event.h"
 #include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
