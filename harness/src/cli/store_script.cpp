@@ -321,15 +321,9 @@ SafetyFacts safetyFactsOf(const Json& j) {
   return f;
 }
 
-}  // namespace
-
-int planContinuationCommand(const std::string& file) {
-  const Json doc = parseJson(readInput(file));
-  checkKeys(doc, {"store", "sessionId", "sourceRunId", "expectedRuntimeEventHighWater", "host"},
-            "the plan-continuation document");
-  const std::vector<StoreOp> ops =
-      parseStoreScript(doc.value("store", Json{{"ops", Json::array()}}));
-  const Json hostJson = doc.value("host", Json::object());
+// The host of a plan-continuation document ("host"): the inspector's facts or its failure,
+// deterministic ids and clock.
+ContinuationHost continuationHostOf(const Json& hostJson) {
   checkKeys(hostJson,
             {"safeBoundaryResumeEnabled", "currentCwd", "safety", "inspectorFailure", "ids", "now"},
             "host");
@@ -357,6 +351,18 @@ int planContinuationCommand(const std::string& file) {
   } catch (const Json::exception& e) {
     throw Error(code::wrong_type, std::string("host: ") + e.what());
   }
+  return host;
+}
+
+}  // namespace
+
+int planContinuationCommand(const std::string& file) {
+  const Json doc = parseJson(readInput(file));
+  checkKeys(doc, {"store", "sessionId", "sourceRunId", "expectedRuntimeEventHighWater", "host"},
+            "the plan-continuation document");
+  const std::vector<StoreOp> ops =
+      parseStoreScript(doc.value("store", Json{{"ops", Json::array()}}));
+  const ContinuationHost host = continuationHostOf(doc.value("host", Json::object()));
   std::optional<int64_t> highWater;
   if (doc.contains("expectedRuntimeEventHighWater")) {
     if (!doc["expectedRuntimeEventHighWater"].is_number_integer())
