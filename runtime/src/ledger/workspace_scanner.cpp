@@ -151,6 +151,113 @@ const ScannedLineage* WorkspaceScan::find(std::string_view workspaceId) const {
   return nullptr;
 }
 
+namespace {
+
+// A problem the scan reports: a j.1 code, the event, what is wrong.
+struct ScanProblem {
+  std::string_view code;
+  std::string eventId;
+  std::string detail;
+};
+
+std::string_view firstCheckpointKind(const EpochOpenedFact& o) {
+  if (o.reason == "isolated_restore") return "restored";
+  if (o.reason == "user_rebaseline") return "rebased";
+  return "captured";
+}
+
+// Adds the event at `position` (1-based) of its invocation to `spine`; the problem that breaks
+// the spine there, if any (b.7: contiguity, the fact's own rules, the epoch's shape).
+std::optional<ScanProblem> addToSpine(Spine& spine, const AuthorityEvent& a, int64_t position) {
+  const RuntimeEvent& e = *a.event;
+  auto problem = [&](std::string_view code, std::string detail) {
+    return ScanProblem{code, e.id, std::move(detail)};
+  };
+  if (a.eventSeq != position)
+    return problem(code::workspace_spine_conflict, "event_seq " + std::to_string(a.eventSeq) +
+                                                       " is not " + std::to_string(position));
+  WorkspaceFact fact;
+  try {
+    fact = decodeWorkspaceFact(e);
+  } catch (const Error& err) {
+    return problem(code::workspace_fact_invalid, err.what());
+  }
+  if (auto p = factSpineProblem(e, fact); !p.empty())
+    return problem(code::workspace_spine_conflict, p);
+  spine.workspaceId = factWorkspace(fact);
+  if (auto p = factDerivationProblem(fact); !p.empty())
+    return problem(code::workspace_fact_invalid, p);
+  if (spine.sealed)
+    return problem(code::workspace_epoch_sealed, "an event after its spine's transition");
+  if (auto* o = std::get_if<EpochOpenedFact>(&fact)) {
+    if (position != 1)
+      return problem(code::workspace_epoch_gap, "epoch_opened is not at event_seq 1");
+    spine.epoch = o->epoch;
+    spine.epochState = ScannedEpoch{std::move(*o), e.id, {}, std::nullopt, {}};
+    return std::nullopt;
+  }
+  if (!spine.epochState)
+    return problem(code::workspace_epoch_gap, "the spine does not open with epoch_opened");
+  ScannedEpoch& ep = *spine.epochState;
+  if (auto* c = std::get_if<CheckpointFact>(&fact)) {
+    const std::string_view want =
+        ep.checkpoints.empty() ? firstCheckpointKind(ep.opened) : "captured";
+    if (c->kind != want || c->instanceIdentity != ep.opened.instance.identity)
+      return problem(code::workspace_fact_invalid,
+                     "checkpoint " + c->checkpointId + " (" + c->kind + ", instance " +
+                         c->instanceIdentity + ") breaks its epoch's shape: want " +
+                         std::string(want) + " on " + ep.opened.instance.identity);
+    ep.checkpoints.push_back({std::move(*c), e.id});
+    return std::nullopt;
+  }
+  auto& t = std::get<TransitionFact>(fact);
+  if (ep.checkpoints.empty() || t.fromInstance != ep.opened.instance.identity)
+    return problem(code::workspace_fact_invalid,
+                   "the transition does not follow its epoch's checkpoint on its instance");
+  ep.transition = std::move(t);
+  ep.transitionEventId = e.id;
+  spine.sealed = true;
+  return std::nullopt;
+}
+
+// Epoch n (> 1) against epoch n-1, `prev`: the transition that seals prev opens ep with its
+// reason and instance; its source and ep's first checkpoint's derivedFrom are prev's checkpoints;
+// a restored checkpoint equals the one it restored.
+std::optional<ScanProblem> epochLinkProblem(const ScannedEpoch& prev, const ScannedEpoch& ep,
+                                            int64_t n) {
+  if (!prev.transition || prev.transitionEventId != ep.opened.transitionEventId)
+    return ScanProblem{code::workspace_epoch_gap, ep.openedEventId,
+                       "epoch " + std::to_string(n) + " has no transition from epoch " +
+                           std::to_string(n - 1) + " that it names"};
+  const TransitionFact& t = *prev.transition;
+  auto inPrev = [&](const std::optional<std::string>& id) -> const CheckpointFact* {
+    if (!id) return nullptr;
+    for (const auto& c : prev.checkpoints)
+      if (c.fact.checkpointId == *id) return &c.fact;
+    return nullptr;
+  };
+  const CheckpointFact& first = ep.checkpoints.front().fact;
+  const CheckpointFact* source = inPrev(t.sourceCheckpointId);
+  const CheckpointFact* derived = inPrev(first.derivedFrom);
+  std::string bad;
+  if (t.reason != ep.opened.reason || t.toInstance != ep.opened.instance.identity)
+    bad = "the transition's reason or toInstance differs from the epoch it opens";
+  else if (t.sourceCheckpointId && !source)
+    bad = "the transition's source is no checkpoint of epoch " + std::to_string(n - 1);
+  else if (first.derivedFrom && !derived)
+    bad = "derivedFrom is no checkpoint of epoch " + std::to_string(n - 1);
+  else if (first.kind == "restored" &&
+           (derived != source || derived->carrier.commitOid != first.carrier.commitOid ||
+            derived->carrier.treeOid != first.carrier.treeOid ||
+            derived->policyHash != first.policyHash || derived->fileCount != first.fileCount ||
+            derived->totalBytes != first.totalBytes))
+    bad = "a restored checkpoint differs from the checkpoint it restored";
+  if (bad.empty()) return std::nullopt;
+  return ScanProblem{code::workspace_fact_invalid, ep.checkpoints.front().eventId, bad};
+}
+
+}  // namespace
+
 WorkspaceScan scanWorkspaceFacts(std::span<const AuthorityEvent> events,
                                  const BoundaryCheck& boundaryCheck) {
   WorkspaceScan out;
@@ -158,11 +265,6 @@ WorkspaceScan scanWorkspaceFacts(std::span<const AuthorityEvent> events,
   auto issue = [&](std::string_view code, const std::string& eventId, std::string detail,
                    std::string workspaceId) {
     out.issues.push_back({std::string(code), eventId, std::move(detail), std::move(workspaceId)});
-  };
-  auto firstCheckpointKind = [](const EpochOpenedFact& o) -> std::string_view {
-    if (o.reason == "isolated_restore") return "restored";
-    if (o.reason == "user_rebaseline") return "rebased";
-    return "captured";
   };
   // One spine = one invocation, contiguous in the input.
   for (size_t i = 0; i < events.size();) {
@@ -172,85 +274,11 @@ WorkspaceScan scanWorkspaceFacts(std::span<const AuthorityEvent> events,
     Spine spine;
     spine.workspaceId = workspaceOfInvocation(events[i].event->invocationId);
     bool broken = false;
-    for (size_t k = i; k < end; ++k) {
-      const RuntimeEvent& e = *events[k].event;
-      if (events[k].eventSeq != static_cast<int64_t>(k - i + 1)) {
-        issue(code::workspace_spine_conflict, e.id,
-              "event_seq " + std::to_string(events[k].eventSeq) + " is not " +
-                  std::to_string(k - i + 1),
-              spine.workspaceId);
+    for (size_t k = i; k < end && !broken; ++k) {
+      if (auto p = addToSpine(spine, events[k], static_cast<int64_t>(k - i + 1))) {
+        issue(p->code, p->eventId, std::move(p->detail), spine.workspaceId);
         broken = true;
-        break;
       }
-      WorkspaceFact fact;
-      try {
-        fact = decodeWorkspaceFact(e);
-      } catch (const Error& err) {
-        issue(code::workspace_fact_invalid, e.id, err.what(), spine.workspaceId);
-        broken = true;
-        break;
-      }
-      if (auto p = factSpineProblem(e, fact); !p.empty()) {
-        issue(code::workspace_spine_conflict, e.id, p, spine.workspaceId);
-        broken = true;
-        break;
-      }
-      spine.workspaceId = factWorkspace(fact);
-      if (auto p = factDerivationProblem(fact); !p.empty()) {
-        issue(code::workspace_fact_invalid, e.id, p, spine.workspaceId);
-        broken = true;
-        break;
-      }
-      if (spine.sealed) {
-        issue(code::workspace_epoch_sealed, e.id, "an event after its spine's transition",
-              spine.workspaceId);
-        broken = true;
-        break;
-      }
-      if (auto* o = std::get_if<EpochOpenedFact>(&fact)) {
-        if (k != i) {
-          issue(code::workspace_epoch_gap, e.id, "epoch_opened is not at event_seq 1",
-                spine.workspaceId);
-          broken = true;
-          break;
-        }
-        spine.epoch = o->epoch;
-        spine.epochState = ScannedEpoch{std::move(*o), e.id, {}, std::nullopt, {}};
-        continue;
-      }
-      if (!spine.epochState) {
-        issue(code::workspace_epoch_gap, e.id, "the spine does not open with epoch_opened",
-              spine.workspaceId);
-        broken = true;
-        break;
-      }
-      ScannedEpoch& ep = *spine.epochState;
-      if (auto* c = std::get_if<CheckpointFact>(&fact)) {
-        const std::string_view want =
-            ep.checkpoints.empty() ? firstCheckpointKind(ep.opened) : "captured";
-        if (c->kind != want || c->instanceIdentity != ep.opened.instance.identity) {
-          issue(code::workspace_fact_invalid, e.id,
-                "checkpoint " + c->checkpointId + " (" + c->kind + ", instance " +
-                    c->instanceIdentity + ") breaks its epoch's shape: want " + std::string(want) +
-                    " on " + ep.opened.instance.identity,
-                spine.workspaceId);
-          broken = true;
-          break;
-        }
-        ep.checkpoints.push_back({std::move(*c), e.id});
-        continue;
-      }
-      auto& t = std::get<TransitionFact>(fact);
-      if (ep.checkpoints.empty() || t.fromInstance != ep.opened.instance.identity) {
-        issue(code::workspace_fact_invalid, e.id,
-              "the transition does not follow its epoch's checkpoint on its instance",
-              spine.workspaceId);
-        broken = true;
-        break;
-      }
-      ep.transition = std::move(t);
-      ep.transitionEventId = e.id;
-      spine.sealed = true;
     }
     if (!broken && spine.epochState) {
       if (spine.epochState->checkpoints.empty()) {
@@ -275,39 +303,8 @@ WorkspaceScan scanWorkspaceFacts(std::span<const AuthorityEvent> events,
       }
       ++expect;
       if (n > 1) {
-        const ScannedEpoch& prev = lineage.epochs.back();
-        if (!prev.transition || prev.transitionEventId != ep.opened.transitionEventId) {
-          issue(code::workspace_epoch_gap, ep.openedEventId,
-                "epoch " + std::to_string(n) + " has no transition from epoch " +
-                    std::to_string(n - 1) + " that it names",
-                ws);
-          break;
-        }
-        const TransitionFact& t = *prev.transition;
-        auto inPrev = [&](const std::optional<std::string>& id) -> const CheckpointFact* {
-          if (!id) return nullptr;
-          for (const auto& c : prev.checkpoints)
-            if (c.fact.checkpointId == *id) return &c.fact;
-          return nullptr;
-        };
-        const CheckpointFact& first = ep.checkpoints.front().fact;
-        const CheckpointFact* source = inPrev(t.sourceCheckpointId);
-        const CheckpointFact* derived = inPrev(first.derivedFrom);
-        std::string bad;
-        if (t.reason != ep.opened.reason || t.toInstance != ep.opened.instance.identity)
-          bad = "the transition's reason or toInstance differs from the epoch it opens";
-        else if (t.sourceCheckpointId && !source)
-          bad = "the transition's source is no checkpoint of epoch " + std::to_string(n - 1);
-        else if (first.derivedFrom && !derived)
-          bad = "derivedFrom is no checkpoint of epoch " + std::to_string(n - 1);
-        else if (first.kind == "restored" &&
-                 (derived != source || derived->carrier.commitOid != first.carrier.commitOid ||
-                  derived->carrier.treeOid != first.carrier.treeOid ||
-                  derived->policyHash != first.policyHash ||
-                  derived->fileCount != first.fileCount || derived->totalBytes != first.totalBytes))
-          bad = "a restored checkpoint differs from the checkpoint it restored";
-        if (!bad.empty()) {
-          issue(code::workspace_fact_invalid, ep.checkpoints.front().eventId, bad, ws);
+        if (auto p = epochLinkProblem(lineage.epochs.back(), ep, n)) {
+          issue(p->code, p->eventId, std::move(p->detail), ws);
           break;
         }
       }
