@@ -6,6 +6,9 @@
 #      except the known failures in ci/known-failures.txt;
 #   2. the main job exactly as a user runs it (./ci/sweep.sh: release preset, GCC -O3), with
 #      CRASHSIM_WERROR=ON so that a warning only -O3 sees still turns CI red;
+#   2b. the open harness on LangGraph.js (ci/langgraph-sweep.sh: npm ci at the locked versions
+#      when node_modules is missing, then bash-touch-marker's model and tool points against
+#      examples/langgraph-js/baseline.json), with the release tree phase 2 built;
 #   3. a bounded sanitizer sweep (ci/asan-sweep.sh: every failpoint P0-P11 at least once, and
 #      the Stop path) with the asan build's crashsim and instrumented agent;
 #   4. the libFuzzer targets (ci/fuzz.sh, from the asan tree), 20 s each over their corpus and
@@ -98,6 +101,9 @@ main_job() {
   done
 }
 phase "main job: ./ci/sweep.sh (release)" main_job
+# The release tree as phase 2 configured it (CRASHSIM_WERROR=ON: another value would recompile it).
+langgraph_js() { CRASHSIM_WERROR=ON ./ci/langgraph-sweep.sh out/langgraph-js; }
+phase "langgraph-js: npm ci + open sweep" langgraph_js
 phase "asan: bounded sweep" ./ci/asan-sweep.sh
 phase "fuzz: libFuzzer, 20 core-s per target" ./ci/fuzz.sh 20 out/fuzz asan
 report
