@@ -12,6 +12,7 @@
 
 using namespace crashsim;
 using namespace crashsim::testutil;
+using namespace ctest;
 
 namespace {
 

@@ -28,14 +28,16 @@ namespace {
 
 using testutil::kAgent;
 using testutil::readFile;
-const fs::path kScenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "git-workspace-drift.json";
+const fs::path kDriftScenario =
+    fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "git-workspace-drift.json";
 
-struct Step : testutil::AgentExit {
+struct DriftStep : testutil::AgentExit {
   Json report;  // the last JSON line of the log (normal exit)
 };
 
-Step agent(const testutil::AgentSandbox& box, const std::string& command, const std::string& arm,
-           const std::string& logName, const std::string& plant = {}) {
+DriftStep driftAgent(const testutil::AgentSandbox& box, const std::string& command,
+                     const std::string& arm, const std::string& logName,
+                     const std::string& plant = {}) {
   const fs::path log = box.base / (logName + ".log");
   std::vector<std::pair<std::string, std::string>> env;
   if (!plant.empty()) env.emplace_back("CRASHSIM_PLANT", plant);
@@ -45,10 +47,11 @@ Step agent(const testutil::AgentSandbox& box, const std::string& command, const 
   }
   std::vector<std::string> args{command};
   if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
-  args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", kScenario.string()});
+  args.insert(args.end(),
+              {"--workspace", box.ws().string(), "--scenario", kDriftScenario.string()});
   testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
   if (!arm.empty()) child.waitForControlLine(std::chrono::seconds(60));
-  Step s;
+  DriftStep s;
   static_cast<testutil::AgentExit&>(s) = child.reap();
   std::istringstream out(readFile(log));
   std::string line, last;
@@ -58,7 +61,7 @@ Step agent(const testutil::AgentSandbox& box, const std::string& command, const 
   return s;
 }
 
-std::map<std::string, std::string> dirBytes(const fs::path& dir) {
+std::map<std::string, std::string> driftDirBytes(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file() && !e.is_symlink())
@@ -68,8 +71,8 @@ std::map<std::string, std::string> dirBytes(const fs::path& dir) {
 
 // Seeds the git workspace and kills `run` at P7#1 (the Edit's checkpoint accepted).
 void crashCovered(const testutil::AgentSandbox& box) {
-  ASSERT_EQ(agent(box, "seed", "", "seed").exitCode, 0);
-  const Step run = agent(box, "run", "P7:1", "run");
+  ASSERT_EQ(driftAgent(box, "seed", "", "seed").exitCode, 0);
+  const DriftStep run = driftAgent(box, "run", "P7:1", "run");
   ASSERT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
   auto store = RuntimeStore::open(box.store());
   ASSERT_EQ(listWorkspaceCheckpoints(*store).size(), 2u);  // the baseline and after the Edit
@@ -81,21 +84,21 @@ TEST(WorkspaceDriftProcess, UserEditAfterACoveredCrashParksDrifted) {
   testutil::AgentSandbox box;
   crashCovered(box);
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
-  const auto gitBefore = dirBytes(box.ws() / ".git");
-  const Step recover = agent(box, "recover", "", "recover");
+  const auto gitBefore = driftDirBytes(box.ws() / ".git");
+  const DriftStep recover = driftAgent(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited) << readFile(box.base / "recover.log");
   const Json plan = recover.report.value("plan", Json());
   EXPECT_EQ(plan.value("decision", ""), "park") << recover.report.dump();
   EXPECT_EQ(plan.value("rejectionReasons", Json()), Json::array({"workspace_drifted"}));
   EXPECT_TRUE(recover.report.value("continuation", Json()).is_null());
   EXPECT_EQ(readFile(box.ws() / "a.txt"), "edited by the user\n");
-  EXPECT_EQ(dirBytes(box.ws() / ".git"), gitBefore);
+  EXPECT_EQ(driftDirBytes(box.ws() / ".git"), gitBefore);
 }
 
 TEST(WorkspaceDriftProcess, NoDriftContinuesBoundToTheCheckpoint) {
   testutil::AgentSandbox box;
   crashCovered(box);
-  const Step recover = agent(box, "recover", "", "recover");
+  const DriftStep recover = driftAgent(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited && recover.exitCode == 0) << readFile(box.base / "recover.log");
   const Json plan = recover.report.value("plan", Json());
   ASSERT_EQ(plan.value("decision", ""), "continue") << recover.report.dump();
@@ -120,7 +123,7 @@ TEST(WorkspaceDriftProcess, PlantedPlannerIgnoringDriftIsCaught) {
   testutil::AgentSandbox box;
   crashCovered(box);
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
-  const Step recover = agent(box, "recover", "", "recover", "planner_ignores_drift");
+  const DriftStep recover = driftAgent(box, "recover", "", "recover", "planner_ignores_drift");
   const std::string log = readFile(box.base / "recover.log");
   EXPECT_EQ(log.find("\"rejectionReasons\":[\"workspace_drifted\"]"), std::string::npos) << log;
   EXPECT_NE(log.find("target_workspace_changed"), std::string::npos) << log;
