@@ -31,7 +31,9 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   // is refused by name, not planned into an empty selection.
   r = sh(cs() + " sweep --failpoint P20 --list 2>/dev/null");
   EXPECT_EQ(r.exitCode, 0);
-  EXPECT_EQ(r.out, "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n");
+  EXPECT_EQ(r.out,
+            "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n"
+            "git-workspace-drift/P20#1/kill\ngit-workspace-drift/P20#2/kill\n");
   r = sh(cs() + " sweep --failpoint P20 --mode stop --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.out.find("--failpoint P18..P22 (the workspace checkpoint capture) are kill mode"),

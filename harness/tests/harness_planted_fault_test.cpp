@@ -119,10 +119,14 @@ TEST(PlantedFault, CaptureHoldingTheUsersIndexLockFailsOnlyWH1) {
                       {"WH1"});
 }
 
-TEST(PlantedFault, CaptureFactBeforeItsRefFailsOnlyWH2) {
+// Since the planner's checkpoint gates (#47 e), the fact without its ref also parks the
+// continuation (e.3 row 7, table W7: workspace_ref_missing under every policy), where the oracle,
+// which does not predict gate codes yet, expects a continuation: V3 and V8 see that park. WH2
+// still names the missing artifact itself.
+TEST(PlantedFault, CaptureFactBeforeItsRefFailsWH2AndParksTheContinuation) {
   expectCaughtExactly("capture_fact_before_ref",
                       "--scenario git-workspace-checkpoint --failpoint P19 --failpoint P20",
-                      {"WH2"});
+                      {"V3", "V8", "WH2"});
 }
 
 TEST(PlantedFault, UnplantedCaptureKillsPass) {

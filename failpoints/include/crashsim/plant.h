@@ -37,6 +37,9 @@
 //                                own → V8 of the +R:P15 double faults
 //   admission_start_skips_claim_update  the live start is appended, the claim never records it
 //                                → V3 + V8 of the +R:P15 double faults
+//   planner_ignores_drift        the planner passes a drifted workspace (workspace e.3 row 8)
+//                                → workspace_drift_process_test (the plan); e.4 revalidation
+//                                still refuses it (target_workspace_changed)
 //   legacy_manifest_first        the legacy JSONL import writes the manifest before its
 //                                batches, so a crash inside it ends the import for good
 //                                → store_crash_test (P16/P17), V3 of the sweep's P16 cases

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 #include "crashsim/runtime_event.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
+#include "crashsim/workspace_gates.h"
 
 namespace crashsim {
 
@@ -76,6 +78,37 @@ struct BoundaryCursor {
 };
 // Checks e.7's cursor rules (same session; run/invocation/turn ids pairwise distinct).
 BoundaryCursor buildBoundaryCursor(std::span<const ImmutablePrefix* const> segments);
+
+// ---------------------------------------------------------------------------------------
+// Workspace continuity e.1: the covering checkpoint and the workspace-neutral suffix
+
+// Tool effect (v1): Read → none; Write, Edit → declared_write; Bash and any other → opaque.
+enum class ToolEffect { none, declared_write, opaque };
+ToolEffect toolEffect(std::string_view toolName);
+
+// Rule workspace_neutral_v1: a non-partial event is NOT neutral iff it is a tool_dispatch of a
+// tool whose effect is not none, a bound function_response (refs.operationId) or a
+// recovery-lane event of such an operation, or it carries transferToAgent or workspaceFact.
+// `operationTools` maps the operations dispatched in the lineage to their tool names (an
+// operation it does not name counts as opaque).
+bool workspaceNeutral(const RuntimeEvent& event,
+                      const std::map<std::string, std::string>& operationTools);
+
+struct CoveringCheckpoint {
+  std::optional<CheckpointFact> checkpoint;  // C, when it covers the boundary
+  // The newest candidate's first non-neutral suffix event (diagnostic
+  // checkpoint_suffix_not_neutral); empty when C covers or there was no candidate.
+  std::string notNeutralEventId;
+  // Non-empty: the newest candidate's prefixDigest is not the digest of its rows (the lineage
+  // is corrupt, e.3 row 1).
+  std::string corruption;
+};
+// e.1 over the cursor's segments (oldest first) and the current epoch's checkpoints (its
+// accepted facts, in event order): candidates are the checkpoints whose coveredBoundary identity
+// is some segment Sk's with p ≤ Sk.lastEventSeq; C = the greatest (k, p); C covers iff every
+// event of Sk rows p+1.. and of Sk+1..Sn is neutral. Older checkpoints are never consulted.
+CoveringCheckpoint findCoveringCheckpoint(std::span<const CheckpointFact> epochCheckpoints,
+                                          std::span<const ImmutablePrefix> cursor);
 
 // ---------------------------------------------------------------------------------------
 // e.3 Composite provider replay
@@ -262,6 +295,11 @@ struct ContinuationHost {
   // Told the claim's result (acquired | existing | conflict) as soon as claimContinuation
   // returned, before anything else is checked: the host logs it (lifecycle `continuation_claim`).
   std::function<void(const ClaimResult&)> onClaim;
+  // Workspace continuity (contract e.3): the host policy (default disabled: no gate, RC e.6
+  // unchanged) and the host inspector, asked about the covering checkpoint the planner names
+  // (nullptr: none). Absent or throwing under an enabled policy → safety_observation_unavailable.
+  WorkspaceHostPolicy workspacePolicy;
+  std::function<WorkspaceObservation(const CheckpointFact* covering)> workspaceInspector;
 };
 
 // True unless CRASHSIM_SAFE_BOUNDARY_RESUME is "0" (or host.enabled says otherwise).
@@ -272,6 +310,10 @@ struct SafetySnapshot {
   bool backgroundOperationsSettled = true;
   std::vector<std::string> availableToolNames;  // unique, sorted
   std::optional<WorkspaceCheckpoint> workspaceCheckpoint;
+  // e.4: a continue plan of a session with a workspace lineage binds
+  // {protocol:'crashsim_workspace_binding_v1', workspaceId, epoch, checkpointId, treeOid}
+  // (checkpointId and treeOid null when continuing uncovered under optional_legacy).
+  std::optional<Json> workspaceBoundary;
 };
 
 struct ContinuationPlan {

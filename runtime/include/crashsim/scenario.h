@@ -87,6 +87,7 @@ struct WorkspaceGitSeed {
 // requirement for this scenario's runs; `disabled` (the default) captures nothing.
 struct ScenarioWorkspacePolicy {
   std::string checkpointRequirement = "disabled";  // disabled | optional_legacy | required
+  std::string driftAction = "park";  // park | isolated_restore | offer_rebaseline (e.3)
 };
 
 struct Scenario {

@@ -129,6 +129,9 @@ struct RunHeader {
   std::optional<std::string> cwd;
   std::optional<std::string> parentRunId, parentTurnId;
   std::optional<Json> continuationSource;  // continuation_source_v2 object
+  // Workspace continuity e.4 (immutable): {protocol:'crashsim_workspace_binding_v1',
+  // workspaceId, epoch, checkpointId} of a continuation planned under a workspace lineage.
+  std::optional<Json> workspaceBoundary;
   Json toJson() const;
   static RunHeader fromJson(const Json&);
   bool operator==(const RunHeader&) const = default;

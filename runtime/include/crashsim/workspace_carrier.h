@@ -62,6 +62,12 @@ class WorkspaceCarrier {
   // workspace_carrier_damaged.
   static WorkspaceCarrier open(const std::filesystem::path& storeDir, GitRuntime git,
                                bool checkpointFactsExist);
+  // The read-only open of the host inspector (e.2): nullopt when the store has no carrier
+  // (neither carrier.json nor carrier.git); workspace_carrier_damaged when carrier.json is not
+  // the record, carrier.git is not a bare sha1 repository, or carrier.git has no carrier.json.
+  // Creates, deletes and writes nothing.
+  static std::optional<WorkspaceCarrier> openExisting(const std::filesystem::path& storeDir,
+                                                      GitRuntime git);
 
   const GitRuntime& git() const { return git_; }
   const std::filesystem::path& dir() const { return dir_; }  // <store>/workspace
@@ -99,6 +105,32 @@ WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier,
 // (workspace_ref_missing); the commit has tree treeOid, no parent, the b.3 identity, and every
 // object it reaches is present (checkpoint_artifact_corrupt).
 void lightVerifyCheckpoint(const WorkspaceCarrier& carrier, const CheckpointFact& checkpoint);
+
+// c.4 checks 4–5 alone (the structural class: the instance can have a git carrier at all), read
+// only: unsupported_workspace_carrier (not_worktree_root, object_format). `gitHome` may be empty
+// (no carrier yet).
+void checkWorkspaceStructure(const GitRuntime& git, const std::filesystem::path& gitHome,
+                             const std::filesystem::path& instanceRoot);
+
+// e.2 steps 2–4, read-only: the c.3 tree of the instance under the checkpoint's own policy, built
+// in scratch outside the store (GIT_OBJECT_DIRECTORY = scratch, GIT_ALTERNATE_OBJECT_DIRECTORIES =
+// the carrier's objects, GIT_INDEX_FILE = a scratch copy of the persistent index): never a byte
+// of the user's .git, the carrier's objects or the store. A c.4 failure is drift (detail
+// `capture_ineligible:<code>`); a different tree is drift with at most 20 `diff-tree
+// --name-status` entries ("M a.txt").
+struct DriftCheck {
+  bool match = false;
+  std::string currentTreeOid;  // empty when it could not be computed
+  std::string detail;          // capture_ineligible:<code>
+  std::vector<std::string> paths;
+};
+DriftCheck checkWorkspaceDrift(const WorkspaceCarrier& carrier,
+                               const std::filesystem::path& instanceRoot,
+                               std::string_view instanceIdentity, const CheckpointFact& checkpoint);
+
+// e.5 step 2 / c.1: under the host lock, the stale *.lock files of carrier.git/ (top, refs/,
+// worktrees/*/) and index/ are deleted. Returns how many; 0 when the store has no carrier.
+size_t removeStaleCarrierLocks(const std::filesystem::path& storeDir);
 
 // --- d.2 capture ---
 struct CaptureRequest {

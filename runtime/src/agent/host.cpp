@@ -20,6 +20,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/startup_repair.h"
+#include "crashsim/workspace_carrier.h"
 #include "recovery/file_reconcile.h"
 
 namespace crashsim {
@@ -84,9 +85,14 @@ class LifecycleLog {
 ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessionId,
                                   const std::string& idBase,
                                   const std::optional<WorkspaceIdentity>& workspace,
-                                  std::vector<std::string> tools) {
+                                  std::vector<std::string> tools, const Scenario* scenario,
+                                  const fs::path& storeDir) {
   ContinuationHost host;  // enabled: from the environment (CRASHSIM_SAFE_BOUNDARY_RESUME)
   std::sort(tools.begin(), tools.end());
+  if (scenario) {  // workspace continuity e.3: the scenario's host policy (default disabled)
+    host.workspacePolicy.checkpointRequirement = scenario->workspacePolicy.checkpointRequirement;
+    host.workspacePolicy.driftAction = scenario->workspacePolicy.driftAction;
+  }
   if (workspace) {
     host.currentCwd = workspace->root.string();
     host.inspector = [workspace = *workspace, tools] {
@@ -97,6 +103,13 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
       facts.availableToolNames = tools;
       return facts;
     };
+    // e.5 step 6: no restored instance exists yet (f is not built), so a session is observed at
+    // the host's workspace.
+    if (host.workspacePolicy.enabled())
+      host.workspaceInspector = [workspace = *workspace, storeDir](const CheckpointFact* covering) {
+        return observeWorkspace(
+            WorkspaceObserveRequest{storeDir, workspace.root, workspace.identity, covering});
+      };
   }
   // Deterministic continuation ids: <kind>-<idBase>-<n>, n = runs in the session + 1.
   const size_t ordinal = store.listRuns(sessionId).size() + 1;
@@ -320,7 +333,7 @@ void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIden
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
 // report and the lifecycle log; the first approved one is returned with its host.
 std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
-    RuntimeStore& store, const Scenario* scenario,
+    RuntimeStore& store, const fs::path& storeDir, const Scenario* scenario,
     const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
     HostStartupReport& report) {
   std::vector<std::string> sessions;
@@ -334,8 +347,8 @@ std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
   std::optional<std::pair<ContinuationPlan, ContinuationHost>> toRun;
   for (const std::string& sessionId : sessions) {
-    ContinuationHost host =
-        continuationHost(store, sessionId, scenario ? scenario->id : sessionId, workspace, tools);
+    ContinuationHost host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
+                                             workspace, tools, scenario, storeDir);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
@@ -400,6 +413,10 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   openForStartup(options, lock, opened);
   RuntimeStore& store = *opened.store;
   const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
+  // Workspace continuity e.5 step 2 (the store and the b.7 scan were checked by checkIntact):
+  // under the host lock, the carrier's stale locks. Steps 2a (restore residue), 6a (isolated
+  // restore), 6b (rebaseline) and 8 (GC) do not exist yet.
+  if (!options.dryRun) removeStaleCarrierLocks(storeDir);
   repairBeforePlanning(store, workspace, options.dryRun, report);
   const Scenario* scenario = options.scenario;
   const fs::path effectsPath =
@@ -407,7 +424,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   if (scenario && workspace && !options.dryRun)
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
-  const auto toRun = planSessions(store, scenario, workspace, lifecycle, report);
+  const auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
   if (!toRun) return withRuns(report, store);
   if (options.dryRun) {
     report.continuationNotRun = std::string(code::continuation_dry_run);

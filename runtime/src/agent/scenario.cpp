@@ -257,8 +257,10 @@ void parseWorkspace(Validator& val, const Json& w, Scenario& s) {
 }
 
 // $.workspacePolicy.checkpointRequirement (contract d.3); any but disabled needs $.workspace.git.
-std::string parseWorkspacePolicy(Validator& val, const Json& wp, const Scenario& s) {
-  val.object(wp, "$.workspacePolicy", {"checkpointRequirement"}, {});
+// $.workspacePolicy.driftAction (e.3, optional, default park).
+ScenarioWorkspacePolicy parseWorkspacePolicy(Validator& val, const Json& wp, const Scenario& s) {
+  val.object(wp, "$.workspacePolicy", {"checkpointRequirement"}, {"driftAction"});
+  ScenarioWorkspacePolicy out;
   const std::string r =
       val.string(wp["checkpointRequirement"], "$.workspacePolicy.checkpointRequirement");
   if (r != "disabled" && r != "optional_legacy" && r != "required")
@@ -267,7 +269,15 @@ std::string parseWorkspacePolicy(Validator& val, const Json& wp, const Scenario&
   if (r != "disabled" && !s.git)
     val.fail("$.workspacePolicy.checkpointRequirement",
              "a checkpoint policy needs a git workspace ($.workspace.git)");
-  return r;
+  out.checkpointRequirement = r;
+  if (wp.contains("driftAction")) {
+    out.driftAction = val.string(wp["driftAction"], "$.workspacePolicy.driftAction");
+    if (out.driftAction != "park" && out.driftAction != "isolated_restore" &&
+        out.driftAction != "offer_rebaseline")
+      val.fail("$.workspacePolicy.driftAction",
+               "must be park, isolated_restore or offer_rebaseline");
+  }
+  return out;
 }
 
 // $.legacyStore: a legacy JSONL store's events and its import batch size (1–256).
@@ -311,7 +321,7 @@ Scenario parseScenario(const Json& v, const std::string& source) {
     parseWorkspace(val, v["workspace"], s);
   }
   if (v.contains("workspacePolicy"))
-    s.workspacePolicy.checkpointRequirement = parseWorkspacePolicy(val, v["workspacePolicy"], s);
+    s.workspacePolicy = parseWorkspacePolicy(val, v["workspacePolicy"], s);
   s.tools = parseTools(val, v);
   if (v.contains("permissions")) {
     val.object(v["permissions"], "$.permissions", {}, {"deny"});

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -310,18 +311,23 @@ Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
 
 }  // namespace
 
-WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier, const fs::path& root,
-                                   std::string_view instanceIdentity, const SnapshotLimits& limits,
-                                   bool atCapture) {
+namespace {
+
+// c.3's tree of `root` through the index and object directory of `privTemplate` (the carrier's
+// own for a capture; a scratch index and object directory, the carrier's objects as alternates,
+// for a drift check, e.2). `capture`: the capture's plants apply.
+WorkspaceSnapshot snapshotThrough(const WorkspaceCarrier& carrier, const fs::path& root,
+                                  const GitEnv& privTemplate, const SnapshotLimits& limits,
+                                  bool atCapture, bool capture) {
   const GitRuntime& rt = carrier.git();
   const fs::path home = carrier.gitHome();
   const Deadline d(limits);
   const std::string_view failed = code::checkpoint_capture_failed;
   for (int attempt = 1; attempt <= 3; ++attempt) {
     Listing l = listInstance(carrier, root, limits, d);
-    GitEnv priv{carrier.gitDir(), root, carrier.indexFileFor(instanceIdentity), {}, {}};
+    GitEnv priv = privTemplate;
     // Planted bug: the capture index is the user's own .git/index (H1).
-    if (planted("capture_writes_user_index")) priv.indexFile = l.user.gitDir / "index";
+    if (capture && planted("capture_writes_user_index")) priv.indexFile = l.user.gitDir / "index";
     std::set<std::string> inL(l.paths.begin(), l.paths.end());
     std::string stale, regular, links;
     for (const auto& p :
@@ -358,6 +364,138 @@ WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier, const fs::pa
   }
   throw CarrierError(failed, "unstable",
                      root.string() + " kept changing during 3 capture attempts");
+}
+
+}  // namespace
+
+WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier, const fs::path& root,
+                                   std::string_view instanceIdentity, const SnapshotLimits& limits,
+                                   bool atCapture) {
+  const GitEnv priv{carrier.gitDir(), root, carrier.indexFileFor(instanceIdentity), {}, {}};
+  return snapshotThrough(carrier, root, priv, limits, atCapture, true);
+}
+
+std::optional<WorkspaceCarrier> WorkspaceCarrier::openExisting(const fs::path& storeDir,
+                                                               GitRuntime git) {
+  const fs::path dir = storeDir / "workspace";
+  WorkspaceCarrier carrier(dir, std::move(git));
+  std::error_code ec;
+  if (!fs::exists(dir / "carrier.json", ec)) {
+    if (fs::exists(carrier.gitDir(), ec))
+      damaged((dir / "carrier.json").string() + " is missing beside " + carrier.gitDir().string());
+    return std::nullopt;
+  }
+  if (readSmallFile(dir / "carrier.json") != kCarrierJson)
+    damaged((dir / "carrier.json").string() + " is not the carrier's record");
+  const GitRuntime& rt = carrier.git_;
+  const fs::path home = carrier.gitHome();
+  const GitEnv env{carrier.gitDir(), {}, {}, {}, {}};
+  auto bare = runGit(rt, home, gitCall({"rev-parse", "--is-bare-repository"}, env));
+  auto format = runGit(rt, home, gitCall({"rev-parse", "--show-object-format"}, env));
+  if (!bare.ok || firstLineOf(bare.out) != "true" || !format.ok ||
+      firstLineOf(format.out) != "sha1")
+    damaged(carrier.gitDir().string() + " is not a bare sha1 repository");
+  return carrier;
+}
+
+void checkWorkspaceStructure(const GitRuntime& git, const fs::path& gitHome,
+                             const fs::path& instanceRoot) {
+  auto top = runGit(git, gitHome, [&] {
+    GitCall c =
+        gitCall({"rev-parse", "--path-format=absolute", "--show-toplevel", "--show-object-format"});
+    c.cwd = instanceRoot;
+    return c;
+  }());
+  const std::string out = top.out;
+  const auto nl = out.find('\n');
+  const std::string toplevel = out.substr(0, nl);
+  const std::string format =
+      nl == std::string::npos ? std::string() : firstLineOf(out.substr(nl + 1));
+  if (!top.ok || fs::path(toplevel) != instanceRoot)
+    throw CarrierError(code::unsupported_workspace_carrier, "not_worktree_root",
+                       instanceRoot.string() + " is not the root of a non-bare git work tree");
+  if (format != "sha1")
+    throw CarrierError(code::unsupported_workspace_carrier, "object_format",
+                       "the repository's object format is " + format);
+}
+
+DriftCheck checkWorkspaceDrift(const WorkspaceCarrier& carrier, const fs::path& instanceRoot,
+                               std::string_view instanceIdentity,
+                               const CheckpointFact& checkpoint) {
+  // Scratch outside the store (c.1): a copy of the persistent index, an empty object directory
+  // whose alternates are the carrier's objects. Nothing is written into the store or the
+  // instance's .git.
+  std::string tmpl = (fs::temp_directory_path() / "crashsim-drift-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    throw CarrierError(code::checkpoint_capture_failed, "scratch",
+                       "cannot create a scratch directory for the drift check");
+  const fs::path scratch(tmpl);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{scratch};
+  std::error_code ec;
+  fs::create_directories(scratch / "objects" / "info", ec);
+  fs::create_directories(scratch / "objects" / "pack", ec);
+  const fs::path persistent = carrier.indexFileFor(instanceIdentity);
+  if (fs::is_regular_file(persistent, ec))
+    fs::copy_file(persistent, scratch / "index", fs::copy_options::overwrite_existing, ec);
+  const GitEnv priv{carrier.gitDir(), instanceRoot, scratch / "index", scratch / "objects",
+                    carrier.gitDir() / "objects"};
+  DriftCheck out;
+  WorkspaceSnapshot now;
+  try {
+    now = snapshotThrough(carrier, instanceRoot, priv, checkpoint.limits, false, false);
+  } catch (const CarrierError& e) {
+    out.detail = "capture_ineligible:" + std::string(e.code());
+    return out;  // drifted: the tree cannot be computed under the checkpoint's policy
+  }
+  out.currentTreeOid = now.treeOid;
+  if (now.treeOid == checkpoint.carrier.treeOid) {
+    out.match = true;
+    return out;
+  }
+  const GitEnv read{carrier.gitDir(), {}, {}, scratch / "objects", carrier.gitDir() / "objects"};
+  auto diff = runGit(carrier.git(), carrier.gitHome(),
+                     gitCall({"diff-tree", "-r", "--no-renames", "--name-status", "-z",
+                              checkpoint.carrier.treeOid, now.treeOid},
+                             read));
+  const auto recs = splitNul(diff.out);
+  for (size_t i = 0; diff.ok && i + 1 < recs.size() && out.paths.size() < 20; i += 2)
+    out.paths.push_back(recs[i] + " " + recs[i + 1]);
+  return out;
+}
+
+size_t removeStaleCarrierLocks(const fs::path& storeDir) {
+  const fs::path dir = storeDir / "workspace";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  size_t removed = 0;
+  const auto sweep = [&](const fs::path& d, bool recursive) {
+    if (!fs::is_directory(d, ec)) return;
+    std::vector<fs::path> locks;
+    if (recursive) {
+      for (auto it = fs::recursive_directory_iterator(d, ec); !ec && it != decltype(it)();
+           it.increment(ec))
+        if (it->is_regular_file(ec) && it->path().extension() == ".lock")
+          locks.push_back(it->path());
+    } else {
+      for (const auto& e : fs::directory_iterator(d, ec))
+        if (e.is_regular_file(ec) && e.path().extension() == ".lock") locks.push_back(e.path());
+    }
+    for (const auto& p : locks) removed += fs::remove(p, ec) ? 1 : 0;
+  };
+  const fs::path gitDir = dir / "carrier.git";
+  sweep(gitDir, false);
+  sweep(gitDir / "refs", true);
+  if (fs::is_directory(gitDir / "worktrees", ec))
+    for (const auto& e : fs::directory_iterator(gitDir / "worktrees", ec))
+      if (e.is_directory(ec)) sweep(e.path(), false);
+  sweep(dir / "index", false);
+  return removed;
 }
 
 std::string checkpointCommitMessage(const CheckpointFact& c) {

@@ -42,7 +42,7 @@ std::vector<std::string> sortedUnique(std::vector<std::string> v) {
   return v;
 }
 
-void reinspect(const ContinuationPlan& plan, const ContinuationHost& host) {
+SafetyFacts reinspect(const ContinuationPlan& plan, const ContinuationHost& host) {
   SafetyFacts f;
   try {
     f = host.inspector();
@@ -66,6 +66,7 @@ void reinspect(const ContinuationPlan& plan, const ContinuationHost& host) {
       reval(code::workspace_checkpoint_changed, "workspace checkpoint changed since planning");
     }
   }
+  return f;
 }
 
 void requireCapability(store_detail::Connection& c) {
@@ -200,6 +201,11 @@ ContinuationClaim buildClaim(const ContinuationPlan& plan, const ContinuationHos
   if (!host.currentCwd.empty()) th.cwd = host.currentCwd;
   th.parentRunId = plan.sourceRunId;
   th.parentTurnId = plan.sourceTurnId;
+  if (const auto& b = plan.safetySnapshot.workspaceBoundary)  // workspace continuity e.4
+    th.workspaceBoundary = Json{{"protocol", (*b)["protocol"]},
+                                {"workspaceId", (*b)["workspaceId"]},
+                                {"epoch", (*b)["epoch"]},
+                                {"checkpointId", (*b)["checkpointId"]}};
   th.continuationSource = Json{{"protocol", std::string(code::continuation_source_v2)},
                                {"claimId", plan.claimId},
                                {"boundaryDigest", claim.boundaryDigest},
@@ -257,8 +263,8 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   revalidateReplay(plan, lineage);
   // 4. source header and latest head.
   revalidateSourceHead(c, plan, *header);
-  // 5. safety re-inspection.
-  reinspect(plan, host);
+  // 5. safety re-inspection (workspace continuity e.4 after the existing checks).
+  revalidateWorkspace(c, plan, *header, reinspect(plan, host), host, lineage);
   // 6. target header + claim.
   const double claimedAt = host.now ? host.now() : store_detail::nowMs();
   ContinuationClaim claim = buildClaim(plan, host, claimedAt);
@@ -280,7 +286,7 @@ ContinuationExecution executeContinuation(RuntimeStore& store, const Continuatio
   // 8. target run, safety again, durable continuation-start.
   if (!targetEarly) store.createRun(th);
   CRASHSIM_FAILPOINT(P14);  // target run without its start: the claim saga repairs it
-  reinspect(plan, host);
+  revalidateWorkspace(c, plan, *header, reinspect(plan, host), host, lineage);
   const double startTs = std::max(claimedAt, host.now ? host.now() : store_detail::nowMs());
   RuntimeEvent start = buildContinuationStartEvent(
       claim, "continuation-start-" + plan.claimId, startTs, code::runtime_admission,

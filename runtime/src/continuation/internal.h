@@ -89,3 +89,29 @@ Lineage traverse(store_detail::Connection& c, const RunHeader& immediateHeader,
                  ImmutablePrefix immediate);
 
 }  // namespace crashsim::continuation_detail
+
+namespace crashsim::continuation_detail {
+
+// Workspace continuity e.3/e.4 (workspace_gate.cpp): what the gate table decides for one plan.
+struct WorkspaceGate {
+  bool lineageExists = false;  // the session's workspace has an epoch (RC e.6 step 7 then gives
+                               // way to row 2)
+  std::optional<std::string> reason;  // at most one rejection reason (rows 1–8)
+  std::optional<Json> reasonDetail;
+  std::vector<PlanDiagnostic> diagnostics;  // row 3/4 codes under optional_legacy and the rest
+  std::optional<Json> binding;  // e.4 safetySnapshot.workspaceBoundary of a continue plan
+};
+// The gate table of e.3 for a source run whose lineage (cursor) is `lineage`, under
+// host.workspacePolicy (enabled). Reads the workspace authority stream through the one scanner
+// (detail::scanWorkspaceFacts); asks host.workspaceInspector about the C it names.
+WorkspaceGate gateWorkspace(store_detail::Connection& c, const RunHeader& header,
+                            const SafetyFacts& facts, const ContinuationHost& host,
+                            const Lineage& lineage);
+
+// e.4 revalidation (RC e.9 step 5 and step 8's second pass), after the existing checks:
+// workspace_checkpoint_changed, checkpoint_artifact_changed, target_workspace_changed.
+void revalidateWorkspace(store_detail::Connection& c, const ContinuationPlan& plan,
+                         const RunHeader& header, const SafetyFacts& facts,
+                         const ContinuationHost& host, const Lineage& lineage);
+
+}  // namespace crashsim::continuation_detail

@@ -314,13 +314,18 @@ void gateProviderBoundary(ContinuationPlan& plan, const Json& items) {
   }
 }
 
-// e.2 step 8: the boundary gates (e.6), in their order. Returns the available tool names
-// (gate 10).
-std::vector<std::string> applyBoundaryGates(ContinuationPlan& plan, const RunHeader& header,
-                                            const SafetyFacts& facts, const ContinuationHost& host,
+// e.2 step 8: the boundary gates (e.6), in their order; under an enabled workspace policy the
+// gate table of workspace continuity e.3 replaces step 9 (at most one reason) and step 7 applies
+// only while the session has no workspace lineage (row 2 then decides). Returns the available
+// tool names (gate 10).
+std::vector<std::string> applyBoundaryGates(store_detail::Connection& c, ContinuationPlan& plan,
+                                            const RunHeader& header, const SafetyFacts& facts,
+                                            const ContinuationHost& host,
                                             std::optional<int64_t> expectedHighWater,
                                             const Lineage& lineage, const ImmutablePrefix& src,
                                             const CompositeReplay& replay) {
+  std::optional<WorkspaceGate> workspace;
+  if (host.workspacePolicy.enabled()) workspace = gateWorkspace(c, header, facts, host, lineage);
   const bool repaired = terminalRepairSucceeded(header, src.events);
   // 1
   if (hasPendingPermission(lineage)) reject(plan, code::pending_permission);
@@ -347,13 +352,18 @@ std::vector<std::string> applyBoundaryGates(ContinuationPlan& plan, const RunHea
                        Json{{"sourceCwd", *header.cwd}, {"currentCwd", host.currentCwd}}});
   }
   // 7
-  if (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity) {
+  if ((!workspace || !workspace->lineageExists) &&
+      (!header.workspaceIdentity || *header.workspaceIdentity != facts.workspaceIdentity)) {
     reject(plan, code::workspace_identity_mismatch);
   }
   // 8
   if (!facts.backgroundOperationsSettled) reject(plan, code::background_operation_pending);
   // 9
-  if (facts.workspaceCheckpoint) {
+  if (workspace) {
+    if (workspace->reason) reject(plan, *workspace->reason, workspace->reasonDetail);
+    for (PlanDiagnostic& d : workspace->diagnostics) plan.diagnostics.push_back(std::move(d));
+    plan.safetySnapshot.workspaceBoundary = std::move(workspace->binding);
+  } else if (facts.workspaceCheckpoint) {
     if (!facts.workspaceCheckpoint->ref) {
       reject(plan, code::workspace_ref_missing);
     } else if (!facts.workspaceCheckpoint->restored) {
@@ -435,7 +445,7 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   ContinuationPlan plan = freshPlan(host, sid, rid);
   // 8. boundary gates (e.6).
   std::vector<std::string> tools =
-      applyBoundaryGates(plan, header, facts, host, expectedHighWater, lineage, src, replay);
+      applyBoundaryGates(c, plan, header, facts, host, expectedHighWater, lineage, src, replay);
   plan.lineageDepth = lineage.segments.size();
   if (!plan.rejectionReasons.empty() || src.events.empty()) {
     plan.decision = "park";
@@ -543,6 +553,8 @@ Json ContinuationPlan::toJson() const {
           {"ref", safetySnapshot.workspaceCheckpoint->ref.value_or("")},
           {"runtimeEventHighWater", safetySnapshot.workspaceCheckpoint->runtimeEventHighWater}};
     }
+    if (safetySnapshot.workspaceBoundary)
+      snap["workspaceBoundary"] = *safetySnapshot.workspaceBoundary;
     j["safetySnapshot"] = snap;
   }
   return j;

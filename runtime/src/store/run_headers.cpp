@@ -77,16 +77,29 @@ Json RunHeader::toJson() const {
   if (parentRunId) j["parentRunId"] = *parentRunId;
   if (parentTurnId) j["parentTurnId"] = *parentTurnId;
   if (continuationSource) j["continuationSource"] = *continuationSource;
+  if (workspaceBoundary) j["workspaceBoundary"] = *workspaceBoundary;
   return j;
 }
 
 RunHeader RunHeader::fromJson(const Json& j) {
   if (!j.is_object()) throw Error(code::wrong_type, "run header must be an object");
-  static const char* const kKnown[] = {
-      "sessionId",    "runId",          "invocationId", "turnId",
-      "status",       "createdAt",      "updatedAt",    "completedAt",
-      "failureClass", "failureMessage", "abortSource",  "workspaceIdentity",
-      "cwd",          "parentRunId",    "parentTurnId", "continuationSource"};
+  static const char* const kKnown[] = {"sessionId",
+                                       "runId",
+                                       "invocationId",
+                                       "turnId",
+                                       "status",
+                                       "createdAt",
+                                       "updatedAt",
+                                       "completedAt",
+                                       "failureClass",
+                                       "failureMessage",
+                                       "abortSource",
+                                       "workspaceIdentity",
+                                       "cwd",
+                                       "parentRunId",
+                                       "parentTurnId",
+                                       "continuationSource",
+                                       "workspaceBoundary"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (const char* k : kKnown) known = known || it.key() == k;
@@ -127,6 +140,11 @@ RunHeader RunHeader::fromJson(const Json& j) {
   h.parentRunId = optStr("parentRunId");
   h.parentTurnId = optStr("parentTurnId");
   if (j.contains("continuationSource")) h.continuationSource = j["continuationSource"];
+  if (j.contains("workspaceBoundary")) {
+    if (!j["workspaceBoundary"].is_object())
+      throw Error(code::wrong_type, "run header workspaceBoundary");
+    h.workspaceBoundary = j["workspaceBoundary"];
+  }
   return h;
 }
 

@@ -12,6 +12,7 @@
 #include "crashsim/workspace_facts.h"
 #include "ledger/workspace_scanner.h"
 #include "store/store_internal.h"
+#include "store/workspace_reads.h"
 
 namespace crashsim {
 
@@ -574,6 +575,11 @@ std::vector<WorkspaceTransitionRow> listWorkspaceTransitions(const RuntimeStore&
   auto& s = const_cast<RuntimeStore&>(store);
   std::lock_guard lk(store_detail::mutexOf(s));
   return readRows(store_detail::connectionOf(s)).transitions;
+}
+
+detail::WorkspaceScan store_detail::scanWorkspaceAuthority(Connection& c,
+                                                           std::string_view workspaceId) {
+  return scan(c, workspaceId);
 }
 
 std::string scanWorkspaceLineage(const RuntimeStore& store, std::string_view workspaceId) {
