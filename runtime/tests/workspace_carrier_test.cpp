@@ -89,6 +89,20 @@ TEST_F(CaptureFixture, Vector3TreeCommitAndRefLeaveTheUsersGitUntouched) {
   EXPECT_EQ(store->ledgerHash(), hash);
 }
 
+// A store named by a relative path (`crashsim-agent run --store st`): git runs from the carrier's
+// git-home, so a path left relative would name a directory under it (the carrier was laid out
+// there and every capture failed checkpoint_capture_failed, then workspace_carrier_damaged).
+TEST_F(CaptureFixture, ARelativeStorePathCapturesIntoTheStoresCarrier) {
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path);
+  const CaptureResult r = captureCheckpoint(*store, "store", git, captureOf(w));
+  fs::current_path(cwd);
+  EXPECT_TRUE(r.created);
+  EXPECT_EQ(r.checkpoint.carrier.treeOid, kVectorTree);
+  EXPECT_EQ(carrierRef(storeDir, kVectorRef), kVectorCommit);
+  EXPECT_FALSE(fs::exists(storeDir / "workspace" / "git-home" / "store"));
+}
+
 // c.2: the caller's environment and the user's git config never reach the carrier's git.
 TEST_F(CaptureFixture, CaptureIgnoresTheCallersGitEnvironmentAndGlobalConfig) {
   const fs::path home = dir.path / "home";

@@ -100,7 +100,7 @@ GitCall gitCall(std::vector<std::string> args, GitEnv env = {}, std::string stdi
 
 WorkspaceCarrier WorkspaceCarrier::open(const fs::path& storeDir, GitRuntime git,
                                         bool checkpointFactsExist) {
-  const fs::path dir = storeDir / "workspace";
+  const fs::path dir = fs::absolute(storeDir) / "workspace";  // git runs from its git-home
   WorkspaceCarrier carrier(dir, std::move(git));
   try {
     fs::create_directories(dir);
@@ -377,7 +377,7 @@ WorkspaceSnapshot snapshotInstance(const WorkspaceCarrier& carrier, const fs::pa
 
 std::optional<WorkspaceCarrier> WorkspaceCarrier::openExisting(const fs::path& storeDir,
                                                                GitRuntime git) {
-  const fs::path dir = storeDir / "workspace";
+  const fs::path dir = fs::absolute(storeDir) / "workspace";  // git runs from its git-home
   WorkspaceCarrier carrier(dir, std::move(git));
   std::error_code ec;
   if (!fs::exists(dir / "carrier.json", ec)) {
@@ -470,7 +470,7 @@ DriftCheck checkWorkspaceDrift(const WorkspaceCarrier& carrier, const fs::path& 
 }
 
 size_t removeStaleCarrierLocks(const fs::path& storeDir) {
-  const fs::path dir = storeDir / "workspace";
+  const fs::path dir = fs::absolute(storeDir) / "workspace";  // git runs from its git-home
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return 0;
   size_t removed = 0;
