@@ -21,6 +21,7 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/startup_repair.h"
 #include "recovery/file_reconcile.h"
+#include "store/store_internal.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -115,8 +116,10 @@ bool nothingToContinue(const ContinuationPlan& plan) {
   return true;
 }
 
-// The resolver's decisions per run, as start-up leaves them (what the CLI reports).
-HostStartupReport& withRuns(HostStartupReport& report, RuntimeStore& store) {
+// The resolver's decisions per run, as start-up leaves them (what the CLI reports). Fills the
+// report in place: the report holds every plan's runtime context (the whole lineage of each
+// session), so a copy of it is a copy of the ledger.
+void withRuns(HostStartupReport& report, RuntimeStore& store) {
   report.runs = Json::array();
   for (const RunHeader& h : store.listRuns()) {
     std::vector<RuntimeEvent> events;
@@ -127,7 +130,6 @@ HostStartupReport& withRuns(HostStartupReport& report, RuntimeStore& store) {
                                {"status", h.status},
                                {"resolution", toJson(resolveRecovery(events))}});
   }
-  return report;
 }
 
 // Planted bugs that run a tool again during recovery (V9 / V8 must catch them).
@@ -276,6 +278,9 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
   const fs::path& storeDir = options.storeDir;
   StoreOptions ro;
   ro.readOnly = true;
+  // Start-up passes over every event several times (the self-checks' rebuild, repair, planning,
+  // the report's resolutions): the store it works on keeps every decode, so each event is
+  // decoded once (StoreOptions::decodeCacheEvents).
   if (options.dryRun) {
     auto source = RuntimeStore::open(storeDir, ro);
     if (options.workspaceDir) out.workspace = requireStoreWorkspace(*source, *options.workspaceDir);
@@ -283,7 +288,9 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
     out.scratch.emplace();
     source->backupTo(out.scratch->path);
     source.reset();
-    out.store = RuntimeStore::open(out.scratch->path);
+    StoreOptions scratch;
+    scratch.decodeCacheEvents = 0;
+    out.store = RuntimeStore::open(out.scratch->path, scratch);
     return;
   }
   // Planted bug (host_lock_after_claim): the lock is taken only for the continuation run it
@@ -296,7 +303,9 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
   const bool importPending = legacyImportPending(storeDir);
   if (options.workspaceDir && !importPending)
     out.workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
-  out.store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
+  StoreOptions writable = storeOptionsOf(options.scenario);
+  writable.decodeCacheEvents = 0;
+  out.store = RuntimeStore::open(storeDir, writable);
   if (options.workspaceDir && importPending)
     out.workspace = requireStoreWorkspace(*out.store, *options.workspaceDir);
   // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
@@ -318,8 +327,9 @@ void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIden
 }
 
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
-// report and the lifecycle log; the first approved one is returned with its host.
-std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
+// report and the lifecycle log; the first approved one is returned (its index in report.plans)
+// with its host. The plan is not copied: it holds its whole lineage's events.
+std::optional<std::pair<size_t, ContinuationHost>> planSessions(
     RuntimeStore& store, const Scenario* scenario,
     const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
     HostStartupReport& report) {
@@ -332,14 +342,14 @@ std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
         sessions.push_back(h.sessionId);
   }
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
-  std::optional<std::pair<ContinuationPlan, ContinuationHost>> toRun;
+  std::optional<std::pair<size_t, ContinuationHost>> toRun;
   for (const std::string& sessionId : sessions) {
     ContinuationHost host =
         continuationHost(store, sessionId, scenario ? scenario->id : sessionId, workspace, tools);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
-    if (plan.isContinue() && !toRun) toRun.emplace(plan, std::move(host));
+    if (plan.isContinue() && !toRun) toRun.emplace(report.plans.size(), std::move(host));
     report.plans.push_back(std::move(plan));
   }
   return toRun;
@@ -408,18 +418,19 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
   const auto toRun = planSessions(store, scenario, workspace, lifecycle, report);
-  if (!toRun) return withRuns(report, store);
-  if (options.dryRun) {
+  if (toRun && options.dryRun) {
     report.continuationNotRun = std::string(code::continuation_dry_run);
-    return withRuns(report, store);
-  }
-  if (!scenario || !workspace) {  // (an approved plan implies the workspace was observed)
+  } else if (toRun && (!scenario || !workspace)) {
+    // (an approved plan implies the workspace was observed)
     report.continuationNotRun = std::string(code::continuation_scenario_required);
-    return withRuns(report, store);
+  } else if (toRun) {
+    // The continuation's run is an ordinary writer: the decode cache gets its default bound back.
+    store_detail::connectionOf(store).maxDecoded = StoreOptions{}.decodeCacheEvents;
+    runApprovedContinuation(options, store, *workspace, report.plans[toRun->first], toRun->second,
+                            effectsPath, lock, lifecycle, cancel, report);
   }
-  runApprovedContinuation(options, store, *workspace, toRun->first, toRun->second, effectsPath,
-                          lock, lifecycle, cancel, report);
-  return withRuns(report, store);
+  withRuns(report, store);
+  return report;
 }
 
 }  // namespace crashsim

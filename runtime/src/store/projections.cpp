@@ -159,9 +159,10 @@ void projectOperation(const std::vector<StoredEvent>& stored, const std::vector<
 LedgerProjection projectLedger(Connection& c) {
   std::vector<int64_t> rowids;
   auto stored = readAllEvents(c, &rowids);
+  // The events move out of their rows (projectOperation reads only committedAt from `stored`).
   std::vector<RuntimeEvent> events;
   events.reserve(stored.size());
-  for (const auto& s : stored) events.push_back(s.event);
+  for (auto& s : stored) events.push_back(std::move(s.event));
   auto scan = detail::scanLedger(events);
   if (!scan.issues.empty()) {
     throw Error(code::store_corrupt,

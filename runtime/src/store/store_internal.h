@@ -94,6 +94,7 @@ class Connection {
   // Decode cache: event_id -> (payload bytes, decoded event). Reused only when the stored
   // payload bytes are identical, so a cached decode is always the decode of those bytes.
   std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
+  size_t maxDecoded = 200000;  // StoreOptions::decodeCacheEvents (0: no bound)
   // The stored events of the invocation the checked writers touched last, in event_seq order
   // (the scan input of checkCandidates). Valid under the same key as `health`: no other
   // connection committed (data_version) and every change of this connection since the fill
@@ -213,6 +214,10 @@ InsertResult insertEvent(ImmediateTx& tx, const RuntimeEvent& event, Writer writ
 // Reads and decodes (with row/payload identity checks) the events of one run, by event_seq.
 std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sessionId,
                                        const std::string& runId);
+// readRunEvents without the copies: visit(eventSeq, event) for each decoded, checked row in the
+// same order with the same errors (`event` as in visitInvocationEvents below).
+void visitRunEvents(Connection& conn, const std::string& sessionId, const std::string& runId,
+                    const std::function<void(int64_t, const RuntimeEvent&)>& visit);
 // Events of one invocation, by event_seq.
 std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId);
 // readInvocationEvents without the copies: visit(eventSeq, event) for each decoded, checked row
