@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -121,10 +122,16 @@ bool nothingToContinue(const ContinuationPlan& plan) {
 // session), so a copy of it is a copy of the ledger.
 void withRuns(HostStartupReport& report, RuntimeStore& store) {
   report.runs = Json::array();
+  std::vector<RuntimeEvent> events;
   for (const RunHeader& h : store.listRuns()) {
-    std::vector<RuntimeEvent> events;
-    for (StoredEvent& se : store.readRunEvents(h.sessionId, h.runId))
-      events.push_back(std::move(se.event));
+    // The run's events copied once, from the decode cache into the resolver's input.
+    events.clear();
+    {
+      std::lock_guard lk(store_detail::mutexOf(store));
+      store_detail::visitRunEvents(
+          store_detail::connectionOf(store), h.sessionId, h.runId,
+          [&events](int64_t, const RuntimeEvent& e) { events.push_back(e); });
+    }
     report.runs.push_back(Json{{"sessionId", h.sessionId},
                                {"runId", h.runId},
                                {"status", h.status},

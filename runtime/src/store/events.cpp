@@ -153,6 +153,16 @@ void visitInvocationEvents(Connection& conn, const std::string& invocationId,
   }
 }
 
+void visitAllEvents(Connection& conn,
+                    const std::function<void(const StoredRow&, const RuntimeEvent&)>& visit) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events ORDER BY invocation_id, event_seq, event_id");
+  while (st.step()) {
+    const RuntimeEvent& e = rowEvent(conn, st);
+    visit(StoredRow{st.int64(10), st.int64(5), st.real(9)}, e);
+  }
+}
+
 std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids) {
   auto st = conn.prepare(std::string("SELECT ") + kEventCols +
                          " FROM runtime_events ORDER BY invocation_id, event_seq, event_id");

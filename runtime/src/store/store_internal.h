@@ -225,6 +225,14 @@ std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::strin
 // only during the call (copy what is kept); `visit` must not use the connection.
 void visitInvocationEvents(Connection& conn, const std::string& invocationId,
                            const std::function<void(int64_t, const RuntimeEvent&)>& visit);
+// readAllEvents without the rows: visit(row, event) for each decoded, checked row in the same
+// order with the same errors (`event` as in visitInvocationEvents).
+struct StoredRow {
+  int64_t rowid = 0, eventSeq = 0;
+  double committedAt = 0;
+};
+void visitAllEvents(Connection& conn,
+                    const std::function<void(const StoredRow&, const RuntimeEvent&)>& visit);
 // Every event ordered by (invocation_id, event_seq, event_id); rowids returned in parallel.
 std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids = nullptr);
 // One stored event by id (decoded and checked), if present.
