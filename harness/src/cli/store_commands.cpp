@@ -99,7 +99,6 @@ bool sameRun(const Json& a, const Json& b) {
 int inspect(const std::string& storeDir, bool json) {
   StoreOptions so;
   so.readOnly = true;
-  so.decodeCacheEvents = 0;  // every event is read by several passes: decoded once
   auto store = RuntimeStore::open(storeDir, so);
   store->checkIntact();  // the same first check as host start-up
   Json out = Json::object();

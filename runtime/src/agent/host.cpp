@@ -285,9 +285,6 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
   const fs::path& storeDir = options.storeDir;
   StoreOptions ro;
   ro.readOnly = true;
-  // Start-up passes over every event several times (the self-checks' rebuild, repair, planning,
-  // the report's resolutions): the store it works on keeps every decode, so each event is
-  // decoded once (StoreOptions::decodeCacheEvents).
   if (options.dryRun) {
     auto source = RuntimeStore::open(storeDir, ro);
     if (options.workspaceDir) out.workspace = requireStoreWorkspace(*source, *options.workspaceDir);
@@ -295,9 +292,7 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
     out.scratch.emplace();
     source->backupTo(out.scratch->path);
     source.reset();
-    StoreOptions scratch;
-    scratch.decodeCacheEvents = 0;
-    out.store = RuntimeStore::open(out.scratch->path, scratch);
+    out.store = RuntimeStore::open(out.scratch->path);
     return;
   }
   // Planted bug (host_lock_after_claim): the lock is taken only for the continuation run it
@@ -310,9 +305,7 @@ void openForStartup(const HostStartupOptions& options, std::optional<HostLock>& 
   const bool importPending = legacyImportPending(storeDir);
   if (options.workspaceDir && !importPending)
     out.workspace = requireStoreWorkspace(*RuntimeStore::open(storeDir, ro), *options.workspaceDir);
-  StoreOptions writable = storeOptionsOf(options.scenario);
-  writable.decodeCacheEvents = 0;
-  out.store = RuntimeStore::open(storeDir, writable);
+  out.store = RuntimeStore::open(storeDir, storeOptionsOf(options.scenario));
   if (options.workspaceDir && importPending)
     out.workspace = requireStoreWorkspace(*out.store, *options.workspaceDir);
   // planted bug: start-up recovers a store its self-checks would refuse (corrupt mode, C1)
@@ -431,8 +424,6 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     // (an approved plan implies the workspace was observed)
     report.continuationNotRun = std::string(code::continuation_scenario_required);
   } else if (toRun) {
-    // The continuation's run is an ordinary writer: the decode cache gets its default bound back.
-    store_detail::connectionOf(store).maxDecoded = StoreOptions{}.decodeCacheEvents;
     runApprovedContinuation(options, store, *workspace, report.plans[toRun->first], toRun->second,
                             effectsPath, lock, lifecycle, cancel, report);
   }
