@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "crashsim/startup_repair.h"
 #include "crashsim/workspace_carrier.h"
 #include "recovery/file_reconcile.h"
+#include "store/store_internal.h"
 
 namespace crashsim {
 namespace fs = std::filesystem;
@@ -128,19 +130,26 @@ bool nothingToContinue(const ContinuationPlan& plan) {
   return true;
 }
 
-// The resolver's decisions per run, as start-up leaves them (what the CLI reports).
-HostStartupReport& withRuns(HostStartupReport& report, RuntimeStore& store) {
+// The resolver's decisions per run, as start-up leaves them (what the CLI reports). Fills the
+// report in place: the report holds every plan's runtime context (the whole lineage of each
+// session), so a copy of it is a copy of the ledger.
+void withRuns(HostStartupReport& report, RuntimeStore& store) {
   report.runs = Json::array();
+  std::vector<RuntimeEvent> events;
   for (const RunHeader& h : store.listRuns()) {
-    std::vector<RuntimeEvent> events;
-    for (StoredEvent& se : store.readRunEvents(h.sessionId, h.runId))
-      events.push_back(std::move(se.event));
+    // The run's events copied once, from the decode cache into the resolver's input.
+    events.clear();
+    {
+      std::lock_guard lk(store_detail::mutexOf(store));
+      store_detail::visitRunEvents(
+          store_detail::connectionOf(store), h.sessionId, h.runId,
+          [&events](int64_t, const RuntimeEvent& e) { events.push_back(e); });
+    }
     report.runs.push_back(Json{{"sessionId", h.sessionId},
                                {"runId", h.runId},
                                {"status", h.status},
                                {"resolution", toJson(resolveRecovery(events))}});
   }
-  return report;
 }
 
 // Planted bugs that run a tool again during recovery (V9 / V8 must catch them).
@@ -331,8 +340,9 @@ void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIden
 }
 
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
-// report and the lifecycle log; the first approved one is returned with its host.
-std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
+// report and the lifecycle log; the first approved one is returned (its index in report.plans)
+// with its host. The plan is not copied: it holds its whole lineage's events.
+std::optional<std::pair<size_t, ContinuationHost>> planSessions(
     RuntimeStore& store, const fs::path& storeDir, const Scenario* scenario,
     const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
     HostStartupReport& report) {
@@ -345,14 +355,14 @@ std::optional<std::pair<ContinuationPlan, ContinuationHost>> planSessions(
         sessions.push_back(h.sessionId);
   }
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
-  std::optional<std::pair<ContinuationPlan, ContinuationHost>> toRun;
+  std::optional<std::pair<size_t, ContinuationHost>> toRun;
   for (const std::string& sessionId : sessions) {
     ContinuationHost host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
                                              workspace, tools, scenario, storeDir);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
-    if (plan.isContinue() && !toRun) toRun.emplace(plan, std::move(host));
+    if (plan.isContinue() && !toRun) toRun.emplace(report.plans.size(), std::move(host));
     report.plans.push_back(std::move(plan));
   }
   return toRun;
@@ -425,18 +435,17 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
   const auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
-  if (!toRun) return withRuns(report, store);
-  if (options.dryRun) {
+  if (toRun && options.dryRun) {
     report.continuationNotRun = std::string(code::continuation_dry_run);
-    return withRuns(report, store);
-  }
-  if (!scenario || !workspace) {  // (an approved plan implies the workspace was observed)
+  } else if (toRun && (!scenario || !workspace)) {
+    // (an approved plan implies the workspace was observed)
     report.continuationNotRun = std::string(code::continuation_scenario_required);
-    return withRuns(report, store);
+  } else if (toRun) {
+    runApprovedContinuation(options, store, *workspace, report.plans[toRun->first], toRun->second,
+                            effectsPath, lock, lifecycle, cancel, report);
   }
-  runApprovedContinuation(options, store, *workspace, toRun->first, toRun->second, effectsPath,
-                          lock, lifecycle, cancel, report);
-  return withRuns(report, store);
+  withRuns(report, store);
+  return report;
 }
 
 }  // namespace crashsim

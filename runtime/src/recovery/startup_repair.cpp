@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "crashsim/codes.h"
@@ -193,6 +194,28 @@ RunRepairAction repairRun(RuntimeStore& store, const RunHeader& h, bool dryRun,
   a.sessionId = h.sessionId;
   a.runId = h.runId;
   a.action = "none";
+  // The common run (one terminal fact, its ledger's tail) needs nothing but that fact: one pass
+  // over the rows decodes and checks each (unreadable → throws, as readRunEvents does) without
+  // copying the run out of the decode cache. Every other run reads its events.
+  {
+    std::optional<RuntimeEvent> terminal;
+    size_t terminalCount = 0;
+    bool tailIsTerminal = false;
+    {
+      std::lock_guard lk(store_detail::mutexOf(store));
+      store_detail::visitRunEvents(store_detail::connectionOf(store), h.sessionId, h.runId,
+                                   [&](int64_t, const RuntimeEvent& e) {
+                                     tailIsTerminal = e.isTerminal();
+                                     if (!tailIsTerminal) return;
+                                     if (++terminalCount == 1) terminal = e;
+                                   });
+    }
+    if (terminalCount == 1 && tailIsTerminal) {
+      std::vector<StoredEvent> tail(1);
+      tail[0].event = std::move(*terminal);
+      return repairFromTerminalFact(store, h, dryRun, tail, tail[0], a);
+    }
+  }
   auto stored = store.readRunEvents(h.sessionId, h.runId);  // unreadable → throws
   std::vector<const StoredEvent*> terminals;
   for (const auto& s : stored)

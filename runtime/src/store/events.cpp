@@ -15,11 +15,11 @@ constexpr const char* kEventCols =
     "payload_json, committed_at, rowid";
 
 // Puts a decode into the connection's decode cache, which is dropped as a whole when it would
-// exceed its bound (the cache serves repeated reads of recent ledgers, not a whole workspace).
+// exceed its bound (StoreOptions::decodeCacheEvents; by default the cache serves repeated reads
+// of recent ledgers, not a whole workspace).
 const RuntimeEvent& rememberDecoded(Connection& conn, const std::string& id, std::string payload,
                                     RuntimeEvent event) {
-  constexpr size_t kMaxDecoded = 200000;
-  if (conn.decoded.size() >= kMaxDecoded) conn.decoded.clear();
+  if (conn.maxDecoded != 0 && conn.decoded.size() >= conn.maxDecoded) conn.decoded.clear();
   auto& slot = conn.decoded[id];
   slot = {std::move(payload), std::move(event)};
   return slot.second;
@@ -121,6 +121,18 @@ std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sess
   return out;
 }
 
+void visitRunEvents(Connection& conn, const std::string& sessionId, const std::string& runId,
+                    const std::function<void(int64_t, const RuntimeEvent&)>& visit) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events WHERE session_id = ?1 AND run_id = ?2 "
+                         "ORDER BY event_seq, event_id");
+  st.bind(1, sessionId).bind(2, runId);
+  while (st.step()) {
+    const RuntimeEvent& e = rowEvent(conn, st);
+    visit(st.int64(5), e);
+  }
+}
+
 std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId) {
   auto st = conn.prepare(std::string("SELECT ") + kEventCols +
                          " FROM runtime_events WHERE invocation_id = ?1 ORDER BY event_seq");
@@ -138,6 +150,16 @@ void visitInvocationEvents(Connection& conn, const std::string& invocationId,
   while (st.step()) {
     const RuntimeEvent& e = rowEvent(conn, st);
     visit(st.int64(5), e);
+  }
+}
+
+void visitAllEvents(Connection& conn,
+                    const std::function<void(const StoredRow&, const RuntimeEvent&)>& visit) {
+  auto st = conn.prepare(std::string("SELECT ") + kEventCols +
+                         " FROM runtime_events ORDER BY invocation_id, event_seq, event_id");
+  while (st.step()) {
+    const RuntimeEvent& e = rowEvent(conn, st);
+    visit(StoredRow{st.int64(10), st.int64(5), st.real(9)}, e);
   }
 }
 

@@ -302,6 +302,7 @@ std::unique_ptr<RuntimeStore> RuntimeStore::open(const std::filesystem::path& st
     view.synchronous = "OFF";  // a private copy: nothing to keep across a crash
     view.walBatching = false;
     view.legacyImportBatchEvents = options.legacyImportBatchEvents;
+    view.decodeCacheEvents = options.decodeCacheEvents;
     auto s = openImpl(scratch, view, &jsonl);
     s->impl_->scratch = scratch;
     s->impl_->conn->execScript("PRAGMA query_only = ON");
@@ -328,6 +329,7 @@ std::unique_ptr<RuntimeStore> RuntimeStore::openImpl(const std::filesystem::path
   sqlite3_extended_result_codes(im.db, 1);
   im.conn = std::make_unique<Connection>(im.db);
   Connection& c = *im.conn;
+  c.maxDecoded = options.decodeCacheEvents;
   c.execScript("PRAGMA busy_timeout = 5000");
   if (options.readOnly) {
     requireCurrentSchemaReadOnly(c, storeDir, manifest, im.file);

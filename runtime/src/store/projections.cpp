@@ -95,7 +95,7 @@ ToolOperationRow dispatchedOperation(const RuntimeEvent& call, const RuntimeEven
 
 // One dispatched operation's row and journal rows from its bound events: prepared, then its
 // recovery tail (reconcile, outcome, decision) or its T2 outcome.
-void projectOperation(const std::vector<StoredEvent>& stored, const std::vector<int64_t>& rowids,
+void projectOperation(const std::vector<double>& committedAt, const std::vector<int64_t>& rowids,
                       const std::vector<RuntimeEvent>& events, const detail::ScannedOperation& sop,
                       LedgerProjection& out, std::vector<PendingJournal>& journals) {
   if (!sop.call) {
@@ -124,7 +124,7 @@ void projectOperation(const std::vector<StoredEvent>& stored, const std::vector<
     j.row.canonicalArgsHash = row.canonicalArgsHash;
     j.row.recoveryMode = row.recoveryMode;
     if (metadata) j.row.metadataJson = stableJson(events[ev].json.at("actions").at("toolRecovery"));
-    j.row.committedAt = stored[ev].committedAt;
+    j.row.committedAt = committedAt[ev];
     j.op = opIndex;
     journals.push_back(std::move(j));
   };
@@ -157,11 +157,22 @@ void projectOperation(const std::vector<StoredEvent>& stored, const std::vector<
 }  // namespace
 
 LedgerProjection projectLedger(Connection& c) {
-  std::vector<int64_t> rowids;
-  auto stored = readAllEvents(c, &rowids);
+  // Every event once, copied from the decode cache straight into the scanner's input (no
+  // StoredEvent rows in between); rowids and committed_at in parallel.
   std::vector<RuntimeEvent> events;
-  events.reserve(stored.size());
-  for (const auto& s : stored) events.push_back(s.event);
+  std::vector<int64_t> rowids;
+  std::vector<double> committedAt;
+  if (auto n = c.prepare("SELECT COUNT(*) FROM runtime_events"); n.step()) {
+    const auto rows = static_cast<size_t>(n.int64(0));
+    events.reserve(rows);
+    rowids.reserve(rows);
+    committedAt.reserve(rows);
+  }
+  visitAllEvents(c, [&](const StoredRow& row, const RuntimeEvent& e) {
+    events.push_back(e);
+    rowids.push_back(row.rowid);
+    committedAt.push_back(row.committedAt);
+  });
   auto scan = detail::scanLedger(events);
   if (!scan.issues.empty()) {
     throw Error(code::store_corrupt,
@@ -171,7 +182,7 @@ LedgerProjection projectLedger(Connection& c) {
   LedgerProjection out;
   std::vector<PendingJournal> journals;
   for (const auto& sop : scan.operations)
-    if (sop.dispatch) projectOperation(stored, rowids, events, sop, out, journals);
+    if (sop.dispatch) projectOperation(committedAt, rowids, events, sop, out, journals);
   std::stable_sort(
       journals.begin(), journals.end(),
       [](const PendingJournal& a, const PendingJournal& b) { return a.rowid < b.rowid; });

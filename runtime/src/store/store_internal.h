@@ -94,6 +94,7 @@ class Connection {
   // Decode cache: event_id -> (payload bytes, decoded event). Reused only when the stored
   // payload bytes are identical, so a cached decode is always the decode of those bytes.
   std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
+  size_t maxDecoded = 200000;  // StoreOptions::decodeCacheEvents (0: no bound)
   // The stored events of the invocation the checked writers touched last, in event_seq order
   // (the scan input of checkCandidates). Valid under the same key as `health`: no other
   // connection committed (data_version) and every change of this connection since the fill
@@ -213,6 +214,10 @@ InsertResult insertEvent(ImmediateTx& tx, const RuntimeEvent& event, Writer writ
 // Reads and decodes (with row/payload identity checks) the events of one run, by event_seq.
 std::vector<StoredEvent> readRunEvents(Connection& conn, const std::string& sessionId,
                                        const std::string& runId);
+// readRunEvents without the copies: visit(eventSeq, event) for each decoded, checked row in the
+// same order with the same errors (`event` as in visitInvocationEvents below).
+void visitRunEvents(Connection& conn, const std::string& sessionId, const std::string& runId,
+                    const std::function<void(int64_t, const RuntimeEvent&)>& visit);
 // Events of one invocation, by event_seq.
 std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::string& invocationId);
 // readInvocationEvents without the copies: visit(eventSeq, event) for each decoded, checked row
@@ -220,6 +225,14 @@ std::vector<StoredEvent> readInvocationEvents(Connection& conn, const std::strin
 // only during the call (copy what is kept); `visit` must not use the connection.
 void visitInvocationEvents(Connection& conn, const std::string& invocationId,
                            const std::function<void(int64_t, const RuntimeEvent&)>& visit);
+// readAllEvents without the rows: visit(row, event) for each decoded, checked row in the same
+// order with the same errors (`event` as in visitInvocationEvents).
+struct StoredRow {
+  int64_t rowid = 0, eventSeq = 0;
+  double committedAt = 0;
+};
+void visitAllEvents(Connection& conn,
+                    const std::function<void(const StoredRow&, const RuntimeEvent&)>& visit);
 // Every event ordered by (invocation_id, event_seq, event_id); rowids returned in parallel.
 std::vector<StoredEvent> readAllEvents(Connection& conn, std::vector<int64_t>* rowids = nullptr);
 // One stored event by id (decoded and checked), if present.
