@@ -223,34 +223,50 @@ Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
                        "the repository's object format is " + lines[2]);
   out.user = GitEnv{lines[1], root, {}, {}, {}};
   const std::string_view unsupported = code::checkpoint_capture_failed;
-  // 6: no skip-worktree entry.
-  for (const auto& rec :
-       splitNul(timed(d, unsupported, rt, home, gitCall({"ls-files", "-t", "-z"}, out.user), root)))
+  // One read of the index and the untracked files serves checks 6 and 7 and L: a cached entry is
+  // "<tag> <mode> <oid> <stage>\t<path>", an untracked one "? <path>" (a nested repository's ends
+  // in '/'), in L's order.
+  const auto records = splitNul(
+      timed(d, unsupported, rt, home,
+            gitCall({"ls-files", "-z", "-t", "-s", "--cached", "--others", "--exclude-standard"},
+                    out.user),
+            root));
+  struct Entry {
+    std::string path, mode, oid;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(records.size());
+  for (const auto& rec : records) {
+    if (rec.size() < 3) continue;
+    // 6: no skip-worktree entry.
     if (rec.rfind("S ", 0) == 0)
       throw CarrierError(code::unsupported_workspace_carrier, "sparse_checkout",
-                         "skip-worktree entry " + rec.substr(2));
+                         "skip-worktree entry " + rec.substr(rec.find('\t') + 1));
+    if (rec[0] == '?') {
+      entries.push_back({rec.substr(2), {}, {}});
+      continue;
+    }
+    const auto tab = rec.find('\t');
+    if (tab == std::string::npos || tab < 2) continue;
+    const std::string stage = rec.substr(2, tab - 2);  // "<mode> <oid> <stage>"
+    entries.push_back({rec.substr(tab + 1), stage.substr(0, stage.find(' ')),
+                       stage.size() > 47 ? stage.substr(7, 40) : std::string()});
+  }
   // L (c.3 steps 1–2).
   std::set<std::string> seen;
-  for (auto& p : splitNul(timed(
-           d, unsupported, rt, home,
-           gitCall({"ls-files", "-z", "--cached", "--others", "--exclude-standard"}, out.user),
-           root))) {
+  for (auto& e : entries) {
+    std::string& p = e.path;
     if (p.empty() || p == kWorkspaceMarkerName || !seen.insert(p).second) continue;
     if (p.back() == '/')
       throw CarrierError(code::checkpoint_policy_unsupported, "nested_repository",
                          "nested repository " + p);
     struct stat st {};
     if (::lstat((root / p).c_str(), &st) != 0) continue;  // absent from disk
-    out.paths.push_back(std::move(p));
+    out.paths.push_back(p);
   }
   // 7: gitlinks, each clean.
-  for (const auto& rec : splitNul(
-           timed(d, unsupported, rt, home, gitCall({"ls-files", "-s", "-z"}, out.user), root))) {
-    if (rec.rfind("160000 ", 0) != 0) continue;
-    const auto tab = rec.find('\t');
-    if (tab == std::string::npos || !seen.count(rec.substr(tab + 1))) continue;
-    out.gitlinks[rec.substr(tab + 1)] = rec.substr(7, 40);
-  }
+  for (const auto& e : entries)
+    if (e.mode == "160000" && seen.count(e.path)) out.gitlinks[e.path] = e.oid;
   for (const auto& [path, oid] : out.gitlinks) {
     const fs::path sub = root / path;
     const GitEnv subEnv{sub / ".git", sub, {}, {}, {}};
@@ -315,7 +331,8 @@ namespace {
 
 // c.3's tree of `root` through the index and object directory of `privTemplate` (the carrier's
 // own for a capture; a scratch index and object directory, the carrier's objects as alternates,
-// for a drift check, e.2). `capture`: the capture's plants apply.
+// for a drift check, e.2). `capture`: a capture's (its plants apply, its tree must be stable,
+// d.2 step 5), else a drift check's.
 WorkspaceSnapshot snapshotThrough(const WorkspaceCarrier& carrier, const fs::path& root,
                                   const GitEnv& privTemplate, const SnapshotLimits& limits,
                                   bool atCapture, bool capture) {
@@ -351,6 +368,10 @@ WorkspaceSnapshot snapshotThrough(const WorkspaceCarrier& carrier, const fs::pat
     if (atCapture) CRASHSIM_FAILPOINT(P18);
     const std::string tree =
         firstLineOf(timed(d, failed, rt, home, gitCall({"write-tree"}, priv), root));
+    // A drift check's tree is compared, never stored (e.2 (3) asks no stability): a file that
+    // changes while it is hashed is a change after the check, which the binding's revalidation
+    // (e.4) and the claim see.
+    if (!capture) return WorkspaceSnapshot{tree, l.fileCount, l.totalBytes, std::move(l.paths)};
     // Stability (d.2 step 5): the files still match the index, and L is unchanged.
     auto diff = runGit(rt, home, [&] {
       GitCall c = gitCall({"diff-files", "--quiet"}, priv);
@@ -390,10 +411,9 @@ std::optional<WorkspaceCarrier> WorkspaceCarrier::openExisting(const fs::path& s
   const GitRuntime& rt = carrier.git_;
   const fs::path home = carrier.gitHome();
   const GitEnv env{carrier.gitDir(), {}, {}, {}, {}};
-  auto bare = runGit(rt, home, gitCall({"rev-parse", "--is-bare-repository"}, env));
-  auto format = runGit(rt, home, gitCall({"rev-parse", "--show-object-format"}, env));
-  if (!bare.ok || firstLineOf(bare.out) != "true" || !format.ok ||
-      firstLineOf(format.out) != "sha1")
+  auto probe =
+      runGit(rt, home, gitCall({"rev-parse", "--is-bare-repository", "--show-object-format"}, env));
+  if (!probe.ok || probe.out != "true\nsha1\n")
     damaged(carrier.gitDir().string() + " is not a bare sha1 repository");
   return carrier;
 }
