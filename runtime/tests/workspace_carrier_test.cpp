@@ -168,6 +168,15 @@ TEST_F(CaptureFixture, NestedUntrackedRepositoryIsUnsupported) {
             "checkpoint_policy_unsupported nested_repository");
 }
 
+// c.4 check 6: a skip-worktree entry (sparse checkout) is unsupported, before any later check.
+TEST_F(CaptureFixture, SkipWorktreeEntryIsUnsupported) {
+  fixtureShell("git init -q " + shellQuoted(root / "nested"));  // check 7's failure comes later
+  fixtureShell("cd " + shellQuoted(root) + " && git update-index --skip-worktree a.txt");
+  EXPECT_EQ(codeAndDetail([&] { captureCheckpoint(*store, storeDir, git, captureOf(w)); }),
+            "unsupported_workspace_carrier sparse_checkout");
+  EXPECT_TRUE(listWorkspaceCheckpoints(*store).empty());
+}
+
 // j.2 vector 5: a directory that is no git work tree root has no carrier.
 TEST_F(CaptureFixture, NonGitWorkspaceIsUnsupportedCarrier) {
   const fs::path plain = dir.path / "plain";
