@@ -124,10 +124,44 @@ std::string noticeProblem(RuntimeStore& store) {
   return "";
 }
 
+// H8 for this scenario, from the store alone: in every run bound to an epoch opened by
+// user_rebaseline (its readSet ["a.txt"], no Read of it in the scenario), each Edit of a.txt is
+// refused pre-T1 — no dispatch, a response with g.4's code and message. "" when it holds.
+std::string gateProblem(RuntimeStore& store) {
+  for (const WorkspaceEpochRow& e : listWorkspaceEpochs(store)) {
+    if (e.openedReason != "user_rebaseline") continue;
+    const std::string want =
+        "read \"a.txt\" again before writing it (workspace epoch " + std::to_string(e.epoch) + ")";
+    for (const RunHeader& h : store.listRuns(kSession)) {
+      if (!h.workspaceBoundary || h.workspaceBoundary->value("epoch", int64_t{0}) != e.epoch)
+        continue;
+      const auto events = store.readRunEvents(h.sessionId, h.runId);
+      for (const StoredEvent& call : events) {
+        const Json& c = call.event.json.value("content", Json::object());
+        if (c.value("kind", "") != "function_call" || c.value("name", "") != "Edit") continue;
+        const std::string callId = c.value("id", "");
+        for (const StoredEvent& o : events) {
+          const Json& j = o.event.json;
+          if (j.contains("actions") && j["actions"].contains("toolDispatch") &&
+              j.value("refs", Json::object()).value("toolCallId", "") == callId)
+            return "the Edit " + callId + " of run " + h.runId + " was dispatched";
+          const Json& oc = j.value("content", Json::object());
+          if (oc.value("kind", "") == "function_response" && oc.value("id", "") == callId &&
+              oc.value("result", Json::object()) !=
+                  Json{{"error", {{"code", "rebaseline_read_required"}, {"message", want}}}})
+            return "the Edit " + callId + " of run " + h.runId + " was answered " +
+                   oc.value("result", Json()).dump();
+        }
+      }
+    }
+  }
+  return "";
+}
+
 // Seeds, kills `run` at P7#1, edits a.txt, and returns the digest of the parked plan.
-std::string crashDriftAndPark(const testutil::AgentSandbox& box) {
+std::string crashDriftAndPark(const testutil::AgentSandbox& box, const std::string& at = "P7:1") {
   EXPECT_EQ(agent(box, "seed", "", "seed").exitCode, 0);
-  const Step run = agent(box, "run", "P7:1", "run");
+  const Step run = agent(box, "run", at, "run");
   EXPECT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
   const Step parked = agent(box, "recover", "", "park");
@@ -265,4 +299,29 @@ TEST(RebaselineProcess, PlantedNoticeFaultsAreCaught) {
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(noticeProblem(*store), "epoch 2 has 2 notices");
   }
+}
+
+// g.4 end to end: `run` killed at P1#1 (the Edit's call committed, no T1), the user edits a.txt,
+// a confirmed rebaseline opens epoch 2 with readSet ["a.txt"]; the continuation's model issues
+// the Edit again and the gate refuses it pre-T1 (rebaseline_read_required, no dispatch); the
+// user's a.txt stays. The plant rebaseline_gate_open lets it through, which gateProblem reports.
+TEST(RebaselineProcess, GatedEditIsRefusedBeforeT1) {
+  testutil::AgentSandbox box;
+  const std::string digest = crashDriftAndPark(box, "P1:1");
+  const Step s = agent(box, "recover", "", "recover", digest);
+  expectContinuedInEpochTwo(box, s);
+  EXPECT_EQ(s.report["continuation"]["refused"], 1);
+  EXPECT_EQ(s.report["continuation"]["executions"], 0);
+  auto store = RuntimeStore::open(box.store());
+  EXPECT_EQ(gateProblem(*store), "");
+  EXPECT_EQ(noticeProblem(*store), "");
+  EXPECT_EQ(readFile(box.ws() / "a.txt"), "edited by the user\n");
+}
+
+TEST(RebaselineProcess, PlantedOpenGateIsCaught) {
+  testutil::AgentSandbox box;
+  const std::string digest = crashDriftAndPark(box, "P1:1");
+  agent(box, "recover", "", "recover", digest, "rebaseline_gate_open");
+  auto store = RuntimeStore::open(box.store());
+  EXPECT_NE(gateProblem(*store).find("was dispatched"), std::string::npos) << gateProblem(*store);
 }
