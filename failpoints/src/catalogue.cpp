@@ -144,6 +144,25 @@ constexpr std::array<CatalogueEntry, kWorkspaceCount> kWorkspaceCatalogue{{
      false},
 }};
 
+// Workspace continuity g.2 / i.1: a durable rebaseline (its capture reaches P18–P20 first).
+constexpr std::array<CatalogueEntry, kRebaselineCount> kRebaselineCatalogue{{
+    {Id::P27, "P27",
+     "rebaseline: inside the transition transaction (commitWorkspaceFacts transition/open with a "
+     "rebased checkpoint), before COMMIT",
+     "rebaseline: inside the transition transaction", "after_function_response",
+     "objects + an orphan ref; epoch E still current (rolled back)",
+     "parks as before; confirm again (B4)", true},
+    {Id::P28, "P28", "rebaseline: transition committed; no claim",
+     "rebaseline: transition committed", "after_function_response",
+     "epoch E+1 opened by user_rebaseline with its rebased checkpoint",
+     "continue bound to E+1; the notice before the first provider step; gates active (B5)", true},
+    {Id::P29, "P29",
+     "rebaseline: the replay notice committed as the continuation's event #2; provider not called",
+     "rebaseline: notice committed", "after_function_response",
+     "claim + continuation-start + notice, no terminal",
+     "run recovery seals the target; the notice is not repeated; gates hold (B6)", true},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
@@ -156,6 +175,9 @@ const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue() {
 const std::array<CatalogueEntry, kImportCount>& importCatalogue() { return kImportCatalogue; }
 const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue() {
   return kWorkspaceCatalogue;
+}
+const std::array<CatalogueEntry, kRebaselineCount>& rebaselineCatalogue() {
+  return kRebaselineCatalogue;
 }
 
 std::optional<Id> parseId(std::string_view text) {
@@ -174,6 +196,8 @@ std::optional<Id> parseId(std::string_view text) {
     return kImportCatalogue[value - kCount - kStopCount - kAdmissionCount].id;
   if (value < kCount + kStopCount + kAdmissionCount + kImportCount + kWorkspaceCount)
     return kWorkspaceCatalogue[value - kCount - kStopCount - kAdmissionCount - kImportCount].id;
+  for (const auto& e : kRebaselineCatalogue)  // after the ids not defined yet (P23–P26)
+    if (e.name == text) return e.id;
   return std::nullopt;
 }
 
@@ -198,6 +222,8 @@ const CatalogueEntry& entry(Id id) {
     if (e.id == id) return e;
   for (const auto& e : kWorkspaceCatalogue)
     if (e.id == id) return e;
+  for (const auto& e : kRebaselineCatalogue)
+    if (e.id == id) return e;
   return kCatalogue.at(static_cast<size_t>(id));
 }
 
@@ -218,6 +244,7 @@ std::string catalogueJson(int indent) {
   for (const auto& e : kAdmissionCatalogue) add(e, false);
   for (const auto& e : kImportCatalogue) add(e, false);
   for (const auto& e : kWorkspaceCatalogue) add(e, false);
+  for (const auto& e : kRebaselineCatalogue) add(e, false);
   return rows.dump(indent);
 }
 
@@ -237,6 +264,7 @@ std::string catalogueText() {
   for (const auto& e : kAdmissionCatalogue) add(e, false);
   for (const auto& e : kImportCatalogue) add(e, false);
   for (const auto& e : kWorkspaceCatalogue) add(e, false);
+  for (const auto& e : kRebaselineCatalogue) add(e, false);
   return out.str();
 }
 
@@ -251,7 +279,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P22, S or F)");
+                                std::string(idText) + "' (expected P0..P22, P27..P29, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

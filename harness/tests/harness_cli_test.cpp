@@ -45,7 +45,12 @@ TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {
   auto r = sh(cs() + " failpoints --json");
   ASSERT_EQ(r.exitCode, 0);
   auto j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 23u);  // P18-P22: a workspace checkpoint capture (run process)
+  ASSERT_EQ(j.size(), 26u);        // P18-P22: a workspace checkpoint capture (run process)
+  for (int i = 23; i < 26; ++i) {  // P27-P29: a durable rebaseline (recovery process, g.2)
+    EXPECT_EQ(j[i]["id"], "P" + std::to_string(i + 4)) << i;
+    EXPECT_EQ(j[i]["recoveryProcess"], true) << i;
+    EXPECT_EQ(j[i]["stopPath"], false) << i;
+  }
   for (int i = 0; i < 23; ++i) {
     EXPECT_EQ(j[i]["id"], "P" + std::to_string(i)) << i;
     EXPECT_EQ(j[i]["stopPath"], i == 12 || i == 13) << i;

@@ -4,7 +4,8 @@
 //   crashsim-agent seed    --workspace DIR --scenario FILE
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
-//   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin])
+//   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin];
+//   recover: [--rebaseline DIGEST], the user's confirmation of a workspace rebaseline, g.1)
 //   crashsim-agent serve   (fd 3: the harness's socket; crashsim/fork_server.h)
 //
 // Stop (crashsim/termination.h): SIGINT or SIGTERM, or a line "stop" on stdin with
@@ -239,6 +240,7 @@ struct AgentCommand {
   CLI::App* run = nullptr;
   CLI::App* recover = nullptr;
   std::string store, workspace, scenarioFile, effects;
+  std::string rebaseline;  // recover: the confirmed boundaryManifestDigest (g.1 item 1)
   int64_t cancellationGraceMs = 15000, bashKillGraceMs = 2000;
   bool controlStdin = false;
 };
@@ -274,6 +276,9 @@ void defineCommands(CLI::App& app, AgentCommand& cmd) {
         ->check(CLI::Range(int64_t{0}, int64_t{3600000}));
     sub->add_flag("--control-stdin", cmd.controlStdin, "a line \"stop\" on stdin requests a Stop");
   }
+  cmd.recover->add_option("--rebaseline", cmd.rebaseline,
+                          "the user's confirmation of a workspace rebaseline: the "
+                          "boundaryManifestDigest of the scenario session's parked plan");
 }
 
 // The run's paths and settings from the command line and the environment (the power-loss study
@@ -291,7 +296,7 @@ crashsim::AgentPaths agentPaths(const AgentCommand& cmd) {
 
 // `recover`: the host start-up sequence. Exit 1 when the continuation did not complete.
 int recoverHost(const crashsim::Scenario& scenario, const crashsim::AgentPaths& paths,
-                crashsim::CancellationToken& cancel, Json& summary) {
+                const std::string& rebaseline, crashsim::CancellationToken& cancel, Json& summary) {
   // The race of two hosts (CRASHSIM_RACE_BARRIER): released together with the other racer,
   // before start-up takes the host lock.
   crashsim::failpoints::awaitRaceBarrier();
@@ -302,6 +307,9 @@ int recoverHost(const crashsim::Scenario& scenario, const crashsim::AgentPaths& 
   startup.scenario = &scenario;
   startup.cancellationGrace = paths.cancellationGrace;
   startup.bashKillGrace = paths.bashKillGrace;
+  if (!rebaseline.empty())
+    startup.rebaseline =
+        crashsim::RebaselineConfirmation{crashsim::scenarioSessionId(scenario), rebaseline};
   const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
   summary = r.toJson();
   return (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
@@ -325,7 +333,7 @@ int runOrRecover(const AgentCommand& cmd, const crashsim::Scenario& scenario) {
     summary = s.toJson();
     rc = s.status == crashsim::code::completed ? 0 : 1;
   } else {
-    rc = recoverHost(scenario, paths, cancel, summary);
+    rc = recoverHost(scenario, paths, cmd.rebaseline, cancel, summary);
   }
   gRunFinished.store(true);
   std::cout << summary.dump() << std::endl;

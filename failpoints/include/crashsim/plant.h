@@ -40,6 +40,12 @@
 //   planner_ignores_drift        the planner passes a drifted workspace (workspace e.3 row 8)
 //                                → workspace_drift_process_test (the plan); e.4 revalidation
 //                                still refuses it (target_workspace_changed)
+//   rebaseline_skips_notice      a rebased epoch's continuation commits no replay notice
+//                                (workspace g.3) → workspace_rebaseline_process_test (H4)
+//   rebaseline_repeats_notice    every continuation of a rebased epoch commits the notice
+//                                again → workspace_rebaseline_process_test (H4, after P29)
+//   rebaseline_gate_open         the read-before-write gate lets every call through (g.4)
+//                                → workspace_rebaseline_process_test (H8)
 //   legacy_manifest_first        the legacy JSONL import writes the manifest before its
 //                                batches, so a crash inside it ends the import for good
 //                                → store_crash_test (P16/P17), V3 of the sweep's P16 cases

@@ -257,6 +257,12 @@ void addCaseAndStoreReaders(CommandLine& c) {
   c.resume->add_flag("--dry-run", c.resumeArgs.dryRun,
                      "run the sequence on a private copy: nothing is written");
   c.resume->add_flag("--json", c.resumeArgs.json, "JSON output");
+  c.resume->add_option("--rebaseline", c.resumeArgs.rebaseline,
+                       "confirm a workspace rebaseline: the boundaryManifestDigest of the "
+                       "session's parked plan (workspace continuity g)");
+  c.resume->add_option("--session", c.resumeArgs.rebaselineSession,
+                       "the session a --rebaseline confirms (default: the scenario's, or the "
+                       "only planned session)");
 }
 
 // crashsim ledger resolve | args-hash | prefix-digest | export | plan-continuation.

@@ -164,6 +164,9 @@ int resume(const ResumeArgs& args) {
   if (args.workspaceDir) options.workspaceDir = fs::path(*args.workspaceDir);
   options.scenario = scenario ? &*scenario : nullptr;
   options.dryRun = args.dryRun;
+  if (args.rebaseline)
+    options.rebaseline =
+        RebaselineConfirmation{args.rebaselineSession.value_or(""), *args.rebaseline};
   CancellationToken cancel;
   const HostStartupReport report = hostStartup(options, cancel);
   const int rc = report.blocked() ? 1 : 0;
@@ -175,6 +178,8 @@ int resume(const ResumeArgs& args) {
   }
   std::cout << "crashsim resume " << args.storeDir
             << (args.dryRun ? " (dry run: nothing written)" : "") << "\n";
+  if (!report.rebaseline.is_null())
+    std::cout << "rebaseline " << stableJson(report.rebaseline) << "\n";
   size_t deferred = 0;
   for (const auto& op : report.reconcile.value("operations", Json::array()))
     deferred += op.value("action", "") == "deferred" ? 1 : 0;
@@ -210,6 +215,8 @@ int resume(const ResumeArgs& args) {
     std::cout << "\n";
     for (const PlanDiagnostic& d : p.diagnostics)
       std::cout << "  diagnostic " << d.code << (d.detail ? " " + d.detail->dump() : "") << "\n";
+    if (!p.isContinue() && p.boundary)  // what a user confirms a rebaseline against (g.1)
+      std::cout << "  boundaryManifestDigest " << p.boundary->manifestDigest << "\n";
   }
   if (report.continuation) {
     const RunSummary& c = *report.continuation;

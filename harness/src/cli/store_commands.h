@@ -21,6 +21,10 @@ struct ResumeArgs {
   std::string storeDir;
   std::optional<std::string> workspaceDir, scenarioFile;
   bool dryRun = false, json = false;
+  // Workspace continuity g.1 item 1: the confirmed boundaryManifestDigest of the session's
+  // parked plan (--rebaseline) and the session (--session; default the scenario's or the only
+  // planned one).
+  std::optional<std::string> rebaseline, rebaselineSession;
 };
 // Host start-up (crashsim/host.h hostStartup) on the store: per run the repair action, the
 // reconcile observation and decision, one reason per operation; per session the plan; then the

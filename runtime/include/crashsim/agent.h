@@ -196,6 +196,13 @@ class AgentRunner {
   // One d.2 capture at row p of the run (d.3 on failure: logs, or throws Error to end the run).
   void captureAt(const RunHeader& header, int64_t p);
   bool effectful(const std::string& toolName) const { return toolName != "Read"; }  // e.1
+  // Workspace continuity g.3: a continuation bound to an epoch opened by user_rebaseline commits
+  // the epoch's replay notice (generic append) before its first provider step when no run of the
+  // session holds it yet, and adds it to the history [P29]. Nothing without checkpoints.
+  void commitRebaselineNoticeIfDue(const RunHeader& header, std::vector<RuntimeEvent>& history);
+  // g.4: the read-before-write gate's refusal of `call` in this run, if any (pre-T1). A function
+  // of the facts and the ledger, re-read at every call.
+  std::optional<Json> rebaselineRefusal(const RunHeader& header, const ToolCallRequest& call);
   // Turns a TurnEnd into the run's terminal facts (terminal_facts.h) and commits them.
   void commitTurnTerminal(RunHeader& header, const TurnEnd& end);
   // The termination batch of a Stop (planTermination from the committed events and live_),

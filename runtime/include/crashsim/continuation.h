@@ -330,7 +330,7 @@ struct ContinuationPlan {
   std::vector<RuntimeEvent> runtimeContext;
   std::vector<RuntimeEvent> sourceRuntimeContext;  // >1 segment: the immediate source part
   Json providerItems = Json::array();
-  std::optional<BoundaryCursor> boundary;
+  std::optional<BoundaryCursor> boundary;  // also on a park under an enabled workspace policy (g.1)
   std::string providerReplayDigest;
   int providerProjectionVersion = kProviderProjectionVersion;
   SafetySnapshot safetySnapshot;

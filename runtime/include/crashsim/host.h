@@ -60,6 +60,7 @@
 #include "crashsim/store.h"
 #include "crashsim/tools.h"
 #include "crashsim/workspace.h"
+#include "crashsim/workspace_rebaseline.h"
 
 namespace crashsim {
 
@@ -115,6 +116,12 @@ struct HostStartupOptions {
   bool dryRun = false;
   std::chrono::milliseconds cancellationGrace{15000};  // the continuation run's Stop watchdog
   std::chrono::milliseconds bashKillGrace{2000};
+  // Workspace continuity e.5 step 6b / g.1 item 1: the user's explicit rebaseline confirmation
+  // {sessionId, boundaryManifestDigest} of the plan they were shown (an empty sessionId names the
+  // scenario's session, or the only planned one). Applied after planning, before the
+  // continuation; then the session is planned again. A refusal throws its g.1 code (nothing of
+  // the rebaseline written). A dry run only reports `wouldRebaseline`.
+  std::optional<RebaselineConfirmation> rebaseline;
 };
 
 struct HostStartupReport {
@@ -127,6 +134,10 @@ struct HostStartupReport {
   // Set when a plan said continue but no continuation ran: continuation_scenario_required |
   // continuation_dry_run.
   std::optional<std::string> continuationNotRun;
+  // g: the rebaseline start-up applied (null when none was confirmed): {sessionId,
+  // confirmationId, epoch, epochOpenedEventId, checkpointId, readSet, created}, or
+  // {wouldRebaseline: sessionId} in a dry run; `plans` then holds the plans after it.
+  Json rebaseline = nullptr;
 
   // True when start-up left something for a human or a later start-up: a run left open for
   // reconciliation, a plan parked for a reason other than "nothing to continue"
@@ -135,7 +146,7 @@ struct HostStartupReport {
   bool blocked() const;
   // {dryRun, claimRepair, reconcile, startupRepair, runs, plans:[…], plan (the only plan —
   //  the scenario session's when a scenario is given — else null), continuation,
-  //  continuationNotRun}
+  //  continuationNotRun} + rebaseline when one was confirmed
   Json toJson() const;
 };
 

@@ -38,6 +38,13 @@ inline constexpr std::string_view kTransitionKind = "crashsim.workspace.transiti
 std::string hex32(std::string_view bytes);
 // "wsp_" + hex32(LP("crashsim.workspace.id.v1") || LP(sessionId)).
 std::string workspaceIdForSession(std::string_view sessionId);
+// b.3 "rbc_" + hex32(LP("crashsim.workspace.rebaseline-confirmation.v1") || LP(sessionId) ||
+// LP(boundaryManifestDigest)): the id of a user's rebaseline confirmation (g.1 item 1).
+std::string rebaselineConfirmationId(std::string_view sessionId,
+                                     std::string_view boundaryManifestDigest);
+// g.3 "workspace-notice-" + hex32(LP("crashsim.workspace.notice.v1") || LP(epochOpenedEventId) ||
+// LP(runId)): the id of a rebased epoch's replay notice in the run that commits it.
+std::string rebaselineNoticeId(std::string_view epochOpenedEventId, std::string_view runId);
 // "ckpt_" + hex32(LP("crashsim.workspace.checkpoint.v1") || LP(workspaceId) || u64be(epoch) ||
 // LP(kind) || LP(stableJSON(coveredBoundary))).
 std::string checkpointIdFor(std::string_view workspaceId, int64_t epoch, std::string_view kind,

@@ -228,6 +228,7 @@ RunSummary AgentRunner::loop(RunHeader header, std::vector<RuntimeEvent> history
   bool stopped = false;
   try {
     if (!continuation) captureAt(header, 1);  // d.1 (a): the baseline, before any provider step
+    if (continuation) commitRebaselineNoticeIfDue(header, history);  // g.3, before step 1
     bool deliveredResults = false;
     for (size_t stepOrdinal = 1;; ++stepOrdinal) {
       if (deliveredResults) CRASHSIM_FAILPOINT(P7);
@@ -334,6 +335,15 @@ void AgentRunner::runCall(const RunHeader& header, const ToolCallRequest& call,
   ++summary.toolCalls;
   CRASHSIM_FAILPOINT(P1);
   checkStop();  // before T1 (and before a pre-T1 refusal)
+  if (const std::optional<Json> gated = rebaselineRefusal(header, call)) {
+    // g.4: refused pre-T1 like a preflight refusal (synthetic response, no dispatch).
+    ++summary.refused;
+    RuntimeEvent response =
+        agent_events::responseEvent(id, op, clock_.now(), call, *gated, true, false);
+    accepted([&] { return store_.append(response); });
+    history.push_back(response);
+    return;
+  }
   const PreflightDecision decision = tools_.preflight(call);
   if (decision.kind != PreflightDecision::Kind::dispatch) {
     // Refusal or deterministic no-op: synthetic response before T1 (pre_t1_synthetic).

@@ -280,6 +280,7 @@ Json HostStartupReport::toJson() const {
   j["plan"] = plans.size() == 1 ? ps[0] : Json(nullptr);
   j["continuation"] = continuation ? continuation->toJson() : Json(nullptr);
   j["continuationNotRun"] = continuationNotRun ? Json(*continuationNotRun) : Json(nullptr);
+  if (!rebaseline.is_null()) j["rebaseline"] = rebaseline;
   return j;
 }
 
@@ -411,6 +412,46 @@ void runApprovedContinuation(const HostStartupOptions& options, RuntimeStore& st
   }
 }
 
+// e.5 step 6b / g: the confirmed session's plan, the rebaseline (g.1 refusals throw their code),
+// the result in the report. The caller plans again.
+void applyRebaseline(const HostStartupOptions& options, RuntimeStore& store,
+                     const std::optional<WorkspaceIdentity>& workspace, HostStartupReport& report) {
+  RebaselineConfirmation confirm = *options.rebaseline;
+  if (confirm.sessionId.empty() && options.scenario)
+    confirm.sessionId = scenarioSessionId(*options.scenario);
+  if (confirm.sessionId.empty() && report.plans.size() == 1)
+    confirm.sessionId = report.plans.front().sessionId;
+  const ContinuationPlan* plan = nullptr;
+  for (const ContinuationPlan& p : report.plans)
+    if (p.sessionId == confirm.sessionId) plan = &p;
+  if (!plan)
+    throw Error(code::rebaseline_confirmation_required, "rebaseline refused: no plan of session " +
+                                                            confirm.sessionId +
+                                                            " to confirm; nothing was written");
+  if (options.dryRun) {
+    report.rebaseline = Json{{"wouldRebaseline", confirm.sessionId}};
+    return;
+  }
+  if (!workspace)
+    throw Error(code::rebaseline_confirmation_required,
+                "rebaseline refused: no workspace was given to observe; nothing was written");
+  RebaselineRequest req;
+  req.storeDir = options.storeDir;
+  req.instanceRoot = workspace->root;
+  req.instanceIdentity = workspace->identity;
+  req.canonicalRoot = workspace->root.string();
+  req.confirmation = confirm;
+  req.ts = RunClock().now();
+  const RebaselineResult r = rebaselineWorkspace(store, resolveGitRuntime(), *plan, req);
+  report.rebaseline = Json{{"sessionId", confirm.sessionId},
+                           {"confirmationId", r.confirmationId},
+                           {"epoch", r.epoch},
+                           {"epochOpenedEventId", r.epochOpenedEventId},
+                           {"checkpointId", r.checkpoint.checkpointId},
+                           {"readSet", r.readSet},
+                           {"created", r.created}};
+}
+
 }  // namespace
 
 HostStartupReport hostStartup(const HostStartupOptions& options, CancellationToken& cancel) {
@@ -434,7 +475,14 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   if (scenario && workspace && !options.dryRun)
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
-  const auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+  auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+  if (options.rebaseline) {  // e.5 step 6b: on the user's explicit confirmation only
+    applyRebaseline(options, store, workspace, report);
+    if (!options.dryRun) {
+      report.plans.clear();
+      toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+    }
+  }
   if (toRun && options.dryRun) {
     report.continuationNotRun = std::string(code::continuation_dry_run);
   } else if (toRun && (!scenario || !workspace)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "checkpoint/capture_internal.h"
 #include "checkpoint/git_cli.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
@@ -58,6 +59,60 @@ void createRef(const WorkspaceCarrier& carrier, const CheckpointFact& c) {
 
 }  // namespace
 
+namespace checkpoint_detail {
+
+CapturedArtifact captureArtifact(RuntimeStore& store, const fs::path& storeDir,
+                                 const GitRuntime& git, const CaptureRequest& req,
+                                 const ImmutablePrefix& prefix, const std::string& kind,
+                                 int64_t epoch,
+                                 const std::function<void(const CheckpointFact&)>& beforeRef) {
+  // 2. The carrier.
+  CapturedArtifact out;
+  out.carrier.emplace(
+      WorkspaceCarrier::open(storeDir, git, !listWorkspaceCheckpoints(store).empty()));
+  const WorkspaceCarrier& carrier = *out.carrier;
+  // 3–5. Eligibility, L, the private index and blobs [P18], the tree.
+  // Planted bug: the capture holds the user's .git/index.lock while it reads the instance (as a
+  // `git add` into the user's index would), released after the tree is written: a kill inside
+  // leaves the user's repository locked (H1).
+  const fs::path userLock = req.instanceRoot / ".git" / "index.lock";
+  const bool plantLock = planted("capture_locks_user_index");
+  if (plantLock) std::ofstream(userLock, std::ios::app).flush();
+  const WorkspaceSnapshot snap =
+      snapshotInstance(carrier, req.instanceRoot, req.instanceIdentity, req.limits, true);
+  if (plantLock) fs::remove(userLock);
+  CheckpointFact& c = out.fact;
+  const std::string ws = workspaceIdForSession(req.run.sessionId);
+  c.kind = kind;
+  c.workspaceId = ws;
+  c.epoch = epoch;
+  c.instanceIdentity = req.instanceIdentity;
+  c.coveredBoundary = prefix.segmentJson();
+  c.checkpointId = checkpointIdFor(ws, c.epoch, c.kind, c.coveredBoundary);
+  c.limits = req.limits;
+  c.policyHash = snapshotPolicyHash(req.limits);
+  c.fileCount = snap.fileCount;
+  c.totalBytes = snap.totalBytes;
+  c.carrier = {"", snap.treeOid, checkpointRefName(ws, c.epoch, c.checkpointId), git.version,
+               git.binarySha256};
+  // 6. The commit [P19].
+  auto commit =
+      runGit(git, carrier.gitHome(),
+             carrierCall(carrier, {"commit-tree", snap.treeOid}, checkpointCommitMessage(c)));
+  if (!commit.ok) throw CarrierError(code::checkpoint_capture_failed, "", commit.failure);
+  c.carrier.commitOid = firstLineOf(commit.out);
+  if (beforeRef) beforeRef(c);
+  CRASHSIM_FAILPOINT(P19);
+  // 7. The ref, create-only; light-verify; its directories durable [P20].
+  createRef(carrier, c);
+  lightVerifyCheckpoint(carrier, c);
+  fsyncRefChain(carrier, c.carrier.refName);
+  CRASHSIM_FAILPOINT(P20);
+  return out;
+}
+
+}  // namespace checkpoint_detail
+
 CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
                                 const GitRuntime& git, const CaptureRequest& req) {
   // 1. The boundary: rows 1..p of the run, as their RC e.7 segment.
@@ -74,66 +129,41 @@ CaptureResult captureCheckpoint(RuntimeStore& store, const fs::path& storeDir,
     throw CarrierError(code::workspace_identity_mismatch, "",
                        "instance " + req.instanceIdentity + " is not epoch " +
                            std::to_string(current->epoch) + "'s " + current->instanceIdentity);
-  // 2. The carrier.
-  const WorkspaceCarrier carrier =
-      WorkspaceCarrier::open(storeDir, git, !listWorkspaceCheckpoints(store).empty());
-  // 3–5. Eligibility, L, the private index and blobs [P18], the tree.
-  // Planted bug: the capture holds the user's .git/index.lock while it reads the instance (as a
-  // `git add` into the user's index would), released after the tree is written: a kill inside
-  // leaves the user's repository locked (H1).
-  const fs::path userLock = req.instanceRoot / ".git" / "index.lock";
-  const bool plantLock = planted("capture_locks_user_index");
-  if (plantLock) std::ofstream(userLock, std::ios::app).flush();
-  const WorkspaceSnapshot snap =
-      snapshotInstance(carrier, req.instanceRoot, req.instanceIdentity, req.limits, true);
-  if (plantLock) fs::remove(userLock);
-  CheckpointFact c;
-  c.kind = "captured";
-  c.workspaceId = ws;
-  c.epoch = current ? current->epoch : 1;
-  c.instanceIdentity = req.instanceIdentity;
-  c.coveredBoundary = prefix.segmentJson();
-  c.checkpointId = checkpointIdFor(ws, c.epoch, c.kind, c.coveredBoundary);
-  c.limits = req.limits;
-  c.policyHash = snapshotPolicyHash(req.limits);
-  c.fileCount = snap.fileCount;
-  c.totalBytes = snap.totalBytes;
-  c.carrier = {"", snap.treeOid, checkpointRefName(ws, c.epoch, c.checkpointId), git.version,
-               git.binarySha256};
-  // 6. The commit [P19].
-  auto commit =
-      runGit(git, carrier.gitHome(),
-             carrierCall(carrier, {"commit-tree", snap.treeOid}, checkpointCommitMessage(c)));
-  if (!commit.ok) throw CarrierError(code::checkpoint_capture_failed, "", commit.failure);
-  c.carrier.commitOid = firstLineOf(commit.out);
-  std::vector<WorkspaceFact> facts;
-  if (!current) {
-    EpochOpenedFact o;
-    o.workspaceId = ws;
-    o.sessionId = req.run.sessionId;
-    o.epoch = 1;
-    o.instance = {req.instanceIdentity, req.canonicalRoot, "user"};
-    o.reason = "first_checkpoint";
-    facts.emplace_back(std::move(o));
-  }
-  facts.emplace_back(c);
   std::vector<RuntimeEvent> events;
-  for (const auto& f : facts) events.push_back(workspaceFactEvent(f, req.ts));
-  // Planted bug: the fact commits before its ref exists (a.3.1, H2).
   std::optional<WorkspaceCommitResult> accepted;
-  if (planted("capture_fact_before_ref")) accepted = commitWorkspaceFacts(store, events);
-  CRASHSIM_FAILPOINT(P19);
-  // 7. The ref, create-only; light-verify; its directories durable [P20].
-  createRef(carrier, c);
-  lightVerifyCheckpoint(carrier, c);
-  fsyncRefChain(carrier, c.carrier.refName);
-  CRASHSIM_FAILPOINT(P20);
+  const auto factsOf = [&](const CheckpointFact& c) {
+    std::vector<WorkspaceFact> facts;
+    if (!current) {
+      EpochOpenedFact o;
+      o.workspaceId = ws;
+      o.sessionId = req.run.sessionId;
+      o.epoch = 1;
+      o.instance = {req.instanceIdentity, req.canonicalRoot, "user"};
+      o.reason = "first_checkpoint";
+      facts.emplace_back(std::move(o));
+    }
+    facts.emplace_back(c);
+    events.clear();
+    for (const auto& f : facts) events.push_back(workspaceFactEvent(f, req.ts));
+  };
+  // 2–7 [P18–P20]. Planted bug: the fact commits before its ref exists (a.3.1, H2).
+  checkpoint_detail::CapturedArtifact a = checkpoint_detail::captureArtifact(
+      store, storeDir, git, req, prefix, "captured", current ? current->epoch : 1,
+      [&](const CheckpointFact& c) {
+        if (!planted("capture_fact_before_ref")) return;
+        factsOf(c);
+        accepted = commitWorkspaceFacts(store, events);
+      });
+  CheckpointFact& c = a.fact;
   // 8. The fact ([P21] inside the writer's transaction) [P22].
-  if (!accepted) accepted = commitWorkspaceFacts(store, events);
+  if (!accepted) {
+    factsOf(c);
+    accepted = commitWorkspaceFacts(store, events);
+  }
   CRASHSIM_FAILPOINT(P22);
   // 9. Post-verify (its failure ends the run under every requirement, d.3: detail post_verify).
   try {
-    lightVerifyCheckpoint(carrier, c);
+    lightVerifyCheckpoint(*a.carrier, c);
   } catch (const CarrierError& e) {
     throw CarrierError(e.code(), "post_verify", e.what());
   }

@@ -449,6 +449,9 @@ static ContinuationPlan planFromSource(RuntimeStore& store, const RunHeader& hea
   plan.lineageDepth = lineage.segments.size();
   if (!plan.rejectionReasons.empty() || src.events.empty()) {
     plan.decision = "park";
+    // Workspace continuity g.1 item 1: a parked plan under an enabled workspace policy names the
+    // boundary cursor a user confirms a rebaseline against (toJson: boundaryManifestDigest).
+    if (host.workspacePolicy.enabled()) plan.boundary = replay.boundary;
     plan.invocationId.clear();
     plan.runId.clear();
     plan.turnId.clear();
@@ -529,6 +532,7 @@ Json ContinuationPlan::toJson() const {
   j["diagnostics"] = diags;
   j["sessionId"] = sessionId;
   j["sourceRunId"] = sourceRunId;
+  if (decision != "continue" && boundary) j["boundaryManifestDigest"] = boundary->manifestDigest;
   if (decision == "continue") {
     j["invocationId"] = invocationId;
     j["runId"] = runId;

@@ -283,6 +283,23 @@ std::string checkpointIdFor(std::string_view workspaceId, int64_t epoch, std::st
   return "ckpt_" + hex32(b);
 }
 
+std::string rebaselineConfirmationId(std::string_view sessionId,
+                                     std::string_view boundaryManifestDigest) {
+  std::string b;
+  putLp(b, "crashsim.workspace.rebaseline-confirmation.v1");
+  putLp(b, sessionId);
+  putLp(b, boundaryManifestDigest);
+  return "rbc_" + hex32(b);
+}
+
+std::string rebaselineNoticeId(std::string_view epochOpenedEventId, std::string_view runId) {
+  std::string b;
+  putLp(b, "crashsim.workspace.notice.v1");
+  putLp(b, epochOpenedEventId);
+  putLp(b, runId);
+  return "workspace-notice-" + hex32(b);
+}
+
 std::string checkpointRefName(std::string_view workspaceId, int64_t epoch,
                               std::string_view checkpointId) {
   return "refs/crashsim/checkpoints/" + std::string(idHex(workspaceId)) + "/" +

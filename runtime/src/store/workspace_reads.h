@@ -13,3 +13,12 @@ namespace crashsim::store_detail {
 detail::WorkspaceScan scanWorkspaceAuthority(Connection& c, std::string_view workspaceId);
 
 }  // namespace crashsim::store_detail
+
+namespace crashsim::store_detail {
+
+// b.5 step 7 (the writer's own check, also g.1 item 2's read before a rebaseline writes
+// anything): no non-terminal run header of the session, no claim whose target lacks a terminal
+// fact; else Error(workspace_transition_busy).
+void requireQuiescent(Connection& c, const std::string& sessionId);
+
+}  // namespace crashsim::store_detail

@@ -361,6 +361,10 @@ std::optional<std::string> storedPayload(Connection& c, const std::string& event
   return st.text(0);
 }
 
+}  // namespace
+
+namespace store_detail {
+
 // b.5 step 7: no non-terminal run header, no claim whose target lacks a terminal fact.
 void requireQuiescent(Connection& c, const std::string& sessionId) {
   {
@@ -381,10 +385,6 @@ void requireQuiescent(Connection& c, const std::string& sessionId) {
     refuse(code::workspace_transition_busy,
            "session " + sessionId + " is busy: claim " + st.text(0) + " has no terminal target");
 }
-
-}  // namespace
-
-namespace store_detail {
 
 std::string workspaceProjectionDifference(Connection& c) {
   const auto s = scan(c, {});
@@ -507,7 +507,7 @@ WorkspaceCommitResult commitWorkspaceFacts(RuntimeStore& store,
   const std::string sessionId =
       b.checkpoint->coveredBoundary.at("identity").at("sessionId").get<std::string>();
   if (b.shape == Shape::transition || (b.shape == Shape::open && b.checkpoint->kind == "rebased"))
-    requireQuiescent(c, sessionId);
+    store_detail::requireQuiescent(c, sessionId);
   // Step 8: ids and refNames held by other facts.
   for (size_t i = 0; i < events.size(); ++i)
     if (stored[i] && *stored[i] != store_detail::canonicalPayload(events[i]))
@@ -533,7 +533,11 @@ WorkspaceCommitResult commitWorkspaceFacts(RuntimeStore& store,
     if (const auto* t = std::get_if<TransitionFact>(&f))
       insertRow(c, transitionRow(*t, events[i].id));
   }
-  if (b.shape != Shape::transition) CRASHSIM_FAILPOINT(P21);
+  if (b.checkpoint->kind == "rebased") {
+    CRASHSIM_FAILPOINT(P27);  // a rebaseline's transition (or open) transaction (g.2 B5)
+  } else if (b.shape != Shape::transition) {
+    CRASHSIM_FAILPOINT(P21);
+  }
   tx.commit();
   result.created = true;
   return result;

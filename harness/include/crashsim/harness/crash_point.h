@@ -28,13 +28,15 @@ namespace crashsim::harness {
 
 // What kind of boundary a crash point is, and which process reaches it.
 enum class PointGroup : uint8_t {
-  crashPath,         // P0–P11: the tool-call boundaries (P10, P11 in a recovery process only)
-  barrier,           // S, F: durability barriers nobody named (counted, never predicted)
-  stopPath,          // P12, P13: reached only after a Stop was accepted (named after +K:)
-  admission,         // P14, P15: the continuation admission (a recovery process only)
-  legacyImport,      // P16, P17: the first writable open of a legacy JSONL store
-  workspaceCapture,  // P18–P22: a workspace checkpoint capture (Phase 4): reached only by a
-                     // scenario whose workspacePolicy captures (oracle.h predictedCaptures)
+  crashPath,            // P0–P11: the tool-call boundaries (P10, P11 in a recovery process only)
+  barrier,              // S, F: durability barriers nobody named (counted, never predicted)
+  stopPath,             // P12, P13: reached only after a Stop was accepted (named after +K:)
+  admission,            // P14, P15: the continuation admission (a recovery process only)
+  legacyImport,         // P16, P17: the first writable open of a legacy JSONL store
+  workspaceCapture,     // P18–P22: a workspace checkpoint capture (Phase 4): reached only by a
+                        // scenario whose workspacePolicy captures (oracle.h predictedCaptures)
+  workspaceRebaseline,  // P27–P29: a durable rebaseline (Phase 4 g.2): reached only by a
+                        // recovery process given the user's rebaseline confirmation
 };
 
 struct CrashPointRow {
@@ -43,7 +45,7 @@ struct CrashPointRow {
 };
 
 // Every crash point, in order. The one place a point is defined.
-inline constexpr std::array<CrashPointRow, 25> kCrashPoints{{
+inline constexpr std::array<CrashPointRow, 28> kCrashPoints{{
     {"P0", PointGroup::crashPath},
     {"P1", PointGroup::crashPath},
     {"P2", PointGroup::crashPath},
@@ -69,6 +71,9 @@ inline constexpr std::array<CrashPointRow, 25> kCrashPoints{{
     {"P20", PointGroup::workspaceCapture},
     {"P21", PointGroup::workspaceCapture},
     {"P22", PointGroup::workspaceCapture},
+    {"P27", PointGroup::workspaceRebaseline},
+    {"P28", PointGroup::workspaceRebaseline},
+    {"P29", PointGroup::workspaceRebaseline},
 }};
 
 // One crash point. Constructed from its name; compared and ordered by its row in kCrashPoints.
@@ -113,6 +118,7 @@ inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5
     P7{"P7"}, P8{"P8"}, P9{"P9"}, P10{"P10"}, P11{"P11"}, S{"S"}, F{"F"}, P12{"P12"}, P13{"P13"},
     P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"}, P18{"P18"}, P19{"P19"}, P20{"P20"}, P21{"P21"},
     P22{"P22"};
+inline constexpr CrashPoint P27{"P27"}, P28{"P28"}, P29{"P29"};  // durable rebaseline (g.2)
 }  // namespace points
 
 // The points from `first` to `last` (both included), in order: pointRange(points::P0, points::P7).
