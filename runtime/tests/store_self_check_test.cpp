@@ -117,6 +117,25 @@ TEST(StoreSelfCheck, AnOperationRowEditedAloneIsAProjectionMismatch) {
       << m;
 }
 
+// The projection check reads every event in place (pointers into the connection's decode
+// cache, issue #49): a cache bounded below the ledger's size must not drop the decodes the
+// check still reads (under ASan a dropped one is a use after free), and the check still judges
+// the whole ledger.
+TEST(StoreSelfCheck, ADecodeCacheSmallerThanTheLedgerStillChecksEveryEvent) {
+  ToolStore t;
+  StoreOptions o;
+  o.decodeCacheEvents = 2;  // the store holds 7 events
+  RuntimeStore::open(t.dir.path, o)->checkIntact();
+  EXPECT_EQ(RuntimeStore::open(t.dir.path, o)->rebuildProjections().operations, 2u);
+  rawSql(t.dir.db(),
+         "UPDATE tool_operations SET current_state = 'prepared', version = 1, "
+         "result_event_id = NULL WHERE operation_id = " +
+             sqlQuote(t.done.op()));
+  const std::string m = expectCode([&] { RuntimeStore::open(t.dir.path, o)->checkIntact(); },
+                                   code::store_projection_mismatch);
+  EXPECT_NE(m.find("the ledger implies outcome_committed v2"), std::string::npos) << m;
+}
+
 TEST(StoreSelfCheck, AMissingOrExtraProjectionRowIsAProjectionMismatch) {
   {
     ToolStore t;

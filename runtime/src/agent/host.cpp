@@ -23,6 +23,7 @@
 #include "crashsim/startup_repair.h"
 #include "crashsim/workspace_carrier.h"
 #include "recovery/file_reconcile.h"
+#include "recovery/resolve_in_place.h"
 #include "store/store_internal.h"
 
 namespace crashsim {
@@ -135,20 +136,20 @@ bool nothingToContinue(const ContinuationPlan& plan) {
 // session), so a copy of it is a copy of the ledger.
 void withRuns(HostStartupReport& report, RuntimeStore& store) {
   report.runs = Json::array();
-  std::vector<RuntimeEvent> events;
+  std::vector<const RuntimeEvent*> events;
   for (const RunHeader& h : store.listRuns()) {
-    // The run's events copied once, from the decode cache into the resolver's input.
+    // The run's events read in place (the decode cache's, pinned while the resolver reads them).
     events.clear();
-    {
-      std::lock_guard lk(store_detail::mutexOf(store));
-      store_detail::visitRunEvents(
-          store_detail::connectionOf(store), h.sessionId, h.runId,
-          [&events](int64_t, const RuntimeEvent& e) { events.push_back(e); });
-    }
+    std::lock_guard lk(store_detail::mutexOf(store));
+    store_detail::Connection& c = store_detail::connectionOf(store);
+    store_detail::DecodePin pin(c);
+    store_detail::visitRunEvents(
+        c, h.sessionId, h.runId,
+        [&events](int64_t, const RuntimeEvent& e) { events.push_back(&e); });
     report.runs.push_back(Json{{"sessionId", h.sessionId},
                                {"runId", h.runId},
                                {"status", h.status},
-                               {"resolution", toJson(resolveRecovery(events))}});
+                               {"resolution", toJson(detail::resolveRecoveryInPlace(events))}});
   }
 }
 

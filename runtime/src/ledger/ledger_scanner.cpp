@@ -33,7 +33,7 @@ bool optEquals(const std::optional<std::string_view>& a, std::string_view b) {
 
 class Scanner {
  public:
-  explicit Scanner(std::span<const RuntimeEvent> events)
+  explicit Scanner(EventRefs events)
       : events_(events),
         seenIds_(events.size()),
         byToolCall_(events.size() / 4),
@@ -304,7 +304,7 @@ class Scanner {
     }
   }
 
-  std::span<const RuntimeEvent> events_;
+  EventRefs events_;
   LedgerScan scan_;
   FlatIndex seenIds_;
   FlatIndex spines_{4};
@@ -340,7 +340,7 @@ bool ScannedOperation::hasIssue(std::string_view c) const {
   return std::find(issueCodes.begin(), issueCodes.end(), c) != issueCodes.end();
 }
 
-LedgerScan scanLedger(std::span<const RuntimeEvent> events) { return Scanner(events).run(); }
+LedgerScan scanLedger(EventRefs events) { return Scanner(events).run(); }
 
 RecoveryOperationIdentity recoveryIdentityFromDispatch(const RuntimeEvent& call,
                                                        const RuntimeEvent& dispatch) {
@@ -450,8 +450,7 @@ std::string validateRecoveryBundle(const RuntimeEvent& call, const RuntimeEvent&
                                 reconcile, outcome, decision);
 }
 
-std::optional<RecoveryTail> interpretRecoveryTail(std::span<const RuntimeEvent> events,
-                                                  const ScannedOperation& op) {
+std::optional<RecoveryTail> interpretRecoveryTail(EventRefs events, const ScannedOperation& op) {
   if (op.reconciles.empty() && op.decisions.empty()) return std::nullopt;
   RecoveryTail tail;
   if (op.reconciles.size() != 1 || op.decisions.size() != 1 || !op.call || !op.dispatch ||

@@ -32,6 +32,27 @@
 
 namespace crashsim::detail {
 
+// The events a pass reads, in physical order: a contiguous span, or pointers to events held
+// elsewhere (the store's decode cache), so a pass reads the decoded ledger in place instead of
+// copying it first. Implicit from a vector or span, so existing callers pass what they have.
+class EventRefs {
+ public:
+  EventRefs(std::span<const RuntimeEvent> events) : span_(events), size_(events.size()) {}
+  EventRefs(const std::vector<RuntimeEvent>& events)
+      : EventRefs(std::span<const RuntimeEvent>(events)) {}
+  EventRefs(std::span<const RuntimeEvent* const> refs) : refs_(refs.data()), size_(refs.size()) {}
+  EventRefs(const std::vector<const RuntimeEvent*>& refs)
+      : EventRefs(std::span<const RuntimeEvent* const>(refs)) {}
+  const RuntimeEvent& operator[](size_t i) const { return refs_ ? *refs_[i] : span_[i]; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::span<const RuntimeEvent> span_;
+  const RuntimeEvent* const* refs_ = nullptr;
+  size_t size_ = 0;
+};
+
 // One operation keyed by (invocationId, providerToolCallId). Indexes and string views point
 // into the scanned span (its events' strings), which must outlive the scan.
 struct ScannedOperation {
@@ -89,7 +110,7 @@ inline void visitOperationKeys(const RuntimeEvent& e, OnCallId&& onCallId,
 }
 
 // Single pass in physical order (c.2 steps 1–8).
-LedgerScan scanLedger(std::span<const RuntimeEvent> events);
+LedgerScan scanLedger(EventRefs events);
 
 // Recovery-tail interpretation (c.4). Absent (nullopt) when the operation has no recovery
 // facts. Otherwise either a valid completed/parked tail or a corruption code
@@ -104,8 +125,7 @@ struct RecoveryTail {
   std::optional<size_t> outcome;
   std::optional<size_t> decision;
 };
-std::optional<RecoveryTail> interpretRecoveryTail(std::span<const RuntimeEvent> events,
-                                                  const ScannedOperation& op);
+std::optional<RecoveryTail> interpretRecoveryTail(EventRefs events, const ScannedOperation& op);
 
 // The durable identity of one tool operation a recovery bundle must bind to (the store's
 // tool_operations row, or the scanned call + dispatch).

@@ -8,6 +8,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/plant.h"
 #include "ledger/ledger_scanner.h"
+#include "recovery/resolve_in_place.h"
 
 namespace crashsim {
 
@@ -32,8 +33,7 @@ std::string_view priorityIssue(const detail::ScannedOperation& op) {
 
 // The decision's key and the fields copied from the operation's bound events (c.3: the event
 // ids, the dispatch's recoveryMode and operationId, the response's isError).
-void bindOperation(ToolDecision& d, std::span<const RuntimeEvent> events,
-                   const detail::ScannedOperation& op) {
+void bindOperation(ToolDecision& d, detail::EventRefs events, const detail::ScannedOperation& op) {
   d.toolCallId = op.toolCallId;
   if (!op.toolName.empty()) d.toolName = std::string(op.toolName);
   if (op.call) {
@@ -115,9 +115,8 @@ void decide(ToolDecision& d, const detail::ScannedOperation& op,
 // The tail check reported beside the resolution (RecoveryTailCheck). An operation c.3 steps 1–3
 // already decided (corruption with a scanner reason) never reaches step 7: its tail is not
 // consulted, and the check names that decision's reason instead.
-RecoveryTailCheck tailCheck(std::span<const RuntimeEvent> events,
-                            const detail::ScannedOperation& op, const detail::RecoveryTail& tail,
-                            const ToolDecision& d) {
+RecoveryTailCheck tailCheck(detail::EventRefs events, const detail::ScannedOperation& op,
+                            const detail::RecoveryTail& tail, const ToolDecision& d) {
   size_t first = op.reconciles.empty() ? op.decisions.front() : op.reconciles.front();
   if (!op.decisions.empty()) first = std::min(first, op.decisions.front());
   const RuntimeEvent& fact = events[first];
@@ -135,6 +134,10 @@ RecoveryTailCheck tailCheck(std::span<const RuntimeEvent> events,
 }  // namespace
 
 RecoveryResolution resolveRecovery(std::span<const RuntimeEvent> events) {
+  return detail::resolveRecoveryInPlace(events);
+}
+
+RecoveryResolution detail::resolveRecoveryInPlace(EventRefs events) {
   RecoveryResolution resolution;
   detail::LedgerScan scan = detail::scanLedger(events);
 

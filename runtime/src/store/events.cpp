@@ -16,10 +16,15 @@ constexpr const char* kEventCols =
 
 // Puts a decode into the connection's decode cache, which is dropped as a whole when it would
 // exceed its bound (StoreOptions::decodeCacheEvents; by default the cache serves repeated reads
-// of recent ledgers, not a whole workspace).
+// of recent ledgers, not a whole workspace) — never while a pass reads it in place (DecodePin).
 const RuntimeEvent& rememberDecoded(Connection& conn, const std::string& id, std::string payload,
                                     RuntimeEvent event) {
-  if (conn.maxDecoded != 0 && conn.decoded.size() >= conn.maxDecoded) conn.decoded.clear();
+  if (conn.decodePins == 0 && conn.maxDecoded != 0 && conn.decoded.size() >= conn.maxDecoded)
+    conn.decoded.clear();
+  if (conn.decodePins != 0 && conn.decoded.count(id)) {
+    conn.pinnedRedecodes.push_back(std::move(event));  // a pinned entry stays as it was read
+    return conn.pinnedRedecodes.back();
+  }
   auto& slot = conn.decoded[id];
   slot = {std::move(payload), std::move(event)};
   return slot.second;

@@ -96,7 +96,7 @@ ToolOperationRow dispatchedOperation(const RuntimeEvent& call, const RuntimeEven
 // One dispatched operation's row and journal rows from its bound events: prepared, then its
 // recovery tail (reconcile, outcome, decision) or its T2 outcome.
 void projectOperation(const std::vector<double>& committedAt, const std::vector<int64_t>& rowids,
-                      const std::vector<RuntimeEvent>& events, const detail::ScannedOperation& sop,
+                      detail::EventRefs events, const detail::ScannedOperation& sop,
                       LedgerProjection& out, std::vector<PendingJournal>& journals) {
   if (!sop.call) {
     throw Error(code::store_corrupt,
@@ -157,9 +157,10 @@ void projectOperation(const std::vector<double>& committedAt, const std::vector<
 }  // namespace
 
 LedgerProjection projectLedger(Connection& c) {
-  // Every event once, copied from the decode cache straight into the scanner's input (no
-  // StoredEvent rows in between); rowids and committed_at in parallel.
-  std::vector<RuntimeEvent> events;
+  // Every event once, read in place: pointers into the decode cache (pinned for the pass), no
+  // copy of the ledger; rowids and committed_at in parallel.
+  DecodePin pin(c);
+  std::vector<const RuntimeEvent*> events;
   std::vector<int64_t> rowids;
   std::vector<double> committedAt;
   if (auto n = c.prepare("SELECT COUNT(*) FROM runtime_events"); n.step()) {
@@ -169,7 +170,7 @@ LedgerProjection projectLedger(Connection& c) {
     committedAt.reserve(rows);
   }
   visitAllEvents(c, [&](const StoredRow& row, const RuntimeEvent& e) {
-    events.push_back(e);
+    events.push_back(&e);
     rowids.push_back(row.rowid);
     committedAt.push_back(row.committedAt);
   });

@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -95,6 +96,12 @@ class Connection {
   // payload bytes are identical, so a cached decode is always the decode of those bytes.
   std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
   size_t maxDecoded = 200000;  // StoreOptions::decodeCacheEvents (0: no bound)
+  // Passes holding pointers into `decoded` (DecodePin): while one does, the cache is never
+  // dropped (it may outgrow its bound until the last pin ends, then is dropped if over it).
+  int decodePins = 0;
+  // Decodes of a cached id whose payload bytes changed, made while pinned (the pinned entry is
+  // not replaced); dropped when the last pin ends.
+  std::deque<RuntimeEvent> pinnedRedecodes;
   // The stored events of the invocation the checked writers touched last, in event_seq order
   // (the scan input of checkCandidates). Valid under the same key as `health`: no other
   // connection committed (data_version) and every change of this connection since the fill
@@ -133,6 +140,24 @@ class Connection {
   };
   sqlite3* db_;
   std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
+};
+
+// Pins the connection's decode cache for one pass that reads events in place (pointers into
+// it, detail::EventRefs): no entry is dropped or replaced by a read of another event while
+// the pin lives. When the last pin ends a cache over its bound is dropped, as a read would.
+class DecodePin {
+ public:
+  explicit DecodePin(Connection& c) : c_(c) { ++c_.decodePins; }
+  ~DecodePin() {
+    if (--c_.decodePins != 0) return;
+    c_.pinnedRedecodes.clear();
+    if (c_.maxDecoded != 0 && c_.decoded.size() > c_.maxDecoded) c_.decoded.clear();
+  }
+  DecodePin(const DecodePin&) = delete;
+  DecodePin& operator=(const DecodePin&) = delete;
+
+ private:
+  Connection& c_;
 };
 
 // RAII `BEGIN IMMEDIATE` transaction. Rolls back in the destructor unless committed.
