@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/host_restore.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/plant.h"
@@ -105,8 +106,8 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
       facts.availableToolNames = tools;
       return facts;
     };
-    // e.5 step 6: no restored instance exists yet (f is not built), so a session is observed at
-    // the host's workspace.
+    // e.5 step 6: `workspace` is the instance the session is observed at (its restored
+    // instance, host_detail::observedInstance, or the host's workspace).
     if (host.workspacePolicy.enabled())
       host.workspaceInspector = [workspace = *workspace, storeDir](const CheckpointFact* covering) {
         return observeWorkspace(
@@ -280,6 +281,9 @@ Json HostStartupReport::toJson() const {
   j["plan"] = plans.size() == 1 ? ps[0] : Json(nullptr);
   j["continuation"] = continuation ? continuation->toJson() : Json(nullptr);
   j["continuationNotRun"] = continuationNotRun ? Json(*continuationNotRun) : Json(nullptr);
+  // Workspace continuity f (only when something happened: existing reports are unchanged).
+  if (restoreResidue) j["restoreResidue"] = *restoreResidue;
+  if (workspaceRestore) j["workspaceRestore"] = *workspaceRestore;
   return j;
 }
 
@@ -339,13 +343,24 @@ void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIden
   report.startupRepair = startupRepair(store, RepairMode::strict, false, deferred).toJson();
 }
 
+// The approved plan start-up continues: its index in report.plans, its host, and the instance
+// the session was observed at (where its tools run: a restored instance, e.5 step 6).
+struct Approved {
+  size_t index = 0;
+  ContinuationHost host;
+  std::optional<WorkspaceIdentity> instance;
+};
+
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
-// report and the lifecycle log; the first approved one is returned (its index in report.plans)
-// with its host. The plan is not copied: it holds its whole lineage's events.
-std::optional<std::pair<size_t, ContinuationHost>> planSessions(
-    RuntimeStore& store, const fs::path& storeDir, const Scenario* scenario,
-    const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
-    HostStartupReport& report) {
+// report and the lifecycle log; the first approved one is returned. The plan is not copied: it
+// holds its whole lineage's events. Workspace continuity e.5 step 6a: a plan that parks exactly
+// [workspace_drifted] under driftAction isolated_restore is restored (f) and the session
+// re-planned in the restored instance, at most once per start-up (a dry run reports
+// would_restore).
+std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeDir,
+                                     const Scenario* scenario,
+                                     const std::optional<WorkspaceIdentity>& workspace, bool dryRun,
+                                     LifecycleLog& lifecycle, HostStartupReport& report) {
   std::vector<std::string> sessions;
   if (scenario) {
     sessions.push_back(scenarioSessionId(*scenario));
@@ -355,14 +370,33 @@ std::optional<std::pair<size_t, ContinuationHost>> planSessions(
         sessions.push_back(h.sessionId);
   }
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
-  std::optional<std::pair<size_t, ContinuationHost>> toRun;
+  std::optional<Approved> toRun;
   for (const std::string& sessionId : sessions) {
+    std::optional<WorkspaceIdentity> instance =
+        scenario && scenario->workspacePolicy.checkpointRequirement != "disabled"
+            ? host_detail::observedInstance(store, sessionId, workspace)
+            : workspace;
     ContinuationHost host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
-                                             workspace, tools, scenario, storeDir);
+                                             instance, tools, scenario, storeDir);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
+    if (host_detail::restoreTriggered(plan, scenario) && !report.workspaceRestore) {
+      lifecycle.write("plan_parked", plan, Json{{"reasonCodes", plan.rejectionReasons}});
+      bool restored = false;
+      report.workspaceRestore =
+          host_detail::runIsolatedRestore(store, storeDir, plan, dryRun, restored);
+      lifecycle.write("workspace_restore", plan,
+                      Json{{"action", (*report.workspaceRestore)["action"]}});
+      if (restored) {
+        instance = host_detail::observedInstance(store, sessionId, workspace);
+        host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId, instance,
+                                tools, scenario, storeDir);
+        plan = planLatestContinuation(store, sessionId, host);
+      }
+    }
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
-    if (plan.isContinue() && !toRun) toRun.emplace(report.plans.size(), std::move(host));
+    if (plan.isContinue() && !toRun)
+      toRun = Approved{report.plans.size(), std::move(host), instance};
     report.plans.push_back(std::move(plan));
   }
   return toRun;
@@ -424,9 +458,11 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   RuntimeStore& store = *opened.store;
   const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
   // Workspace continuity e.5 step 2 (the store and the b.7 scan were checked by checkIntact):
-  // under the host lock, the carrier's stale locks. Steps 2a (restore residue), 6a (isolated
-  // restore), 6b (rebaseline) and 8 (GC) do not exist yet.
+  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3). Steps 6b
+  // (rebaseline) and 8 (GC) do not exist yet.
   if (!options.dryRun) removeStaleCarrierLocks(storeDir);
+  if (!options.dryRun)
+    report.restoreResidue = host_detail::quarantineResidueAtStartup(store, storeDir);
   repairBeforePlanning(store, workspace, options.dryRun, report);
   const Scenario* scenario = options.scenario;
   const fs::path effectsPath =
@@ -434,15 +470,17 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   if (scenario && workspace && !options.dryRun)
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
-  const auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+  const auto toRun =
+      planSessions(store, storeDir, scenario, workspace, options.dryRun, lifecycle, report);
   if (toRun && options.dryRun) {
     report.continuationNotRun = std::string(code::continuation_dry_run);
   } else if (toRun && (!scenario || !workspace)) {
     // (an approved plan implies the workspace was observed)
     report.continuationNotRun = std::string(code::continuation_scenario_required);
   } else if (toRun) {
-    runApprovedContinuation(options, store, *workspace, report.plans[toRun->first], toRun->second,
-                            effectsPath, lock, lifecycle, cancel, report);
+    runApprovedContinuation(options, store, toRun->instance ? *toRun->instance : *workspace,
+                            report.plans[toRun->index], toRun->host, effectsPath, lock, lifecycle,
+                            cancel, report);
   }
   withRuns(report, store);
   return report;
