@@ -28,6 +28,13 @@ RestoredInstanceName restoredInstanceName(const std::filesystem::path& storeDir,
                                           std::string_view workspaceId, int64_t toEpoch,
                                           std::string_view sourceCheckpointId);
 
+// e.2 step 1 for a restored instance, read-only: "" when the carrier registers `path` locked with
+// `lockReason`; else `instance_missing` (not registered, or its directory is gone) or
+// `instance_unlocked` (registered without that lock).
+std::string checkRestoredRegistration(const WorkspaceCarrier& carrier,
+                                      const std::filesystem::path& path,
+                                      const std::string& lockReason);
+
 struct RestoreRequest {
   std::filesystem::path storeDir;
   std::string sessionId;

@@ -89,7 +89,8 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
                                   const std::string& idBase,
                                   const std::optional<WorkspaceIdentity>& workspace,
                                   std::vector<std::string> tools, const Scenario* scenario,
-                                  const fs::path& storeDir) {
+                                  const fs::path& storeDir,
+                                  std::optional<std::string> restoredLockReason = std::nullopt) {
   ContinuationHost host;  // enabled: from the environment (CRASHSIM_SAFE_BOUNDARY_RESUME)
   std::sort(tools.begin(), tools.end());
   if (scenario) {  // workspace continuity e.3: the scenario's host policy (default disabled)
@@ -109,9 +110,10 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
     // e.5 step 6: `workspace` is the instance the session is observed at (its restored
     // instance, host_detail::observedInstance, or the host's workspace).
     if (host.workspacePolicy.enabled())
-      host.workspaceInspector = [workspace = *workspace, storeDir](const CheckpointFact* covering) {
-        return observeWorkspace(
-            WorkspaceObserveRequest{storeDir, workspace.root, workspace.identity, covering});
+      host.workspaceInspector = [workspace = *workspace, storeDir,
+                                 restoredLockReason](const CheckpointFact* covering) {
+        return observeWorkspace(WorkspaceObserveRequest{
+            storeDir, workspace.root, workspace.identity, covering, restoredLockReason});
       };
   }
   // Deterministic continuation ids: <kind>-<idBase>-<n>, n = runs in the session + 1.
@@ -372,12 +374,12 @@ std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeD
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
   std::optional<Approved> toRun;
   for (const std::string& sessionId : sessions) {
-    std::optional<WorkspaceIdentity> instance =
-        scenario && scenario->workspacePolicy.checkpointRequirement != "disabled"
-            ? host_detail::observedInstance(store, sessionId, workspace)
-            : workspace;
-    ContinuationHost host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
-                                             instance, tools, scenario, storeDir);
+    host_detail::ObservedInstance observed{workspace, std::nullopt};
+    if (scenario && scenario->workspacePolicy.checkpointRequirement != "disabled")
+      observed = host_detail::observedInstance(store, sessionId, workspace);
+    ContinuationHost host =
+        continuationHost(store, sessionId, scenario ? scenario->id : sessionId, observed.workspace,
+                         tools, scenario, storeDir, observed.restoredLockReason);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
     if (host_detail::restoreTriggered(plan, scenario) && !report.workspaceRestore) {
       lifecycle.write("plan_parked", plan, Json{{"reasonCodes", plan.rejectionReasons}});
@@ -387,16 +389,17 @@ std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeD
       lifecycle.write("workspace_restore", plan,
                       Json{{"action", (*report.workspaceRestore)["action"]}});
       if (restored) {
-        instance = host_detail::observedInstance(store, sessionId, workspace);
-        host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId, instance,
-                                tools, scenario, storeDir);
+        observed = host_detail::observedInstance(store, sessionId, workspace);
+        host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
+                                observed.workspace, tools, scenario, storeDir,
+                                observed.restoredLockReason);
         plan = planLatestContinuation(store, sessionId, host);
       }
     }
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
     if (plan.isContinue() && !toRun)
-      toRun = Approved{report.plans.size(), std::move(host), instance};
+      toRun = Approved{report.plans.size(), std::move(host), observed.workspace};
     report.plans.push_back(std::move(plan));
   }
   return toRun;

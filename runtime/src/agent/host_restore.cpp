@@ -2,6 +2,7 @@
 #include "agent/host_restore.h"
 
 #include "crashsim/codes.h"
+#include "crashsim/error.h"
 #include "crashsim/workspace_restore.h"
 #include "store/store_internal.h"
 
@@ -18,24 +19,35 @@ const GitRuntime& startupGit() {
 }
 
 Json refusal(std::string_view action, const Error& e) {
-  Json j{{"action", action}, {"code", e.code()}, {"message", e.what()}};
+  Json j{{"action", std::string(action)},
+         {"code", std::string(e.code())},
+         {"message", std::string(e.what())}};
   if (const auto* ce = dynamic_cast<const CarrierError*>(&e)) j["detail"] = ce->detail();
   return j;
 }
 
 }  // namespace
 
-std::optional<WorkspaceIdentity> observedInstance(RuntimeStore& store, const std::string& sessionId,
-                                                  const std::optional<WorkspaceIdentity>& host) {
-  if (!host) return host;
+ObservedInstance observedInstance(RuntimeStore& store, const std::string& sessionId,
+                                  const std::optional<WorkspaceIdentity>& host) {
+  ObservedInstance out{host, std::nullopt};
+  if (!host) return out;
   const std::string ws = workspaceIdForSession(sessionId);
   std::optional<WorkspaceEpochRow> current;
   for (auto& e : listWorkspaceEpochs(store))
     if (e.workspaceId == ws) current = std::move(e);
-  if (!current || current->instanceOrigin != "restored") return host;
+  if (!current || current->instanceOrigin != "restored") return out;
+  for (const WorkspaceTransitionRow& t : listWorkspaceTransitions(store))
+    if (t.workspaceId == ws && t.toEpoch == current->epoch)
+      out.restoredLockReason =
+          restoredInstanceName(fs::path(), ws, t.toEpoch, t.sourceCheckpointId.value_or(""))
+              .lockReason;
   const fs::path root(current->canonicalRoot);
   try {
-    if (auto marked = readWorkspaceIdentity(root)) return marked;
+    if (auto marked = readWorkspaceIdentity(root)) {
+      out.workspace = std::move(marked);
+      return out;
+    }
   } catch (const Error&) {
     // an unreadable marker: the epoch's identity, the drift check decides
   }
@@ -43,7 +55,8 @@ std::optional<WorkspaceIdentity> observedInstance(RuntimeStore& store, const std
   gone.root = root;
   gone.identity = current->instanceIdentity;
   gone.workspaceId = current->instanceIdentity.substr(current->instanceIdentity.rfind(':') + 1);
-  return gone;
+  out.workspace = std::move(gone);
+  return out;
 }
 
 std::optional<Json> quarantineResidueAtStartup(RuntimeStore& store, const fs::path& storeDir) {

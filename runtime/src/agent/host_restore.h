@@ -17,9 +17,14 @@ namespace crashsim::host_detail {
 // e.5 step 6: a session with a workspace lineage whose current epoch's instance is `restored` is
 // observed at that epoch's canonicalRoot (its marker's identity; when the marker is gone, the
 // epoch's identity, so that the drift check — not the identity — decides); else at the host's
-// workspace. Read-only.
-std::optional<WorkspaceIdentity> observedInstance(RuntimeStore& store, const std::string& sessionId,
-                                                  const std::optional<WorkspaceIdentity>& host);
+// workspace. `restoredLockReason` is the b.3 lock reason of a restored instance (e.2 step 1).
+// Read-only.
+struct ObservedInstance {
+  std::optional<WorkspaceIdentity> workspace;
+  std::optional<std::string> restoredLockReason;
+};
+ObservedInstance observedInstance(RuntimeStore& store, const std::string& sessionId,
+                                  const std::optional<WorkspaceIdentity>& host);
 
 // e.5 step 2a (f.3), not in a dry run: the restore residue quarantined. {quarantined:[names]}
 // or nullopt when there was none.

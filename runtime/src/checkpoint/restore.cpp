@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -212,6 +213,15 @@ RestoredInstanceName restoredInstanceName(const fs::path& storeDir, std::string_
   n.lockReason = "crashsim checkpoint " + std::string(sourceCheckpointId) + " epoch " +
                  std::to_string(toEpoch);
   return n;
+}
+
+std::string checkRestoredRegistration(const WorkspaceCarrier& carrier, const fs::path& path,
+                                      const std::string& lockReason) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return "instance_missing";
+  for (const Registration& reg : listRegistrations(carrier))
+    if (reg.path == path) return reg.locked == lockReason ? "" : "instance_unlocked";
+  return "instance_missing";
 }
 
 void checkRestorePreconditions(RuntimeStore& store, const fs::path& storeDir, const GitRuntime& git,
