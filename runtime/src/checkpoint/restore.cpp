@@ -415,12 +415,12 @@ std::vector<std::string> quarantineRestoreResidue(RuntimeStore& store, const fs:
       slot = quarantine / (name + "." + std::to_string(k));
       const fs::path tmp = intent.string() + ".tmp";
       fs::remove(tmp, ec);
-      dfs.createFile(
-          tmp,
+      const std::string intentBytes =
           stableJson(
               Json{{"name", name}, {"instance", path.string()}, {"quarantine", slot.string()}}) +
-              "\n",
-          0644);
+          "\n";
+      if (!dfs.createFile(tmp, intentBytes, 0644))
+        restoreFailed("quarantine_intent", "cannot create " + tmp.string());
       dfs.fsyncFile(tmp);
       dfs.rename(tmp, intent);
       dfs.fsyncDir(quarantine);
