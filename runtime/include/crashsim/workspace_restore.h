@@ -18,7 +18,7 @@ namespace crashsim {
 
 // b.3: the restored instance of (workspaceId, toEpoch): name `<ws32>-e<toEpoch>`, path
 // `<store>/workspace/instances/<name>` (the store directory made absolute and canonical), lock
-// reason `crashsim checkpoint <sourceCheckpointId> epoch <toEpoch>`.
+// reason `crashsim checkpoint <sourceCheckpointId> epoch <toEpoch>` (an empty storeDir: no path).
 struct RestoredInstanceName {
   std::string name;
   std::filesystem::path path;

@@ -209,7 +209,7 @@ RestoredInstanceName restoredInstanceName(const fs::path& storeDir, std::string_
                                           int64_t toEpoch, std::string_view sourceCheckpointId) {
   RestoredInstanceName n;
   n.name = std::string(workspaceId.substr(4)) + "-e" + std::to_string(toEpoch);
-  n.path = canonicalStore(storeDir) / "workspace" / "instances" / n.name;
+  if (!storeDir.empty()) n.path = canonicalStore(storeDir) / "workspace" / "instances" / n.name;
   n.lockReason = "crashsim checkpoint " + std::string(sourceCheckpointId) + " epoch " +
                  std::to_string(toEpoch);
   return n;
