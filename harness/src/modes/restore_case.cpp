@@ -41,7 +41,9 @@ void runRestoreCase(CaseRun& cr) {
   SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
   run.stderrFile = cr.dir / "run.stderr";
   run.stdoutFile = cr.dir / "run.stdout";
-  run.timeout = std::chrono::milliseconds(15000);
+  // A git repository run with two captures, and a recovery that restores (git worktree add,
+  // full verification, fsync of the tree) then continues: more time than a plain case.
+  run.timeout = std::chrono::milliseconds(60000);
   const auto child = cr.driver.crashAt(run, points::P22, at->captureHit);
   cr.ph.child(child, "run");
   cr.ph.to("verify");
@@ -63,7 +65,7 @@ void runRestoreCase(CaseRun& cr) {
   cr.say("applied the scenario's afterCrash mutations (the drift)");
   // 3. The recovery that restores, killed at the case's point.
   SpawnSpec first = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
-  first.timeout = std::chrono::milliseconds(30000);
+  first.timeout = std::chrono::milliseconds(60000);
   first.stderrFile = cr.dir / "recover1.stderr";
   first.stdoutFile = cr.dir / "recover1.stdout";
   const auto r1 = cr.driver.crashAt(first, cr.id.failpoint, cr.id.hit);
@@ -82,9 +84,12 @@ void runRestoreCase(CaseRun& cr) {
   judge(c, "WH7", wh7::restoreKillProblem(cr.store, cr.id.failpoint, at->checkpointsBefore),
         "after the kill: ");
   // 4. The recovery to the end: residue quarantined, restored (again) or found, continued there.
-  SpawnSpec recover;
-  const ChildResult r = recoverCase(cr, cr.sc, cr.store, cr.ws, recover);
+  SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
+  recover.timeout = std::chrono::milliseconds(60000);
+  const ChildResult r = cr.driver.runToEnd(recover);
+  cr.ph.child(r, "recovery");
   cr.ph.to("v8");
+  cr.say(fmt::format("recovery to the end: {}", r.describe()));
   if (!r.exited || r.exitCode != 0)
     c.fail("WH7", "after recovery: crashsim-agent recover " + r.describe() + ": " +
                       lastLine(recover.stderrFile));
