@@ -1,4 +1,4 @@
-// The failpoint catalogues P0–P11, P12–P13, P14–P15, P16–P17 and P18–P22 (DESIGN.md "Failpoints",
+// The failpoint catalogues P0–P11, P12–P13, P14–P15, P16–P17 and P18–P26 (DESIGN.md "Failpoints",
 // spec b; workspace-continuity-contract.md i.1):
 // stable data, one place.
 //
@@ -142,6 +142,31 @@ constexpr std::array<CatalogueEntry, kWorkspaceCount> kWorkspaceCatalogue{{
      "covered: light-verify, drift check, match -> continue in place; an exact retry is "
      "created:false (W6)",
      false},
+    // Isolated restore (contract f.2, table R): reached by the recovery process when the plan
+    // parks exactly [workspace_drifted] under driftAction isolated_restore.
+    {Id::P23, "P23",
+     "isolated restore: worktree added detached and locked, verified (registration, lock reason, "
+     "tree) and durable; no marker",
+     "restore: worktree added, locked, verified; no marker", "after_terminal_event",
+     "an owned instance + its locked registration in the carrier; no marker, no ref, no fact",
+     "residue quarantined at start-up (f.3); drift again -> restore again (R2)", true},
+    {Id::P24, "P24",
+     "isolated restore: marker I' written in the instance, restored ref created and "
+     "light-verified; transition not begun",
+     "restore: marker written, restored ref created", "after_terminal_event",
+     "+ the marker I' and the restored ref R; no fact",
+     "quarantined as P23; ref R reused exactly by the next restore (R3)", true},
+    {Id::P25, "P25",
+     "isolated restore: inside the transition transaction (commitWorkspaceFacts transition), "
+     "before COMMIT",
+     "restore: transition transaction", "after_terminal_event",
+     "as P24 (the transition rolled back)", "as P24 (R4)", true},
+    {Id::P26, "P26", "isolated restore: transition committed; post-verify and re-plan not run",
+     "restore: transition committed; no claim", "after_terminal_event",
+     "transition + epoch E+1 (origin restored) + the restored checkpoint R",
+     "start-up observes the restored instance (registration, lock, marker = toInstance), plans "
+     "in it and continues there; the user's directory untouched (R5)",
+     true},
 }};
 
 // Workspace continuity g.2 / i.1: a durable rebaseline (its capture reaches P18–P20 first).
@@ -196,7 +221,7 @@ std::optional<Id> parseId(std::string_view text) {
     return kImportCatalogue[value - kCount - kStopCount - kAdmissionCount].id;
   if (value < kCount + kStopCount + kAdmissionCount + kImportCount + kWorkspaceCount)
     return kWorkspaceCatalogue[value - kCount - kStopCount - kAdmissionCount - kImportCount].id;
-  for (const auto& e : kRebaselineCatalogue)  // after the ids not defined yet (P23–P26)
+  for (const auto& e : kRebaselineCatalogue)  // P27–P29, after the workspace group
     if (e.name == text) return e.id;
   return std::nullopt;
 }
@@ -279,7 +304,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P22, P27..P29, S or F)");
+                                std::string(idText) + "' (expected P0..P29, S or F)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

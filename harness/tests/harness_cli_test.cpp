@@ -33,10 +33,21 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_EQ(r.out,
             "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n"
-            "git-workspace-drift/P20#1/kill\ngit-workspace-drift/P20#2/kill\n");
+            "git-workspace-drift/P20#1/kill\ngit-workspace-drift/P20#2/kill\n"
+            "git-workspace-restore/P20#1/kill\ngit-workspace-restore/P20#2/kill\n");
   r = sh(cs() + " sweep --failpoint P20 --mode stop --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.out.find("--failpoint P18..P22 (the workspace checkpoint capture) are kill mode"),
+            std::string::npos)
+      << r.out;
+  // The isolated restore (P23..P26, #47 f): one case each, only for the scenario whose afterCrash
+  // drifts under driftAction isolated_restore; kill mode only.
+  r = sh(cs() + " sweep --failpoint P23 --list 2>/dev/null");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "git-workspace-restore/P23#1/kill\n");
+  r = sh(cs() + " sweep --failpoint P25 --mode powerloss --list 2>&1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.out.find("--failpoint P23..P26 (the workspace isolated restore) are kill mode"),
             std::string::npos)
       << r.out;
 }
@@ -45,17 +56,13 @@ TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {
   auto r = sh(cs() + " failpoints --json");
   ASSERT_EQ(r.exitCode, 0);
   auto j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 26u);        // P18-P22: a workspace checkpoint capture (run process)
-  for (int i = 23; i < 26; ++i) {  // P27-P29: a durable rebaseline (recovery process, g.2)
-    EXPECT_EQ(j[i]["id"], "P" + std::to_string(i + 4)) << i;
-    EXPECT_EQ(j[i]["recoveryProcess"], true) << i;
-    EXPECT_EQ(j[i]["stopPath"], false) << i;
-  }
-  for (int i = 0; i < 23; ++i) {
+  ASSERT_EQ(j.size(), 30u);  // P18-P22 capture (run process), P23-P26 restore, P27-P29 rebaseline
+  for (int i = 0; i < 30; ++i) {
     EXPECT_EQ(j[i]["id"], "P" + std::to_string(i)) << i;
     EXPECT_EQ(j[i]["stopPath"], i == 12 || i == 13) << i;
     // P16, P17: the first writable open of a legacy directory (primary process).
-    EXPECT_EQ(j[i]["recoveryProcess"], i == 10 || i == 11 || i == 14 || i == 15) << i;
+    // P23-P26: an isolated restore, P27-P29 a durable rebaseline (recovery process).
+    EXPECT_EQ(j[i]["recoveryProcess"], i == 10 || i == 11 || i == 14 || i == 15 || i >= 23) << i;
     EXPECT_FALSE(j[i]["durableState"].get<std::string>().empty()) << i;
   }
   EXPECT_EQ(sh(cs() + " failpoints").exitCode, 0);

@@ -43,7 +43,7 @@ TEST(CrashPointTable, IsTheRuntimesPointsByNameInTheirOrder) {
     if (i > 0) EXPECT_LT(*fp::parsePoint(all[i - 1].name()), *id) << all[i];
     EXPECT_EQ(CrashPoint::parse(all[i].name()), all[i]);
   }
-  for (auto bad : {"p4", "P04", "P23", " P4", "", "G"}) EXPECT_FALSE(CrashPoint::parse(bad)) << bad;
+  for (auto bad : {"p4", "P04", "P30", " P4", "", "G"}) EXPECT_FALSE(CrashPoint::parse(bad)) << bad;
   EXPECT_TRUE(S.isBarrier() && F.isBarrier() && !P4.isBarrier());
   EXPECT_EQ(pointRange(P0, P3), (std::vector<CrashPoint>{P0, P1, P2, P3}));
   EXPECT_LT(P11, S);
@@ -202,6 +202,28 @@ TEST(OracleExpectation, CapturesFollowTheCheckpointPointsOfTheScenario) {
   const Scenario plain = loadScenario(defaultScenarioDir() / "write-config-port.json");
   EXPECT_TRUE(predictedCaptures(plain).empty());
   for (CrashPoint f : pointRange(points::P18, points::P22)) EXPECT_EQ(predictedHits(plain)[f], 0);
+}
+
+// Phase 4 f (i.2): the isolated restore of git-workspace-restore — its afterCrash names P23..P26;
+// the agent run is killed at the Edit's capture (the second: P22#2), whose ledger is P6#1's, with
+// both checkpoints accepted (W6). A scenario that parks on drift, or has no afterCrash, restores
+// nothing. Bug: restore cases planned for a scenario that never restores, or armed at a capture
+// whose checkpoint does not cover the crash (the baseline).
+TEST(OracleExpectation, RestoreFollowsTheScenarioDriftAfterTheLastCapture) {
+  const Scenario sc = loadScenario(defaultScenarioDir() / "git-workspace-restore.json");
+  const auto r = predictedRestore(sc);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->captureHit, 2);
+  EXPECT_EQ(r->ledgerPoint, P6);
+  EXPECT_EQ(r->ledgerHit, 1);
+  EXPECT_EQ(r->checkpointsBefore, 2);
+  EXPECT_EQ(r->failpoints,
+            (std::vector<CrashPoint>{points::P23, points::P24, points::P25, points::P26}));
+  for (CrashPoint f : pointRange(points::P23, points::P26)) EXPECT_EQ(predictedHits(sc)[f], 0) << f;
+  EXPECT_FALSE(predictedRestore(loadScenario(defaultScenarioDir() / "git-workspace-drift.json")));
+  EXPECT_FALSE(
+      predictedRestore(loadScenario(defaultScenarioDir() / "git-workspace-checkpoint.json")));
+  EXPECT_FALSE(predictedRestore(loadScenario(defaultScenarioDir() / "write-config-port.json")));
 }
 
 // The recovery of a case that continues reaches the continuation admission once each (claim P11,

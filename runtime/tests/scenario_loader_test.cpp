@@ -285,3 +285,31 @@ TEST(ScriptedModel, ReissuesTrimmedCallWithSameProviderId) {
   EXPECT_EQ(step.calls[0].callId, "call-2");
   EXPECT_EQ(step.calls[0].toolName, "Write");
 }
+
+// Workspace continuity f: an afterCrash may name the isolated restore's points P23..P26 (the
+// drift before the recovery that restores), all of its list or none, and then parks
+// workspace_drifted; the operation parks keep their three reconcile reasons.
+TEST(ScenarioLoader, AfterCrashRestorePointsAreAllOrNoneAndParkDrifted) {
+  const auto withAfterCrash = [](Json failpoints, const char* reason) {
+    Json j = minimal();
+    j["afterCrash"] =
+        Json{{"failpoints", std::move(failpoints)},
+             {"mutations", Json::array({{{"op", "write"}, {"path", "a.txt"}, {"content", "x\n"}}})},
+             {"expect", {{"parkedReason", reason}}}};
+    return j;
+  };
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P23", "P26"}), "workspace_drifted")).first,
+            "<no error>");
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P3"}), "reconcile_diverged")).first, "<no error>");
+  const auto mixed = errorOf(withAfterCrash(Json::array({"P3", "P24"}), "workspace_drifted"));
+  EXPECT_EQ(mixed, std::make_pair(std::string("scenario_invalid"),
+                                  std::string("$.afterCrash.failpoints")));
+  const auto wrongReason = errorOf(withAfterCrash(Json::array({"P25"}), "reconcile_diverged"));
+  EXPECT_EQ(wrongReason, std::make_pair(std::string("scenario_invalid"),
+                                        std::string("$.afterCrash.expect.parkedReason")));
+  const auto driftedOp = errorOf(withAfterCrash(Json::array({"P3"}), "workspace_drifted"));
+  EXPECT_EQ(driftedOp, std::make_pair(std::string("scenario_invalid"),
+                                      std::string("$.afterCrash.expect.parkedReason")));
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P27"}), "workspace_drifted")).second,
+            "$.afterCrash.failpoints[0]");
+}

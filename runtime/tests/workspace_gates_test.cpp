@@ -69,7 +69,8 @@ struct GateFixture : ::testing::Test {
     ch.currentCwd = root.string();
     ch.workspacePolicy.checkpointRequirement = requirement;
     ch.workspaceInspector = [this](const CheckpointFact* covering) {
-      return observeWorkspace(WorkspaceObserveRequest{storeDir, root, w.identity, covering});
+      return observeWorkspace(
+          WorkspaceObserveRequest{storeDir, root, w.identity, covering, std::nullopt});
     };
     return ch;
   }

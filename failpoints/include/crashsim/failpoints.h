@@ -57,14 +57,15 @@ namespace crashsim::failpoints {
 // P17 are the legacy JSONL import's (importCatalogue(): reached only by the first writable open
 // of a directory holding runtime-events.jsonl, crashsim/store.h); P18–P22 are a workspace
 // checkpoint capture's (workspaceCatalogue(): reached only when the host's checkpoint policy is
-// not `disabled`, workspace-continuity-contract.md d.2, i.1); P27–P29 are a durable rebaseline's
+// not `disabled`, workspace-continuity-contract.md d.2, i.1), P23–P26 an isolated restore's in
+// the recovery process (f.2, also in workspaceCatalogue()), and P27–P29 a durable rebaseline's
 // (rebaselineCatalogue(): reached only by a recovery process given a user's rebaseline
-// confirmation, g.2). Each group follows the earlier ones so that every id keeps its name; the
-// ids between groups that this runtime does not define yet (P23–P26) parse as unknown.
+// confirmation, g.2). Each group follows the earlier ones so that every id keeps its number.
 // clang-format off
 enum class Id : uint8_t {
   P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13, P14, P15, P16, P17,
   P18, P19, P20, P21, P22,
+  P23, P24, P25, P26,
   P27, P28, P29
 };
 // clang-format on
@@ -72,9 +73,9 @@ inline constexpr size_t kCount = 12;           // named crash-path failpoints (c
 inline constexpr size_t kStopCount = 2;        // named Stop-path failpoints (stopCatalogue rows)
 inline constexpr size_t kAdmissionCount = 2;   // continuation admission (admissionCatalogue rows)
 inline constexpr size_t kImportCount = 2;      // legacy JSONL import (importCatalogue rows)
-inline constexpr size_t kWorkspaceCount = 5;   // checkpoint capture (workspaceCatalogue rows)
+inline constexpr size_t kWorkspaceCount = 9;   // capture + isolated restore (workspaceCatalogue)
 inline constexpr size_t kRebaselineCount = 3;  // durable rebaseline (rebaselineCatalogue rows)
-inline constexpr size_t kPointCount = 28;      // every failpoint and barrier (hit counters)
+inline constexpr size_t kPointCount = 32;      // every failpoint and barrier (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -99,12 +100,15 @@ const std::array<CatalogueEntry, kAdmissionCount>& admissionCatalogue();
 // The legacy JSONL import's rows (P16 inside an import batch, P17 after each batch's commit).
 const std::array<CatalogueEntry, kImportCount>& importCatalogue();
 // A workspace checkpoint capture's rows (P18 blobs in the carrier, P19 tree and commit, P20 ref
-// verified, P21 inside the accept transaction, P22 accepted, not delivered).
+// verified, P21 inside the accept transaction, P22 accepted, not delivered), then an isolated
+// restore's (P23 instance added, locked and verified, P24 marker and restored ref, P25 inside
+// the transition transaction, P26 transition committed; contract f.2, reached by a recovery
+// process).
 const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue();
 // A durable rebaseline's rows (P27 inside its transition/open transaction, P28 committed, P29
 // the replay notice committed by the continuation before its first provider call).
 const std::array<CatalogueEntry, kRebaselineCount>& rebaselineCatalogue();
-// "P0".."P22", "P27".."P29" → Id; anything else (including "p4", "P23", " P4", "S") → nullopt.
+// "P0".."P29" → Id; anything else (including "p4", "P30", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
 // parseId, or "S" / "F" (a barrier) → Id.
 std::optional<Id> parsePoint(std::string_view name);

@@ -96,6 +96,12 @@
 //                                its row (a read and a write in two transactions) → unseen while
 //                                the host lock serialises hosts; with host_lock_after_claim H1
 //                                sees two racers acquire one boundary's claim
+//   restore_over_user_directory  an isolated restore also checks the checkpoint out over the
+//                                user's directory (workspace f.2 forbids any write there)
+//                                → workspace_restore_process_test (the user's bytes, H1)
+//   restore_fact_before_ref      the restore's transition commits before its restored ref
+//                                exists (a.3.1) → workspace_restore_process_test (table R's
+//                                P24 row: no fact yet)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -167,7 +167,7 @@ void addSweep(CommandLine& c) {
       c.app.add_subcommand("sweep", "exhaustive crash sweep over every reachable (failpoint, hit)");
   c.sweep->add_option("--scenario", c.so.scenarios, "scenario id (repeatable)");
   c.sweep->add_option("--failpoint", c.so.failpoints,
-                      "failpoint P0..P22, or the barriers S / F (repeatable)");
+                      "failpoint P0..P29, or the barriers S / F (repeatable)");
   c.sweep
       ->add_option("--mode", c.so.mode,
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iostream>
 
+#include "cli/inspect_workspace.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/error.h"
@@ -118,6 +119,8 @@ int inspect(const std::string& storeDir, bool json) {
                     {"lineage", lineageOf(*store, h)}});
   }
   out["runs"] = runs;
+  const std::optional<Json> workspace = cli::workspaceLineageJson(*store);
+  if (workspace) out["workspace"] = *workspace;  // only with workspace facts (Phase 4)
   const int rc = blocked ? 1 : 0;
   if (json) {
     std::cout << out.dump(2) << "\n";
@@ -153,6 +156,7 @@ int inspect(const std::string& storeDir, bool json) {
     if (p.contains("directive") && p["directive"].is_string())
       std::cout << "    directive: " << p["directive"].get<std::string>() << "\n";
   }
+  if (workspace) cli::printWorkspaceLineage(*workspace);
   return rc;
 }
 
@@ -218,6 +222,11 @@ int resume(const ResumeArgs& args) {
     if (!p.isContinue() && p.boundary)  // what a user confirms a rebaseline against (g.1)
       std::cout << "  boundaryManifestDigest " << p.boundary->manifestDigest << "\n";
   }
+  if (report.restoreResidue)
+    std::cout << "restore residue quarantined: " << (*report.restoreResidue)["quarantined"].dump()
+              << "\n";
+  if (report.workspaceRestore)
+    std::cout << "isolated restore: " << stableJson(*report.workspaceRestore) << "\n";
   if (report.continuation) {
     const RunSummary& c = *report.continuation;
     std::cout << fmt::format("continuation: run {}: {} ({} provider steps, {} tool calls)\n",

@@ -27,6 +27,9 @@ class KillMode final : public FaultMode {
     const auto hits = predictedHits(sc);
     for (CrashPoint fp : pointRange(P18, P22))
       if (hits[fp] > 0) out.emplace_back(fp, hits[fp]);
+    // Each isolated restore the scenario's drift after the crash causes (predictedRestore).
+    if (const auto restore = predictedRestore(sc))
+      for (CrashPoint fp : restore->failpoints) out.emplace_back(fp, 1);
     return out;
   }
 
@@ -36,6 +39,7 @@ class KillMode final : public FaultMode {
   void planFollowUps(PrimaryPlan& plan) const override {
     const PlanSelection& sel = plan.selection();
     if (plan.primary().isCapture()) return;  // a capture kill has no follow-up yet (phase4.md)
+    if (plan.primary().isRestore()) return;  // nor a restore kill (phase4.md, f)
     if (sel.doubleFaults) planRecoveryKills(plan);
     if (sel.pathMutations != "off") planPathMutations(plan);
     if (sel.doubleFaults && plan.plansBarriers()) planRecoveryBarrierKills(plan);

@@ -114,6 +114,24 @@ std::optional<PredictedCapture> captureAt(const Scenario& s, int hit) {
   return all[static_cast<size_t>(hit) - 1];
 }
 
+std::optional<PredictedRestore> predictedRestore(const Scenario& s) {
+  const auto& policy = s.spec.workspacePolicy;
+  if (policy.checkpointRequirement == "disabled" || policy.driftAction != "isolated_restore" ||
+      !s.spec.afterCrash)
+    return std::nullopt;
+  PredictedRestore out;
+  for (const std::string& name : s.spec.afterCrash->failpoints)
+    if (auto fp = CrashPoint::parse(name); fp && fp->group() == PointGroup::workspaceRestore)
+      out.failpoints.push_back(*fp);
+  const auto captures = predictedCaptures(s);
+  if (out.failpoints.empty() || captures.empty() || !captures.back().call) return std::nullopt;
+  out.captureHit = static_cast<int>(captures.size());
+  out.ledgerPoint = captures.back().ledgerPoint;
+  out.ledgerHit = captures.back().ledgerHit;
+  out.checkpointsBefore = expectedCheckpointsAfterCaptureKill(P22, out.captureHit);
+  return out;
+}
+
 int expectedCheckpointsAfterCaptureKill(CrashPoint fp, int hit) {
   return fp == P22 ? hit : hit - 1;
 }

@@ -16,7 +16,7 @@ namespace {
 
 CrashPoint parseFailpoint(const std::string& fp) {
   if (auto p = CrashPoint::parse(fp)) return *p;
-  throw std::runtime_error("unknown failpoint " + fp + " (P0..P22, S, F)");
+  throw std::runtime_error("unknown failpoint " + fp + " (P0..P29, S, F)");
 }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
@@ -89,6 +89,11 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
   if (wantsCapture && !mode.isProcessKill())
     throw std::runtime_error(
         "--failpoint P18..P22 (the workspace checkpoint capture) are kill mode only");
+  const bool wantsRestore =
+      !sel.failpoints.empty() && (wanted(P23) || wanted(P24) || wanted(P25) || wanted(P26));
+  if (wantsRestore && !mode.isProcessKill())
+    throw std::runtime_error(
+        "--failpoint P23..P26 (the workspace isolated restore) are kill mode only");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
@@ -96,7 +101,7 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(agentRun.begin(), agentRun.end(), wanted) && !wanted(P16) && !wanted(P17) &&
-      !wantsCapture && !plansBarriers(sel))
+      !wantsCapture && !wantsRestore && !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");

@@ -138,6 +138,15 @@ struct HostStartupReport {
   // confirmationId, epoch, epochOpenedEventId, checkpointId, readSet, created}, or
   // {wouldRebaseline: sessionId} in a dry run; `plans` then holds the plans after it.
   Json rebaseline = nullptr;
+  // Workspace continuity (contract e.5 2a, 6a; f), present only when something happened: the
+  // restore residue quarantined ({quarantined:[names]}), and the isolated restore of a plan that
+  // parked exactly [workspace_drifted] under driftAction isolated_restore ({action:'restored',
+  // fromEpoch, toEpoch, sourceCheckpointId, restoredCheckpointId, instanceRoot,
+  // instanceIdentity, created} | {action:'would_restore', checkpointId} in a dry run |
+  // {action:'refused'|'failed', code, detail, message}). After a restore the session's plan in
+  // `plans` is the re-plan in the restored instance.
+  std::optional<Json> restoreResidue;
+  std::optional<Json> workspaceRestore;
 
   // True when start-up left something for a human or a later start-up: a run left open for
   // reconciliation, a plan parked for a reason other than "nothing to continue"

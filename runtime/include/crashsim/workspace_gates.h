@@ -55,13 +55,19 @@ struct WorkspaceObserveRequest {
   std::filesystem::path instanceRoot;        // the observed instance's canonical root
   std::string instanceIdentity;              // its RC h marker identity
   const CheckpointFact* covering = nullptr;  // the C the planner names (e.1), or none
+  // e.2 step 1: set when the observed instance is a restored one (its epoch's origin
+  // `restored`): the b.3 lock reason its carrier registration must carry.
+  std::optional<std::string> restoredLockReason;
 };
 
 // The local host inspector (e.2, e.3): resolves git (git_binary_unavailable,
 // git_version_unsupported), opens the carrier read-only (workspace_carrier_damaged; none yet is
 // available when no C is named), checks the structure (c.4 4–5, unsupported_workspace_carrier)
 // when no C is named; with C: light verification (ref_missing | corrupt | verified), then, for
-// a verified artifact of policy version 1, drift in scratch (checkWorkspaceDrift). Read-only.
+// a verified artifact of policy version 1, drift in scratch (checkWorkspaceDrift) — for a
+// restored instance first its registration (e.2 step 1: drift `instance_missing` when the carrier
+// does not register the path, `instance_unlocked` when it is not locked with the reason).
+// Read-only.
 WorkspaceObservation observeWorkspace(const WorkspaceObserveRequest& request);
 
 }  // namespace crashsim

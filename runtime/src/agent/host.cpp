@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/host_restore.h"
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/plant.h"
@@ -89,7 +90,8 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
                                   const std::string& idBase,
                                   const std::optional<WorkspaceIdentity>& workspace,
                                   std::vector<std::string> tools, const Scenario* scenario,
-                                  const fs::path& storeDir) {
+                                  const fs::path& storeDir,
+                                  std::optional<std::string> restoredLockReason = std::nullopt) {
   ContinuationHost host;  // enabled: from the environment (CRASHSIM_SAFE_BOUNDARY_RESUME)
   std::sort(tools.begin(), tools.end());
   if (scenario) {  // workspace continuity e.3: the scenario's host policy (default disabled)
@@ -106,12 +108,13 @@ ContinuationHost continuationHost(RuntimeStore& store, const std::string& sessio
       facts.availableToolNames = tools;
       return facts;
     };
-    // e.5 step 6: no restored instance exists yet (f is not built), so a session is observed at
-    // the host's workspace.
+    // e.5 step 6: `workspace` is the instance the session is observed at (its restored
+    // instance, host_detail::observedInstance, or the host's workspace).
     if (host.workspacePolicy.enabled())
-      host.workspaceInspector = [workspace = *workspace, storeDir](const CheckpointFact* covering) {
-        return observeWorkspace(
-            WorkspaceObserveRequest{storeDir, workspace.root, workspace.identity, covering});
+      host.workspaceInspector = [workspace = *workspace, storeDir,
+                                 restoredLockReason](const CheckpointFact* covering) {
+        return observeWorkspace(WorkspaceObserveRequest{
+            storeDir, workspace.root, workspace.identity, covering, restoredLockReason});
       };
   }
   // Deterministic continuation ids: <kind>-<idBase>-<n>, n = runs in the session + 1.
@@ -282,6 +285,9 @@ Json HostStartupReport::toJson() const {
   j["continuation"] = continuation ? continuation->toJson() : Json(nullptr);
   j["continuationNotRun"] = continuationNotRun ? Json(*continuationNotRun) : Json(nullptr);
   if (!rebaseline.is_null()) j["rebaseline"] = rebaseline;
+  // Workspace continuity f (only when something happened: existing reports are unchanged).
+  if (restoreResidue) j["restoreResidue"] = *restoreResidue;
+  if (workspaceRestore) j["workspaceRestore"] = *workspaceRestore;
   return j;
 }
 
@@ -341,13 +347,24 @@ void repairBeforePlanning(RuntimeStore& store, const std::optional<WorkspaceIden
   report.startupRepair = startupRepair(store, RepairMode::strict, false, deferred).toJson();
 }
 
+// The approved plan start-up continues: its index in report.plans, its host, and the instance
+// the session was observed at (where its tools run: a restored instance, e.5 step 6).
+struct Approved {
+  size_t index = 0;
+  ContinuationHost host;
+  std::optional<WorkspaceIdentity> instance;
+};
+
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
-// report and the lifecycle log; the first approved one is returned (its index in report.plans)
-// with its host. The plan is not copied: it holds its whole lineage's events.
-std::optional<std::pair<size_t, ContinuationHost>> planSessions(
-    RuntimeStore& store, const fs::path& storeDir, const Scenario* scenario,
-    const std::optional<WorkspaceIdentity>& workspace, LifecycleLog& lifecycle,
-    HostStartupReport& report) {
+// report and the lifecycle log; the first approved one is returned. The plan is not copied: it
+// holds its whole lineage's events. Workspace continuity e.5 step 6a: a plan that parks exactly
+// [workspace_drifted] under driftAction isolated_restore is restored (f) and the session
+// re-planned in the restored instance, at most once per start-up (a dry run reports
+// would_restore).
+std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeDir,
+                                     const Scenario* scenario,
+                                     const std::optional<WorkspaceIdentity>& workspace, bool dryRun,
+                                     LifecycleLog& lifecycle, HostStartupReport& report) {
   std::vector<std::string> sessions;
   if (scenario) {
     sessions.push_back(scenarioSessionId(*scenario));
@@ -357,14 +374,34 @@ std::optional<std::pair<size_t, ContinuationHost>> planSessions(
         sessions.push_back(h.sessionId);
   }
   const std::vector<std::string> tools = scenario ? scenario->tools : ToolRuntime::builtinTools();
-  std::optional<std::pair<size_t, ContinuationHost>> toRun;
+  std::optional<Approved> toRun;
   for (const std::string& sessionId : sessions) {
-    ContinuationHost host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
-                                             workspace, tools, scenario, storeDir);
+    host_detail::ObservedInstance observed{workspace, std::nullopt};
+    if (scenario && scenario->workspacePolicy.checkpointRequirement != "disabled")
+      observed = host_detail::observedInstance(store, sessionId, workspace);
+    ContinuationHost host =
+        continuationHost(store, sessionId, scenario ? scenario->id : sessionId, observed.workspace,
+                         tools, scenario, storeDir, observed.restoredLockReason);
     ContinuationPlan plan = planLatestContinuation(store, sessionId, host);
+    if (host_detail::restoreTriggered(plan, scenario) && !report.workspaceRestore) {
+      lifecycle.write("plan_parked", plan, Json{{"reasonCodes", plan.rejectionReasons}});
+      bool restored = false;
+      report.workspaceRestore =
+          host_detail::runIsolatedRestore(store, storeDir, plan, dryRun, restored);
+      lifecycle.write("workspace_restore", plan,
+                      Json{{"action", (*report.workspaceRestore)["action"]}});
+      if (restored) {
+        observed = host_detail::observedInstance(store, sessionId, workspace);
+        host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
+                                observed.workspace, tools, scenario, storeDir,
+                                observed.restoredLockReason);
+        plan = planLatestContinuation(store, sessionId, host);
+      }
+    }
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
-    if (plan.isContinue() && !toRun) toRun.emplace(report.plans.size(), std::move(host));
+    if (plan.isContinue() && !toRun)
+      toRun = Approved{report.plans.size(), std::move(host), observed.workspace};
     report.plans.push_back(std::move(plan));
   }
   return toRun;
@@ -466,9 +503,11 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   RuntimeStore& store = *opened.store;
   const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
   // Workspace continuity e.5 step 2 (the store and the b.7 scan were checked by checkIntact):
-  // under the host lock, the carrier's stale locks. Steps 2a (restore residue), 6a (isolated
-  // restore), 6b (rebaseline) and 8 (GC) do not exist yet.
+  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3). Steps 6b
+  // (rebaseline) and 8 (GC) do not exist yet.
   if (!options.dryRun) removeStaleCarrierLocks(storeDir);
+  if (!options.dryRun)
+    report.restoreResidue = host_detail::quarantineResidueAtStartup(store, storeDir);
   repairBeforePlanning(store, workspace, options.dryRun, report);
   const Scenario* scenario = options.scenario;
   const fs::path effectsPath =
@@ -476,12 +515,13 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   if (scenario && workspace && !options.dryRun)
     plantedReruns(*scenario, storeDir, *workspace, effectsPath, cancel);
   LifecycleLog lifecycle(options.dryRun ? fs::path() : storeDir / "lifecycle.jsonl");
-  auto toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+  auto toRun =
+      planSessions(store, storeDir, scenario, workspace, options.dryRun, lifecycle, report);
   if (options.rebaseline) {  // e.5 step 6b: on the user's explicit confirmation only
     applyRebaseline(options, store, workspace, report);
     if (!options.dryRun) {
       report.plans.clear();
-      toRun = planSessions(store, storeDir, scenario, workspace, lifecycle, report);
+      toRun = planSessions(store, storeDir, scenario, workspace, false, lifecycle, report);
     }
   }
   if (toRun && options.dryRun) {
@@ -490,8 +530,9 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
     // (an approved plan implies the workspace was observed)
     report.continuationNotRun = std::string(code::continuation_scenario_required);
   } else if (toRun) {
-    runApprovedContinuation(options, store, *workspace, report.plans[toRun->first], toRun->second,
-                            effectsPath, lock, lifecycle, cancel, report);
+    runApprovedContinuation(options, store, toRun->instance ? *toRun->instance : *workspace,
+                            report.plans[toRun->index], toRun->host, effectsPath, lock, lifecycle,
+                            cancel, report);
   }
   withRuns(report, store);
   return report;

@@ -72,10 +72,17 @@ AfterCrash parseAfterCrash(const Json& v, const std::string& source) {
   const Json& fps = v["failpoints"];
   if (!fps.is_array() || fps.empty()) c.fail(base + ".failpoints", "must be a non-empty array");
   static const std::regex fpRe("^P([0-9]|1[01])$");
+  // Workspace continuity f: the drift before an isolated restore's recovery (P23..P26, all or
+  // none of the list; expect.parkedReason workspace_drifted).
+  static const std::regex restoreRe("^P2[3-6]$");
+  size_t restorePoints = 0;
   for (size_t i = 0; i < fps.size(); ++i) {
     const std::string p = base + ".failpoints[" + std::to_string(i) + "]";
     std::string fp = c.str(fps[i], p);
-    if (!std::regex_match(fp, fpRe)) c.fail(p, "must be a failpoint id P0..P11");
+    if (std::regex_match(fp, restoreRe))
+      ++restorePoints;
+    else if (!std::regex_match(fp, fpRe))
+      c.fail(p, "must be a failpoint id P0..P11, or P23..P26 (an isolated restore)");
     if (std::find(out.failpoints.begin(), out.failpoints.end(), fp) != out.failpoints.end()) {
       c.fail(p, "duplicate failpoint " + fp);
     }
@@ -106,7 +113,11 @@ AfterCrash parseAfterCrash(const Json& v, const std::string& source) {
   const Json& ex = v["expect"];
   c.keys(ex, ep, {"parkedReason"}, {"files", "absent", "symlinks"});
   out.parkedReason = c.str(ex["parkedReason"], ep + ".parkedReason");
-  if (out.parkedReason != code::reconcile_matches_prior_state &&
+  if (restorePoints > 0 && restorePoints != out.failpoints.size())
+    c.fail(base + ".failpoints", "P23..P26 (an isolated restore) cannot mix with P0..P11");
+  if (restorePoints > 0 && out.parkedReason != code::workspace_drifted)
+    c.fail(ep + ".parkedReason", "must be workspace_drifted before an isolated restore (P23..P26)");
+  if (restorePoints == 0 && out.parkedReason != code::reconcile_matches_prior_state &&
       out.parkedReason != code::reconcile_diverged &&
       out.parkedReason != code::reconcile_unreadable) {
     c.fail(ep + ".parkedReason",

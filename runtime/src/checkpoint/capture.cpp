@@ -5,6 +5,7 @@
 
 #include "checkpoint/capture_internal.h"
 #include "checkpoint/git_cli.h"
+#include "checkpoint/refs.h"
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/durable_fs.h"
@@ -29,32 +30,6 @@ GitCall carrierCall(const WorkspaceCarrier& carrier, std::vector<std::string> ar
   c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
   c.stdinData = std::move(stdinData);
   return c;
-}
-
-// git does not fsync directories (c.2): the ref's directory chain up to refs/.
-void fsyncRefChain(const WorkspaceCarrier& carrier, const std::string& refName) {
-  const fs::path refs = carrier.gitDir() / "refs";
-  for (fs::path dir = (carrier.gitDir() / refName).parent_path();; dir = dir.parent_path()) {
-    posixDurableFs().fsyncDir(dir);
-    if (dir == refs || dir == carrier.gitDir()) break;
-  }
-}
-
-// d.2 step 7: create-only; an existing ref at O is an exact retry, at another commit a conflict.
-void createRef(const WorkspaceCarrier& carrier, const CheckpointFact& c) {
-  const std::string zeros(40, '0');
-  auto r = runGit(carrier.git(), carrier.gitHome(),
-                  carrierCall(carrier, {"update-ref", "--no-deref", c.carrier.refName,
-                                        c.carrier.commitOid, zeros}));
-  if (r.ok) return;
-  auto existing = runGit(carrier.git(), carrier.gitHome(),
-                         carrierCall(carrier, {"rev-parse", "--verify", "-q", c.carrier.refName}));
-  if (existing.ok && firstLineOf(existing.out) == c.carrier.commitOid) return;  // exact retry
-  if (existing.ok)
-    throw CarrierError(code::workspace_fact_conflict, "",
-                       c.carrier.refName + " exists at " + firstLineOf(existing.out) + ", not at " +
-                           c.carrier.commitOid + "; it is never overwritten");
-  throw CarrierError(code::checkpoint_capture_failed, "", r.failure);
 }
 
 }  // namespace
@@ -104,7 +79,7 @@ CapturedArtifact captureArtifact(RuntimeStore& store, const fs::path& storeDir,
   if (beforeRef) beforeRef(c);
   CRASHSIM_FAILPOINT(P19);
   // 7. The ref, create-only; light-verify; its directories durable [P20].
-  createRef(carrier, c);
+  createCheckpointRef(carrier, c, code::checkpoint_capture_failed);
   lightVerifyCheckpoint(carrier, c);
   fsyncRefChain(carrier, c.carrier.refName);
   CRASHSIM_FAILPOINT(P20);

@@ -3,6 +3,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/workspace_carrier.h"
 #include "crashsim/workspace_gates.h"
+#include "crashsim/workspace_restore.h"
 
 namespace crashsim {
 
@@ -82,7 +83,13 @@ WorkspaceObservation observeWorkspace(const WorkspaceObserveRequest& req) {
     cp.artifact = e.code() == code::workspace_ref_missing ? "ref_missing" : "corrupt";
     cp.detail = e.what();
   }
-  if (cp.artifact == "verified" && c.policyVersion == 1) {
+  std::string registration;
+  if (cp.artifact == "verified" && req.restoredLockReason)
+    registration = checkRestoredRegistration(*carrier, req.instanceRoot, *req.restoredLockReason);
+  if (!registration.empty()) {
+    cp.drift = "drifted";
+    cp.detail = registration;
+  } else if (cp.artifact == "verified" && c.policyVersion == 1) {
     const DriftCheck d = checkWorkspaceDrift(*carrier, req.instanceRoot, req.instanceIdentity, c);
     cp.drift = d.match ? "match" : "drifted";
     if (!d.currentTreeOid.empty()) cp.currentTreeOid = d.currentTreeOid;

@@ -12,6 +12,11 @@ namespace crashsim::store_detail {
 
 detail::WorkspaceScan scanWorkspaceAuthority(Connection& c, std::string_view workspaceId);
 
+// b.5 check 7 read-only (the writer's own rule, f.1's quiescence precondition): empty when the
+// session is quiescent, else why not (a non-terminal run header, or a claim whose target has no
+// terminal fact).
+std::string workspaceTransitionBusy(Connection& c, const std::string& sessionId);
+
 }  // namespace crashsim::store_detail
 
 namespace crashsim::store_detail {

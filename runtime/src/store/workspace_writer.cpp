@@ -538,6 +538,9 @@ WorkspaceCommitResult commitWorkspaceFacts(RuntimeStore& store,
   } else if (b.shape != Shape::transition) {
     CRASHSIM_FAILPOINT(P21);
   }
+  // Isolated restore (f.2 R4): [P25] inside the transition transaction, before COMMIT.
+  if (b.shape == Shape::transition && b.transition->reason == "isolated_restore")
+    CRASHSIM_FAILPOINT(P25);
   tx.commit();
   result.created = true;
   return result;
@@ -579,6 +582,15 @@ std::vector<WorkspaceTransitionRow> listWorkspaceTransitions(const RuntimeStore&
   auto& s = const_cast<RuntimeStore&>(store);
   std::lock_guard lk(store_detail::mutexOf(s));
   return readRows(store_detail::connectionOf(s)).transitions;
+}
+
+std::string store_detail::workspaceTransitionBusy(Connection& c, const std::string& sessionId) {
+  try {
+    requireQuiescent(c, sessionId);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
 }
 
 detail::WorkspaceScan store_detail::scanWorkspaceAuthority(Connection& c,

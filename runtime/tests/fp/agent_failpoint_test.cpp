@@ -205,7 +205,7 @@ class FailpointSweep : public ::testing::TestWithParam<std::string> {};
 }  // namespace
 
 TEST(AgentFailpoints, MalformedArmingExitsTwoBeforeAnyWork) {
-  for (const char* arm : {"P23:1", "P4", "P4:0", "P4:x", "X:1", "P4:1:2"}) {
+  for (const char* arm : {"P99:1", "P4", "P4:0", "P4:x", "X:1", "P4:1:2"}) {
     Sandbox box;
     auto r = runAgent(runArgs(box, kScenarioDir / "bash-touch-marker.json"),
                       {{"CRASHSIM_ARM", arm}}, false, box.base / "agent.log");

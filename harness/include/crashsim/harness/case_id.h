@@ -75,6 +75,11 @@ struct CaseId {
   bool isImport() const { return failpoint.group() == PointGroup::legacyImport; }
   // A kill inside a workspace checkpoint capture (P18–P22; kill mode, no double fault).
   bool isCapture() const { return failpoint.group() == PointGroup::workspaceCapture; }
+  // An isolated restore killed in the recovery process (P23–P26; kill mode, no double fault):
+  // the agent run is killed at the last capture's P22, the scenario's afterCrash drifts the
+  // user's directory, the recovery that restores is killed at the point (oracle.h
+  // predictedRestore).
+  bool isRestore() const { return failpoint.group() == PointGroup::workspaceRestore; }
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {

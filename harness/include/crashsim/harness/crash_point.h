@@ -35,6 +35,9 @@ enum class PointGroup : uint8_t {
   legacyImport,         // P16, P17: the first writable open of a legacy JSONL store
   workspaceCapture,     // P18–P22: a workspace checkpoint capture (Phase 4): reached only by a
                         // scenario whose workspacePolicy captures (oracle.h predictedCaptures)
+  workspaceRestore,     // P23–P26: an isolated restore (Phase 4 f): reached only by a recovery
+                        // process of a scenario that drifts after the crash under driftAction
+                        // isolated_restore (oracle.h predictedRestore)
   workspaceRebaseline,  // P27–P29: a durable rebaseline (Phase 4 g.2): reached only by a
                         // recovery process given the user's rebaseline confirmation
 };
@@ -45,7 +48,7 @@ struct CrashPointRow {
 };
 
 // Every crash point, in order. The one place a point is defined.
-inline constexpr std::array<CrashPointRow, 28> kCrashPoints{{
+inline constexpr std::array<CrashPointRow, 32> kCrashPoints{{
     {"P0", PointGroup::crashPath},
     {"P1", PointGroup::crashPath},
     {"P2", PointGroup::crashPath},
@@ -71,6 +74,10 @@ inline constexpr std::array<CrashPointRow, 28> kCrashPoints{{
     {"P20", PointGroup::workspaceCapture},
     {"P21", PointGroup::workspaceCapture},
     {"P22", PointGroup::workspaceCapture},
+    {"P23", PointGroup::workspaceRestore},
+    {"P24", PointGroup::workspaceRestore},
+    {"P25", PointGroup::workspaceRestore},
+    {"P26", PointGroup::workspaceRestore},
     {"P27", PointGroup::workspaceRebaseline},
     {"P28", PointGroup::workspaceRebaseline},
     {"P29", PointGroup::workspaceRebaseline},
@@ -118,6 +125,7 @@ inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5
     P7{"P7"}, P8{"P8"}, P9{"P9"}, P10{"P10"}, P11{"P11"}, S{"S"}, F{"F"}, P12{"P12"}, P13{"P13"},
     P14{"P14"}, P15{"P15"}, P16{"P16"}, P17{"P17"}, P18{"P18"}, P19{"P19"}, P20{"P20"}, P21{"P21"},
     P22{"P22"};
+inline constexpr CrashPoint P23{"P23"}, P24{"P24"}, P25{"P25"}, P26{"P26"};  // restore (f.2)
 inline constexpr CrashPoint P27{"P27"}, P28{"P28"}, P29{"P29"};  // durable rebaseline (g.2)
 }  // namespace points
 

@@ -119,6 +119,23 @@ std::optional<PredictedCapture> captureAt(const Scenario& scenario, int hit);
 // at P22 (table W: W1–W5 hold no fact of this capture, W6 holds it).
 int expectedCheckpointsAfterCaptureKill(CrashPoint fp, int hit);
 
+// Phase 4 f (workspace-continuity-contract.md f.1, i.2): the isolated restore a scenario's drift
+// after the crash causes. Present when the policy captures, driftAction is `isolated_restore`, the
+// scenario's afterCrash names restore failpoints (P23–P26) and the run makes a capture after an
+// effectful call. The agent run is killed at that last capture's P22 (`captureHit`): its checkpoint
+// C is accepted and covers the crashed boundary (only neutral events follow: e.1), so after the
+// afterCrash edit the plan parks exactly [workspace_drifted] and the recovery process restores C
+// into epoch 2, reaching P23–P26 once each (the armed unit: the restore). A kill there leaves the
+// run's ledger as the crash-path kill at `ledgerPoint`#`ledgerHit` (P6 at the call's hit).
+struct PredictedRestore {
+  int captureHit = 0;  // k of the last capture (P22#k kills the agent run)
+  CrashPoint ledgerPoint = points::P6;
+  int ledgerHit = 1;
+  int checkpointsBefore = 0;           // accepted in epoch 1 after that kill (= k, table W6)
+  std::vector<CrashPoint> failpoints;  // the afterCrash's P23..P26, in order
+};
+std::optional<PredictedRestore> predictedRestore(const Scenario& scenario);
+
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, CrashPoint failpoint, int hit);
 

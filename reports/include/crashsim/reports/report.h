@@ -50,8 +50,11 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   WH1, WH2 a kill inside a workspace checkpoint capture (P18–P22; harness/src/verdicts/
 //      wh1_user_git.h, wh2_capture_artifacts.h): the user's .git byte-identical; table W's
 //      checkpoints, each with its artifact
-inline constexpr std::array<std::string_view, 7> kOptionalCheckNames = {"D1", "D2",  "D3", "C1",
-                                                                        "H1", "WH1", "WH2"};
+//   WH7 a kill inside an isolated restore (P23–P26; harness/src/verdicts/wh7_restore.h): table
+//      R's row after the kill, the restored epoch and the continuation bound to it after
+//      recovery (WH1 there also judges the user's whole directory: wh1_user_dir.h)
+inline constexpr std::array<std::string_view, 8> kOptionalCheckNames = {"D1", "D2",  "D3",  "C1",
+                                                                        "H1", "WH1", "WH2", "WH7"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {

@@ -1,0 +1,107 @@
+// A kill inside an isolated restore (workspace-continuity-contract.md f, table R; oracle.h
+// predictedRestore): the agent run killed at the last capture's P22 (C accepted and covering the
+// crash), judged by V1–V7 as the crash-path kill whose ledger it leaves; the scenario's afterCrash
+// edit drifts the user's directory; the recovery process, which parks exactly
+// [workspace_drifted] and restores C, killed at P23–P26#1; then the recovery to the end. Judged
+// by WH1 (the user's .git as seeded, and the whole user directory byte-identical from the edit
+// on: verdicts/wh1_user_dir.h) and WH7 (table R's row after the kill; the restored epoch and
+// the continuation bound to it after recovery: verdicts/wh7_restore.h). V8 is WH7's here: the
+// task ends in the restored instance, not in the user's directory.
+#include <fmt/format.h>
+
+#include "modes/case_run.h"
+#include "verdicts/v1_kill.h"
+#include "verdicts/wh1_user_dir.h"
+#include "verdicts/wh1_user_git.h"
+#include "verdicts/wh7_restore.h"
+#include "verdicts/workspace_expect.h"
+
+namespace crashsim::harness {
+
+namespace {
+
+void judge(Checks& c, const char* check, const std::string& problem, const char* when) {
+  if (!problem.empty())
+    c.fail(check, when + problem);
+  else if (!c.failed(check))
+    c.pass(check);
+}
+
+}  // namespace
+
+void runRestoreCase(CaseRun& cr) {
+  Checks& c = cr.checks;
+  const auto at = predictedRestore(cr.sc);
+  if (!at) {
+    c.fail("V1", "oracle: scenario " + cr.sc.id + " makes no isolated restore");
+    return;
+  }
+  // 1. The agent run killed at the last capture's P22; V2–V7 on the ledger it leaves.
+  copyDir(cr.ref.templateWorkspace, cr.ws);
+  SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
+  // A git repository run with two captures, and a recovery that restores (git worktree add,
+  // full verification, fsync of the tree) then continues: more time than a plain case.
+  run.timeout = std::chrono::milliseconds(60000);
+  const auto child = cr.driver.crashAt(run, points::P22, at->captureHit);
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  cr.say(fmt::format("agent run armed at P22#{}: {}", at->captureHit, child.describe()));
+  if (auto bad = killProblem(child, "P22", at->captureHit, run, cr.store); !bad.empty()) {
+    c.fail("V1", bad);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+    return;
+  }
+  CaseId ledgerId = cr.id;
+  ledgerId.failpoint = at->ledgerPoint;
+  ledgerId.hit = at->ledgerHit;
+  checkNamedCrash(ledgerId, expectCase(cr.sc, at->ledgerPoint, at->ledgerHit), cr.store, cr.dir,
+                  cr.opts, c);
+  // 2. The user edits the workspace (the scenario's afterCrash): the drift.
+  cr.ph.to("setup");
+  workspace::applyAfterCrash(cr.sc.spec, cr.ws);
+  const auto userAfterEdit = wh1::userDirBytes(cr.ws);
+  cr.say("applied the scenario's afterCrash mutations (the drift)");
+  // 3. The recovery that restores, killed at the case's point.
+  SpawnSpec first = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  first.timeout = std::chrono::milliseconds(60000);
+  first.stderrFile = cr.dir / "recover1.stderr";
+  first.stdoutFile = cr.dir / "recover1.stdout";
+  const auto r1 = cr.driver.crashAt(first, cr.id.failpoint, cr.id.hit);
+  cr.ph.child(r1, "run");
+  cr.ph.to("verify");
+  cr.say(
+      fmt::format("recovery armed at {}#{}: {}", cr.id.failpointName(), cr.id.hit, r1.describe()));
+  if (auto bad = killProblem(r1, cr.id.failpointName(), cr.id.hit, first, cr.store); !bad.empty()) {
+    c.fail("V1", "the recovery process: " + bad);
+    c.na("V8", "the restore was not killed at its point (V1 failed)");
+    return;
+  }
+  c.pass("V1");
+  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
+  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judge(c, "WH7", wh7::restoreKillProblem(cr.store, cr.id.failpoint, at->checkpointsBefore),
+        "after the kill: ");
+  // 4. The recovery to the end: residue quarantined, restored (again) or found, continued there.
+  SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
+  recover.timeout = std::chrono::milliseconds(60000);
+  const ChildResult r = cr.driver.runToEnd(recover);
+  cr.ph.child(r, "recovery");
+  cr.ph.to("v8");
+  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!r.exited || r.exitCode != 0)
+    c.fail("WH7", "after recovery: crashsim-agent recover " + r.describe() + ": " +
+                      lastLine(recover.stderrFile));
+  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
+  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
+  for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
+    c.fail("WH1", "after recovery: " + line);
+  judge(c, "WH7", wh7::restoredContinuationProblem(cr.store, cr.sc.spec, at->checkpointsBefore),
+        "after recovery: ");
+  c.na("V8",
+       "a restore case: the task ends in the restored instance (WH7), the user's directory "
+       "stays as the user left it (WH1)");
+}
+
+}  // namespace crashsim::harness
