@@ -72,7 +72,7 @@ struct RebaselineFixture : ::testing::Test {
     ch.workspacePolicy.checkpointRequirement = "optional_legacy";
     ch.workspacePolicy.driftAction = "offer_rebaseline";
     ch.workspaceInspector = [this](const CheckpointFact* covering) {
-      return observeWorkspace(WorkspaceObserveRequest{storeDir, root, w.identity, covering});
+      return observeWorkspace(WorkspaceObserveRequest{storeDir, root, w.identity, covering, {}});
     };
     return ch;
   }

@@ -162,4 +162,40 @@ inline std::string readFile(const std::filesystem::path& p) {
   return b.str();
 }
 
+// One crashsim-agent command over a sandbox and a scenario file: `command` seed | run | recover
+// (every command but seed gets --store), armed at `arm` ("P7:1", self-kill mode) when not empty,
+// with CRASHSIM_PLANT=`plant` when not empty and `extraArgs` appended; its log in
+// <base>/<logName>.log. `report` is the log's last JSON line after a normal exit.
+struct AgentStep : AgentExit {
+  Json report;
+};
+
+inline AgentStep runAgentStep(const AgentSandbox& box, const std::filesystem::path& scenario,
+                              const std::string& command, const std::string& arm,
+                              const std::string& logName,
+                              const std::vector<std::string>& extraArgs = {},
+                              const std::string& plant = {}) {
+  const std::filesystem::path log = box.base / (logName + ".log");
+  std::vector<std::pair<std::string, std::string>> env;
+  if (!plant.empty()) env.emplace_back("CRASHSIM_PLANT", plant);
+  if (!arm.empty()) {
+    env.emplace_back("CRASHSIM_ARM", arm);
+    env.emplace_back("CRASHSIM_FAILPOINT_MODE", "self");
+  }
+  std::vector<std::string> args{command};
+  if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
+  args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", scenario.string()});
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
+  if (!arm.empty()) child.waitForControlLine(std::chrono::seconds(60));
+  AgentStep s;
+  static_cast<AgentExit&>(s) = child.reap();
+  std::istringstream out(readFile(log));
+  std::string line, last;
+  while (std::getline(out, line))
+    if (!line.empty() && line.front() == '{') last = line;
+  if (!last.empty() && s.exited) s.report = Json::parse(last);
+  return s;
+}
+
 }  // namespace crashsim::testutil

@@ -34,34 +34,13 @@ using testutil::readFile;
 const fs::path kScenario = fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "git-workspace-drift.json";
 const std::string kSession = "session-git-workspace-drift";
 
-struct Step : testutil::AgentExit {
-  Json report;
-};
-
-Step agent(const testutil::AgentSandbox& box, const std::string& command, const std::string& arm,
-           const std::string& logName, const std::string& rebaseline = {},
-           const std::string& plant = {}) {
-  const fs::path log = box.base / (logName + ".log");
-  std::vector<std::pair<std::string, std::string>> env;
-  if (!plant.empty()) env.emplace_back("CRASHSIM_PLANT", plant);
-  if (!arm.empty()) {
-    env.emplace_back("CRASHSIM_ARM", arm);
-    env.emplace_back("CRASHSIM_FAILPOINT_MODE", "self");
-  }
-  std::vector<std::string> args{command};
-  if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
-  args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario", kScenario.string()});
-  if (!rebaseline.empty()) args.insert(args.end(), {"--rebaseline", rebaseline});
-  testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
-  if (!arm.empty()) child.waitForControlLine(std::chrono::seconds(60));
-  Step s;
-  static_cast<testutil::AgentExit&>(s) = child.reap();
-  std::istringstream out(readFile(log));
-  std::string line, last;
-  while (std::getline(out, line))
-    if (!line.empty() && line.front() == '{') last = line;
-  if (!last.empty() && s.exited) s.report = Json::parse(last);
-  return s;
+testutil::AgentStep rebaselineStep(const testutil::AgentSandbox& box, const std::string& command,
+                                   const std::string& arm, const std::string& logName,
+                                   const std::string& rebaseline = {},
+                                   const std::string& plant = {}) {
+  std::vector<std::string> extra;
+  if (!rebaseline.empty()) extra = {"--rebaseline", rebaseline};
+  return testutil::runAgentStep(box, kScenario, command, arm, logName, extra, plant);
 }
 
 std::map<std::string, std::string> dirBytes(const fs::path& dir) {
@@ -160,18 +139,18 @@ std::string gateProblem(RuntimeStore& store) {
 
 // Seeds, kills `run` at P7#1, edits a.txt, and returns the digest of the parked plan.
 std::string crashDriftAndPark(const testutil::AgentSandbox& box, const std::string& at = "P7:1") {
-  EXPECT_EQ(agent(box, "seed", "", "seed").exitCode, 0);
-  const Step run = agent(box, "run", at, "run");
+  EXPECT_EQ(rebaselineStep(box, "seed", "", "seed").exitCode, 0);
+  const testutil::AgentStep run = rebaselineStep(box, "run", at, "run");
   EXPECT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
-  const Step parked = agent(box, "recover", "", "park");
+  const testutil::AgentStep parked = rebaselineStep(box, "recover", "", "park");
   const Json plan = parked.report.value("plan", Json());
   EXPECT_EQ(plan.value("rejectionReasons", Json()), Json::array({"workspace_drifted"}))
       << parked.report.dump();
   return plan.value("boundaryManifestDigest", "");
 }
 
-void expectContinuedInEpochTwo(const testutil::AgentSandbox& box, const Step& s) {
+void expectContinuedInEpochTwo(const testutil::AgentSandbox& box, const testutil::AgentStep& s) {
   ASSERT_TRUE(s.exited && s.exitCode == 0) << readFile(box.base / "recover.log");
   const Json plan = s.report.value("plan", Json());
   ASSERT_EQ(plan.value("decision", ""), "continue") << s.report.dump();
@@ -191,7 +170,8 @@ TEST(RebaselineProcess, WrongDigestIsRefusedAndNothingIsWritten) {
     ledger = store->ledgerHash();
   }
   const auto carrier = dirBytes(box.store() / "workspace" / "carrier.git" / "refs");
-  const Step s = agent(box, "recover", "", "recover", "sha256:" + std::string(64, '0'));
+  const testutil::AgentStep s =
+      rebaselineStep(box, "recover", "", "recover", "sha256:" + std::string(64, '0'));
   EXPECT_EQ(s.exitCode, 2) << readFile(box.base / "recover.log");
   EXPECT_NE(readFile(box.base / "recover.log").find("rebaseline_confirmation_required"),
             std::string::npos);
@@ -206,7 +186,7 @@ TEST(RebaselineProcess, ConfirmedRebaselineContinuesWithOneNotice) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box);
   const auto gitBefore = dirBytes(box.ws() / ".git");
-  const Step s = agent(box, "recover", "", "recover", digest);
+  const testutil::AgentStep s = rebaselineStep(box, "recover", "", "recover", digest);
   expectContinuedInEpochTwo(box, s);
   EXPECT_EQ(s.report["rebaseline"]["epoch"], 2);
   EXPECT_EQ(s.report["rebaseline"]["readSet"], (Json{{"kind", "paths"}, {"paths", {"a.txt"}}}));
@@ -225,17 +205,17 @@ TEST(RebaselineProcess, ConfirmedRebaselineContinuesWithOneNotice) {
 TEST(RebaselineProcess, KillAtP27LeavesTheOldEpochAndParksAsBefore) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box);
-  const Step k = agent(box, "recover", "P27:1", "recover-kill", digest);
+  const testutil::AgentStep k = rebaselineStep(box, "recover", "P27:1", "recover-kill", digest);
   ASSERT_TRUE(k.signaled && k.signal == SIGKILL) << readFile(box.base / "recover-kill.log");
   {
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(listWorkspaceEpochs(*store).size(), 1u);
     EXPECT_TRUE(notices(*store).empty());
   }
-  const Step parked = agent(box, "recover", "", "park-again");
+  const testutil::AgentStep parked = rebaselineStep(box, "recover", "", "park-again");
   EXPECT_EQ(parked.report["plan"].value("rejectionReasons", Json()),
             Json::array({"workspace_drifted"}));
-  expectContinuedInEpochTwo(box, agent(box, "recover", "", "recover", digest));
+  expectContinuedInEpochTwo(box, rebaselineStep(box, "recover", "", "recover", digest));
   auto store = RuntimeStore::open(box.store());
   EXPECT_EQ(noticeProblem(*store), "");
 }
@@ -245,14 +225,14 @@ TEST(RebaselineProcess, KillAtP27LeavesTheOldEpochAndParksAsBefore) {
 TEST(RebaselineProcess, KillAtP28ContinuesInTheNewEpochWithTheNotice) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box);
-  const Step k = agent(box, "recover", "P28:1", "recover-kill", digest);
+  const testutil::AgentStep k = rebaselineStep(box, "recover", "P28:1", "recover-kill", digest);
   ASSERT_TRUE(k.signaled && k.signal == SIGKILL) << readFile(box.base / "recover-kill.log");
   {
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(listWorkspaceEpochs(*store).size(), 2u);
     EXPECT_TRUE(notices(*store).empty());
   }
-  expectContinuedInEpochTwo(box, agent(box, "recover", "", "recover"));
+  expectContinuedInEpochTwo(box, rebaselineStep(box, "recover", "", "recover"));
   auto store = RuntimeStore::open(box.store());
   EXPECT_EQ(notices(*store).size(), 1u);
   EXPECT_EQ(noticeProblem(*store), "");
@@ -263,7 +243,7 @@ TEST(RebaselineProcess, KillAtP28ContinuesInTheNewEpochWithTheNotice) {
 TEST(RebaselineProcess, KillAtP29DoesNotRepeatTheNotice) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box);
-  const Step k = agent(box, "recover", "P29:1", "recover-kill", digest);
+  const testutil::AgentStep k = rebaselineStep(box, "recover", "P29:1", "recover-kill", digest);
   ASSERT_TRUE(k.signaled && k.signal == SIGKILL) << readFile(box.base / "recover-kill.log");
   std::string noticeRun;
   {
@@ -272,7 +252,7 @@ TEST(RebaselineProcess, KillAtP29DoesNotRepeatTheNotice) {
     ASSERT_EQ(ns.size(), 1u);
     noticeRun = ns[0].runId;
   }
-  expectContinuedInEpochTwo(box, agent(box, "recover", "", "recover"));
+  expectContinuedInEpochTwo(box, rebaselineStep(box, "recover", "", "recover"));
   auto store = RuntimeStore::open(box.store());
   const auto ns = notices(*store);
   ASSERT_EQ(ns.size(), 1u);
@@ -287,15 +267,15 @@ TEST(RebaselineProcess, PlantedNoticeFaultsAreCaught) {
   {
     testutil::AgentSandbox box;
     const std::string digest = crashDriftAndPark(box);
-    agent(box, "recover", "", "recover", digest, "rebaseline_skips_notice");
+    rebaselineStep(box, "recover", "", "recover", digest, "rebaseline_skips_notice");
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(noticeProblem(*store), "epoch 2 has 0 notices");
   }
   {
     testutil::AgentSandbox box;
     const std::string digest = crashDriftAndPark(box);
-    agent(box, "recover", "P29:1", "recover-kill", digest);
-    agent(box, "recover", "", "recover", "", "rebaseline_repeats_notice");
+    rebaselineStep(box, "recover", "P29:1", "recover-kill", digest);
+    rebaselineStep(box, "recover", "", "recover", "", "rebaseline_repeats_notice");
     auto store = RuntimeStore::open(box.store());
     EXPECT_EQ(noticeProblem(*store), "epoch 2 has 2 notices");
   }
@@ -309,7 +289,7 @@ TEST(RebaselineProcess, PlantedNoticeFaultsAreCaught) {
 TEST(RebaselineProcess, GatedEditIsRefusedBeforeT1) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box, "P1:1");
-  const Step s = agent(box, "recover", "", "recover", digest);
+  const testutil::AgentStep s = rebaselineStep(box, "recover", "", "recover", digest);
   expectContinuedInEpochTwo(box, s);
   EXPECT_EQ(s.report["continuation"]["refused"], 1);
   EXPECT_EQ(s.report["continuation"]["executions"], 0);
@@ -322,7 +302,7 @@ TEST(RebaselineProcess, GatedEditIsRefusedBeforeT1) {
 TEST(RebaselineProcess, PlantedOpenGateIsCaught) {
   testutil::AgentSandbox box;
   const std::string digest = crashDriftAndPark(box, "P1:1");
-  agent(box, "recover", "", "recover", digest, "rebaseline_gate_open");
+  rebaselineStep(box, "recover", "", "recover", digest, "rebaseline_gate_open");
   auto store = RuntimeStore::open(box.store());
   // Past the open gate the Edit reaches preflight, which refuses it on the user's bytes (its
   // old_string is gone): not g.4's answer, which is what the check reports.

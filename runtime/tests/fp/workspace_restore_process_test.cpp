@@ -36,10 +36,6 @@ namespace {
 using testutil::kAgent;
 using testutil::readFile;
 
-struct Step : testutil::AgentExit {
-  Json report;  // the last JSON line of the log (normal exit)
-};
-
 // git-workspace-drift with driftAction isolated_restore (a private copy: the scenario list of
 // the sweeps is unchanged).
 fs::path restoreScenario(const testutil::AgentSandbox& box) {
@@ -52,29 +48,10 @@ fs::path restoreScenario(const testutil::AgentSandbox& box) {
   return p;
 }
 
-Step agent(const testutil::AgentSandbox& box, const std::string& command, const std::string& arm,
-           const std::string& logName, const std::string& plant = {}) {
-  const fs::path log = box.base / (logName + ".log");
-  std::vector<std::pair<std::string, std::string>> env;
-  if (!plant.empty()) env.emplace_back("CRASHSIM_PLANT", plant);
-  if (!arm.empty()) {
-    env.emplace_back("CRASHSIM_ARM", arm);
-    env.emplace_back("CRASHSIM_FAILPOINT_MODE", "self");
-  }
-  std::vector<std::string> args{command};
-  if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
-  args.insert(args.end(), {"--workspace", box.ws().string(), "--scenario",
-                           (box.base / "restore.json").string()});
-  testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
-  if (!arm.empty()) child.waitForControlLine(std::chrono::seconds(60));
-  Step s;
-  static_cast<testutil::AgentExit&>(s) = child.reap();
-  std::istringstream out(readFile(log));
-  std::string line, last;
-  while (std::getline(out, line))
-    if (!line.empty() && line.front() == '{') last = line;
-  if (!last.empty() && s.exited) s.report = Json::parse(last);
-  return s;
+testutil::AgentStep restoreStep(const testutil::AgentSandbox& box, const std::string& command,
+                                const std::string& arm, const std::string& logName,
+                                const std::string& plant = {}) {
+  return testutil::runAgentStep(box, box.base / "restore.json", command, arm, logName, {}, plant);
 }
 
 // Every regular file and symlink under `dir` (its .git included) by relative path → bytes.
@@ -118,8 +95,8 @@ struct Crashed {
 Crashed crashAndDrift(const testutil::AgentSandbox& box) {
   restoreScenario(box);
   Crashed x;
-  EXPECT_EQ(agent(box, "seed", "", "seed").exitCode, 0);
-  const Step run = agent(box, "run", "P7:1", "run");
+  EXPECT_EQ(restoreStep(box, "seed", "", "seed").exitCode, 0);
+  const testutil::AgentStep run = restoreStep(box, "run", "P7:1", "run");
   EXPECT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
   auto store = RuntimeStore::open(box.store());
   const auto checkpoints = listWorkspaceCheckpoints(*store);
@@ -227,7 +204,7 @@ TEST(WorkspaceRestoreProcess, DriftAfterACoveredCrashRestoresAndContinuesInTheIn
   testutil::AgentSandbox box;
   Crashed x = crashAndDrift(box);
   ASSERT_FALSE(x.c.checkpointId.empty());
-  const Step recover = agent(box, "recover", "", "recover");
+  const testutil::AgentStep recover = restoreStep(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited && recover.exitCode == 0) << readFile(box.base / "recover.log");
   const Json restore = recover.report.value("workspaceRestore", Json());
   ASSERT_EQ(restore.value("action", ""), "restored") << recover.report.dump();
@@ -248,7 +225,7 @@ TEST_P(RestoreKill, LeavesItsRowAndTheNextStartUpConverges) {
   testutil::AgentSandbox box;
   Crashed x = crashAndDrift(box);
   ASSERT_FALSE(x.c.checkpointId.empty());
-  const Step killed = agent(box, "recover", fp + ":1", "recover-killed");
+  const testutil::AgentStep killed = restoreStep(box, "recover", fp + ":1", "recover-killed");
   ASSERT_TRUE(killed.signaled && killed.signal == SIGKILL)
       << readFile(box.base / "recover-killed.log");
   deriveRestored(box, x);
@@ -275,7 +252,7 @@ TEST_P(RestoreKill, LeavesItsRowAndTheNextStartUpConverges) {
       EXPECT_EQ(ref, x.c.commitOid + "\n");
     }
   }
-  const Step recover = agent(box, "recover", "", "recover");
+  const testutil::AgentStep recover = restoreStep(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited && recover.exitCode == 0) << readFile(box.base / "recover.log");
   if (fp == "P26") {
     EXPECT_FALSE(recover.report.contains("workspaceRestore")) << recover.report.dump();
@@ -304,7 +281,8 @@ TEST(WorkspaceRestoreProcess, PlantedRestoreOverTheUsersDirectoryIsCaught) {
   testutil::AgentSandbox box;
   Crashed x = crashAndDrift(box);
   ASSERT_FALSE(x.c.checkpointId.empty());
-  const Step recover = agent(box, "recover", "", "recover", "restore_over_user_directory");
+  const testutil::AgentStep recover =
+      restoreStep(box, "recover", "", "recover", "restore_over_user_directory");
   ASSERT_TRUE(recover.exited) << readFile(box.base / "recover.log");
   EXPECT_NE(treeBytes(box.ws()), x.userBytes) << "the plant did not reach the user's directory";
   EXPECT_EQ(readFile(box.ws() / "a.txt"), "hello, world\n");  // the user's edit overwritten
@@ -317,7 +295,8 @@ TEST(WorkspaceRestoreProcess, PlantedFactBeforeRefIsCaughtAtP24) {
   testutil::AgentSandbox box;
   Crashed x = crashAndDrift(box);
   ASSERT_FALSE(x.c.checkpointId.empty());
-  const Step killed = agent(box, "recover", "P24:1", "recover-killed", "restore_fact_before_ref");
+  const testutil::AgentStep killed =
+      restoreStep(box, "recover", "P24:1", "recover-killed", "restore_fact_before_ref");
   ASSERT_TRUE(killed.signaled) << readFile(box.base / "recover-killed.log");
   deriveRestored(box, x);
   auto store = RuntimeStore::open(box.store());
