@@ -1,9 +1,9 @@
 // WH1: the user's .git byte-identical (wh1_user_git.h).
 #include "verdicts/wh1_user_git.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
+
+#include "verdicts/wh1_user_dir.h"
 
 namespace crashsim::harness::wh1 {
 namespace fs = std::filesystem;
@@ -11,25 +11,10 @@ namespace fs = std::filesystem;
 namespace {
 
 std::map<std::string, std::string> gitBytes(const fs::path& ws) {
-  std::map<std::string, std::string> out;
   const fs::path git = ws / ".git";
   std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(git, ec))) return out;
-  for (auto it = fs::recursive_directory_iterator(git, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    const std::string rel = fs::relative(it->path(), git).string();
-    if (it->is_symlink()) {
-      out[rel] = "-> " + fs::read_symlink(it->path()).string();
-    } else if (it->is_regular_file()) {
-      std::ifstream in(it->path(), std::ios::binary);
-      std::ostringstream s;
-      s << in.rdbuf();
-      out[rel] = s.str();
-    } else if (it->is_directory()) {
-      out[rel + "/"] = "";
-    }
-  }
-  return out;
+  if (!fs::is_directory(fs::symlink_status(git, ec))) return {};
+  return userDirBytes(git);  // every entry of the .git directory
 }
 
 }  // namespace

@@ -12,33 +12,15 @@
 #include "crashsim/store.h"
 #include "crashsim/workspace.h"
 #include "crashsim/workspace_facts.h"
+#include "verdicts/system_git.h"
 
 namespace crashsim::harness::wh7 {
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// The system git on the carrier, without any user or system configuration.
-std::pair<bool, std::string> carrierGit(const fs::path& carrier, const std::string& args) {
-  const std::string cmd =
-      "env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent "
-      "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git --git-dir=" +
-      quote(carrier.string()) + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
-  if (!p) return {false, ""};
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p.get())) out.append(buf, n);
-  const int rc = ::pclose(p.release());
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return {rc == 0, out};
-}
+using verdict_detail::carrierGit;
+using verdict_detail::shellQuote;
 
 std::string fileBytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -128,7 +110,7 @@ std::string registrationProblem(const Restore& r) {
 }
 
 std::string refAt(const Restore& r, const std::string& ref) {
-  const auto got = carrierGit(r.carrier, "rev-parse --verify -q " + quote(ref));
+  const auto got = carrierGit(r.carrier, "rev-parse --verify -q " + shellQuote(ref));
   return got.first ? got.second : std::string();
 }
 

@@ -31,34 +31,10 @@ using testutil::readFile;
 const fs::path kDriftScenario =
     fs::path(CRASHSIM_SOURCE_DIR) / "scenarios" / "git-workspace-drift.json";
 
-struct DriftStep : testutil::AgentExit {
-  Json report;  // the last JSON line of the log (normal exit)
-};
-
-DriftStep driftAgent(const testutil::AgentSandbox& box, const std::string& command,
-                     const std::string& arm, const std::string& logName,
-                     const std::string& plant = {}) {
-  const fs::path log = box.base / (logName + ".log");
-  std::vector<std::pair<std::string, std::string>> env;
-  if (!plant.empty()) env.emplace_back("CRASHSIM_PLANT", plant);
-  if (!arm.empty()) {
-    env.emplace_back("CRASHSIM_ARM", arm);
-    env.emplace_back("CRASHSIM_FAILPOINT_MODE", "self");
-  }
-  std::vector<std::string> args{command};
-  if (command != "seed") args.insert(args.end(), {"--store", box.store().string()});
-  args.insert(args.end(),
-              {"--workspace", box.ws().string(), "--scenario", kDriftScenario.string()});
-  testutil::AgentProcess child(kAgent, args, env, log, /*truncateLog=*/true);
-  if (!arm.empty()) child.waitForControlLine(std::chrono::seconds(60));
-  DriftStep s;
-  static_cast<testutil::AgentExit&>(s) = child.reap();
-  std::istringstream out(readFile(log));
-  std::string line, last;
-  while (std::getline(out, line))
-    if (!line.empty() && line.front() == '{') last = line;
-  if (!last.empty() && s.exited) s.report = Json::parse(last);
-  return s;
+testutil::AgentStep driftAgent(const testutil::AgentSandbox& box, const std::string& command,
+                               const std::string& arm, const std::string& logName,
+                               const std::string& plant = {}) {
+  return testutil::runAgentStep(box, kDriftScenario, command, arm, logName, {}, plant);
 }
 
 std::map<std::string, std::string> driftDirBytes(const fs::path& dir) {
@@ -72,7 +48,7 @@ std::map<std::string, std::string> driftDirBytes(const fs::path& dir) {
 // Seeds the git workspace and kills `run` at P7#1 (the Edit's checkpoint accepted).
 void crashCovered(const testutil::AgentSandbox& box) {
   ASSERT_EQ(driftAgent(box, "seed", "", "seed").exitCode, 0);
-  const DriftStep run = driftAgent(box, "run", "P7:1", "run");
+  const testutil::AgentStep run = driftAgent(box, "run", "P7:1", "run");
   ASSERT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
   auto store = RuntimeStore::open(box.store());
   ASSERT_EQ(listWorkspaceCheckpoints(*store).size(), 2u);  // the baseline and after the Edit
@@ -85,7 +61,7 @@ TEST(WorkspaceDriftProcess, UserEditAfterACoveredCrashParksDrifted) {
   crashCovered(box);
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
   const auto gitBefore = driftDirBytes(box.ws() / ".git");
-  const DriftStep recover = driftAgent(box, "recover", "", "recover");
+  const testutil::AgentStep recover = driftAgent(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited) << readFile(box.base / "recover.log");
   const Json plan = recover.report.value("plan", Json());
   EXPECT_EQ(plan.value("decision", ""), "park") << recover.report.dump();
@@ -98,7 +74,7 @@ TEST(WorkspaceDriftProcess, UserEditAfterACoveredCrashParksDrifted) {
 TEST(WorkspaceDriftProcess, NoDriftContinuesBoundToTheCheckpoint) {
   testutil::AgentSandbox box;
   crashCovered(box);
-  const DriftStep recover = driftAgent(box, "recover", "", "recover");
+  const testutil::AgentStep recover = driftAgent(box, "recover", "", "recover");
   ASSERT_TRUE(recover.exited && recover.exitCode == 0) << readFile(box.base / "recover.log");
   const Json plan = recover.report.value("plan", Json());
   ASSERT_EQ(plan.value("decision", ""), "continue") << recover.report.dump();
@@ -123,7 +99,8 @@ TEST(WorkspaceDriftProcess, PlantedPlannerIgnoringDriftIsCaught) {
   testutil::AgentSandbox box;
   crashCovered(box);
   std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
-  const DriftStep recover = driftAgent(box, "recover", "", "recover", "planner_ignores_drift");
+  const testutil::AgentStep recover =
+      driftAgent(box, "recover", "", "recover", "planner_ignores_drift");
   const std::string log = readFile(box.base / "recover.log");
   EXPECT_EQ(log.find("\"rejectionReasons\":[\"workspace_drifted\"]"), std::string::npos) << log;
   EXPECT_NE(log.find("target_workspace_changed"), std::string::npos) << log;
