@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
 #include <future>
 
 namespace crashsim::detail {
@@ -91,10 +92,22 @@ ProcessResult runProcess(const ProcessSpec& spec) {
       env.clear();
       for (const auto& [k, v] : *spec.env) env[k] = v;
     }
-    // The child starts with no signal blocked: a host that takes SIGINT/SIGTERM in a dedicated
-    // thread (crashsim-agent's Stop listener) blocks them, and the mask survives exec.
+    // The child is started by vfork (no copy of the parent's page tables: a fork of a large or
+    // sanitized host cost more than the git command it ran). As glibc's posix_spawn does, every
+    // signal is blocked across the vfork, so no handler of the parent runs in the child while it
+    // shares the parent's memory; the child resets caught signals to their default before it
+    // unblocks. It then starts with no signal blocked: a host that takes SIGINT/SIGTERM in a
+    // dedicated thread (crashsim-agent's Stop listener) blocks them, and the mask survives exec.
     const pid_t parent = ::getpid();
     auto setup = [parent, die = spec.dieWithParent](auto&) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction current {};
+        if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_DFL &&
+            current.sa_handler != SIG_IGN)
+          ::sigaction(sig, &dfl, nullptr);
+      }
       sigset_t none;
       sigemptyset(&none);
       ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -104,8 +117,15 @@ ProcessResult runProcess(const ProcessSpec& spec) {
       }
     };
     auto spawn = [&](auto&& in) {
+      sigset_t all, previous;
+      sigfillset(&all);
+      ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+      struct RestoreMask {
+        const sigset_t& mask;
+        ~RestoreMask() { ::pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+      } restore{previous};
       return bp::child(exe, bp::args(args), bp::start_dir(cwd.string()), std::move(in), env,
-                       bp::std_out > out, bp::std_err > err, ios, group,
+                       bp::std_out > out, bp::std_err > err, ios, group, bp::posix::use_vfork,
                        bp::extend::on_exec_setup = setup);
     };
     bp::child child = spec.stdinData.empty()
