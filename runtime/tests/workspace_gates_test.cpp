@@ -8,7 +8,7 @@
 
 #include "continuation_test_util.h"
 #include "crashsim/continuation.h"
-#include "workspace_test_util.h"
+#include "workspace_run_fixture.h"
 
 using namespace crashsim;
 using namespace crashsim::testutil;
@@ -16,64 +16,8 @@ using namespace ctest;
 
 namespace {
 
-struct GateFixture : ::testing::Test {
-  TempDir dir;
-  fs::path storeDir = dir.path / "store";
-  fs::path root = dir.path / "ws";
-  std::unique_ptr<RuntimeStore> store;
-  WorkspaceIdentity w;
-  GitRuntime git = resolveGitRuntime();
-  RunIds r = ids("session-gates", "run-1");
-  Call call;
-  Host h;
-
-  void SetUp() override {
-    fs::create_directories(storeDir);
-    store = RuntimeStore::open(storeDir);
-    w = makeVector3Workspace(root);
-    root = w.root;
-    h.facts.workspaceIdentity = w.identity;
-    h.facts.workspacePath = root.string();
-  }
-
-  // Rows 1 user, 2 call, 3 dispatch, 4 bound response (T1, T2 of `tool`), 5 model text,
-  // 6 failed terminal (j.2 vector 4's first run).
-  void sourceRun(const std::string& tool = "Write") {
-    RunHeader hd = header(r, 500, root.string());
-    hd.workspaceIdentity = w.identity;
-    store->createRun(hd);
-    store->append(r.user("write notes", true));
-    call.id = Ident{r.session, r.invocation, r.run, r.turn};
-    call.tool = tool;
-    call.args = tool == "Read" ? Json{{"path", "a.txt"}} : Json{{"path", "notes.txt"}};
-    call.mode = tool == "Read" ? "replay_safe" : "reconcile";
-    store->commitToolPrepared(t1(call));
-    store->commitToolOutcome(t2(call));
-    store->append(r.model("done"));
-    finishFailed(*store, r, hd);
-  }
-
-  CaptureResult capture(int64_t p) {
-    CaptureRequest req;
-    req.instanceRoot = root;
-    req.instanceIdentity = w.identity;
-    req.canonicalRoot = root.string();
-    req.run = PrefixIdentity{r.session, r.invocation, r.run, r.turn};
-    req.lastEventSeq = p;
-    req.ts = 1700000000000;
-    return captureCheckpoint(*store, storeDir, git, req);
-  }
-
-  ContinuationHost host(const std::string& requirement) {
-    ContinuationHost ch = h.host();
-    ch.currentCwd = root.string();
-    ch.workspacePolicy.checkpointRequirement = requirement;
-    ch.workspaceInspector = [this](const CheckpointFact* covering) {
-      return observeWorkspace(
-          WorkspaceObserveRequest{storeDir, root, w.identity, covering, std::nullopt});
-    };
-    return ch;
-  }
+struct GateFixture : WorkspaceRunFixture {
+  GateFixture() : WorkspaceRunFixture("session-gates") {}
 
   ContinuationPlan plan(const std::string& requirement) {
     return planContinuation(*store, r.session, r.run, host(requirement));

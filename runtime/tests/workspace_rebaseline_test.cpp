@@ -14,7 +14,7 @@
 #include "crashsim/codes.h"
 #include "crashsim/continuation.h"
 #include "crashsim/workspace_gates.h"
-#include "workspace_test_util.h"
+#include "workspace_run_fixture.h"
 
 using namespace crashsim;
 using namespace crashsim::testutil;
@@ -22,58 +22,21 @@ using namespace ctest;
 
 namespace {
 
-struct RebaselineFixture : ::testing::Test {
-  TempDir dir;
-  fs::path storeDir = dir.path / "store";
-  fs::path root = dir.path / "ws";
-  std::unique_ptr<RuntimeStore> store;
-  WorkspaceIdentity w;
-  GitRuntime git = resolveGitRuntime();
-  RunIds r = ids("session-rebase", "run-1");
-  Call call;
-  Host h;
+struct RebaselineFixture : WorkspaceRunFixture {
+  RebaselineFixture() : WorkspaceRunFixture("session-rebase") {}
   CaptureResult first;
 
+  // j.2 vector 4's first run, a checkpoint at p = 4, then the user edits the tracked a.txt (W8).
   void SetUp() override {
-    fs::create_directories(storeDir);
-    store = RuntimeStore::open(storeDir);
-    w = makeVector3Workspace(root);
-    root = w.root;
-    h.facts.workspaceIdentity = w.identity;
-    h.facts.workspacePath = root.string();
-    // j.2 vector 4's first run (user, Write call, dispatch, bound response, text, failed
-    // terminal), a checkpoint at p = 4, then the user edits the tracked a.txt (W8).
-    RunHeader hd = header(r, 500, root.string());
-    hd.workspaceIdentity = w.identity;
-    store->createRun(hd);
-    store->append(r.user("write notes", true));
-    call.id = Ident{r.session, r.invocation, r.run, r.turn};
-    call.tool = "Write";
-    call.args = Json{{"path", "notes.txt"}};
-    call.mode = "reconcile";
-    store->commitToolPrepared(t1(call));
-    store->commitToolOutcome(t2(call));
-    store->append(r.model("done"));
-    finishFailed(*store, r, hd);
-    CaptureRequest req;
-    req.instanceRoot = root;
-    req.instanceIdentity = w.identity;
-    req.canonicalRoot = root.string();
-    req.run = PrefixIdentity{r.session, r.invocation, r.run, r.turn};
-    req.lastEventSeq = 4;
-    req.ts = 1700000000000;
-    first = captureCheckpoint(*store, storeDir, git, req);
+    WorkspaceRunFixture::SetUp();
+    sourceRun();
+    first = capture(4);
     writeFile(root / "a.txt", "edited by the user\n");
   }
 
   ContinuationHost host() {
-    ContinuationHost ch = h.host();
-    ch.currentCwd = root.string();
-    ch.workspacePolicy.checkpointRequirement = "optional_legacy";
+    ContinuationHost ch = WorkspaceRunFixture::host("optional_legacy");
     ch.workspacePolicy.driftAction = "offer_rebaseline";
-    ch.workspaceInspector = [this](const CheckpointFact* covering) {
-      return observeWorkspace(WorkspaceObserveRequest{storeDir, root, w.identity, covering, {}});
-    };
     return ch;
   }
   ContinuationPlan plan() { return planContinuation(*store, r.session, r.run, host()); }

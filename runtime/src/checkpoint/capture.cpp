@@ -16,23 +16,9 @@
 namespace crashsim {
 
 namespace fs = std::filesystem;
+using checkpoint_detail::carrierCall;
 using checkpoint_detail::firstLineOf;
-using checkpoint_detail::GitCall;
-using checkpoint_detail::GitEnv;
 using checkpoint_detail::runGit;
-
-namespace {
-
-GitCall carrierCall(const WorkspaceCarrier& carrier, std::vector<std::string> args,
-                    std::string stdinData = {}) {
-  GitCall c;
-  c.args = std::move(args);
-  c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
-  c.stdinData = std::move(stdinData);
-  return c;
-}
-
-}  // namespace
 
 namespace checkpoint_detail {
 

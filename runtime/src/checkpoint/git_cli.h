@@ -36,6 +36,11 @@ struct GitOutput {
   std::string failure;  // why !ok, one line
 };
 
+// A call in the store's carrier repository alone (GIT_DIR = carrier.git; no work tree, index,
+// object directory or alternates).
+GitCall carrierCall(const WorkspaceCarrier& carrier, std::vector<std::string> args,
+                    std::string stdinData = {});
+
 // `gitHome` empty: HOME and XDG_CONFIG_HOME are a path that does not exist and
 // GIT_CONFIG_GLOBAL is /dev/null (resolving the binary, before a carrier exists).
 GitOutput runGit(const GitRuntime& git, const std::filesystem::path& gitHome, const GitCall& call);

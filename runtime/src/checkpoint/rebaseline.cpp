@@ -17,8 +17,6 @@
 namespace crashsim {
 
 namespace fs = std::filesystem;
-using checkpoint_detail::GitCall;
-using checkpoint_detail::GitEnv;
 using checkpoint_detail::runGit;
 
 namespace {
@@ -99,11 +97,10 @@ Json rebaselineReadSet(const WorkspaceCarrier& carrier, const std::optional<Chec
                        const std::string& treeOid) {
   const Json all{{"kind", "all"}};
   if (!cprev) return all;
-  GitCall c;
-  c.args = {"diff-tree", "-r", "--no-renames", "--name-status", "-z", cprev->carrier.treeOid,
-            treeOid};
-  c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
-  auto r = runGit(carrier.git(), carrier.gitHome(), c);
+  auto r = runGit(
+      carrier.git(), carrier.gitHome(),
+      checkpoint_detail::carrierCall(carrier, {"diff-tree", "-r", "--no-renames", "--name-status",
+                                               "-z", cprev->carrier.treeOid, treeOid}));
   if (!r.ok)
     throw CarrierError(code::checkpoint_capture_failed, "read_set",
                        "diff-tree of the rebaseline: " + r.failure);
@@ -123,10 +120,11 @@ Json rebaselineReadSet(const WorkspaceCarrier& carrier, const std::optional<Chec
 std::optional<CheckpointFact> newestReadable(const WorkspaceCarrier& carrier,
                                              const detail::ScannedEpoch& e) {
   for (auto it = e.checkpoints.rbegin(); it != e.checkpoints.rend(); ++it) {
-    GitCall c;
-    c.args = {"cat-file", "-e", it->fact.carrier.treeOid + "^{tree}"};
-    c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
-    if (runGit(carrier.git(), carrier.gitHome(), c).ok) return it->fact;
+    if (runGit(carrier.git(), carrier.gitHome(),
+               checkpoint_detail::carrierCall(
+                   carrier, {"cat-file", "-e", it->fact.carrier.treeOid + "^{tree}"}))
+            .ok)
+      return it->fact;
   }
   return std::nullopt;
 }

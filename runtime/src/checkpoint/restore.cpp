@@ -24,9 +24,9 @@
 namespace crashsim {
 
 namespace fs = std::filesystem;
+using checkpoint_detail::carrierCall;
 using checkpoint_detail::firstLineOf;
 using checkpoint_detail::GitCall;
-using checkpoint_detail::GitEnv;
 using checkpoint_detail::runGit;
 using checkpoint_detail::splitNul;
 
@@ -34,15 +34,6 @@ namespace {
 
 [[noreturn]] void restoreFailed(const std::string& detail, const std::string& message) {
   throw CarrierError(code::checkpoint_restore_failed, detail, message);
-}
-
-GitCall restoreGitCall(const WorkspaceCarrier& carrier, std::vector<std::string> args,
-                       std::string stdinData = {}) {
-  GitCall c;
-  c.args = std::move(args);
-  c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
-  c.stdinData = std::move(stdinData);
-  return c;
 }
 
 fs::path canonicalStore(const fs::path& storeDir) {
@@ -105,9 +96,9 @@ void fullVerifyCheckpoint(const WorkspaceCarrier& carrier, const CheckpointFact&
   lightVerifyCheckpoint(carrier, c);
   auto objects = runGit(
       carrier.git(), carrier.gitHome(),
-      restoreGitCall(carrier, {"rev-list", "--objects", "--no-object-names", c.carrier.commitOid}));
+      carrierCall(carrier, {"rev-list", "--objects", "--no-object-names", c.carrier.commitOid}));
   auto read = runGit(carrier.git(), carrier.gitHome(),
-                     restoreGitCall(carrier, {"cat-file", "--batch"}, objects.out));
+                     carrierCall(carrier, {"cat-file", "--batch"}, objects.out));
   // Each object answers "<oid> <type> <size>\n<content>\n"; a missing one "<oid> missing".
   size_t at = 0, count = 0;
   bool whole = objects.ok && read.ok;
@@ -137,7 +128,7 @@ void fullVerifyCheckpoint(const WorkspaceCarrier& carrier, const CheckpointFact&
 
 bool treeHasGitlink(const WorkspaceCarrier& carrier, const CheckpointFact& c) {
   auto ls = runGit(carrier.git(), carrier.gitHome(),
-                   restoreGitCall(carrier, {"ls-tree", "-r", "-z", c.carrier.treeOid}));
+                   carrierCall(carrier, {"ls-tree", "-r", "-z", c.carrier.treeOid}));
   if (!ls.ok)
     throw CarrierError(code::checkpoint_artifact_corrupt, "",
                        "tree " + c.carrier.treeOid + " does not list: " + ls.failure);
@@ -156,7 +147,7 @@ struct Registration {
 
 std::vector<Registration> listRegistrations(const WorkspaceCarrier& carrier) {
   auto r = runGit(carrier.git(), carrier.gitHome(),
-                  restoreGitCall(carrier, {"worktree", "list", "--porcelain", "-z"}));
+                  carrierCall(carrier, {"worktree", "list", "--porcelain", "-z"}));
   if (!r.ok) restoreFailed("worktree_list", r.failure);
   std::vector<Registration> out;
   for (const auto& field : splitNul(r.out)) {
@@ -288,14 +279,13 @@ RestoreResult isolatedRestore(RuntimeStore& store, const GitRuntime& git,
                       "start-up, never reused");
   fs::create_directories(n.path.parent_path());
   auto add = runGit(git, carrier.gitHome(),
-                    restoreGitCall(carrier, {"worktree", "add", "--detach", "--lock", "--reason",
-                                             n.lockReason, n.path.string(), c.carrier.commitOid}));
+                    carrierCall(carrier, {"worktree", "add", "--detach", "--lock", "--reason",
+                                          n.lockReason, n.path.string(), c.carrier.commitOid}));
   if (!add.ok) restoreFailed("worktree_add", add.failure);
   if (planted("restore_over_user_directory")) {
     for (const RunHeader& h : store.listRuns(req.sessionId))
       if (h.runId == req.sourceRunId && h.cwd) {
-        GitCall co =
-            restoreGitCall(carrier, {"checkout", "--force", c.carrier.commitOid, "--", "."});
+        GitCall co = carrierCall(carrier, {"checkout", "--force", c.carrier.commitOid, "--", "."});
         co.env.workTree = *h.cwd;
         co.env.indexFile = storeDir / "workspace" / "planted-restore.index";
         runGit(git, carrier.gitHome(), co);
@@ -428,7 +418,7 @@ std::vector<std::string> quarantineRestoreResidue(RuntimeStore& store, const fs:
     // 2: unlocked (by path while it exists; else the lock file of the registration itself).
     if (fs::exists(registrations / name / "locked", ec)) {
       auto unlock = runGit(git, carrier.gitHome(),
-                           restoreGitCall(carrier, {"worktree", "unlock", path.string()}));
+                           carrierCall(carrier, {"worktree", "unlock", path.string()}));
       if (!unlock.ok) fs::remove(registrations / name / "locked", ec);
     }
     // 3: the directory moved into quarantine.
@@ -438,8 +428,8 @@ std::vector<std::string> quarantineRestoreResidue(RuntimeStore& store, const fs:
       dfs.fsyncDir(quarantine);
     }
     // 4: stale registrations pruned.
-    auto prune = runGit(git, carrier.gitHome(),
-                        restoreGitCall(carrier, {"worktree", "prune", "--expire=now"}));
+    auto prune =
+        runGit(git, carrier.gitHome(), carrierCall(carrier, {"worktree", "prune", "--expire=now"}));
     if (!prune.ok) restoreFailed("worktree_prune", prune.failure);
     // 5: the intent deleted.
     fs::remove(intent, ec);

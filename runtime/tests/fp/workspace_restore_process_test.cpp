@@ -21,6 +21,7 @@
 #include <map>
 #include <sstream>
 
+#include "../workspace_test_util.h"
 #include "agent_process.h"
 #include "crashsim/build_paths.h"
 #include "crashsim/continuation.h"
@@ -35,6 +36,7 @@ namespace {
 
 using testutil::kAgent;
 using testutil::readFile;
+using testutil::treeBytes;
 
 // git-workspace-drift with driftAction isolated_restore (a private copy: the scenario list of
 // the sweeps is unchanged).
@@ -52,19 +54,6 @@ testutil::AgentStep restoreStep(const testutil::AgentSandbox& box, const std::st
                                 const std::string& arm, const std::string& logName,
                                 const std::string& plant = {}) {
   return testutil::runAgentStep(box, box.base / "restore.json", command, arm, logName, {}, plant);
-}
-
-// Every regular file and symlink under `dir` (its .git included) by relative path → bytes.
-std::map<std::string, std::string> treeBytes(const fs::path& dir) {
-  std::map<std::string, std::string> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    const std::string rel = fs::relative(e.path(), dir).string();
-    if (e.is_symlink())
-      out[rel] = "-> " + fs::read_symlink(e.path()).string();
-    else if (e.is_regular_file())
-      out[rel] = readFile(e.path());
-  }
-  return out;
 }
 
 // The hermetic-enough system git (for reading the carrier only).
