@@ -229,12 +229,14 @@ std::optional<Id> parseId(std::string_view text) {
 std::optional<Id> parsePoint(std::string_view text) {
   if (text == "S") return Id::S;
   if (text == "F") return Id::F;
+  if (text == "G") return Id::G;
   return parseId(text);
 }
 
 std::string_view name(Id id) {
   if (id == Id::S) return "S";
   if (id == Id::F) return "F";
+  if (id == Id::G) return "G";
   return entry(id).name;
 }
 

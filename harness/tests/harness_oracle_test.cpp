@@ -43,8 +43,10 @@ TEST(CrashPointTable, IsTheRuntimesPointsByNameInTheirOrder) {
     if (i > 0) EXPECT_LT(*fp::parsePoint(all[i - 1].name()), *id) << all[i];
     EXPECT_EQ(CrashPoint::parse(all[i].name()), all[i]);
   }
-  for (auto bad : {"p4", "P04", "P30", " P4", "", "G"}) EXPECT_FALSE(CrashPoint::parse(bad)) << bad;
-  EXPECT_TRUE(S.isBarrier() && F.isBarrier() && !P4.isBarrier());
+  for (auto bad : {"p4", "P04", "P30", " P4", "", "g", "G#1"})
+    EXPECT_FALSE(CrashPoint::parse(bad)) << bad;
+  EXPECT_TRUE(S.isBarrier() && F.isBarrier() && G.isBarrier() && !P4.isBarrier());
+  EXPECT_LT(P29, G);  // the git barrier came last: every other point keeps its number
   EXPECT_EQ(pointRange(P0, P3), (std::vector<CrashPoint>{P0, P1, P2, P3}));
   EXPECT_LT(P11, S);
   EXPECT_LT(F, P12);

@@ -165,6 +165,16 @@ TEST(PlantedFault, RestoreFactBeforeItsRefAfterAnEarlierKillFailsWH7) {
                "WH7");
 }
 
+// Phase 4 c.2 / i.3 H5: a hermetic git child started without PR_SET_PDEATHSIG in its own process
+// group outlives the agent killed at the git barrier G just after its spawn (it runs on to its
+// end, a write after the crash). Only WH5 sees it (--no-determinism: V9's second run would see
+// WH5 itself differ when a short git command happens to finish before the kill).
+TEST(PlantedFault, GitChildOutlivingTheKilledAgentFailsOnlyWH5) {
+  expectCaughtExactly("git_child_outlives_agent",
+                      "--scenario git-workspace-drift --case '*/G#[1-5]/kill' --no-determinism",
+                      {"WH5"});
+}
+
 TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
   expectCaught("tool_reruns", "--scenario write-config-port --failpoint P6", "V8");
 }

@@ -255,7 +255,8 @@ TEST(VerdictV9, ARecordThatDiffersInAnyCheckFails) {
 }
 
 // Coverage. Bugs: a runtime that crosses a boundary more (or less) often than the scenario
-// implies; a store write that bypasses the COMMIT barrier.
+// implies; a store write that bypasses the COMMIT barrier; a capture whose git children bypass
+// the spawn barrier G.
 TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
   PointCounts predicted;
   predicted[P2] = predicted[P5] = 2;
@@ -271,10 +272,17 @@ TEST(VerdictCoverage, ReachAndBarrierBoundsAreJudged) {
   EXPECT_NE(reachDifference(predicted, reached, crashPath, "run").find("reached P5 3 time(s)"),
             std::string::npos);
   reached[S] = 4;
-  EXPECT_NE(barrierBoundProblem(predicted, reached).find("at least 5 and 3"), std::string::npos);
+  EXPECT_NE(barrierBoundProblem(predicted, reached).find("at least 5, 3 and 0"), std::string::npos);
   reached[S] = 5;
   reached[F] = 2;
   EXPECT_NE(barrierBoundProblem(predicted, reached), "");
+  // Two accepted captures (P22) need at least ten git children (five each).
+  reached[F] = 3;
+  predicted[P22] = reached[P22] = 2;
+  reached[G] = 10;
+  EXPECT_EQ(barrierBoundProblem(predicted, reached), "");
+  reached[G] = 9;
+  EXPECT_NE(barrierBoundProblem(predicted, reached).find("9 git barrier(s) G"), std::string::npos);
 }
 
 // V8 replay. Bugs: a continuation that hands the model a half-finished history (an unanswered

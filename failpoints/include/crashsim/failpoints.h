@@ -38,7 +38,10 @@
 // transaction, so a kill there loses that transaction) and of the file tools (F: just before each
 // create / fsync / rename / directory-fsync step of an atomic file replace). They are armed and
 // reported exactly like failpoints ("S:7", {"failpoint":"S","hit":7,...}); they are not rows of
-// the catalogue, which describes the named boundaries only.
+// the catalogue, which describes the named boundaries only. G (workspace-continuity-contract.md
+// i.2) is Phase 4's: just after each hermetic git child is spawned, so a kill there lands while
+// git works in the carrier (its partial objects, temporaries and locks, tables W and R) and the
+// child must die with the killed agent (i.3 H5).
 #pragma once
 
 #include <array>
@@ -60,13 +63,15 @@ namespace crashsim::failpoints {
 // not `disabled`, workspace-continuity-contract.md d.2, i.1), P23–P26 an isolated restore's in
 // the recovery process (f.2, also in workspaceCatalogue()), and P27–P29 a durable rebaseline's
 // (rebaselineCatalogue(): reached only by a recovery process given a user's rebaseline
-// confirmation, g.2). Each group follows the earlier ones so that every id keeps its number.
+// confirmation, g.2); G, the barrier after each git child's spawn, is last. Each group follows the
+// earlier ones so that every id keeps its number.
 // clang-format off
 enum class Id : uint8_t {
   P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13, P14, P15, P16, P17,
   P18, P19, P20, P21, P22,
   P23, P24, P25, P26,
-  P27, P28, P29
+  P27, P28, P29,
+  G
 };
 // clang-format on
 inline constexpr size_t kCount = 12;           // named crash-path failpoints (catalogue rows)
@@ -75,7 +80,7 @@ inline constexpr size_t kAdmissionCount = 2;   // continuation admission (admiss
 inline constexpr size_t kImportCount = 2;      // legacy JSONL import (importCatalogue rows)
 inline constexpr size_t kWorkspaceCount = 9;   // capture + isolated restore (workspaceCatalogue)
 inline constexpr size_t kRebaselineCount = 3;  // durable rebaseline (rebaselineCatalogue rows)
-inline constexpr size_t kPointCount = 32;      // every failpoint and barrier (hit counters)
+inline constexpr size_t kPointCount = 33;      // every failpoint and barrier (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -110,9 +115,9 @@ const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue();
 const std::array<CatalogueEntry, kRebaselineCount>& rebaselineCatalogue();
 // "P0".."P29" → Id; anything else (including "p4", "P30", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
-// parseId, or "S" / "F" (a barrier) → Id.
+// parseId, or "S" / "F" / "G" (a barrier) → Id.
 std::optional<Id> parsePoint(std::string_view name);
-std::string_view name(Id id);  // "P4", "S", "F"
+std::string_view name(Id id);  // "P4", "S", "F", "G"
 // The catalogue row of a named failpoint, Stop path included (std::out_of_range for a barrier).
 const CatalogueEntry& entry(Id id);
 

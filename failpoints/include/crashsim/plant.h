@@ -99,6 +99,9 @@
 //   restore_over_user_directory  an isolated restore also checks the checkpoint out over the
 //                                user's directory (workspace f.2 forbids any write there)
 //                                → workspace_restore_process_test (the user's bytes, H1)
+//   git_child_outlives_agent     a hermetic git child is started without PR_SET_PDEATHSIG: in its
+//                                own process group it survives the killed agent (c.2 hygiene)
+//                                → WH5 at the git barrier G
 //   restore_fact_before_ref      the restore's transition commits before its restored ref
 //                                exists (a.3.1) → workspace_restore_process_test (table R's
 //                                P24 row: no fact yet)

@@ -27,8 +27,8 @@ std::pair<CrashPoint, int> parsePoint(std::string_view text, std::string_view wh
       return {*barrier, hitOf(2)};
   }
   if (text.size() < 4 || text[0] != 'P' || hash == std::string_view::npos)
-    throw std::invalid_argument(
-        fmt::format("case id {}: expected P<n>#<hit>, S#<hit> or F#<hit>, got '{}'", whole, text));
+    throw std::invalid_argument(fmt::format(
+        "case id {}: expected P<n>#<hit>, S#<hit>, F#<hit> or G#<hit>, got '{}'", whole, text));
   const auto fp = CrashPoint::parse(text.substr(0, hash));
   if (!fp || fp->isBarrier() || fp->group() == PointGroup::stopPath)
     throw std::invalid_argument(fmt::format("case id {}: unknown failpoint in '{}'", whole, text));
@@ -123,6 +123,9 @@ const FaultMode& parseMode(CaseId& id, std::string_view mode, bool more, std::st
   if (id.isBarrier() && !fm->crashesAtBarriers())
     throw std::invalid_argument(
         fmt::format("case id {}: barrier cases (S, F) are kill or powerloss mode only", text));
+  if (id.failpoint == points::G && !fm->isProcessKill())
+    throw std::invalid_argument(
+        fmt::format("case id {}: git barrier cases (G) are kill mode only", text));
   if (id.isImport() && !fm->isProcessKill())
     throw std::invalid_argument(
         fmt::format("case id {}: legacy import cases (P16, P17) are kill mode only", text));

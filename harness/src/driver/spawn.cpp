@@ -22,6 +22,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "driver/descendants.h"
+
 namespace crashsim::harness::spawning {
 namespace {
 
@@ -321,12 +323,18 @@ std::chrono::microseconds sinceUs(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t);
 }
 
-// SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime).
-void killAndReap(const Spawned& s, ChildResult& r, bool kill) {
+// SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime), and the
+// descendants it had running when it was killed that outlived it (driver/descendants.h).
+void killAndReap(const Spawned& s, ChildResult& r, bool kill, bool watchDescendants) {
   const auto t = Clock::now();
-  if (kill) ::kill(s.pid, SIGKILL);
+  std::vector<ProcessIdentity> left;
+  if (kill) {
+    if (watchDescendants) left = descendantsOf(s.pid);  // what the child has running as it dies
+    ::kill(s.pid, SIGKILL);
+  }
   if (s.controlRead >= 0) ::close(s.controlRead);
   reap(s, r);
+  r.survivors = reapSurvivors(left, std::chrono::milliseconds(2000));
   r.killReapTime = sinceUs(t);
 }
 

@@ -32,8 +32,10 @@ Spawned spawn(const SpawnSpec& spec, bool withControl);
 void reap(const Spawned& s, ChildResult& r);
 // A wait status as r.exited/exitCode or r.signaled/signal.
 void recordStatus(int status, ChildResult& r);
-// SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime).
-void killAndReap(const Spawned& s, ChildResult& r, bool kill);
+// SIGKILLs (when `kill`) and reaps the child, timing both (ChildResult::killReapTime); with
+// `watchDescendants` the descendants it had running at the kill and outlived it are
+// ChildResult::survivors.
+void killAndReap(const Spawned& s, ChildResult& r, bool kill, bool watchDescendants = false);
 std::chrono::microseconds sinceUs(Clock::time_point t);
 // Milliseconds left until `deadline`, never negative.
 int remainingMs(Clock::time_point deadline);

@@ -106,7 +106,7 @@ ChildResult runArmed(SpawnSpec spec, const std::string& failpoint, int hit) {
   // line and then raises SIGKILL itself: wait for that death (a hang past the deadline is one).
   if (!r.timedOut && r.controlLine.find("\"powerloss\":true") != std::string::npos)
     r.timedOut = spawning::waitForExit(s.pid, deadline) == spawning::WaitResult::timed_out;
-  spawning::killAndReap(s, r, true);
+  spawning::killAndReap(s, r, true, spec.watchDescendants);
   r.elapsed = spawning::sinceUs(start);
   return r;
 }

@@ -51,6 +51,7 @@
 #include "verdicts/verdict.h"
 #include "verdicts/wh1_user_git.h"
 #include "verdicts/wh2_capture_artifacts.h"
+#include "verdicts/wh5_git_children.h"
 #include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
@@ -104,10 +105,12 @@ bool crashAgentRun(CrashCase& k) {
   run.stderrFile = cr.dir / "run.stderr";
   run.stdoutFile = cr.dir / "run.stdout";
   run.timeout = std::chrono::milliseconds(15000);
+  run.watchDescendants = wh5::applies(cr.sc);
   if (k.powerloss) armPowerloss(driverOf(opts), run, id, cr.dir, opts.synchronous);
   auto child = cr.driver.crashAt(run, id.failpoint, id.hit);
   cr.ph.child(child, "run");
   cr.ph.to("verify");
+  if (!k.powerloss) wh5::judgeKill(cr.sc, child, "the run: ", c);
   cr.say(fmt::format("agent run armed at {}#{}: control '{}', {}", id.failpointName(), id.hit,
                      child.controlLine, child.describe()));
   std::string v1 = killProblem(child, id.failpointName(), id.hit, run, cr.store);
@@ -220,11 +223,13 @@ void killRecovery(CrashCase& k) {
   first.timeout = std::chrono::milliseconds(20000);
   first.stderrFile = cr.dir / "recover1.stderr";
   first.stdoutFile = cr.dir / "recover1.stdout";
+  first.watchDescendants = wh5::applies(cr.sc);
   const CrashPoint rfp = *id.recoveryFailpoint;
   const int rhit = id.recoveryHit.value_or(1);
   auto r1 = cr.driver.crashAt(first, rfp, rhit);
   cr.ph.child(r1, "run");
   cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, r1, "the recovery process: ", c);
   cr.say(fmt::format("recovery armed at {}#{}: control '{}', {}", rfp.name(), rhit, r1.controlLine,
                      r1.describe()));
   if (auto bad = killProblem(r1, rfp.str(), rhit, first, cr.store); !bad.empty()) {

@@ -13,6 +13,7 @@
 #include "verdicts/v1_kill.h"
 #include "verdicts/wh1_user_dir.h"
 #include "verdicts/wh1_user_git.h"
+#include "verdicts/wh5_git_children.h"
 #include "verdicts/wh7_restore.h"
 #include "verdicts/workspace_expect.h"
 
@@ -44,9 +45,11 @@ void runRestoreCase(CaseRun& cr) {
   // A git repository run with two captures, and a recovery that restores (git worktree add,
   // full verification, fsync of the tree) then continues: more time than a plain case.
   run.timeout = std::chrono::milliseconds(60000);
+  run.watchDescendants = true;
   const auto child = cr.driver.crashAt(run, points::P22, at->captureHit);
   cr.ph.child(child, "run");
   cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, child, "the run: ", c);
   cr.say(fmt::format("agent run armed at P22#{}: {}", at->captureHit, child.describe()));
   if (auto bad = killProblem(child, "P22", at->captureHit, run, cr.store); !bad.empty()) {
     c.fail("V1", bad);
@@ -68,9 +71,11 @@ void runRestoreCase(CaseRun& cr) {
   first.timeout = std::chrono::milliseconds(60000);
   first.stderrFile = cr.dir / "recover1.stderr";
   first.stdoutFile = cr.dir / "recover1.stdout";
+  first.watchDescendants = true;
   const auto r1 = cr.driver.crashAt(first, cr.id.failpoint, cr.id.hit);
   cr.ph.child(r1, "run");
   cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, r1, "the recovery process: ", c);
   cr.say(
       fmt::format("recovery armed at {}#{}: {}", cr.id.failpointName(), cr.id.hit, r1.describe()));
   if (auto bad = killProblem(r1, cr.id.failpointName(), cr.id.hit, first, cr.store); !bad.empty()) {

@@ -207,13 +207,15 @@ void Planner::planScenario(const Scenario& sc, size_t si) {
   planBarriers(sc, si);
 }
 
-// The unnamed barriers S#k, F#k as primaries, from the reference run's counts.
+// The unnamed barriers S#k, F#k (and G#k in a process-kill mode) as primaries, from the reference
+// run's counts.
 void Planner::planBarriers(const Scenario& sc, size_t si) {
   if (sc.spec.legacyStore || !plansBarriers(sel_) || barrierHits_.empty()) return;
   if (barrierHits_.size() != scenarios_)
     throw std::logic_error("planSweep: one BarrierHits per scenario");
-  for (CrashPoint fp : {points::S, points::F}) {
-    const int n = fp == points::S ? barrierHits_[si].s : barrierHits_[si].f;
+  for (CrashPoint fp : {points::S, points::F, points::G}) {
+    const BarrierHits& b = barrierHits_[si];
+    const int n = fp == points::S ? b.s : fp == points::F ? b.f : mode_.isProcessKill() ? b.g : 0;
     if (n > 0) reach(sc.id, fp, "agent").predicted += n;
     for (int h = 1; h <= n; ++h) {
       for (const CaseId& pid : seededIds(sc.id, fp, h, sel_, mode_)) {
@@ -275,7 +277,7 @@ bool plansBarriers(const PlanSelection& sel) {
   const Wanted wanted(sel);
   const FaultMode* mode = findFaultMode(sel.mode);
   return sel.barriers && mode && mode->crashesAtBarriers() &&
-         (wanted(points::S) || wanted(points::F)) &&
+         (wanted(points::S) || wanted(points::F) || wanted(points::G)) &&
          (sel.caseGlobs.empty() ||
           std::any_of(sel.caseGlobs.begin(), sel.caseGlobs.end(), globMayMatchBarrier));
 }

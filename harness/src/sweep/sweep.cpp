@@ -339,7 +339,8 @@ PreparedSweep prepareSweep(const SweepOptions& opts, bool listOnly) {
   if (barriers) {
     std::vector<BarrierHits> counts;
     for (const auto& r : refs)
-      counts.push_back({r.hits[points::S], r.hits[points::F], r.recoveryBarriers});
+      counts.push_back(
+          {r.hits[points::S], r.hits[points::F], r.hits[points::G], r.recoveryBarriers});
     try {
       p.plan = planCases(opts, chosen, counts);
     } catch (...) {

@@ -41,11 +41,15 @@ std::string reachDifference(const PointCounts& predicted, const PointCounts& rea
 std::string barrierBoundProblem(const PointCounts& p, const PointCounts& reached) {
   using namespace points;
   const int minS = p[P2] + p[P5] + p[P8], minF = 3 * p[P3];
-  if (reached[S] >= minS && reached[F] >= minF) return "";
+  // Each accepted capture runs at least five git children: the listing L (c.3), the index update
+  // (d.2 step 4), write-tree (5), commit-tree (6) and update-ref (7).
+  const int minG = 5 * p[P22];
+  if (reached[S] >= minS && reached[F] >= minF && reached[G] >= minG) return "";
   return fmt::format(
-      "the reference run reached {} store COMMIT barrier(s) S and {} file-step barrier(s) F; its "
-      "named commits and file replaces alone need at least {} and {}",
-      reached[S], reached[F], minS, minF);
+      "the reference run reached {} store COMMIT barrier(s) S, {} file-step barrier(s) F and {} "
+      "git barrier(s) G; its named commits, file replaces and captures alone need at least {}, {} "
+      "and {}",
+      reached[S], reached[F], reached[G], minS, minF, minG);
 }
 
 void checkRecoveryReach(const fs::path& hitsFile, const PointCounts& want, Checks& c) {

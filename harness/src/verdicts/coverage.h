@@ -31,7 +31,8 @@ std::string reachDifference(const PointCounts& predicted, const PointCounts& rea
 
 // "" when the barriers reached at least the contract's lower bound for a run with `predicted`
 // named hits: every T1 (P2), T2 (P5) and terminal fact (P8) is a store COMMIT (S), and every
-// atomic file replace (P3) takes at least fsync, rename and fsync-dir (F).
+// atomic file replace (P3) takes at least fsync, rename and fsync-dir (F), and every accepted
+// workspace capture (P22) at least five git children (G).
 std::string barrierBoundProblem(const PointCounts& predicted, const PointCounts& reached);
 
 // V3 (the recovery's reach): the unarmed recovery of a primary case (or of a continuation killed

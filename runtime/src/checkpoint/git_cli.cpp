@@ -11,7 +11,9 @@
 #include <sstream>
 
 #include "crashsim/codes.h"
+#include "crashsim/failpoints.h"
 #include "crashsim/hashing.h"
+#include "crashsim/plant.h"
 #include "workspace/process.h"
 
 namespace crashsim {
@@ -58,6 +60,15 @@ std::vector<std::string> configArgs(const fs::path& home) {
 
 }  // namespace
 
+GitCall carrierCall(const WorkspaceCarrier& carrier, std::vector<std::string> args,
+                    std::string stdinData) {
+  GitCall c;
+  c.args = std::move(args);
+  c.env = GitEnv{carrier.gitDir(), {}, {}, {}, {}};
+  c.stdinData = std::move(stdinData);
+  return c;
+}
+
 GitOutput runGit(const GitRuntime& git, const fs::path& gitHome, const GitCall& call) {
   detail::ProcessSpec spec;
   spec.executable = git.binary.string();
@@ -67,7 +78,10 @@ GitOutput runGit(const GitRuntime& git, const fs::path& gitHome, const GitCall& 
   spec.timeout = call.timeout;
   spec.maxOutputBytes = size_t{1} << 30;
   spec.stdinData = call.stdinData;
-  spec.dieWithParent = true;
+  // Planted bug git_child_outlives_agent: the child is not tied to its parent's life, so a git
+  // killed with the agent's process group spared (its own group) works on (i.3 H5).
+  spec.dieWithParent = !planted("git_child_outlives_agent");
+  spec.afterSpawn = [] { CRASHSIM_BARRIER(G); };
   const std::string home =
       gitHome.empty() ? std::string("/nonexistent-crashsim-git-home") : gitHome.string();
   std::map<std::string, std::string> env{

@@ -132,6 +132,7 @@ ProcessResult runProcess(const ProcessSpec& spec) {
                           ? spawn(bp::std_in.close())
                           : spawn(bp::std_in < boost::asio::buffer(spec.stdinData));
     result.started = true;
+    if (spec.afterSpawn) spec.afterSpawn();
     const int pgid = static_cast<int>(group.native_handle());
     if (cancel && cancel->activeGroup) cancel->activeGroup->store(pgid);
     awaitChild(ios, group, pgid, spec, result);

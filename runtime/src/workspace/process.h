@@ -54,6 +54,10 @@ struct ProcessSpec {
   // Linux: PR_SET_PDEATHSIG(SIGKILL) between fork and exec, and exit at once when the parent is
   // already gone: the child never outlives a killed parent (contract i.3 H5).
   bool dieWithParent = false;
+  // Called in the parent once the child has started, before its output is read (the
+  // instrumented build's git barrier G, crashsim/failpoints.h, where a kill lands while the child
+  // works).
+  std::function<void()> afterSpawn;
 };
 ProcessResult runProcess(const ProcessSpec& spec);
 

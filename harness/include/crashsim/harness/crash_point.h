@@ -48,7 +48,7 @@ struct CrashPointRow {
 };
 
 // Every crash point, in order. The one place a point is defined.
-inline constexpr std::array<CrashPointRow, 32> kCrashPoints{{
+inline constexpr std::array<CrashPointRow, 33> kCrashPoints{{
     {"P0", PointGroup::crashPath},
     {"P1", PointGroup::crashPath},
     {"P2", PointGroup::crashPath},
@@ -81,6 +81,7 @@ inline constexpr std::array<CrashPointRow, 32> kCrashPoints{{
     {"P27", PointGroup::workspaceRebaseline},
     {"P28", PointGroup::workspaceRebaseline},
     {"P29", PointGroup::workspaceRebaseline},
+    {"G", PointGroup::barrier},
 }};
 
 // One crash point. Constructed from its name; compared and ordered by its row in kCrashPoints.
@@ -127,6 +128,7 @@ inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5
     P22{"P22"};
 inline constexpr CrashPoint P23{"P23"}, P24{"P24"}, P25{"P25"}, P26{"P26"};  // restore (f.2)
 inline constexpr CrashPoint P27{"P27"}, P28{"P28"}, P29{"P29"};  // durable rebaseline (g.2)
+inline constexpr CrashPoint G{"G"};  // the barrier after each git child's spawn (Phase 4 i.2)
 }  // namespace points
 
 // The points from `first` to `last` (both included), in order: pointRange(points::P0, points::P7).

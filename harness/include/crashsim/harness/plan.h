@@ -22,11 +22,12 @@
 // names also gets "+H2", two recovery processes released together on its crash state (process
 // "race" in `reach`, by the primary's failpoint).
 //
-// Barrier cases (S#k, F#k: crash points nobody named, crashsim/failpoints.h) have no prediction:
-// the contract does not fix how many transactions or file steps a run takes. They are planned
-// from the counts the scenario's reference run reached (`barrierHits`), which buildReference has
-// checked against the contract's lower bound. With double faults (kill mode) the recovery process
-// of the primaries oracle.h sweptRecoveryBarriers names is killed at each of its own barriers too
+// Barrier cases (S#k, F#k, G#k: crash points nobody named, crashsim/failpoints.h) have no
+// prediction: the contract does not fix how many transactions or file steps a run takes. They are
+// planned from the counts the scenario's reference run reached (`barrierHits`), which
+// buildReference has checked against the contract's lower bound. With double faults (kill mode) the
+// recovery process of the primaries oracle.h sweptRecoveryBarriers names is killed at each of its
+// own barriers too
 // ("…/P0#1/kill+R:S#9", process "recovery" in `reach`), planned from the counts of that primary's
 // reference recovery (`barrierHits[i].recovery`, checked against the contract's lower bound).
 #pragma once
@@ -89,10 +90,12 @@ struct RecoveryBarrierHits {
   int s = 0, f = 0;
 };
 
-// Reached counts of the barriers S and F in one scenario's reference run, and in its reference
-// recoveries (the +R:S#k / +R:F#k double faults are planned from those).
+// Reached counts of the barriers S, F and G in one scenario's reference run, and of S and F in
+// its reference recoveries (the +R:S#k / +R:F#k double faults are planned from those). G, the git
+// barrier of Phase 4 (crashsim/failpoints.h), is planned in the process-kill modes only: a power
+// cut's file model does not hold git's writes (workspace contract i.3 H9).
 struct BarrierHits {
-  int s = 0, f = 0;
+  int s = 0, f = 0, g = 0;
   std::vector<RecoveryBarrierHits> recovery;
 };
 

@@ -40,6 +40,9 @@ struct SpawnSpec {
   // The exe is crashsim-agent or crashsim, which serve forks (crashsim/fork_server.h): the child
   // comes from this thread's `<exe> serve` unless the spawn method is exec.
   bool forkServer = false;
+  // A kill of this child also judges the descendants it leaves running (ChildResult::survivors,
+  // workspace-continuity-contract.md i.3 H5: set for the agents of Phase 4 scenarios).
+  bool watchDescendants = false;
 };
 
 enum class SpawnMethod { exec, fork_server };
@@ -62,6 +65,10 @@ struct ChildResult {
   std::chrono::microseconds killReapTime{0};  // the SIGKILL (if any) and the reaping
   bool held = false;                          // runStoppedWhileHeld: the tool announced it holds
   double stopSentAtMs = 0;  // runStoppedWhileHeld: wall-clock Unix ms (floor) just before the Stop
+  // A SIGKILLed child with SpawnSpec::watchDescendants: the descendants it had running that
+  // outlived it (then SIGKILLed with their process groups), one line each
+  // (workspace-continuity-contract.md i.3 H5, driver/descendants.h).
+  std::vector<std::string> survivors;
   bool killedBySigkill() const { return signaled && signal == 9; }
   std::string describe() const;  // "exited with code 3" | "killed by signal 9" | "timed out"
 };

@@ -53,8 +53,10 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   WH7 a kill inside an isolated restore (P23–P26; harness/src/verdicts/wh7_restore.h): table
 //      R's row after the kill, the restored epoch and the continuation bound to it after
 //      recovery (WH1 there also judges the user's whole directory: wh1_user_dir.h)
-inline constexpr std::array<std::string_view, 8> kOptionalCheckNames = {"D1", "D2",  "D3",  "C1",
-                                                                        "H1", "WH1", "WH2", "WH7"};
+//   WH5 every kill of a Phase 4 scenario's agent (harness/src/verdicts/wh5_git_children.h): no
+//      child it had running (a hermetic git) outlives it
+inline constexpr std::array<std::string_view, 9> kOptionalCheckNames = {
+    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH5", "WH7"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
