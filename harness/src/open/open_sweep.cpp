@@ -17,6 +17,7 @@
 #include "crashsim/harness/open_driver.h"
 #include "crashsim/harness/scenario.h"
 #include "open/open_case.h"
+#include "open/open_report.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -186,8 +187,13 @@ void writeReports(const fs::path& out, const OpenDriver& driver, const OpenSweep
   md << "\n" << failed << " of " << cases.size() << " case(s) failed.\n";
 }
 
-// case id → the verdicts the baseline expects to fail.
-using Baseline = std::map<std::string, std::set<std::string>>;
+// A baseline entry: the verdicts it expects to fail, and why.
+struct KnownFinding {
+  std::set<std::string> verdicts;
+  std::string reason;
+};
+// case id → its entry.
+using Baseline = std::map<std::string, KnownFinding>;
 
 Baseline loadBaseline(const fs::path& file) {
   Baseline b;
@@ -210,11 +216,12 @@ Baseline loadBaseline(const fs::path& file) {
           "a finding is {\"case\", \"verdicts\": [\"O1\"..\"O5\"], \"reason\"} and nothing else");
     const std::string id = f["case"].get<std::string>();
     OpenCaseId::parse(id);
+    b[id].reason = f["reason"].get<std::string>();
     for (const json& v : f["verdicts"]) {
       const std::string name = v.is_string() ? v.get<std::string>() : "";
       if (name.size() != 2 || name[0] != 'O' || name[1] < '1' || name[1] > '5')
         throw bad(id + ": verdicts are O1..O5");
-      b[id].insert(name);
+      b[id].verdicts.insert(name);
     }
   }
   return b;
@@ -226,7 +233,8 @@ std::string againstBaseline(const OpenCaseResult& r, const Baseline& baseline) {
   for (const auto& [name, reason] : r.verdicts)
     if (!reason.empty() && !reason.starts_with("n/a")) failing.insert(name);
   const auto it = baseline.find(r.id.str());
-  const std::set<std::string> known = it == baseline.end() ? std::set<std::string>{} : it->second;
+  const std::set<std::string> known =
+      it == baseline.end() ? std::set<std::string>{} : it->second.verdicts;
   std::string why;
   for (const auto& v : failing)
     if (!known.count(v)) why += " new failure " + v + ";";
@@ -285,7 +293,9 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     fs::remove_all(work);
     return 0;
   }
+  const auto start = std::chrono::steady_clock::now();
   json cases = json::array();
+  std::vector<reports::CaseRecord> records;  // the JUnit and HTML views' model
   int failed = 0, index = 0, gate = 0, known = 0;
   for (const auto& pc : plan.cases) {
     const fs::path dir = work / fmt::format("case-{}", index++);
@@ -293,10 +303,14 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     const std::string reproduce = reproduceLine(pc.id, opts);
     const std::string change = againstBaseline(r, baseline);
     json record = caseJson(r, reproduce);
+    std::optional<reports::BaselineEntry> entry;
     if (baseline.count(pc.id.str())) {
-      record["baseline"] = baseline.at(pc.id.str());
+      record["baseline"] = baseline.at(pc.id.str()).verdicts;
+      entry = reports::BaselineEntry{baseline.at(pc.id.str()).reason,
+                                     change.empty() ? "" : change.substr(1, change.size() - 2)};
       ++known;
     }
+    records.push_back(openCaseRecord(r, reproduce, entry));
     if (!change.empty()) record["baselineChange"] = change.substr(1);
     cases.push_back(record);
     std::cout << (!change.empty() ? "FAIL " : r.failed ? "known " : "ok   ") << pc.id.str();
@@ -314,7 +328,11 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
       "crashsim sweep --runtime {}: {} case(s), {} failed, {} in the baseline, {} differ from "
       "it\n",
       driver.name(), plan.cases.size(), failed, known, gate);
-  if (!opts.out.empty()) writeReports(opts.out, driver, plan, cases, failed);
+  if (!opts.out.empty()) {
+    writeReports(opts.out, driver, plan, cases, failed);
+    writeOpenViews(opts.out, std::string(driver.name()), std::move(records),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   if (!opts.keepFailures || failed == 0) fs::remove_all(work);
   return gate == 0 ? 0 : 1;
 }

@@ -43,7 +43,8 @@ struct OpenSweepOptions {
   bool doubleFaults = false;
   bool verifyAll = false, noDeterminism = false;
   bool keepFailures = false;
-  std::filesystem::path out;  // report.json, report.md
+  // --out: report.json, report.md (the open shape), junit.xml, report.html (open/open_report.h)
+  std::filesystem::path out;
   // --baseline: the known findings {"baselineVersion":1,"findings":[{"case","verdicts":[…],
   // "reason"}]}; the sweep then exits 1 on a failure it does not list or a listed verdict that
   // passes, and 0 when every failure is listed.
