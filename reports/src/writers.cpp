@@ -394,8 +394,8 @@ std::string renderHtml(const Report& r) {
       "</title>\n<style>\n"
       "body{font-family:sans-serif;margin:2em;color:#222}"
       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}"
-      ".pass{color:#2d7a2d}.fail{color:#b52b27;font-weight:bold}.na{color:#888}"
-      ".known{color:#a66d00}"
+      ".pass{color:#2d7a2d}.fail{color:#b52b27;font-weight:bold}.na{color:#888}" +
+      std::string(r.runtime.empty() ? "" : ".known{color:#a66d00}") +
       "svg .h{font-size:12px;fill:#222}svg .n{font-size:11px;fill:#fff}"
       "code{background:#f4f4f4;padding:1px 4px}\n"
       "</style>\n</head>\n<body>\n";
