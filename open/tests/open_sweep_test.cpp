@@ -298,6 +298,45 @@ TEST(OpenSweep, TheReportsOfAnOpenSweepAreJunitAndHtml) {
             "baseline: baseline finding O2 no longer fails");
 }
 
+// --jobs 2: two cases at once, each in its own directory, model server and process group; the
+// records come out in plan order (the --list order) and each case's verdicts are its own: the
+// planted O2 fault (rerun_finished re-runs a Bash whose result was saved) shows exactly at the
+// kills after the result was saved — TR#1 (the next request), MQ#2 (the request carrying the
+// result), MA#2 (the final answer) — and not before the Bash ran (MQ#1, MA#1, TC#1) or while its
+// outcome is unknown (TE#1: the result never saved).
+TEST(OpenSweep, JobsRunCasesAtOnceAndReportInPlanOrder) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir out;
+  const std::vector<std::string> select = {"sweep",  "--scenario",      "bash-touch-marker",
+                                           "--case", "*/M?#*",          "--case",
+                                           "*/T?#*", "--no-determinism"};
+  const CliRun list = crashsim([&] {
+    auto a = select;
+    a.push_back("--list");
+    return a;
+  }());
+  ASSERT_EQ(list.rc, 0) << list.err;
+  const std::vector<std::string> planned = open_test::lines(list.out);
+  // bash-touch-marker (Bash; final): MQ 2, MA 2, TC 1, TE 1, TR 1.
+  ASSERT_EQ(planned.size(), 7u) << list.out;
+  auto args = select;
+  args.insert(args.end(), {"--jobs", "2", "--out", out.path.string()});
+  const CliRun r = crashsim(args, {{"SUBJECT_BREAK", "rerun_finished"}});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  const json report = json::parse(open_test::readFile(out.path / "report.json"));
+  std::vector<std::string> ids;
+  for (const json& c : report["cases"]) {
+    ids.push_back(c["id"]);
+    const std::string id = c["id"];
+    const bool planted =
+        id.ends_with("/TR#1/kill") || id.ends_with("/MQ#2/kill") || id.ends_with("/MA#2/kill");
+    for (const char* v : {"O1", "O2", "O3", "O4"})
+      EXPECT_EQ(c["checks"][v]["status"], planted && std::string(v) == "O2" ? "fail" : "pass")
+          << c["id"] << " " << v;
+  }
+  EXPECT_EQ(ids, planned);
+}
+
 TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {
   ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
   const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--case", "nothing*"});

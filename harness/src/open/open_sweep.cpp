@@ -6,12 +6,17 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "crashsim/error.h"
 #include "crashsim/harness/open_driver.h"
@@ -297,9 +302,46 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
   json cases = json::array();
   std::vector<reports::CaseRecord> records;  // the JUnit and HTML views' model
   int failed = 0, index = 0, gate = 0, known = 0;
+  // --jobs: workers run the cases (each its own directory, model server and process group);
+  // this thread consumes their results in plan order.
+  const size_t n = plan.cases.size();
+  std::vector<std::optional<OpenCaseResult>> results(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<size_t> next{0};
+  std::vector<std::jthread> workers;
+  for (int w = 0; w < std::max(1, opts.jobs); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) {
+        const auto& pc = plan.cases[i];
+        std::optional<OpenCaseResult> r;
+        std::exception_ptr e;
+        try {
+          r = runOpenCase(driver, *pc.scenario, pc.id, work / fmt::format("case-{}", i),
+                          sampled(opts, pc.id));
+        } catch (...) {
+          e = std::current_exception();
+        }
+        std::lock_guard lock(mutex);
+        results[i] = std::move(r);
+        errors[i] = e;
+        ready.notify_all();
+      }
+    });
   for (const auto& pc : plan.cases) {
-    const fs::path dir = work / fmt::format("case-{}", index++);
-    const OpenCaseResult r = runOpenCase(driver, *pc.scenario, pc.id, dir, sampled(opts, pc.id));
+    const size_t i = static_cast<size_t>(index++);
+    const fs::path dir = work / fmt::format("case-{}", i);
+    {
+      std::unique_lock lock(mutex);
+      ready.wait(lock, [&] { return results[i] || errors[i]; });
+      if (errors[i]) {
+        next = n;  // no further case starts
+        std::rethrow_exception(errors[i]);
+      }
+    }
+    const OpenCaseResult r = std::move(*results[i]);
+    results[i].reset();
     const std::string reproduce = reproduceLine(pc.id, opts);
     const std::string change = againstBaseline(r, baseline);
     json record = caseJson(r, reproduce);

@@ -43,6 +43,8 @@ struct OpenSweepOptions {
   bool doubleFaults = false;
   bool verifyAll = false, noDeterminism = false;
   bool keepFailures = false;
+  // --jobs: cases run at once, each by a worker thread; records still come out in plan order
+  int jobs = 1;
   // --out: report.json, report.md (the open shape), junit.xml, report.html (open/open_report.h)
   std::filesystem::path out;
   // --baseline: the known findings {"baselineVersion":1,"findings":[{"case","verdicts":[…],
