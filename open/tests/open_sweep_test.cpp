@@ -8,6 +8,7 @@
 // green, and the unbroken subject must pass the same case.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -212,6 +213,128 @@ TEST(OpenSweep, ABaselineGatesOnChangesOnly) {
   const CliRun r4 = crashsim(with(bad));
   EXPECT_EQ(r4.rc, 2);
   EXPECT_NE(r4.err.find("open_baseline_invalid"), std::string::npos) << r4.err;
+}
+
+// junit.xml and report.html of a sweep in `dir`, read by Python's XML and HTML parsers
+// (report_views.py): a malformed file fails the parse.
+json reportViews(const fs::path& dir) {
+  open_test::ScratchDir tmp;
+  const fs::path out = tmp.path / "views.json";
+  const std::string cmd = "'" + open_test::python() + "' '" +
+                          (open_test::sourceDir() / "open" / "tests" / "report_views.py").string() +
+                          "' '" + (dir / "junit.xml").string() + "' '" +
+                          (dir / "report.html").string() + "' >'" + out.string() + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return json::parse(open_test::readFile(out), nullptr, false);
+}
+
+// --out writes the CI views of the one report model beside the open report: a failing verdict
+// is a JUnit <failure> naming it, a baseline's known finding <skipped> with the entry's reason
+// (not a failure), a finding gone from the runtime a <failure>; the HTML table has O1–O5.
+TEST(OpenSweep, TheReportsOfAnOpenSweepAreJunitAndHtml) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir dir;
+  // bash-touch-marker's one call is a Bash; rerun_finished runs it again after TR#1 (O2), and
+  // has nothing to re-run when the kill lands before the first answer (MQ#1).
+  const std::string broken = "subject-py/bash-touch-marker/TR#1/kill";
+  const std::string clean = "subject-py/bash-touch-marker/MQ#1/kill";
+  const std::string reason = "the runtime re-runs a finished Bash on resume";
+  const fs::path known = dir.path / "known.json", empty = dir.path / "empty.json";
+  std::ofstream(known) << json{{"baselineVersion", 1},
+                               {"findings",
+                                {{{"case", broken}, {"verdicts", {"O2"}}, {"reason", reason}}}}}
+                              .dump();
+  std::ofstream(empty) << R"({"baselineVersion": 1, "findings": []})";
+  auto sweep = [&](const fs::path& baseline, const fs::path& out,
+                   const std::map<std::string, std::string>& env) {
+    return crashsim({"sweep", "--scenario", "bash-touch-marker", "--case", broken, "--case", clean,
+                     "--no-determinism", "--baseline", baseline.string(), "--out", out.string()},
+                    env);
+  };
+  const std::map<std::string, std::string> rerun = {{"SUBJECT_BREAK", "rerun_finished"}};
+  const std::vector<std::string> columns = {"case", "verdict", "O1",      "O2",       "O3",
+                                            "O4",   "O5",      "reasons", "reproduce"};
+
+  // A new finding: TR#1 fails O2 and no entry lists it.
+  const CliRun r1 = sweep(empty, dir.path / "new", rerun);
+  EXPECT_EQ(r1.rc, 1) << r1.out << r1.err;
+  for (const char* f : {"report.json", "report.md", "junit.xml", "report.html"})
+    EXPECT_TRUE(fs::is_regular_file(dir.path / "new" / f)) << f;
+  const json v1 = reportViews(dir.path / "new");
+  ASSERT_FALSE(v1.is_discarded()) << "junit.xml or report.html did not parse";
+  EXPECT_EQ(v1["junit"]["counts"], (json{{"tests", 2}, {"failures", 1}, {"skipped", 0}}));
+  EXPECT_EQ(v1["junit"]["cases"][clean]["status"], "pass");
+  EXPECT_EQ(v1["junit"]["cases"][broken]["status"], "failure");
+  EXPECT_EQ(v1["junit"]["cases"][broken]["message"], "verdict fail: O2");
+  EXPECT_EQ(v1["html"]["errors"], json::array());
+  EXPECT_EQ(v1["html"]["header"], json(columns));
+  const json row = v1["html"]["rows"][broken];
+  ASSERT_EQ(row.size(), columns.size()) << v1["html"];
+  EXPECT_EQ(row[1], "fail");
+  EXPECT_EQ(json({row[2], row[3], row[4], row[5], row[6]}),
+            json({"pass", "fail", "pass", "pass", "n/a"}));
+
+  // The same finding, known: skipped with the entry's reason, no failure.
+  const CliRun r2 = sweep(known, dir.path / "known", rerun);
+  EXPECT_EQ(r2.rc, 0) << r2.out << r2.err;
+  const json v2 = reportViews(dir.path / "known");
+  ASSERT_FALSE(v2.is_discarded());
+  EXPECT_EQ(v2["junit"]["counts"], (json{{"tests", 2}, {"failures", 0}, {"skipped", 1}}));
+  EXPECT_EQ(v2["junit"]["cases"][broken]["status"], "skipped");
+  EXPECT_NE(v2["junit"]["cases"][broken]["message"].get<std::string>().find(reason),
+            std::string::npos)
+      << v2["junit"];
+  EXPECT_EQ(v2["junit"]["cases"][clean]["status"], "pass");
+  EXPECT_EQ(v2["html"]["rows"][broken][1], "known");
+
+  // The runtime fixed: the entry no longer matches, a failure that says so.
+  const CliRun r3 = sweep(known, dir.path / "fixed", {});
+  EXPECT_EQ(r3.rc, 1) << r3.out << r3.err;
+  const json v3 = reportViews(dir.path / "fixed");
+  ASSERT_FALSE(v3.is_discarded());
+  EXPECT_EQ(v3["junit"]["counts"], (json{{"tests", 2}, {"failures", 1}, {"skipped", 0}}));
+  EXPECT_EQ(v3["junit"]["cases"][broken]["status"], "failure");
+  EXPECT_EQ(v3["junit"]["cases"][broken]["message"],
+            "baseline: baseline finding O2 no longer fails");
+}
+
+// --jobs 2: two cases at once, each in its own directory, model server and process group; the
+// records come out in plan order (the --list order) and each case's verdicts are its own: the
+// planted O2 fault (rerun_finished re-runs a Bash whose result was saved) shows exactly at the
+// kills after the result was saved — TR#1 (the next request), MQ#2 (the request carrying the
+// result), MA#2 (the final answer) — and not before the Bash ran (MQ#1, MA#1, TC#1) or while its
+// outcome is unknown (TE#1: the result never saved).
+TEST(OpenSweep, JobsRunCasesAtOnceAndReportInPlanOrder) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  open_test::ScratchDir out;
+  const std::vector<std::string> select = {"sweep",  "--scenario",      "bash-touch-marker",
+                                           "--case", "*/M?#*",          "--case",
+                                           "*/T?#*", "--no-determinism"};
+  const CliRun list = crashsim([&] {
+    auto a = select;
+    a.push_back("--list");
+    return a;
+  }());
+  ASSERT_EQ(list.rc, 0) << list.err;
+  const std::vector<std::string> planned = open_test::lines(list.out);
+  // bash-touch-marker (Bash; final): MQ 2, MA 2, TC 1, TE 1, TR 1.
+  ASSERT_EQ(planned.size(), 7u) << list.out;
+  auto args = select;
+  args.insert(args.end(), {"--jobs", "2", "--out", out.path.string()});
+  const CliRun r = crashsim(args, {{"SUBJECT_BREAK", "rerun_finished"}});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  const json report = json::parse(open_test::readFile(out.path / "report.json"));
+  std::vector<std::string> ids;
+  for (const json& c : report["cases"]) {
+    ids.push_back(c["id"]);
+    const std::string id = c["id"];
+    const bool planted =
+        id.ends_with("/TR#1/kill") || id.ends_with("/MQ#2/kill") || id.ends_with("/MA#2/kill");
+    for (const char* v : {"O1", "O2", "O3", "O4"})
+      EXPECT_EQ(c["checks"][v]["status"], planted && std::string(v) == "O2" ? "fail" : "pass")
+          << c["id"] << " " << v;
+  }
+  EXPECT_EQ(ids, planned);
 }
 
 TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {

@@ -18,11 +18,15 @@ namespace {
 // continuation killed inside its own tool calls, one column; R:S, R:F the recovery process at its
 // own barriers), the races of two hosts (H2), then
 // the unnamed barriers S and F.
-const std::vector<std::string>& matrixColumns() {
+const std::vector<std::string>& matrixColumns(const Report& r) {
   static const std::vector<std::string> cols = {
       "P0",   "P1",    "P2",    "P3",     "P4",  "P5",  "P6", "P7", "P8", "P9",    "R:P8",
       "R:P9", "R:P10", "R:P11", "R:P0-7", "R:S", "R:F", "H2", "S",  "F",  "K:P12", "K:P13"};
-  return cols;
+  // An open sweep: its crash points (crashsim/harness/open_driver.h), then the resume killed at
+  // each of them (--double-faults).
+  static const std::vector<std::string> open = {"MQ",   "MA",   "TC",   "TE",   "TR",   "S",
+                                                "R:MQ", "R:MA", "R:TC", "R:TE", "R:TR", "R:S"};
+  return r.runtime.empty() ? cols : open;
 }
 // Double faults by their second point: R: a killed recovery process, K: the stopping process
 // killed on the Stop path (--mode stop).
@@ -90,6 +94,18 @@ std::string anchor(std::string_view id) {
   return out;
 }
 
+// A case JUnit reports as <failure>: a failed verdict that no baseline entry matches, or a
+// baseline entry the case no longer matches (a finding gone or a new one beside it).
+bool junitFailure(const CaseRecord& c) {
+  if (c.baseline) return !c.baseline->change.empty();
+  return c.verdict == "fail";
+}
+
+// A known finding of an open sweep's baseline, failing exactly as its entry says: <skipped>.
+bool knownFinding(const CaseRecord& c) {
+  return c.baseline && c.baseline->change.empty() && c.verdict == "fail";
+}
+
 std::string failedChecks(const CaseRecord& c) {
   std::string out;
   for (const auto& [name, ch] : c.checks)
@@ -99,6 +115,7 @@ std::string failedChecks(const CaseRecord& c) {
 
 std::string failureText(const CaseRecord& c) {
   std::string out;
+  if (c.baseline) out += "baseline: " + c.baseline->change + "\n";
   for (const auto& [name, ch] : c.checks)
     if (ch.status == "fail") out += name + " fail: " + ch.reason + "\n";
   out += "reproduce: " + c.reproduce + "\n";
@@ -131,34 +148,50 @@ std::string budgetLine(const Report& r) {
 }
 
 std::string renderJunit(const Report& r) {
+  int failures = 0, skipped = 0;
+  for (const auto& c : r.cases) failures += junitFailure(c), skipped += knownFinding(c);
+  // `skipped` only when a case is (an open sweep's known findings): the built-in sweep's JUnit
+  // stays byte for byte what it was.
+  const auto skippedAttr = [](int n) {
+    return n > 0 ? fmt::format(" skipped=\"{}\"", n) : std::string();
+  };
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out +=
-      fmt::format("<testsuites name=\"crashsim\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-                  r.summary.total, r.summary.failed, r.summary.wallSeconds);
+      fmt::format("<testsuites name=\"crashsim\" tests=\"{}\" failures=\"{}\"{} time=\"{:.3f}\">\n",
+                  r.summary.total, failures, skippedAttr(skipped), r.summary.wallSeconds);
   // One testsuite per scenario, one testcase per case.
   std::map<std::string, std::vector<const CaseRecord*>> byScenario;
   for (const auto& c : r.cases) byScenario[c.scenario].push_back(&c);
   for (const auto& [scenario, cases] : byScenario) {
-    int failures = 0;
+    int suiteFailures = 0, suiteSkipped = 0;
     double time = 0;
     for (auto* c : cases) {
-      failures += c->verdict == "fail";
+      suiteFailures += junitFailure(*c);
+      suiteSkipped += knownFinding(*c);
       time += c->durationMs / 1000.0;
     }
     out += fmt::format(
-        "  <testsuite name=\"crashsim.{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
-        xmlEscape(scenario), cases.size(), failures, time);
+        "  <testsuite name=\"crashsim.{}\" tests=\"{}\" failures=\"{}\"{} time=\"{:.3f}\">\n",
+        xmlEscape(scenario), cases.size(), suiteFailures, skippedAttr(suiteSkipped), time);
     for (auto* c : cases) {
       out += fmt::format("    <testcase classname=\"crashsim.{}\" name=\"{}\" time=\"{:.3f}\"",
                          xmlEscape(scenario), xmlEscape(c->id), c->durationMs / 1000.0);
-      if (c->verdict == "pass") {
-        out += "/>\n";
-      } else {
+      if (junitFailure(*c)) {
+        out += ">\n";
+        out += fmt::format("      <failure message=\"{}\" type=\"crash-contract\">{}</failure>\n",
+                           xmlEscape(c->baseline ? "baseline: " + c->baseline->change
+                                                 : "verdict fail: " + failedChecks(*c)),
+                           xmlEscape(failureText(*c)));
+        out += "    </testcase>\n";
+      } else if (knownFinding(*c)) {
         out += ">\n";
         out += fmt::format(
-            "      <failure message=\"verdict fail: {}\" type=\"crash-contract\">{}</failure>\n",
-            xmlEscape(failedChecks(*c)), xmlEscape(failureText(*c)));
+            "      <skipped message=\"{}\">{}</skipped>\n",
+            xmlEscape("known finding (baseline): " + failedChecks(*c) + ": " + c->baseline->reason),
+            xmlEscape(failureText(*c)));
         out += "    </testcase>\n";
+      } else {
+        out += "/>\n";
       }
     }
     out += "  </testsuite>\n";
@@ -208,13 +241,13 @@ std::string renderMarkdown(const Report& r) {
   std::set<std::string> scenarios;
   for (const auto& c : r.cases) scenarios.insert(c.scenario);
   out += "| scenario |";
-  for (const auto& col : matrixColumns()) out += fmt::format(" {} |", col);
+  for (const auto& col : matrixColumns(r)) out += fmt::format(" {} |", col);
   out += "\n|---|";
-  for (size_t p = 0; p < matrixColumns().size(); ++p) out += "---|";
+  for (size_t p = 0; p < matrixColumns(r).size(); ++p) out += "---|";
   out += "\n";
   for (const auto& s : scenarios) {
     out += "| " + mdEscape(s) + " |";
-    for (const auto& col : matrixColumns()) {
+    for (const auto& col : matrixColumns(r)) {
       int total = 0, failed = 0;
       for (const auto& c : r.cases)
         if (c.scenario == s && matrixColumnOf(c) == col) {
@@ -287,7 +320,7 @@ std::string renderHtml(const Report& r) {
     scenarios.assign(s.begin(), s.end());
   }
   const int cell = 44, labelW = 240, top = 28;
-  const auto& cols = matrixColumns();
+  const auto& cols = matrixColumns(r);
   const int width = labelW + static_cast<int>(cols.size()) * cell + 10;
   const int height = top + static_cast<int>(scenarios.size()) * cell + 60;
   std::string svg = fmt::format(
@@ -352,25 +385,34 @@ std::string renderHtml(const Report& r) {
   }
   svg += "</svg>\n";
 
+  const std::string title =
+      r.runtime.empty() ? "crashsim crash sweep" : "crashsim open sweep of " + xmlEscape(r.runtime);
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>crashsim crash sweep</title>\n<style>\n"
+      "<title>" +
+      title +
+      "</title>\n<style>\n"
       "body{font-family:sans-serif;margin:2em;color:#222}"
       "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}"
-      ".pass{color:#2d7a2d}.fail{color:#b52b27;font-weight:bold}.na{color:#888}"
+      ".pass{color:#2d7a2d}.fail{color:#b52b27;font-weight:bold}.na{color:#888}" +
+      std::string(r.runtime.empty() ? "" : ".known{color:#a66d00}") +
       "svg .h{font-size:12px;fill:#222}svg .n{font-size:11px;fill:#fff}"
       "code{background:#f4f4f4;padding:1px 4px}\n"
       "</style>\n</head>\n<body>\n";
-  out +=
-      fmt::format("<h1>crashsim crash sweep: {}</h1>\n", r.summary.failed == 0 ? "PASS" : "FAIL");
+  out += fmt::format("<h1>{}: {}</h1>\n", title,
+                     std::none_of(r.cases.begin(), r.cases.end(), junitFailure) ? "PASS" : "FAIL");
   out += fmt::format(
       "<p>{} cases, {} passed, {} failed &mdash; {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, "
       "wall {:.1f} s</p>\n",
       r.summary.total, r.summary.passed, r.summary.failed, r.summary.casesPerSecond,
       r.summary.medianCaseMs, r.summary.p95CaseMs, r.summary.wallSeconds);
   out += "<p>" + xmlEscape(budgetLine(r)) + "</p>\n";
-  out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", mode " + xmlEscape(r.selection.mode) +
-         ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
+  if (r.runtime.empty())
+    out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", mode " + xmlEscape(r.selection.mode) +
+           ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
+  else
+    out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", runtime " + xmlEscape(r.runtime) +
+           ", mode kill</p>\n";
   out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;
   if (const auto rows = corruptionRows(r); !rows.empty()) {
     out +=
@@ -385,18 +427,30 @@ std::string renderHtml(const Report& r) {
     out += "</table>\n";
   }
   out += "<h2>Cases</h2>\n<table>\n<tr><th>case</th><th>verdict</th>";
-  // V1–V9, then the optional checks (D1, D2) that at least one case evaluated.
-  std::vector<std::string_view> columns(kCheckNames.begin(), kCheckNames.end());
+  // V1–V9, then the optional checks (D1, D2) that at least one case evaluated; an open sweep's
+  // cases carry O1–O5 instead of V1–V9.
+  std::vector<std::string_view> columns;
+  if (r.runtime.empty()) columns.assign(kCheckNames.begin(), kCheckNames.end());
   for (auto n : kOptionalCheckNames)
     if (std::any_of(r.cases.begin(), r.cases.end(),
                     [&](const CaseRecord& c) { return c.checks.count(std::string(n)) > 0; }))
       columns.push_back(n);
+  if (!r.runtime.empty())
+    columns.insert(columns.end(), kOpenCheckNames.begin(), kOpenCheckNames.end());
   for (auto n : columns) out += fmt::format("<th>{}</th>", n);
   out += "<th>reasons</th><th>reproduce</th></tr>\n";
   for (const auto& c : r.cases) {
+    // An open sweep's known finding shows "known"; a baseline difference "fail".
+    const std::string verdict = knownFinding(c)                 ? "known"
+                                : c.baseline && junitFailure(c) ? "fail"
+                                                                : c.verdict;
     out += fmt::format("<tr id=\"{}\"><td><code>{}</code></td><td class=\"{}\">{}</td>",
-                       anchor(c.id), xmlEscape(c.id), c.verdict, c.verdict);
+                       anchor(c.id), xmlEscape(c.id), verdict, verdict);
     std::string reasons;
+    if (c.baseline)
+      reasons += fmt::format(
+          "baseline: {}<br>",
+          xmlEscape(c.baseline->change.empty() ? c.baseline->reason : c.baseline->change));
     for (auto n : columns) {
       auto it = c.checks.find(std::string(n));
       std::string st = it == c.checks.end() ? "n/a" : it->second.status;

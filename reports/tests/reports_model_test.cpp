@@ -206,6 +206,51 @@ TEST(JunitXml, OneTestcasePerCaseFailureCarriesVerdictAndReproduce) {
   EXPECT_NE(xml.find("tests=\"3\" failures=\"1\""), std::string::npos);
 }
 
+// An open sweep's case: O1..O5, no V check (crashsim sweep --runtime; kOpenCheckNames).
+CaseRecord makeOpenCase(std::string point, std::string o2, std::optional<BaselineEntry> baseline) {
+  CaseRecord c;
+  c.scenario = "bash-touch-marker";
+  c.failpoint = point;
+  c.hit = 1;
+  c.mode = "kill";
+  c.id = "rt/bash-touch-marker/" + point + "#1/kill";
+  for (auto n : kOpenCheckNames) c.checks[std::string(n)] = Check{"pass", ""};
+  if (!o2.empty()) c.checks["O2"] = Check{"fail", o2};
+  c.verdict = o2.empty() ? "pass" : "fail";
+  c.reproduce = "crashsim run '" + c.id + "' --runtime rt.json";
+  c.baseline = std::move(baseline);
+  return c;
+}
+
+TEST(JunitXml, AnOpenSweepsKnownFindingIsSkippedAndABaselineChangeFails) {
+  Report r;
+  r.runtime = "rt";
+  r.cases = {makeOpenCase("MQ", "", std::nullopt),
+             makeOpenCase("TR", "call-1 ran 2 times", BaselineEntry{"re-runs a Bash", ""}),
+             makeOpenCase("TE", "",
+                          BaselineEntry{"re-runs a Bash", "baseline finding O2 no longer fails"}),
+             makeOpenCase("TC", "call-1 ran 2 times", std::nullopt)};
+  finalizeSummary(r, 1.0, 1);
+  const std::string xml = renderJunit(r);
+  EXPECT_NE(xml.find("tests=\"4\" failures=\"2\" skipped=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<skipped message=\"known finding (baseline): O2: re-runs a Bash\">"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message=\"baseline: baseline finding O2 no longer fails\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<failure message=\"verdict fail: O2\""), std::string::npos) << xml;
+  // The HTML shows O1–O5 and the open crash points, no V column, no agent failpoint.
+  const std::string html = renderHtml(r);
+  EXPECT_NE(html.find("<th>O1</th><th>O2</th><th>O3</th><th>O4</th><th>O5</th>"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<th>V1</th>"), std::string::npos);
+  EXPECT_NE(html.find(">MQ</text>"), std::string::npos);
+  EXPECT_EQ(html.find(">P0</text>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"known\">known</td>"), std::string::npos);
+  EXPECT_NE(html.find("crashsim open sweep of rt: FAIL"), std::string::npos);
+}
+
 TEST(Markdown, ShowsVerdictMatrixAndFailureReproduceLine) {
   auto md = renderMarkdown(makeReport());
   EXPECT_NE(md.find("**FAIL**"), std::string::npos);

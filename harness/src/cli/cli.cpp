@@ -174,7 +174,9 @@ void addSweep(CommandLine& c) {
                    "instead of the kill, judged by the termination contract), corrupt (a seeded "
                    "damage to the store files after the kill)")
       ->check(CLI::IsMember(faultModeNames()));
-  c.sweep->add_option("--jobs", c.so.jobs, "parallel workers (default: cores; at most 256)")
+  c.sweep
+      ->add_option("--jobs", c.so.jobs,
+                   "parallel workers (default: cores, 1 with --runtime; at most 256)")
       ->check(kDecimal)
       ->check(CLI::Range(1, kMaxJobs));
   c.sweep->add_option("--shard", c.shard,
@@ -409,6 +411,7 @@ OpenSweepOptions openOptions(const CommandLine& c, const fs::path& scenarioDir) 
   o.verifyAll = c.so.verifyDeterminism;
   o.noDeterminism = c.so.skipDeterminism;
   o.keepFailures = c.so.keepFailures;
+  o.jobs = c.so.jobs > 0 ? c.so.jobs : 1;
   if (!c.out.empty()) o.out = c.out;
   o.baseline = c.baselineFile;
   return o;

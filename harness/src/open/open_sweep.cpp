@@ -6,17 +6,23 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "crashsim/error.h"
 #include "crashsim/harness/open_driver.h"
 #include "crashsim/harness/scenario.h"
 #include "open/open_case.h"
+#include "open/open_report.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -186,8 +192,13 @@ void writeReports(const fs::path& out, const OpenDriver& driver, const OpenSweep
   md << "\n" << failed << " of " << cases.size() << " case(s) failed.\n";
 }
 
-// case id → the verdicts the baseline expects to fail.
-using Baseline = std::map<std::string, std::set<std::string>>;
+// A baseline entry: the verdicts it expects to fail, and why.
+struct KnownFinding {
+  std::set<std::string> verdicts;
+  std::string reason;
+};
+// case id → its entry.
+using Baseline = std::map<std::string, KnownFinding>;
 
 Baseline loadBaseline(const fs::path& file) {
   Baseline b;
@@ -210,11 +221,12 @@ Baseline loadBaseline(const fs::path& file) {
           "a finding is {\"case\", \"verdicts\": [\"O1\"..\"O5\"], \"reason\"} and nothing else");
     const std::string id = f["case"].get<std::string>();
     OpenCaseId::parse(id);
+    b[id].reason = f["reason"].get<std::string>();
     for (const json& v : f["verdicts"]) {
       const std::string name = v.is_string() ? v.get<std::string>() : "";
       if (name.size() != 2 || name[0] != 'O' || name[1] < '1' || name[1] > '5')
         throw bad(id + ": verdicts are O1..O5");
-      b[id].insert(name);
+      b[id].verdicts.insert(name);
     }
   }
   return b;
@@ -226,7 +238,8 @@ std::string againstBaseline(const OpenCaseResult& r, const Baseline& baseline) {
   for (const auto& [name, reason] : r.verdicts)
     if (!reason.empty() && !reason.starts_with("n/a")) failing.insert(name);
   const auto it = baseline.find(r.id.str());
-  const std::set<std::string> known = it == baseline.end() ? std::set<std::string>{} : it->second;
+  const std::set<std::string> known =
+      it == baseline.end() ? std::set<std::string>{} : it->second.verdicts;
   std::string why;
   for (const auto& v : failing)
     if (!known.count(v)) why += " new failure " + v + ";";
@@ -285,18 +298,61 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     fs::remove_all(work);
     return 0;
   }
+  const auto start = std::chrono::steady_clock::now();
   json cases = json::array();
+  std::vector<reports::CaseRecord> records;  // the JUnit and HTML views' model
   int failed = 0, index = 0, gate = 0, known = 0;
+  // --jobs: workers run the cases (each its own directory, model server and process group);
+  // this thread consumes their results in plan order.
+  const size_t n = plan.cases.size();
+  std::vector<std::optional<OpenCaseResult>> results(n);
+  std::vector<std::exception_ptr> errors(n);
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::atomic<size_t> next{0};
+  std::vector<std::jthread> workers;
+  for (int w = 0; w < std::max(1, opts.jobs); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < n;) {
+        const auto& pc = plan.cases[i];
+        std::optional<OpenCaseResult> r;
+        std::exception_ptr e;
+        try {
+          r = runOpenCase(driver, *pc.scenario, pc.id, work / fmt::format("case-{}", i),
+                          sampled(opts, pc.id));
+        } catch (...) {
+          e = std::current_exception();
+        }
+        std::lock_guard lock(mutex);
+        results[i] = std::move(r);
+        errors[i] = e;
+        ready.notify_all();
+      }
+    });
   for (const auto& pc : plan.cases) {
-    const fs::path dir = work / fmt::format("case-{}", index++);
-    const OpenCaseResult r = runOpenCase(driver, *pc.scenario, pc.id, dir, sampled(opts, pc.id));
+    const size_t i = static_cast<size_t>(index++);
+    const fs::path dir = work / fmt::format("case-{}", i);
+    {
+      std::unique_lock lock(mutex);
+      ready.wait(lock, [&] { return results[i] || errors[i]; });
+      if (errors[i]) {
+        next = n;  // no further case starts
+        std::rethrow_exception(errors[i]);
+      }
+    }
+    const OpenCaseResult r = std::move(*results[i]);
+    results[i].reset();
     const std::string reproduce = reproduceLine(pc.id, opts);
     const std::string change = againstBaseline(r, baseline);
     json record = caseJson(r, reproduce);
+    std::optional<reports::BaselineEntry> entry;
     if (baseline.count(pc.id.str())) {
-      record["baseline"] = baseline.at(pc.id.str());
+      record["baseline"] = baseline.at(pc.id.str()).verdicts;
+      entry = reports::BaselineEntry{baseline.at(pc.id.str()).reason,
+                                     change.empty() ? "" : change.substr(1, change.size() - 2)};
       ++known;
     }
+    records.push_back(openCaseRecord(r, reproduce, entry));
     if (!change.empty()) record["baselineChange"] = change.substr(1);
     cases.push_back(record);
     std::cout << (!change.empty() ? "FAIL " : r.failed ? "known " : "ok   ") << pc.id.str();
@@ -314,7 +370,11 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
       "crashsim sweep --runtime {}: {} case(s), {} failed, {} in the baseline, {} differ from "
       "it\n",
       driver.name(), plan.cases.size(), failed, known, gate);
-  if (!opts.out.empty()) writeReports(opts.out, driver, plan, cases, failed);
+  if (!opts.out.empty()) {
+    writeReports(opts.out, driver, plan, cases, failed);
+    writeOpenViews(opts.out, std::string(driver.name()), std::move(records),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   if (!opts.keepFailures || failed == 0) fs::remove_all(work);
   return gate == 0 ? 0 : 1;
 }

@@ -43,7 +43,10 @@ struct OpenSweepOptions {
   bool doubleFaults = false;
   bool verifyAll = false, noDeterminism = false;
   bool keepFailures = false;
-  std::filesystem::path out;  // report.json, report.md
+  // --jobs: cases run at once, each by a worker thread; records still come out in plan order
+  int jobs = 1;
+  // --out: report.json, report.md (the open shape), junit.xml, report.html (open/open_report.h)
+  std::filesystem::path out;
   // --baseline: the known findings {"baselineVersion":1,"findings":[{"case","verdicts":[…],
   // "reason"}]}; the sweep then exits 1 on a failure it does not list or a listed verdict that
   // passes, and 0 when every failure is listed.

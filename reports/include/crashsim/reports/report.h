@@ -58,6 +58,16 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 inline constexpr std::array<std::string_view, 9> kOptionalCheckNames = {
     "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH5", "WH7"};
 
+// The open harness's verdicts (crashsim sweep --runtime FILE; docs/open-harness.md): a case of a
+// runtime crashsim did not build carries O1..O5 and no V check. Only the derived views (JUnit,
+// HTML) of an open sweep hold them; its report.json is its own shape, not this schema's.
+//   O1 kill: the runtime died by SIGKILL at the armed point, its whole process group with it
+//   O2 at most once: no scenario call's effect ran more often than its tool allows
+//   O3 recovery: resume ends in time, the task done or stopped with a declared code
+//   O4 history: every request after the crash is a history the contract allows
+//   O5 determinism: the same case twice gives the same verdict record
+inline constexpr std::array<std::string_view, 5> kOpenCheckNames = {"O1", "O2", "O3", "O4", "O5"};
+
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
   std::string status = "n/a";
@@ -86,6 +96,16 @@ struct Corruption {
 inline constexpr std::array<std::string_view, 9> kPhaseNames = {
     "setup", "spawn", "run", "kill", "verify", "recovery", "v8", "report", "determinism"};
 
+// A case of an open sweep that a --baseline file lists (a known finding of the runtime): the
+// entry's reason, and how the case's failures differ from the entry ("" when they match, else
+// "new failure O3; baseline finding O2 no longer fails"). A matching known finding is JUnit
+// <skipped> with the reason, a difference a <failure>. Views only: not in report.json.
+struct BaselineEntry {
+  std::string reason;
+  std::string change;
+  bool operator==(const BaselineEntry&) const = default;
+};
+
 // One case: (scenario, failpoint, hit, mode[, recovery failpoint and hit for double faults]).
 struct CaseRecord {
   std::string id;         // "write-config-port/P4#1/kill" or ".../kill+R:P10#1"
@@ -102,6 +122,7 @@ struct CaseRecord {
   std::string reproduce;                   // one shell line that reproduces the case
   double durationMs = 0;                   // timing (excluded from determinism)
   std::map<std::string, double> phasesMs;  // timing: ms per kPhaseNames entry the case ran
+  std::optional<BaselineEntry> baseline;   // open sweep with --baseline (views only)
   bool operator==(const CaseRecord&) const = default;
 };
 
@@ -181,6 +202,9 @@ struct Report {
   std::vector<CaseRecord> cases;      // sortCases() order
   std::vector<CoverageRow> coverage;  // empty only in reports of builds before coverage
   std::optional<Manifest> manifest;
+  // The runtime profile's name of an open sweep (crashsim sweep --runtime): the views then show
+  // the open crash points (MQ MA TC TE TR S) and O1–O5. "" for crashsim's own runtime. Views only.
+  std::string runtime;
   bool operator==(const Report&) const = default;
 };
 
@@ -209,6 +233,8 @@ Report reportFromJson(const Json& json);  // throws ReportError on a malformed r
 std::string budgetLine(const Report& report);
 
 std::string renderJson(const Report& report);  // pretty (2 spaces), trailing newline
+// JUnit: one testcase per case; a failing case (or a baseline difference) is a <failure> naming
+// its failed checks, a known baseline finding <skipped> with the entry's reason.
 std::string renderJunit(const Report& report);
 std::string renderMarkdown(const Report& report);
 std::string renderHtml(const Report& report);
