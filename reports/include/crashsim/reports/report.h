@@ -53,8 +53,11 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   WH7 a kill inside an isolated restore (P23–P26; harness/src/verdicts/wh7_restore.h): table
 //      R's row after the kill, the restored epoch and the continuation bound to it after
 //      recovery (WH1 there also judges the user's whole directory: wh1_user_dir.h)
-inline constexpr std::array<std::string_view, 8> kOptionalCheckNames = {"D1", "D2",  "D3",  "C1",
-                                                                        "H1", "WH1", "WH2", "WH7"};
+//   WH4, WH8 a kill inside a confirmed rebaseline (P27–P29; harness/src/verdicts/
+//      wh4_rebaseline_notice.h, wh8_rebaseline_gate.h): table B's row after the kill and one
+//      replay notice after recovery; the gated Edit refused pre-T1 with g.4's answer
+inline constexpr std::array<std::string_view, 10> kOptionalCheckNames = {
+    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH4", "WH7", "WH8"};
 
 // One check result: status is "pass" | "fail" | "n/a"; reason explains every fail and n/a.
 struct Check {
