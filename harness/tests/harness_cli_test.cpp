@@ -34,6 +34,7 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(r.out,
             "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n"
             "git-workspace-drift/P20#1/kill\ngit-workspace-drift/P20#2/kill\n"
+            "git-workspace-rebaseline/P20#1/kill\ngit-workspace-rebaseline/P20#2/kill\n"
             "git-workspace-restore/P20#1/kill\ngit-workspace-restore/P20#2/kill\n");
   r = sh(cs() + " sweep --failpoint P20 --mode stop --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
@@ -48,6 +49,16 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   r = sh(cs() + " sweep --failpoint P25 --mode powerloss --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.out.find("--failpoint P23..P26 (the workspace isolated restore) are kill mode"),
+            std::string::npos)
+      << r.out;
+  // The confirmed rebaseline (P27..P29, #47 g): one case each, only for the scenario whose
+  // afterCrash drifts under driftAction offer_rebaseline; kill mode only.
+  r = sh(cs() + " sweep --failpoint P27 --failpoint P29 --list 2>/dev/null");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "git-workspace-rebaseline/P27#1/kill\ngit-workspace-rebaseline/P29#1/kill\n");
+  r = sh(cs() + " sweep --failpoint P28 --mode stop --list 2>&1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.out.find("--failpoint P27..P29 (the workspace durable rebaseline) are kill mode"),
             std::string::npos)
       << r.out;
 }

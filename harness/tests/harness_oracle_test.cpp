@@ -228,6 +228,41 @@ TEST(OracleExpectation, RestoreFollowsTheScenarioDriftAfterTheLastCapture) {
   EXPECT_FALSE(predictedRestore(loadScenario(defaultScenarioDir() / "write-config-port.json")));
 }
 
+// g, i.2: the rebaseline's placement from git-workspace-rebaseline.json and the contract alone —
+// the agent run killed at the Edit's P1 (its first call, every earlier call a Read: none), the
+// baseline the only checkpoint, readSet = the afterCrash's tracked a.txt written with new bytes
+// (B4 `M`), the Edit gated (no Read of a.txt in the scenario); table B's rows at P27..P29.
+TEST(OracleExpectation, RebaselineFollowsTheScenarioDriftBeforeTheFirstWrite) {
+  const Scenario sc = loadScenario(defaultScenarioDir() / "git-workspace-rebaseline.json");
+  const auto r = predictedRebaseline(sc);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ledgerHit, 1);
+  EXPECT_EQ(r->checkpointsBefore, 1);
+  EXPECT_EQ(r->failpoints, (std::vector<CrashPoint>{points::P27, points::P28, points::P29}));
+  EXPECT_EQ(r->readSet, std::vector<std::string>{"a.txt"});
+  EXPECT_EQ(r->gatedCalls, std::vector<std::string>{"call-1"});
+  EXPECT_FALSE(predictedRestore(sc));
+  for (const char* other : {"git-workspace-restore.json", "git-workspace-drift.json",
+                            "git-workspace-checkpoint.json", "write-config-port.json"})
+    EXPECT_FALSE(predictedRebaseline(loadScenario(defaultScenarioDir() / other))) << other;
+  const auto b4 = expectedRebaselineKill(points::P27);
+  EXPECT_EQ(b4.epochs, 1);
+  EXPECT_FALSE(b4.transition);
+  EXPECT_EQ(b4.runs, 1);
+  EXPECT_FALSE(b4.noticeInContinuation);
+  EXPECT_TRUE(b4.confirmAgain);
+  const auto b5 = expectedRebaselineKill(points::P28);
+  EXPECT_EQ(b5.epochs, 2);
+  EXPECT_TRUE(b5.transition);
+  EXPECT_EQ(b5.runs, 1);
+  EXPECT_FALSE(b5.noticeInContinuation);
+  EXPECT_FALSE(b5.confirmAgain);
+  const auto b6 = expectedRebaselineKill(points::P29);
+  EXPECT_EQ(b6.runs, 2);
+  EXPECT_TRUE(b6.noticeInContinuation);
+  EXPECT_FALSE(b6.confirmAgain);
+}
+
 // The recovery of a case that continues reaches the continuation admission once each (claim P11,
 // target run P14, start P15); one that parks never does. Bug: a plan that never schedules the
 // admission kills, or schedules them where the recovery parks (cases that can never be reached).

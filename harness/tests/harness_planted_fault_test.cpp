@@ -175,6 +175,38 @@ TEST(PlantedFault, GitChildOutlivingTheKilledAgentFailsOnlyWH5) {
                       {"WH5"});
 }
 
+// Phase 4 g: a confirmed rebaseline (git-workspace-rebaseline: the agent run killed at the Edit's
+// P1, the user edits a.txt, the recovery the user confirms killed at P27..P29). A continuation
+// that skips its replay notice leaves epoch 2 without one (after P27 and P28 the one continuation
+// of the epoch; P29, the notice's own point, is then never reached, which V1 reports): WH4 only —
+// the gate still refuses the Edit (WH8), nothing else changes.
+TEST(PlantedFault, RebaselineSkippingItsNoticeFailsOnlyWH4) {
+  expectCaughtExactly("rebaseline_skips_notice",
+                      "--scenario git-workspace-rebaseline --failpoint P27 --failpoint P28",
+                      {"WH4"});
+}
+
+// The notice committed by every run of the epoch: after a kill at P29 (the notice durable in the
+// killed continuation) the next continuation commits a second one: WH4 only.
+TEST(PlantedFault, RebaselineRepeatingItsNoticeFailsOnlyWH4) {
+  expectCaughtExactly("rebaseline_repeats_notice",
+                      "--scenario git-workspace-rebaseline --failpoint P29", {"WH4"});
+}
+
+TEST(PlantedFault, UnplantedRebaselineKillsPass) {
+  expectUnseen("rebaseline_repeats_notice",
+               "--scenario git-workspace-rebaseline --failpoint P27 --failpoint P28",
+               "after P27/P28 epoch 2 has one continuation: there is nothing to repeat");
+}
+
+// The read-before-write gate left open: the continuation's re-issued Edit of a.txt reaches
+// preflight, which refuses it on the user's bytes (its old_string is gone) — not dispatched, no
+// byte written (WH1 passes), but not g.4's answer: WH8 only.
+TEST(PlantedFault, RebaselineGateLeftOpenFailsOnlyWH8) {
+  expectCaughtExactly("rebaseline_gate_open", "--scenario git-workspace-rebaseline --failpoint P28",
+                      {"WH8"});
+}
+
 TEST(PlantedFault, ToolRunningAgainAfterRecoveryFailsV8) {
   expectCaught("tool_reruns", "--scenario write-config-port --failpoint P6", "V8");
 }

@@ -310,6 +310,12 @@ TEST(ScenarioLoader, AfterCrashRestorePointsAreAllOrNoneAndParkDrifted) {
   const auto driftedOp = errorOf(withAfterCrash(Json::array({"P3"}), "workspace_drifted"));
   EXPECT_EQ(driftedOp, std::make_pair(std::string("scenario_invalid"),
                                       std::string("$.afterCrash.expect.parkedReason")));
-  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P27"}), "workspace_drifted")).second,
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P27", "P29"}), "workspace_drifted")).first,
+            "<no error>");
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P27", "P26"}), "workspace_drifted")).second,
+            "$.afterCrash.failpoints");
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P28"}), "reconcile_diverged")).second,
+            "$.afterCrash.expect.parkedReason");
+  EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P30"}), "workspace_drifted")).second,
             "$.afterCrash.failpoints[0]");
 }

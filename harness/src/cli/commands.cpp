@@ -107,6 +107,8 @@ void requirePlanned(const CaseId& id, const Scenario& sc) {
     for (CrashPoint fp : pointRange(points::P18, points::P22)) hits[fp] = p[fp];  // captures
     if (const auto restore = predictedRestore(sc))  // the isolated restore (P23..P26)
       for (CrashPoint fp : restore->failpoints) hits[fp] = 1;
+    if (const auto rebaseline = predictedRebaseline(sc))  // the confirmed rebaseline (P27..P29)
+      for (CrashPoint fp : rebaseline->failpoints) hits[fp] = 1;
   }
   if ((!id.isBarrier() || sc.spec.legacyStore) && id.hit > hits[id.failpoint])
     throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,

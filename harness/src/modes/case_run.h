@@ -141,12 +141,13 @@ void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const std::file
 std::vector<std::string_view> verdictsWith(std::initializer_list<std::string_view> own);
 
 // The modes' runs (one file each) and the kill and power-loss flow they share.
-void runImportCase(CaseRun& r);    // modes/legacy_import.cpp
-void runCrashCase(CaseRun& r);     // modes/crash_case.cpp: kill and powerloss
-void runRestoreCase(CaseRun& r);   // modes/restore_case.cpp: a kill inside an isolated restore
-const FaultMode& killMode();       // modes/kill.cpp
-const FaultMode& powerlossMode();  // modes/powerloss.cpp
-const FaultMode& stopMode();       // modes/stop.cpp
-const FaultMode& corruptMode();    // modes/corrupt.cpp
+void runImportCase(CaseRun& r);      // modes/legacy_import.cpp
+void runCrashCase(CaseRun& r);       // modes/crash_case.cpp: kill and powerloss
+void runRestoreCase(CaseRun& r);     // modes/restore_case.cpp: a kill inside an isolated restore
+void runRebaselineCase(CaseRun& r);  // modes/rebaseline_case.cpp: a kill inside a rebaseline
+const FaultMode& killMode();         // modes/kill.cpp
+const FaultMode& powerlossMode();    // modes/powerloss.cpp
+const FaultMode& stopMode();         // modes/stop.cpp
+const FaultMode& corruptMode();      // modes/corrupt.cpp
 
 }  // namespace crashsim::harness

@@ -324,6 +324,7 @@ static void runCaptureCase(CaseRun& cr) {
 void runCrashCase(CaseRun& cr) {
   if (cr.id.isCapture()) return runCaptureCase(cr);
   if (cr.id.isRestore()) return runRestoreCase(cr);
+  if (cr.id.isRebaseline()) return runRebaselineCase(cr);
   CrashCase k{cr, cr.mode.dropsUnsyncedWrites(), {}, {}, {}, false, {}, {}};
   if (k.powerloss)
     cr.checks.m["D1"] = cr.checks.m["D2"] = cr.checks.m["D3"] =

@@ -30,6 +30,9 @@ class KillMode final : public FaultMode {
     // Each isolated restore the scenario's drift after the crash causes (predictedRestore).
     if (const auto restore = predictedRestore(sc))
       for (CrashPoint fp : restore->failpoints) out.emplace_back(fp, 1);
+    // Each rebaseline the user confirms after the scenario's drift (predictedRebaseline).
+    if (const auto rebaseline = predictedRebaseline(sc))
+      for (CrashPoint fp : rebaseline->failpoints) out.emplace_back(fp, 1);
     return out;
   }
 
@@ -38,8 +41,9 @@ class KillMode final : public FaultMode {
   // barriers, the race of two hosts.
   void planFollowUps(PrimaryPlan& plan) const override {
     const PlanSelection& sel = plan.selection();
-    if (plan.primary().isCapture()) return;  // a capture kill has no follow-up yet (phase4.md)
-    if (plan.primary().isRestore()) return;  // nor a restore kill (phase4.md, f)
+    if (plan.primary().isCapture()) return;     // a capture kill has no follow-up yet (phase4.md)
+    if (plan.primary().isRestore()) return;     // nor a restore kill (phase4.md, f)
+    if (plan.primary().isRebaseline()) return;  // nor a rebaseline kill (phase4.md, g)
     if (sel.doubleFaults) planRecoveryKills(plan);
     if (sel.pathMutations != "off") planPathMutations(plan);
     if (sel.doubleFaults && plan.plansBarriers()) planRecoveryBarrierKills(plan);

@@ -94,6 +94,11 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
   if (wantsRestore && !mode.isProcessKill())
     throw std::runtime_error(
         "--failpoint P23..P26 (the workspace isolated restore) are kill mode only");
+  const bool wantsRebaseline =
+      !sel.failpoints.empty() && (wanted(P27) || wanted(P28) || wanted(P29));
+  if (wantsRebaseline && !mode.isProcessKill())
+    throw std::runtime_error(
+        "--failpoint P27..P29 (the workspace durable rebaseline) are kill mode only");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
@@ -101,7 +106,7 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(agentRun.begin(), agentRun.end(), wanted) && !wanted(P16) && !wanted(P17) &&
-      !wantsCapture && !wantsRestore && !plansBarriers(sel))
+      !wantsCapture && !wantsRestore && !wantsRebaseline && !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");

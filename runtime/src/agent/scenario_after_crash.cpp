@@ -72,17 +72,23 @@ AfterCrash parseAfterCrash(const Json& v, const std::string& source) {
   const Json& fps = v["failpoints"];
   if (!fps.is_array() || fps.empty()) c.fail(base + ".failpoints", "must be a non-empty array");
   static const std::regex fpRe("^P([0-9]|1[01])$");
-  // Workspace continuity f: the drift before an isolated restore's recovery (P23..P26, all or
-  // none of the list; expect.parkedReason workspace_drifted).
+  // Workspace continuity f / g: the drift before an isolated restore's recovery (P23..P26) or
+  // before the recovery the user confirms a rebaseline in (P27..P29): all or none of the list, one
+  // kind, expect.parkedReason workspace_drifted.
   static const std::regex restoreRe("^P2[3-6]$");
-  size_t restorePoints = 0;
+  static const std::regex rebaselineRe("^P2[7-9]$");
+  size_t restorePoints = 0, rebaselinePoints = 0;
   for (size_t i = 0; i < fps.size(); ++i) {
     const std::string p = base + ".failpoints[" + std::to_string(i) + "]";
     std::string fp = c.str(fps[i], p);
     if (std::regex_match(fp, restoreRe))
       ++restorePoints;
+    else if (std::regex_match(fp, rebaselineRe))
+      ++rebaselinePoints;
     else if (!std::regex_match(fp, fpRe))
-      c.fail(p, "must be a failpoint id P0..P11, or P23..P26 (an isolated restore)");
+      c.fail(p,
+             "must be a failpoint id P0..P11, P23..P26 (an isolated restore) or P27..P29 (a "
+             "confirmed rebaseline)");
     if (std::find(out.failpoints.begin(), out.failpoints.end(), fp) != out.failpoints.end()) {
       c.fail(p, "duplicate failpoint " + fp);
     }
@@ -114,10 +120,15 @@ AfterCrash parseAfterCrash(const Json& v, const std::string& source) {
   c.keys(ex, ep, {"parkedReason"}, {"files", "absent", "symlinks"});
   out.parkedReason = c.str(ex["parkedReason"], ep + ".parkedReason");
   if (restorePoints > 0 && restorePoints != out.failpoints.size())
-    c.fail(base + ".failpoints", "P23..P26 (an isolated restore) cannot mix with P0..P11");
-  if (restorePoints > 0 && out.parkedReason != code::workspace_drifted)
-    c.fail(ep + ".parkedReason", "must be workspace_drifted before an isolated restore (P23..P26)");
-  if (restorePoints == 0 && out.parkedReason != code::reconcile_matches_prior_state &&
+    c.fail(base + ".failpoints", "P23..P26 (an isolated restore) cannot mix with other points");
+  if (rebaselinePoints > 0 && rebaselinePoints != out.failpoints.size())
+    c.fail(base + ".failpoints", "P27..P29 (a confirmed rebaseline) cannot mix with other points");
+  const bool workspacePoints = restorePoints + rebaselinePoints > 0;
+  if (workspacePoints && out.parkedReason != code::workspace_drifted)
+    c.fail(ep + ".parkedReason",
+           "must be workspace_drifted before an isolated restore (P23..P26) or a confirmed "
+           "rebaseline (P27..P29)");
+  if (!workspacePoints && out.parkedReason != code::reconcile_matches_prior_state &&
       out.parkedReason != code::reconcile_diverged &&
       out.parkedReason != code::reconcile_unreadable) {
     c.fail(ep + ".parkedReason",

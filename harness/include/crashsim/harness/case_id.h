@@ -80,6 +80,11 @@ struct CaseId {
   // user's directory, the recovery that restores is killed at the point (oracle.h
   // predictedRestore).
   bool isRestore() const { return failpoint.group() == PointGroup::workspaceRestore; }
+  // A confirmed rebaseline killed in the recovery process (P27–P29; kill mode, no double fault):
+  // the agent run is killed at the first Write/Edit's P1, the scenario's afterCrash drifts the
+  // user's directory, a recovery parks and names the boundary, the recovery the user confirms is
+  // killed at the point (oracle.h predictedRebaseline).
+  bool isRebaseline() const { return failpoint.group() == PointGroup::workspaceRebaseline; }
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {

@@ -136,6 +136,41 @@ struct PredictedRestore {
 };
 std::optional<PredictedRestore> predictedRestore(const Scenario& scenario);
 
+// Phase 4 g (workspace-continuity-contract.md g.1–g.5, i.2): the durable rebaseline a user
+// confirms after the scenario's drift. Present when the policy captures, driftAction is
+// `offer_rebaseline`, the scenario's afterCrash names rebaseline failpoints (P27–P29) and writes
+// only tracked seed files with new content, and some call is a Write/Edit of a tool the scenario
+// offers before which every call is a Read. The agent run is killed at that call's P1 (`ledgerHit`;
+// its call committed, never dispatched): the baseline is the only checkpoint and covers the crash
+// (the suffix is neutral: e.1), so after the afterCrash edit the plan parks exactly
+// [workspace_drifted] and names the boundary the user confirms; the confirmed recovery rebaselines
+// into epoch 2 (B4: readSet = the paths the edit modified, `M` against the baseline's tree),
+// reaching P27 and P28 once, and its continuation commits the notice and reaches P29 once. The
+// continuation re-issues the armed call and every later one; each Write/Edit of a readSet path is
+// gated (g.4: no Read of it follows in the scenario) — `gatedCalls`, refused pre-T1.
+struct PredictedRebaseline {
+  int ledgerHit = 1;                    // the agent run is killed at P1#ledgerHit
+  int checkpointsBefore = 1;            // the baseline (d.1 a), epoch 1
+  std::vector<CrashPoint> failpoints;   // the afterCrash's P27..P29, in order
+  std::vector<std::string> readSet;     // B4 `paths`, bytewise sorted
+  std::vector<std::string> gatedCalls;  // call ids the gate refuses in epoch 2 (g.4)
+};
+std::optional<PredictedRebaseline> predictedRebaseline(const Scenario& scenario);
+
+// Table B (g.5, i.1) after the kill at `fp` (P27–P29) of the confirmed recovery, for the
+// scenario's one session: the epochs, whether the user_rebaseline transition is committed, the
+// session's runs (the source run; at P29 also the continuation, not terminal, whose event #2 is
+// the notice and which holds no provider step), and whether the next start-up needs the
+// confirmation again (B4: only after P27; after P28/P29 epoch 2 is current).
+struct RebaselineKillState {
+  int epochs = 1;
+  bool transition = false;
+  int runs = 1;
+  bool noticeInContinuation = false;
+  bool confirmAgain = true;
+};
+RebaselineKillState expectedRebaselineKill(CrashPoint fp);
+
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, CrashPoint failpoint, int hit);
 

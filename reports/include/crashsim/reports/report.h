@@ -55,8 +55,11 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //      recovery (WH1 there also judges the user's whole directory: wh1_user_dir.h)
 //   WH5 every kill of a Phase 4 scenario's agent (harness/src/verdicts/wh5_git_children.h): no
 //      child it had running (a hermetic git) outlives it
-inline constexpr std::array<std::string_view, 9> kOptionalCheckNames = {
-    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH5", "WH7"};
+//   WH4, WH8 a kill inside a confirmed rebaseline (P27–P29; harness/src/verdicts/
+//      wh4_rebaseline_notice.h, wh8_rebaseline_gate.h): table B's row after the kill and one
+//      replay notice after recovery; the gated Edit refused pre-T1 with g.4's answer
+inline constexpr std::array<std::string_view, 11> kOptionalCheckNames = {
+    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH4", "WH5", "WH7", "WH8"};
 
 // The open harness's verdicts (crashsim sweep --runtime FILE; docs/open-harness.md): a case of a
 // runtime crashsim did not build carries O1..O5 and no V check. Only the derived views (JUnit,

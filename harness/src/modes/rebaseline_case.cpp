@@ -1,0 +1,156 @@
+// A kill inside a confirmed durable rebaseline (workspace-continuity-contract.md g, table B;
+// oracle.h predictedRebaseline): the agent run killed at the first Write/Edit's P1 (its call
+// committed, not dispatched; the baseline covers the crash), judged by V1–V7 as that crash-path
+// kill; the scenario's afterCrash edit drifts the user's directory; a recovery parks exactly
+// [workspace_drifted] and names the boundary (plan.boundaryManifestDigest) the user confirms; the
+// recovery given that confirmation (`--rebaseline <digest>`) killed at P27–P29#1; then the
+// recovery to the end, confirming again only where table B says the plan parks as before (B4,
+// after P27). Judged by WH1 (the user's .git as seeded, and the whole user directory
+// byte-identical from the edit on), WH4 (table B's row after the kill, one notice after recovery)
+// and WH8 (the gated Edit refused pre-T1). V8 is n/a: the task ends with the user's files, which
+// the rebaseline accepted (WH1 and afterCrash.expect judge them).
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "modes/case_run.h"
+#include "verdicts/v1_kill.h"
+#include "verdicts/wh1_user_dir.h"
+#include "verdicts/wh1_user_git.h"
+#include "verdicts/wh4_rebaseline_notice.h"
+#include "verdicts/wh5_git_children.h"
+#include "verdicts/wh8_rebaseline_gate.h"
+#include "verdicts/workspace_expect.h"
+
+namespace crashsim::harness {
+
+namespace {
+
+void judge(Checks& c, const char* check, const std::string& problem, const char* when) {
+  if (!problem.empty())
+    c.fail(check, when + problem);
+  else if (!c.failed(check))
+    c.pass(check);
+}
+
+// The last line of a process's stdout as JSON (crashsim-agent's summary), or null.
+Json summaryOf(const std::filesystem::path& stdoutFile) {
+  std::ifstream in(stdoutFile);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  try {
+    return Json::parse(last);
+  } catch (const std::exception&) {
+    return Json();
+  }
+}
+
+}  // namespace
+
+void runRebaselineCase(CaseRun& cr) {
+  Checks& c = cr.checks;
+  const auto at = predictedRebaseline(cr.sc);
+  if (!at) {
+    c.fail("V1", "oracle: scenario " + cr.sc.id + " confirms no rebaseline");
+    return;
+  }
+  const auto timeout = std::chrono::milliseconds(60000);
+  // 1. The agent run killed at the armed call's P1; V2–V7 on the ledger it leaves.
+  copyDir(cr.ref.templateWorkspace, cr.ws);
+  SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
+  run.timeout = timeout;
+  run.watchDescendants = true;
+  const auto child = cr.driver.crashAt(run, points::P1, at->ledgerHit);
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, child, "the run: ", c);
+  cr.say(fmt::format("agent run armed at P1#{}: {}", at->ledgerHit, child.describe()));
+  if (auto bad = killProblem(child, "P1", at->ledgerHit, run, cr.store); !bad.empty()) {
+    c.fail("V1", bad);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+    return;
+  }
+  CaseId ledgerId = cr.id;
+  ledgerId.failpoint = points::P1;
+  ledgerId.hit = at->ledgerHit;
+  checkNamedCrash(ledgerId, expectCase(cr.sc, points::P1, at->ledgerHit), cr.store, cr.dir, cr.opts,
+                  c);
+  // 2. The user edits the workspace (the scenario's afterCrash): the drift.
+  cr.ph.to("setup");
+  workspace::applyAfterCrash(cr.sc.spec, cr.ws);
+  const auto userAfterEdit = wh1::userDirBytes(cr.ws);
+  cr.say("applied the scenario's afterCrash mutations (the drift)");
+  // 3. A recovery parks and prints the boundary the user confirms (g.1 item 1).
+  SpawnSpec park = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  park.timeout = timeout;
+  park.stderrFile = cr.dir / "park.stderr";
+  park.stdoutFile = cr.dir / "park.stdout";
+  const ChildResult p = cr.driver.runToEnd(park);
+  cr.ph.child(p, "recovery");
+  const Json plan = summaryOf(park.stdoutFile).value("plan", Json::object());
+  const std::string digest = plan.value("boundaryManifestDigest", "");
+  cr.say(fmt::format("the parking recovery: {}; digest {}", p.describe(), digest));
+  if (!p.exited || p.exitCode != 0 ||
+      plan.value("rejectionReasons", Json()) !=
+          Json::array({cr.sc.spec.afterCrash->parkedReason}) ||
+      digest.empty()) {
+    c.fail("WH4", fmt::format("before the confirmation: the recovery {} planned {}, want a park "
+                              "[{}] naming boundaryManifestDigest",
+                              p.describe(), plan.dump(), cr.sc.spec.afterCrash->parkedReason));
+    c.na("V8", "no rebaseline was confirmed");
+    return;
+  }
+  // The parking recovery exited normally and left its normal-exit marker; the confirmed
+  // recovery's kill must leave none of its own (V1), so the parking one's goes first.
+  std::filesystem::remove(cr.store / "agent-exit.json");
+  // 4. The recovery the user confirms, killed at the case's point.
+  SpawnSpec confirmed = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  confirmed.args.insert(confirmed.args.end(), {"--rebaseline", digest});
+  confirmed.timeout = timeout;
+  confirmed.stderrFile = cr.dir / "recover1.stderr";
+  confirmed.stdoutFile = cr.dir / "recover1.stdout";
+  confirmed.watchDescendants = true;
+  const auto r1 = cr.driver.crashAt(confirmed, cr.id.failpoint, cr.id.hit);
+  cr.ph.child(r1, "run");
+  cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, r1, "the confirmed recovery: ", c);
+  cr.say(fmt::format("confirmed recovery armed at {}#{}: {}", cr.id.failpointName(), cr.id.hit,
+                     r1.describe()));
+  if (auto bad = killProblem(r1, cr.id.failpointName(), cr.id.hit, confirmed, cr.store);
+      !bad.empty()) {
+    c.fail("V1", "the confirmed recovery: " + bad);
+    c.na("V8", "the rebaseline was not killed at its point (V1 failed)");
+    return;
+  }
+  c.pass("V1");
+  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
+  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judge(c, "WH4", wh4::rebaselineKillProblem(cr.store, cr.sc.spec, cr.id.failpoint, *at),
+        "after the kill: ");
+  // 5. The recovery to the end (table B: the confirmation again only after P27).
+  SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
+  if (expectedRebaselineKill(cr.id.failpoint).confirmAgain)
+    recover.args.insert(recover.args.end(), {"--rebaseline", digest});
+  recover.timeout = timeout;
+  const ChildResult r = cr.driver.runToEnd(recover);
+  cr.ph.child(r, "recovery");
+  cr.ph.to("v8");
+  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!r.exited || r.exitCode != 0)
+    c.fail("WH4", "after recovery: crashsim-agent recover " + r.describe() + ": " +
+                      lastLine(recover.stderrFile));
+  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
+  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
+  for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
+    c.fail("WH1", "after recovery: " + line);
+  judge(c, "WH4", wh4::noticeProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
+  judge(c, "WH8", wh8::gateProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
+  c.na("V8",
+       "a rebaseline case: the task ends with the files the user edited and the rebaseline "
+       "accepted (WH1), the notice and the gate are WH4's and WH8's");
+}
+
+}  // namespace crashsim::harness
