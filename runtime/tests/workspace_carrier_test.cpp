@@ -4,27 +4,20 @@
 #include <gtest/gtest.h>
 
 #include "crashsim/continuation.h"
-#include "workspace_test_util.h"
+#include "workspace_run_fixture.h"
 
 using namespace crashsim;
 using namespace crashsim::testutil;
 
 namespace {
 
-struct CaptureFixture : ::testing::Test {
-  TempDir dir;
-  fs::path storeDir = dir.path / "store";
-  fs::path root = dir.path / "ws";
-  std::unique_ptr<RuntimeStore> store;
-  WorkspaceIdentity w;
-  GitRuntime git = resolveGitRuntime();
+// The store holds RC e.7's one-event run (j.2 vector 2's boundary) beside the vector 3 workspace.
+struct CaptureFixture : WorkspaceRunFixture {
+  CaptureFixture() : WorkspaceRunFixture("session-capture") {}
 
   void SetUp() override {
-    fs::create_directories(storeDir);
-    store = RuntimeStore::open(storeDir);
+    WorkspaceRunFixture::SetUp();
     addLegacyRun(*store);
-    w = makeVector3Workspace(root);
-    root = w.root;
   }
 
   std::string codeAndDetail(const std::function<void()>& f) {

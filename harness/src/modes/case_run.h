@@ -137,6 +137,20 @@ void checkCrashIntegrity(const std::filesystem::path& store, const std::filesyst
 void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const std::filesystem::path& store,
                      const std::filesystem::path& dir, const RunOptions& opts, Checks& c);
 
+// The steps the Phase 4 recovery cases (isolated restore, rebaseline) share
+// (modes/workspace_case.cpp). judgeAt: one verdict judged at one moment of a case — `problem`
+// empty passes it unless an earlier moment failed it, else fails it with `when` + problem.
+void judgeAt(Checks& c, const char* check, const std::string& problem, const char* when);
+// The agent run from the template workspace, killed at (armAt, armHit) with its descendants
+// watched (WH5), then V1 and V2–V7 on the ledger it leaves, judged as the crash-path kill at
+// (ledgerPoint, ledgerHit). False when there is no crash state (V1 failed; V2–V8 n/a).
+bool killWorkspaceAgentRun(CaseRun& cr, CrashPoint armAt, int armHit, CrashPoint ledgerPoint,
+                           int ledgerHit);
+// The recovery process `spec` (`who`: "the recovery process") killed at the case's point with
+// its descendants watched (WH5), then V1 on it. False when V1 failed (V8 n/a: `whyNoV8`).
+bool killWorkspaceRecovery(CaseRun& cr, SpawnSpec spec, const std::string& who,
+                           const char* whyNoV8);
+
 // V1–V9 (reports::kCheckNames), then a mode's own verdicts.
 std::vector<std::string_view> verdictsWith(std::initializer_list<std::string_view> own);
 

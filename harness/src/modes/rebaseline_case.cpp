@@ -14,24 +14,15 @@
 #include <fstream>
 
 #include "modes/case_run.h"
-#include "verdicts/v1_kill.h"
 #include "verdicts/wh1_user_dir.h"
 #include "verdicts/wh1_user_git.h"
 #include "verdicts/wh4_rebaseline_notice.h"
-#include "verdicts/wh5_git_children.h"
 #include "verdicts/wh8_rebaseline_gate.h"
 #include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 
 namespace {
-
-void judge(Checks& c, const char* check, const std::string& problem, const char* when) {
-  if (!problem.empty())
-    c.fail(check, when + problem);
-  else if (!c.failed(check))
-    c.pass(check);
-}
 
 // The last line of a process's stdout as JSON (crashsim-agent's summary), or null.
 Json summaryOf(const std::filesystem::path& stdoutFile) {
@@ -55,29 +46,9 @@ void runRebaselineCase(CaseRun& cr) {
     c.fail("V1", "oracle: scenario " + cr.sc.id + " confirms no rebaseline");
     return;
   }
-  const auto timeout = std::chrono::milliseconds(60000);
   // 1. The agent run killed at the armed call's P1; V2–V7 on the ledger it leaves.
-  copyDir(cr.ref.templateWorkspace, cr.ws);
-  SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
-  run.stderrFile = cr.dir / "run.stderr";
-  run.stdoutFile = cr.dir / "run.stdout";
-  run.timeout = timeout;
-  run.watchDescendants = true;
-  const auto child = cr.driver.crashAt(run, points::P1, at->ledgerHit);
-  cr.ph.child(child, "run");
-  cr.ph.to("verify");
-  wh5::judgeKill(cr.sc, child, "the run: ", c);
-  cr.say(fmt::format("agent run armed at P1#{}: {}", at->ledgerHit, child.describe()));
-  if (auto bad = killProblem(child, "P1", at->ledgerHit, run, cr.store); !bad.empty()) {
-    c.fail("V1", bad);
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
-    return;
-  }
-  CaseId ledgerId = cr.id;
-  ledgerId.failpoint = points::P1;
-  ledgerId.hit = at->ledgerHit;
-  checkNamedCrash(ledgerId, expectCase(cr.sc, points::P1, at->ledgerHit), cr.store, cr.dir, cr.opts,
-                  c);
+  if (!killWorkspaceAgentRun(cr, points::P1, at->ledgerHit, points::P1, at->ledgerHit)) return;
+  const auto timeout = std::chrono::milliseconds(60000);
   // 2. The user edits the workspace (the scenario's afterCrash): the drift.
   cr.ph.to("setup");
   workspace::applyAfterCrash(cr.sc.spec, cr.ws);
@@ -112,24 +83,13 @@ void runRebaselineCase(CaseRun& cr) {
   confirmed.timeout = timeout;
   confirmed.stderrFile = cr.dir / "recover1.stderr";
   confirmed.stdoutFile = cr.dir / "recover1.stdout";
-  confirmed.watchDescendants = true;
-  const auto r1 = cr.driver.crashAt(confirmed, cr.id.failpoint, cr.id.hit);
-  cr.ph.child(r1, "run");
-  cr.ph.to("verify");
-  wh5::judgeKill(cr.sc, r1, "the confirmed recovery: ", c);
-  cr.say(fmt::format("confirmed recovery armed at {}#{}: {}", cr.id.failpointName(), cr.id.hit,
-                     r1.describe()));
-  if (auto bad = killProblem(r1, cr.id.failpointName(), cr.id.hit, confirmed, cr.store);
-      !bad.empty()) {
-    c.fail("V1", "the confirmed recovery: " + bad);
-    c.na("V8", "the rebaseline was not killed at its point (V1 failed)");
+  if (!killWorkspaceRecovery(cr, confirmed, "the confirmed recovery",
+                             "the rebaseline was not killed at its point (V1 failed)"))
     return;
-  }
-  c.pass("V1");
-  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
-  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
-  judge(c, "WH4", wh4::rebaselineKillProblem(cr.store, cr.sc.spec, cr.id.failpoint, *at),
-        "after the kill: ");
+  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
+  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judgeAt(c, "WH4", wh4::rebaselineKillProblem(cr.store, cr.sc.spec, cr.id.failpoint, *at),
+          "after the kill: ");
   // 5. The recovery to the end (table B: the confirmation again only after P27).
   SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
   if (expectedRebaselineKill(cr.id.failpoint).confirmAgain)
@@ -142,12 +102,12 @@ void runRebaselineCase(CaseRun& cr) {
   if (!r.exited || r.exitCode != 0)
     c.fail("WH4", "after recovery: crashsim-agent recover " + r.describe() + ": " +
                       lastLine(recover.stderrFile));
-  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
-  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
+  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
+  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
   for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
     c.fail("WH1", "after recovery: " + line);
-  judge(c, "WH4", wh4::noticeProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
-  judge(c, "WH8", wh8::gateProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
+  judgeAt(c, "WH4", wh4::noticeProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
+  judgeAt(c, "WH8", wh8::gateProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
   c.na("V8",
        "a rebaseline case: the task ends with the files the user edited and the rebaseline "
        "accepted (WH1), the notice and the gate are WH4's and WH8's");

@@ -10,25 +10,12 @@
 #include <fmt/format.h>
 
 #include "modes/case_run.h"
-#include "verdicts/v1_kill.h"
 #include "verdicts/wh1_user_dir.h"
 #include "verdicts/wh1_user_git.h"
-#include "verdicts/wh5_git_children.h"
 #include "verdicts/wh7_restore.h"
 #include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
-
-namespace {
-
-void judge(Checks& c, const char* check, const std::string& problem, const char* when) {
-  if (!problem.empty())
-    c.fail(check, when + problem);
-  else if (!c.failed(check))
-    c.pass(check);
-}
-
-}  // namespace
 
 void runRestoreCase(CaseRun& cr) {
   Checks& c = cr.checks;
@@ -38,29 +25,8 @@ void runRestoreCase(CaseRun& cr) {
     return;
   }
   // 1. The agent run killed at the last capture's P22; V2–V7 on the ledger it leaves.
-  copyDir(cr.ref.templateWorkspace, cr.ws);
-  SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
-  run.stderrFile = cr.dir / "run.stderr";
-  run.stdoutFile = cr.dir / "run.stdout";
-  // A git repository run with two captures, and a recovery that restores (git worktree add,
-  // full verification, fsync of the tree) then continues: more time than a plain case.
-  run.timeout = std::chrono::milliseconds(60000);
-  run.watchDescendants = true;
-  const auto child = cr.driver.crashAt(run, points::P22, at->captureHit);
-  cr.ph.child(child, "run");
-  cr.ph.to("verify");
-  wh5::judgeKill(cr.sc, child, "the run: ", c);
-  cr.say(fmt::format("agent run armed at P22#{}: {}", at->captureHit, child.describe()));
-  if (auto bad = killProblem(child, "P22", at->captureHit, run, cr.store); !bad.empty()) {
-    c.fail("V1", bad);
-    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+  if (!killWorkspaceAgentRun(cr, points::P22, at->captureHit, at->ledgerPoint, at->ledgerHit))
     return;
-  }
-  CaseId ledgerId = cr.id;
-  ledgerId.failpoint = at->ledgerPoint;
-  ledgerId.hit = at->ledgerHit;
-  checkNamedCrash(ledgerId, expectCase(cr.sc, at->ledgerPoint, at->ledgerHit), cr.store, cr.dir,
-                  cr.opts, c);
   // 2. The user edits the workspace (the scenario's afterCrash): the drift.
   cr.ph.to("setup");
   workspace::applyAfterCrash(cr.sc.spec, cr.ws);
@@ -71,23 +37,13 @@ void runRestoreCase(CaseRun& cr) {
   first.timeout = std::chrono::milliseconds(60000);
   first.stderrFile = cr.dir / "recover1.stderr";
   first.stdoutFile = cr.dir / "recover1.stdout";
-  first.watchDescendants = true;
-  const auto r1 = cr.driver.crashAt(first, cr.id.failpoint, cr.id.hit);
-  cr.ph.child(r1, "run");
-  cr.ph.to("verify");
-  wh5::judgeKill(cr.sc, r1, "the recovery process: ", c);
-  cr.say(
-      fmt::format("recovery armed at {}#{}: {}", cr.id.failpointName(), cr.id.hit, r1.describe()));
-  if (auto bad = killProblem(r1, cr.id.failpointName(), cr.id.hit, first, cr.store); !bad.empty()) {
-    c.fail("V1", "the recovery process: " + bad);
-    c.na("V8", "the restore was not killed at its point (V1 failed)");
+  if (!killWorkspaceRecovery(cr, first, "the recovery process",
+                             "the restore was not killed at its point (V1 failed)"))
     return;
-  }
-  c.pass("V1");
-  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
-  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
-  judge(c, "WH7", wh7::restoreKillProblem(cr.store, cr.id.failpoint, at->checkpointsBefore),
-        "after the kill: ");
+  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
+  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judgeAt(c, "WH7", wh7::restoreKillProblem(cr.store, cr.id.failpoint, at->checkpointsBefore),
+          "after the kill: ");
   // 4. The recovery to the end: residue quarantined, restored (again) or found, continued there.
   SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
   recover.timeout = std::chrono::milliseconds(60000);
@@ -98,12 +54,12 @@ void runRestoreCase(CaseRun& cr) {
   if (!r.exited || r.exitCode != 0)
     c.fail("WH7", "after recovery: crashsim-agent recover " + r.describe() + ": " +
                       lastLine(recover.stderrFile));
-  judge(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
-  judge(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
+  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
+  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
   for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
     c.fail("WH1", "after recovery: " + line);
-  judge(c, "WH7", wh7::restoredContinuationProblem(cr.store, cr.sc.spec, at->checkpointsBefore),
-        "after recovery: ");
+  judgeAt(c, "WH7", wh7::restoredContinuationProblem(cr.store, cr.sc.spec, at->checkpointsBefore),
+          "after recovery: ");
   c.na("V8",
        "a restore case: the task ends in the restored instance (WH7), the user's directory "
        "stays as the user left it (WH1)");

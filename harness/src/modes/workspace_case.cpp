@@ -1,0 +1,65 @@
+// The steps the Phase 4 recovery cases share (modes/case_run.h): the agent run killed before the
+// recovery under test, and a verdict judged at several moments.
+#include <fmt/format.h>
+
+#include "modes/case_run.h"
+#include "verdicts/v1_kill.h"
+#include "verdicts/wh5_git_children.h"
+
+namespace crashsim::harness {
+
+void judgeAt(Checks& c, const char* check, const std::string& problem, const char* when) {
+  if (!problem.empty())
+    c.fail(check, when + problem);
+  else if (!c.failed(check))
+    c.pass(check);
+}
+
+bool killWorkspaceAgentRun(CaseRun& cr, CrashPoint armAt, int armHit, CrashPoint ledgerPoint,
+                           int ledgerHit) {
+  Checks& c = cr.checks;
+  copyDir(cr.ref.templateWorkspace, cr.ws);
+  SpawnSpec run = runSpec(cr.opts, cr.sc, cr.store, cr.ws);
+  run.stderrFile = cr.dir / "run.stderr";
+  run.stdoutFile = cr.dir / "run.stdout";
+  // A git repository run with its captures, and recoveries that restore or rebaseline (git
+  // children, full verification, fsyncs) then continue: more time than a plain case.
+  run.timeout = std::chrono::milliseconds(60000);
+  run.watchDescendants = true;
+  const auto child = cr.driver.crashAt(run, armAt, armHit);
+  cr.ph.child(child, "run");
+  cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, child, "the run: ", c);
+  cr.say(fmt::format("agent run armed at {}#{}: {}", armAt.name(), armHit, child.describe()));
+  if (auto bad = killProblem(child, armAt.str(), armHit, run, cr.store); !bad.empty()) {
+    c.fail("V1", bad);
+    for (auto v : {"V2", "V3", "V4", "V5", "V6", "V7", "V8"}) c.na(v, "no crash state (V1 failed)");
+    return false;
+  }
+  CaseId ledgerId = cr.id;
+  ledgerId.failpoint = ledgerPoint;
+  ledgerId.hit = ledgerHit;
+  checkNamedCrash(ledgerId, expectCase(cr.sc, ledgerPoint, ledgerHit), cr.store, cr.dir, cr.opts,
+                  c);
+  return true;
+}
+
+bool killWorkspaceRecovery(CaseRun& cr, SpawnSpec spec, const std::string& who,
+                           const char* whyNoV8) {
+  Checks& c = cr.checks;
+  spec.watchDescendants = true;
+  const auto r = cr.driver.crashAt(spec, cr.id.failpoint, cr.id.hit);
+  cr.ph.child(r, "run");
+  cr.ph.to("verify");
+  wh5::judgeKill(cr.sc, r, (who + ": ").c_str(), c);
+  cr.say(fmt::format("{} armed at {}#{}: {}", who, cr.id.failpointName(), cr.id.hit, r.describe()));
+  if (auto bad = killProblem(r, cr.id.failpointName(), cr.id.hit, spec, cr.store); !bad.empty()) {
+    c.fail("V1", who + ": " + bad);
+    c.na("V8", whyNoV8);
+    return false;
+  }
+  c.pass("V1");
+  return true;
+}
+
+}  // namespace crashsim::harness
