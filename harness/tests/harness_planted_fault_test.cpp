@@ -167,11 +167,14 @@ TEST(PlantedFault, RestoreFactBeforeItsRefAfterAnEarlierKillFailsWH7) {
 
 // Phase 4 c.2 / i.3 H5: a hermetic git child started without PR_SET_PDEATHSIG in its own process
 // group outlives the agent killed at the git barrier G just after its spawn (it runs on to its
-// end, a write after the crash). Only WH5 sees it (--no-determinism: V9's second run would see
-// WH5 itself differ when a short git command happens to finish before the kill).
+// end, a write after the crash). Only WH5 sees it, where the git command is still running when
+// the agent has been reaped: a short one may end inside the agent's teardown (most under ASan,
+// whose teardown is slow), so every G case of the scenario is swept — seen: 4 of the first 5 in
+// release, 8 of 45 under ASan on a loaded VM. --no-determinism: V9's second run would see WH5
+// itself differ with that timing.
 TEST(PlantedFault, GitChildOutlivingTheKilledAgentFailsOnlyWH5) {
   expectCaughtExactly("git_child_outlives_agent",
-                      "--scenario git-workspace-drift --case '*/G#[1-5]/kill' --no-determinism",
+                      "--scenario git-workspace-drift --case '*/G#*/kill' --no-determinism",
                       {"WH5"});
 }
 

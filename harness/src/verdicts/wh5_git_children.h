@@ -10,8 +10,11 @@
 //
 // Judged on every kill of a Phase 4 scenario (its workspacePolicy captures): the crashed run and,
 // in a double fault or a restore case, the killed recovery process. Cannot see: a child that
-// is not a descendant any more when the kill comes (one the agent double-forked away), or one
-// that dies within 2 s but wrote after the kill (WH1/WH2 judge the bytes).
+// is not a descendant any more when the kill comes (one the agent double-forked away); a child
+// without PR_SET_PDEATHSIG whose command ends by itself before the agent is reaped (the agent's
+// exit tears its memory down first — long under ASan — and only then signals its children, so a
+// short git command ends unseen; being the orphans' subreaper and reading their exit status, or
+// stopping them by ptrace before the kill, would see it: not built).
 #pragma once
 
 #include <string>
