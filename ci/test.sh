@@ -92,7 +92,10 @@ phase "asan: build" cmake --build --preset asan -j "$(nproc)"
 phase "asan: ctest (unit|crashunit|property)" ctest_excluding_known --preset asan -L 'unit|crashunit|property'
 main_job() {
   rm -rf out/ci-sweep
-  CRASHSIM_WERROR=ON ./ci/sweep.sh out/ci-sweep
+  # `phase` calls this as `"$@" || rc=$?`, which turns errexit off inside the function: without
+  # the explicit return a failing sweep would fall through to the file checks and pass (it did:
+  # a V8 failure in the kill sweep of 2026-12-07's run ended the phase with exit 0).
+  CRASHSIM_WERROR=ON ./ci/sweep.sh out/ci-sweep || return $?
   for f in report.json junit.xml report.md report.html stop/report.json stop/report.md; do
     [ -s "out/ci-sweep/$f" ] || {
       echo "ci/test.sh: the main job wrote no $f" >&2
