@@ -70,6 +70,38 @@ void awaitChild(boost::asio::io_context& ios, bp::group& group, int pgid, const 
   }
 }
 
+// While it lives, a write of this thread to a pipe whose reader is gone fails with EPIPE instead
+// of killing the whole process with SIGPIPE: the stdin data of a child that exits before reading
+// it all (a git that refuses its arguments) is written by asio on this thread. SIGPIPE is blocked
+// for this thread only and a SIGPIPE the writes raised is consumed before the mask is restored,
+// as libraries that write to pipes do; the process's disposition is left alone (a child's own
+// SIGPIPE, after exec, is the default).
+class SigpipeToEpipe {
+ public:
+  SigpipeToEpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    wasPending_ = sigismember(&pending, SIGPIPE) == 1;
+    ::pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~SigpipeToEpipe() {
+    if (!wasPending_) {
+      const timespec now{0, 0};
+      while (::sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeToEpipe(const SigpipeToEpipe&) = delete;
+  SigpipeToEpipe& operator=(const SigpipeToEpipe&) = delete;
+
+ private:
+  sigset_t pipe_{}, previous_{};
+  bool wasPending_ = false;
+};
+
 }  // namespace
 
 ProcessResult runProcess(const ProcessSpec& spec) {
@@ -86,7 +118,8 @@ ProcessResult runProcess(const ProcessSpec& spec) {
   boost::asio::io_context ios;
   std::future<std::string> out, err;
   try {
-    bp::group group;  // the whole process tree is killed on timeout
+    const SigpipeToEpipe quiet;  // asio may write the stdin data as early as the spawn
+    bp::group group;             // the whole process tree is killed on timeout
     bp::environment env = boost::this_process::environment();
     if (spec.env) {
       env.clear();
