@@ -151,6 +151,19 @@ bool killWorkspaceAgentRun(CaseRun& cr, CrashPoint armAt, int armHit, CrashPoint
 bool killWorkspaceRecovery(CaseRun& cr, SpawnSpec spec, const std::string& who,
                            const char* whyNoV8);
 
+// The user's directory as the user leaves it (path → bytes, verdicts/wh1_user_dir.h).
+using UserDirBytes = std::map<std::string, std::string>;
+// The user edits the workspace after the crash (the scenario's afterCrash: the drift); returns
+// the user's directory from then on, which WH1 holds every later moment to.
+UserDirBytes applyUserDrift(CaseRun& cr);
+// WH1 at one moment (`when`): the user's .git as seeded and the user's directory as
+// `userAfterEdit`.
+void judgeUserWorkspace(CaseRun& cr, const UserDirBytes& userAfterEdit, const char* when);
+// The recovery to the end (`recover`, 60 s): `owner` (the case's own verdict) fails when it does
+// not exit 0; then WH1 after recovery, the scenario's afterCrash expectations included.
+void recoverToEndKeepingTheUsersWorkspace(CaseRun& cr, SpawnSpec recover, const char* owner,
+                                          const UserDirBytes& userAfterEdit);
+
 // V1–V9 (reports::kCheckNames), then a mode's own verdicts.
 std::vector<std::string_view> verdictsWith(std::initializer_list<std::string_view> own);
 

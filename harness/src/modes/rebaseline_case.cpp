@@ -14,11 +14,8 @@
 #include <fstream>
 
 #include "modes/case_run.h"
-#include "verdicts/wh1_user_dir.h"
-#include "verdicts/wh1_user_git.h"
 #include "verdicts/wh4_rebaseline_notice.h"
 #include "verdicts/wh8_rebaseline_gate.h"
-#include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 
@@ -50,10 +47,7 @@ void runRebaselineCase(CaseRun& cr) {
   if (!killWorkspaceAgentRun(cr, points::P1, at->ledgerHit, points::P1, at->ledgerHit)) return;
   const auto timeout = std::chrono::milliseconds(60000);
   // 2. The user edits the workspace (the scenario's afterCrash): the drift.
-  cr.ph.to("setup");
-  workspace::applyAfterCrash(cr.sc.spec, cr.ws);
-  const auto userAfterEdit = wh1::userDirBytes(cr.ws);
-  cr.say("applied the scenario's afterCrash mutations (the drift)");
+  const UserDirBytes userAfterEdit = applyUserDrift(cr);
   // 3. A recovery parks and prints the boundary the user confirms (g.1 item 1).
   SpawnSpec park = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
   park.timeout = timeout;
@@ -86,26 +80,14 @@ void runRebaselineCase(CaseRun& cr) {
   if (!killWorkspaceRecovery(cr, confirmed, "the confirmed recovery",
                              "the rebaseline was not killed at its point (V1 failed)"))
     return;
-  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
-  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judgeUserWorkspace(cr, userAfterEdit, "after the kill: ");
   judgeAt(c, "WH4", wh4::rebaselineKillProblem(cr.store, cr.sc.spec, cr.id.failpoint, *at),
           "after the kill: ");
   // 5. The recovery to the end (table B: the confirmation again only after P27).
   SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
   if (expectedRebaselineKill(cr.id.failpoint).confirmAgain)
     recover.args.insert(recover.args.end(), {"--rebaseline", digest});
-  recover.timeout = timeout;
-  const ChildResult r = cr.driver.runToEnd(recover);
-  cr.ph.child(r, "recovery");
-  cr.ph.to("v8");
-  cr.say(fmt::format("recovery to the end: {}", r.describe()));
-  if (!r.exited || r.exitCode != 0)
-    c.fail("WH4", "after recovery: crashsim-agent recover " + r.describe() + ": " +
-                      lastLine(recover.stderrFile));
-  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
-  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
-  for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
-    c.fail("WH1", "after recovery: " + line);
+  recoverToEndKeepingTheUsersWorkspace(cr, recover, "WH4", userAfterEdit);
   judgeAt(c, "WH4", wh4::noticeProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
   judgeAt(c, "WH8", wh8::gateProblem(cr.store, cr.sc.spec, *at), "after recovery: ");
   c.na("V8",

@@ -10,10 +10,7 @@
 #include <fmt/format.h>
 
 #include "modes/case_run.h"
-#include "verdicts/wh1_user_dir.h"
-#include "verdicts/wh1_user_git.h"
 #include "verdicts/wh7_restore.h"
-#include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 
@@ -28,10 +25,7 @@ void runRestoreCase(CaseRun& cr) {
   if (!killWorkspaceAgentRun(cr, points::P22, at->captureHit, at->ledgerPoint, at->ledgerHit))
     return;
   // 2. The user edits the workspace (the scenario's afterCrash): the drift.
-  cr.ph.to("setup");
-  workspace::applyAfterCrash(cr.sc.spec, cr.ws);
-  const auto userAfterEdit = wh1::userDirBytes(cr.ws);
-  cr.say("applied the scenario's afterCrash mutations (the drift)");
+  const UserDirBytes userAfterEdit = applyUserDrift(cr);
   // 3. The recovery that restores, killed at the case's point.
   SpawnSpec first = recoverSpec(cr.opts, cr.sc, cr.store, cr.ws);
   first.timeout = std::chrono::milliseconds(60000);
@@ -40,24 +34,12 @@ void runRestoreCase(CaseRun& cr) {
   if (!killWorkspaceRecovery(cr, first, "the recovery process",
                              "the restore was not killed at its point (V1 failed)"))
     return;
-  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after the kill: ");
-  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after the kill: ");
+  judgeUserWorkspace(cr, userAfterEdit, "after the kill: ");
   judgeAt(c, "WH7", wh7::restoreKillProblem(cr.store, cr.id.failpoint, at->checkpointsBefore),
           "after the kill: ");
   // 4. The recovery to the end: residue quarantined, restored (again) or found, continued there.
-  SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
-  recover.timeout = std::chrono::milliseconds(60000);
-  const ChildResult r = cr.driver.runToEnd(recover);
-  cr.ph.child(r, "recovery");
-  cr.ph.to("v8");
-  cr.say(fmt::format("recovery to the end: {}", r.describe()));
-  if (!r.exited || r.exitCode != 0)
-    c.fail("WH7", "after recovery: crashsim-agent recover " + r.describe() + ": " +
-                      lastLine(recover.stderrFile));
-  judgeAt(c, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), "after recovery: ");
-  judgeAt(c, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), "after recovery: ");
-  for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
-    c.fail("WH1", "after recovery: " + line);
+  recoverToEndKeepingTheUsersWorkspace(cr, recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir),
+                                       "WH7", userAfterEdit);
   judgeAt(c, "WH7", wh7::restoredContinuationProblem(cr.store, cr.sc.spec, at->checkpointsBefore),
           "after recovery: ");
   c.na("V8",

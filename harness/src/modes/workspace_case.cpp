@@ -4,7 +4,10 @@
 
 #include "modes/case_run.h"
 #include "verdicts/v1_kill.h"
+#include "verdicts/wh1_user_dir.h"
+#include "verdicts/wh1_user_git.h"
 #include "verdicts/wh5_git_children.h"
+#include "verdicts/workspace_expect.h"
 
 namespace crashsim::harness {
 
@@ -60,6 +63,33 @@ bool killWorkspaceRecovery(CaseRun& cr, SpawnSpec spec, const std::string& who,
   }
   c.pass("V1");
   return true;
+}
+
+UserDirBytes applyUserDrift(CaseRun& cr) {
+  cr.ph.to("setup");
+  workspace::applyAfterCrash(cr.sc.spec, cr.ws);
+  cr.say("applied the scenario's afterCrash mutations (the drift)");
+  return wh1::userDirBytes(cr.ws);
+}
+
+void judgeUserWorkspace(CaseRun& cr, const UserDirBytes& userAfterEdit, const char* when) {
+  judgeAt(cr.checks, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, cr.ws), when);
+  judgeAt(cr.checks, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), when);
+}
+
+void recoverToEndKeepingTheUsersWorkspace(CaseRun& cr, SpawnSpec recover, const char* owner,
+                                          const UserDirBytes& userAfterEdit) {
+  recover.timeout = std::chrono::milliseconds(60000);
+  const ChildResult r = cr.driver.runToEnd(recover);
+  cr.ph.child(r, "recovery");
+  cr.ph.to("v8");
+  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  if (!r.exited || r.exitCode != 0)
+    cr.checks.fail(owner, "after recovery: crashsim-agent recover " + r.describe() + ": " +
+                              lastLine(recover.stderrFile));
+  judgeUserWorkspace(cr, userAfterEdit, "after recovery: ");
+  for (const auto& line : workspace::afterCrashProblems(cr.sc.spec, cr.ws))
+    cr.checks.fail("WH1", "after recovery: " + line);
 }
 
 }  // namespace crashsim::harness
