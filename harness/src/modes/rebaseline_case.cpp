@@ -11,6 +11,7 @@
 // the rebaseline accepted (WH1 and afterCrash.expect judge them).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "modes/case_run.h"
@@ -58,12 +59,19 @@ void runRebaselineCase(CaseRun& cr) {
   const Json plan = summaryOf(park.stdoutFile).value("plan", Json::object());
   const std::string digest = plan.value("boundaryManifestDigest", "");
   cr.say(fmt::format("the parking recovery: {}; digest {}", p.describe(), digest));
+  // e.3: under driftAction offer_rebaseline, with g.1 2–6 holding (the case confirms), the park
+  // names the rebaseline the user may confirm.
+  const Json offered{
+      {"code", "rebaseline_available"},
+      {"detail", {{"sessionId", plan.value("sessionId", "")}, {"boundaryManifestDigest", digest}}}};
+  const Json diagnostics = plan.value("diagnostics", Json::array());
   if (!p.exited || p.exitCode != 0 ||
       plan.value("rejectionReasons", Json()) !=
           Json::array({cr.sc.spec.afterCrash->parkedReason}) ||
-      digest.empty()) {
+      digest.empty() ||
+      std::find(diagnostics.begin(), diagnostics.end(), offered) == diagnostics.end()) {
     c.fail("WH4", fmt::format("before the confirmation: the recovery {} planned {}, want a park "
-                              "[{}] naming boundaryManifestDigest",
+                              "[{}] naming boundaryManifestDigest and rebaseline_available",
                               p.describe(), plan.dump(), cr.sc.spec.afterCrash->parkedReason));
     c.na("V8", "no rebaseline was confirmed");
     return;

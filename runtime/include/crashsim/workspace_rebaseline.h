@@ -49,6 +49,12 @@ struct RebaselineResult {
   bool created = false;       // false: an exact retry of an accepted rebaseline
 };
 
+// g.1 items 2–6 for the parked (or continuing) `plan` (item 1, the user's confirmation, is the
+// caller's): the same refusals in the same order as rebaselineWorkspace, read only — nothing is
+// written to the store, the carrier or the instance (eligibility is checked in scratch). The host
+// names `rebaseline_available` (e.3) when they hold.
+void checkRebaselinePreconditions(RuntimeStore& store, const GitRuntime& git,
+                                  const ContinuationPlan& plan, const RebaselineRequest& request);
 // g.1 then g.2 B1–B6 for the parked (or continuing) `plan` of the confirmed session:
 //  g.1 in order, the first failure refusing with nothing written — rebaseline_confirmation_required
 //  (no plan boundary, another session or digest), workspace_transition_busy (a non-terminal run or

@@ -355,6 +355,31 @@ struct Approved {
   std::optional<WorkspaceIdentity> instance;
 };
 
+// e.3 diagnostic `rebaseline_available`: a plan parked on reasons a rebaseline clears (rows 4,
+// 6–8) under driftAction offer_rebaseline, when g.1 items 2–6 hold for the observed instance
+// (checked read only); its detail names what the user confirms. A continuing plan (row 4 under
+// optional_legacy) offers nothing: there is nothing to unblock.
+void offerRebaseline(RuntimeStore& store, const fs::path& storeDir, const Scenario* scenario,
+                     const std::optional<WorkspaceIdentity>& instance, ContinuationPlan& plan) {
+  if (!scenario || scenario->workspacePolicy.checkpointRequirement == "disabled" ||
+      scenario->workspacePolicy.driftAction != "offer_rebaseline" || plan.isContinue() ||
+      !plan.boundary || !instance)
+    return;
+  RebaselineRequest req;
+  req.storeDir = storeDir;
+  req.instanceRoot = instance->root;
+  req.instanceIdentity = instance->identity;
+  try {
+    checkRebaselinePreconditions(store, resolveGitRuntime(), plan, req);
+  } catch (const Error&) {
+    return;  // not available: `--rebaseline` would refuse with that code
+  }
+  plan.diagnostics.push_back(
+      PlanDiagnostic{std::string(code::rebaseline_available),
+                     Json{{"sessionId", plan.sessionId},
+                          {"boundaryManifestDigest", plan.boundary->manifestDigest}}});
+}
+
 // 5. Phase 1 planning of every session (the scenario's, or every stored one): each plan in the
 // report and the lifecycle log; the first approved one is returned. The plan is not copied: it
 // holds its whole lineage's events. Workspace continuity e.5 step 6a: a plan that parks exactly
@@ -390,6 +415,10 @@ std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeD
           host_detail::runIsolatedRestore(store, storeDir, plan, dryRun, restored);
       lifecycle.write("workspace_restore", plan,
                       Json{{"action", (*report.workspaceRestore)["action"]}});
+      if ((*report.workspaceRestore)["action"] == "would_restore")  // e.3: f.1 holds
+        plan.diagnostics.push_back(
+            PlanDiagnostic{std::string(code::isolated_restore_available),
+                           Json{{"checkpointId", (*report.workspaceRestore)["checkpointId"]}}});
       if (restored) {
         observed = host_detail::observedInstance(store, sessionId, workspace);
         host = continuationHost(store, sessionId, scenario ? scenario->id : sessionId,
@@ -398,6 +427,7 @@ std::optional<Approved> planSessions(RuntimeStore& store, const fs::path& storeD
         plan = planLatestContinuation(store, sessionId, host);
       }
     }
+    offerRebaseline(store, storeDir, scenario, observed.workspace, plan);
     lifecycle.write(plan.isContinue() ? "plan_approved" : "plan_parked", plan,
                     Json{{"reasonCodes", plan.rejectionReasons}});
     if (plan.isContinue() && !toRun)
@@ -503,8 +533,7 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   RuntimeStore& store = *opened.store;
   const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
   // Workspace continuity e.5 step 2 (the store and the b.7 scan were checked by checkIntact):
-  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3). Steps 6b
-  // (rebaseline) and 8 (GC) do not exist yet.
+  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3).
   if (!options.dryRun) removeStaleCarrierLocks(storeDir);
   if (!options.dryRun)
     report.restoreResidue = host_detail::quarantineResidueAtStartup(store, storeDir);

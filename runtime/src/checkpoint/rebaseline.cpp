@@ -131,35 +131,14 @@ std::optional<CheckpointFact> newestReadable(const WorkspaceCarrier& carrier,
 
 }  // namespace
 
-RebaselineResult rebaselineWorkspace(RuntimeStore& store, const GitRuntime& git,
-                                     const ContinuationPlan& plan, const RebaselineRequest& r) {
-  const RebaselineConfirmation& confirm = r.confirmation;
-  // g.1 item 1: the confirmation names this session's current plan.
-  if (!plan.boundary || confirm.sessionId != plan.sessionId ||
-      confirm.boundaryManifestDigest != plan.boundary->manifestDigest)
-    refuseRebaseline(
-        code::rebaseline_confirmation_required,
-        "the confirmation {" + confirm.sessionId + ", " + confirm.boundaryManifestDigest +
-            "} is not the current plan of session " + plan.sessionId + " (boundary " +
-            (plan.boundary ? plan.boundary->manifestDigest : std::string("none")) + ")");
+void checkRebaselinePreconditions(RuntimeStore& store, const GitRuntime& git,
+                                  const ContinuationPlan& plan, const RebaselineRequest& r) {
+  if (!plan.boundary)
+    refuseRebaseline(code::rebaseline_confirmation_required,
+                     "session " + plan.sessionId + " has no plan boundary to rebaseline");
   const std::string& sessionId = plan.sessionId;
-  const std::string ws = workspaceIdForSession(sessionId);
-  const std::string confirmationId =
-      rebaselineConfirmationId(sessionId, confirm.boundaryManifestDigest);
-  const LineageRead read = lineageOf(store, ws);
+  const LineageRead read = lineageOf(store, workspaceIdForSession(sessionId));
   const detail::ScannedEpoch* current = read.lineage ? &read.lineage->epochs.back() : nullptr;
-  // The same confirmation again (a start-up after a kill at P28, or a user confirming twice): the
-  // epoch it opened is still current — an exact retry, nothing written (no second epoch).
-  if (current && current->opened.reason == "user_rebaseline" &&
-      current->opened.confirmationId == confirmationId && !current->checkpoints.empty()) {
-    RebaselineResult out;
-    out.confirmationId = confirmationId;
-    out.epoch = current->opened.epoch;
-    out.epochOpenedEventId = current->openedEventId;
-    out.checkpoint = current->checkpoints.front().fact;
-    out.readSet = current->opened.readSet;
-    return out;
-  }
   // 2. quiescent.
   {
     std::lock_guard lk(store_detail::mutexOf(store));
@@ -190,6 +169,38 @@ RebaselineResult rebaselineWorkspace(RuntimeStore& store, const GitRuntime& git,
                          current->opened.instance.identity);
   // 6. c.4 eligibility, read only.
   requireEligible(git, r);
+}
+
+RebaselineResult rebaselineWorkspace(RuntimeStore& store, const GitRuntime& git,
+                                     const ContinuationPlan& plan, const RebaselineRequest& r) {
+  const RebaselineConfirmation& confirm = r.confirmation;
+  // g.1 item 1: the confirmation names this session's current plan.
+  if (!plan.boundary || confirm.sessionId != plan.sessionId ||
+      confirm.boundaryManifestDigest != plan.boundary->manifestDigest)
+    refuseRebaseline(
+        code::rebaseline_confirmation_required,
+        "the confirmation {" + confirm.sessionId + ", " + confirm.boundaryManifestDigest +
+            "} is not the current plan of session " + plan.sessionId + " (boundary " +
+            (plan.boundary ? plan.boundary->manifestDigest : std::string("none")) + ")");
+  const std::string& sessionId = plan.sessionId;
+  const std::string ws = workspaceIdForSession(sessionId);
+  const std::string confirmationId =
+      rebaselineConfirmationId(sessionId, confirm.boundaryManifestDigest);
+  const LineageRead read = lineageOf(store, ws);
+  const detail::ScannedEpoch* current = read.lineage ? &read.lineage->epochs.back() : nullptr;
+  // The same confirmation again (a start-up after a kill at P28, or a user confirming twice): the
+  // epoch it opened is still current — an exact retry, nothing written (no second epoch).
+  if (current && current->opened.reason == "user_rebaseline" &&
+      current->opened.confirmationId == confirmationId && !current->checkpoints.empty()) {
+    RebaselineResult out;
+    out.confirmationId = confirmationId;
+    out.epoch = current->opened.epoch;
+    out.epochOpenedEventId = current->openedEventId;
+    out.checkpoint = current->checkpoints.front().fact;
+    out.readSet = current->opened.readSet;
+    return out;
+  }
+  checkRebaselinePreconditions(store, git, plan, r);
 
   // B1–B3: the capture of the current instance, kind rebased, epoch E+1 (1 without lineage),
   // covering Sn at its full high-water [P18–P20].

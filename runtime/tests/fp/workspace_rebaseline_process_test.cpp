@@ -310,3 +310,52 @@ TEST(RebaselineProcess, PlantedOpenGateIsCaught) {
   EXPECT_NE(problem.find("was answered"), std::string::npos) << problem;
   EXPECT_NE(problem.find("tool_precondition_failed"), std::string::npos) << problem;
 }
+
+// e.3 diagnostic rebaseline_available (rows 4, 6–8 under driftAction offer_rebaseline, when g.1
+// 2–6 hold): the parked plan names what the user confirms; once the instance is ineligible (c.4:
+// an LFS filter attribute, g.1 item 6) the same park offers nothing and the confirmation is
+// refused with the eligibility code; under driftAction park (the drift scenario) it never shows.
+TEST(RebaselineProcess, AParkUnderOfferRebaselineNamesTheAvailableRebaseline) {
+  const auto offered = [](const testutil::AgentStep& s) {
+    Json out = Json::array();
+    for (const Json& d : s.report["plan"].value("diagnostics", Json::array()))
+      if (d.value("code", "") == "rebaseline_available") out.push_back(d);
+    return out;
+  };
+  {  // driftAction park
+    testutil::AgentSandbox box;
+    ASSERT_FALSE(crashDriftAndPark(box).empty());
+    EXPECT_EQ(offered(rebaselineStep(box, "recover", "", "park-again")), Json::array());
+  }
+  testutil::AgentSandbox box;
+  Json offer = Json::parse(readFile(kScenario));
+  offer["workspacePolicy"]["driftAction"] = "offer_rebaseline";
+  const fs::path scenario = box.base / "offer.json";
+  std::ofstream(scenario) << offer.dump();
+  const auto step = [&](const std::string& command, const std::string& arm, const std::string& log,
+                        std::vector<std::string> extra = {}) {
+    return testutil::runAgentStep(box, scenario, command, arm, log, extra);
+  };
+  ASSERT_EQ(step("seed", "", "seed").exitCode, 0);
+  const testutil::AgentStep run = step("run", "P7:1", "run");
+  ASSERT_TRUE(run.signaled && run.signal == SIGKILL) << readFile(box.base / "run.log");
+  std::ofstream(box.ws() / "a.txt", std::ios::binary | std::ios::trunc) << "edited by the user\n";
+  const testutil::AgentStep parked = step("recover", "", "park");
+  const std::string digest = parked.report["plan"].value("boundaryManifestDigest", "");
+  ASSERT_FALSE(digest.empty()) << parked.report.dump();
+  EXPECT_EQ(
+      offered(parked),
+      Json::array({{{"code", "rebaseline_available"},
+                    {"detail", {{"sessionId", kSession}, {"boundaryManifestDigest", digest}}}}}))
+      << parked.report.dump();
+  std::ofstream(box.ws() / ".gitattributes") << "a.txt filter=lfs diff=lfs merge=lfs -text\n";
+  const testutil::AgentStep ineligible = step("recover", "", "ineligible");
+  EXPECT_EQ(ineligible.report["plan"].value("rejectionReasons", Json()),
+            Json::array({"workspace_drifted"}));
+  EXPECT_EQ(offered(ineligible), Json::array()) << ineligible.report.dump();
+  const testutil::AgentStep refused = step("recover", "", "refused", {"--rebaseline", digest});
+  EXPECT_EQ(refused.exitCode, 2) << readFile(box.base / "refused.log");
+  EXPECT_NE(readFile(box.base / "refused.log").find("checkpoint_policy_unsupported"),
+            std::string::npos)
+      << readFile(box.base / "refused.log");
+}

@@ -204,6 +204,52 @@ TEST(WorkspaceRestoreProcess, DriftAfterACoveredCrashRestoresAndContinuesInTheIn
   expectRestoredAndContinued(box, x, recover.report);
 }
 
+// e.3 diagnostic isolated_restore_available: a dry run of the drifted start-up reports
+// would_restore and names the restore on the parked plan (f.1 holds), writing nothing; with
+// driftAction park the same drift names no restore.
+TEST(WorkspaceRestoreProcess, DryRunNamesTheAvailableRestore) {
+  testutil::AgentSandbox box;
+  Crashed x = crashAndDrift(box);
+  ASSERT_FALSE(x.c.checkpointId.empty());
+  const auto diagnosticsOf = [](const testutil::AgentStep& s, std::string_view code) {
+    Json out = Json::array();
+    for (const Json& d : s.report["plan"].value("diagnostics", Json::array()))
+      if (d.value("code", "") == code) out.push_back(d);
+    return out;
+  };
+  // `crashsim resume --dry-run --json` (crashsim-agent has no dry run): its report on stdout.
+  const auto dryRun = [&](const fs::path& scenario, const std::string& log) {
+    testutil::AgentProcess cli(fs::path(CRASHSIM_BINARY_DIR) / "harness" / "crashsim",
+                               {"resume", box.store().string(), "--workspace", box.ws().string(),
+                                "--scenario", scenario.string(), "--dry-run", "--json"},
+                               {}, box.base / log, /*truncateLog=*/true);
+    testutil::AgentStep s;
+    static_cast<testutil::AgentExit&>(s) = cli.reap();
+    const std::string out = readFile(box.base / log);
+    if (s.exited && out.find('{') != std::string::npos)
+      s.report = Json::parse(out.substr(out.find('{')));
+    return s;
+  };
+  const testutil::AgentStep dry = dryRun(box.base / "restore.json", "dry.log");
+  ASSERT_TRUE(dry.exited && dry.exitCode == 1) << readFile(box.base / "dry.log");  // parked
+  EXPECT_EQ(dry.report["workspaceRestore"].value("action", ""), "would_restore") << dry.report;
+  EXPECT_EQ(dry.report["plan"].value("rejectionReasons", Json()),
+            Json::array({"workspace_drifted"}));
+  EXPECT_EQ(diagnosticsOf(dry, "isolated_restore_available"),
+            Json::array({{{"code", "isolated_restore_available"},
+                          {"detail", {{"checkpointId", x.c.checkpointId}}}}}))
+      << dry.report.dump();
+  EXPECT_FALSE(fs::exists(x.instance)) << "a dry run restored";
+  Json parkPolicy = Json::parse(readFile(box.base / "restore.json"));
+  parkPolicy["workspacePolicy"]["driftAction"] = "park";
+  std::ofstream(box.base / "park.json") << parkPolicy.dump();
+  const testutil::AgentStep parked = dryRun(box.base / "park.json", "parked.log");
+  EXPECT_EQ(parked.report["plan"].value("rejectionReasons", Json()),
+            Json::array({"workspace_drifted"}));
+  EXPECT_EQ(diagnosticsOf(parked, "isolated_restore_available"), Json::array())
+      << parked.report.dump();
+}
+
 // Table R rows R2–R5: a kill at each restore failpoint leaves its durable state (i.1), the user's
 // directory untouched; the next start-up converges on one transition and continues in the
 // instance (P23–P25: residue quarantined, restored again, ref R reused, a new marker).
