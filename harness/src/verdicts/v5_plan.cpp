@@ -13,6 +13,7 @@
 #include "crashsim/resume_plan.h"
 #include "verdicts/observed_store.h"
 #include "verdicts/v5_lineage.h"
+#include "verdicts/v5_second_process.h"
 
 namespace crashsim::harness {
 namespace fs = std::filesystem;
@@ -30,26 +31,15 @@ void checkV5(RuntimeStore& store, const fs::path& storeDir, const fs::path& work
     auto events = eventsOf(store, h);
     const Json mine = toJson(buildResumePlan(events), events);
     if (crashsim.empty()) continue;
-    const fs::path in = work / "v5-ledger.jsonl", outFile = work / "v5-plan.json";
-    {
-      std::ofstream f(in, std::ios::binary);
-      for (const auto& e : events) f << encodeRuntimeEvent(e) << "\n";
-    }
-    SpawnSpec spec;
-    spec.exe = crashsim;
-    spec.forkServer = true;
-    spec.args = {"ledger", "resolve", in.string()};
-    spec.stdoutFile = outFile;
-    spec.stderrFile = work / "v5.stderr";
-    auto r = runToEnd(spec);
-    Json theirs;
-    try {
-      theirs = Json::parse(readFile(outFile)).at("plan");
-    } catch (const std::exception&) {
-      c.fail("V5", fmt::format("run {}: crashsim ledger resolve {}: {}", h.runId, r.describe(),
-                               lastLine(spec.stderrFile)));
+    std::string ledger;
+    for (const auto& e : events) ledger += encodeRuntimeEvent(e) + "\n";
+    const auto second = secondProcessPlan(ledger, work / "v5-ledger.jsonl", work / "v5-plan.json",
+                                          work / "v5.stderr", crashsim);
+    if (!second.plan) {
+      c.fail("V5", fmt::format("run {}: crashsim ledger resolve {}", h.runId, second.failure));
       return;
     }
+    const Json& theirs = *second.plan;
     if (theirs != mine) {
       c.fail("V5", fmt::format("run {}: the plan differs between this process and `crashsim "
                                "ledger resolve` (disposition {} vs {})",

@@ -2,12 +2,13 @@
 //
 // Proves: the plan this process computes for every run of a store (read through the store)
 // equals the plan a separate process prints for the run exported as JSON (`crashsim ledger
-// resolve`: the export, the decoder and the planner's determinism), and Phase 0 and the
-// store-reading Phase 1 planner change no table (every table digested with plain SQLite, outside
-// the runtime); and, for a named failpoint, that the Phase-0 plan of the crashed run is the one
-// the contract's mapping (spec b "required results", d.3, d.4) gives for the oracle's expected
-// decisions, so a plan that is wrong the same way in both processes is seen too; and every
-// lineage digest of the store and of a plan that continues is the contract's (v5_lineage.h).
+// resolve`: the export, the decoder and the planner's determinism; one fresh process per
+// distinct export, v5_second_process.h), and Phase 0 and the store-reading Phase 1 planner
+// change no table (every table digested with plain SQLite, outside the runtime); and, for a
+// named failpoint, that the Phase-0 plan of the crashed run is the one the contract's mapping
+// (spec b "required results", d.3, d.4) gives for the oracle's expected decisions, so a plan
+// that is wrong the same way in both processes is seen too; and every lineage digest of the
+// store and of a plan that continues is the contract's (v5_lineage.h).
 #pragma once
 
 #include <filesystem>
