@@ -38,7 +38,7 @@ SecondProcessPlan secondProcessPlan(const std::string& ledgerJsonl, const fs::pa
     std::ofstream f(in, std::ios::binary);
     f << ledgerJsonl;
   }
-  const std::string key = sha256Hex(ledgerJsonl);
+  const std::string key = crashsim.string() + "\n" + sha256Hex(ledgerJsonl);
   Answers& a = answers();
   {
     std::lock_guard lk(a.mu);

@@ -5,10 +5,10 @@
 // prints for a run's exported ledger. The answer is a function of the exported bytes alone (the
 // second process reads nothing but that file), so the plan a fresh process printed for the
 // same bytes earlier in this harness process is reused; this process's own plan is still
-// computed and compared for every run of every case. The key is the whole export's SHA-256, so a
-// ledger that differs in any byte (another scenario, case, run or event) is resolved by a new
-// process. Only a second process that printed a parseable plan is remembered; a failure is
-// reported as it happened and asked again next time.
+// computed and compared for every run of every case. The key is the second process's binary and
+// the whole export's SHA-256, so a ledger that differs in any byte (another scenario, case, run or
+// event) is resolved by a new process. Only a second process that printed a parseable plan is
+// remembered; a failure is reported as it happened and asked again next time.
 #pragma once
 
 #include <filesystem>
