@@ -50,6 +50,7 @@ struct WorkspaceGcReport {
   std::vector<std::string> wouldDelete;        // dry run: orphan refs and quarantine entries
   std::vector<std::string> quarantineDeleted;  // quarantine/ entries deleted (h.3)
   bool pruned = false;                         // `git prune --expire` ran (h.3)
+  size_t indexCachesDropped = 0;               // index/<uuid>.index caches deleted first
   Json toJson() const;
 };
 
@@ -62,7 +63,8 @@ struct WorkspaceGcReport {
 //      nothing deleted;
 //  (c) each remaining orphan, in refName order: `update-ref -d <ref> <oid of (a)>` (a lost CAS
 //      keeps it), the ref's directory fsynced; [P30] after the first deletion;
-//  then `git prune --expire=<now − grace>` through the hermetic runner (c.2; barrier G at its
+//  then the capture index caches (c.1 index/*.index: they name blobs git prune does not keep)
+//  deleted, `git prune --expire=<now − grace>` through the hermetic runner (c.2; barrier G at its
 //  spawn) and quarantine/ entries older than the grace deleted, intent first (renamed to
 //  `<entry>.gc-deleting`, then removed; a leftover `.gc-deleting` is removed first).
 // A dry run does (a) and (b) and lists the refs and quarantine entries it would delete; it opens

@@ -281,7 +281,7 @@ ScenarioWorkspacePolicy parseWorkspacePolicy(Validator& val, const Json& wp, con
   }
   if (wp.contains("gcOrphanGraceMs")) {
     const Json& g = wp["gcOrphanGraceMs"];
-    if (!g.is_number_unsigned() || g.get<uint64_t>() > (uint64_t{1} << 40))
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > (int64_t{1} << 40))
       val.fail("$.workspacePolicy.gcOrphanGraceMs", "must be an integer from 0 to 2^40");
     else
       out.gcOrphanGraceMs = g.get<int64_t>();

@@ -149,6 +149,22 @@ void sweepQuarantine(const WorkspaceCarrier& carrier, int64_t cutoffNs, bool dry
   }
 }
 
+// The persistent capture indexes (c.1 index/<uuid>.index, a stat cache only) name blobs that
+// `git prune` does not keep (they are not git's index): a cache naming a pruned blob would make
+// the next capture's write-tree — or a drift check's scratch copy — fail. They are deleted before
+// the prune (a kill in between leaves no stale cache); the next capture hashes the files again.
+size_t dropCaptureIndexes(const WorkspaceCarrier& carrier) {
+  const fs::path dir = carrier.dir() / "index";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  std::vector<fs::path> caches;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".index") caches.push_back(e.path());
+  for (const auto& p : caches) fs::remove(p);
+  if (!caches.empty()) posixDurableFs().fsyncDir(dir);
+  return caches.size();
+}
+
 }  // namespace
 
 Json WorkspaceGcReport::toJson() const {
@@ -168,6 +184,7 @@ Json WorkspaceGcReport::toJson() const {
     j["deleted"] = refs(deleted);
     j["quarantineDeleted"] = quarantineDeleted;
     j["pruned"] = pruned;
+    j["indexCachesDropped"] = indexCachesDropped;
   }
   return j;
 }
@@ -201,6 +218,8 @@ WorkspaceGcReport collectWorkspaceGarbage(RuntimeStore& store, const GitRuntime&
   // (b) a read transaction begun after (a): what accepted facts name is never deleted (h.1).
   const std::set<std::string> named = namedRefs(store);
   report.namedRefs = named.size();
+  // `kept` reports orphans only: a named ref young or not loose was never one.
+  std::erase_if(report.kept, [&](const GcRef& r) { return named.count(r.refName) > 0; });
   // Planted bug (gc_deletes_referenced_ref): GC ignores the facts and deletes every old ref.
   const bool ignoreFacts = planted("gc_deletes_referenced_ref");
   std::vector<GcRef> orphans;
@@ -221,7 +240,9 @@ WorkspaceGcReport collectWorkspaceGarbage(RuntimeStore& store, const GitRuntime&
     report.deleted.push_back(std::move(r));
     if (report.deleted.size() == 1) CRASHSIM_FAILPOINT(P30);
   }
-  // h.3: the unreachable loose objects older than the grace, through the hermetic runner (c.2).
+  // h.3: the unreachable loose objects older than the grace, through the hermetic runner (c.2),
+  // after the capture index caches that would name them are gone.
+  report.indexCachesDropped = dropCaptureIndexes(*carrier);
   checkpoint_detail::gitOk(code::workspace_carrier_damaged, "gc:prune", git, carrier->gitHome(),
                            carrierCall(*carrier, {"prune", "--expire=" + gitDate(cutoff)}));
   report.pruned = true;
