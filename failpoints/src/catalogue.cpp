@@ -188,6 +188,17 @@ constexpr std::array<CatalogueEntry, kRebaselineCount> kRebaselineCatalogue{{
      "run recovery seals the target; the notice is not repeated; gates hold (B6)", true},
 }};
 
+// Workspace continuity h.5 / i.1: the carrier GC (a maintenance step of the host, never beside a
+// capture or restore).
+constexpr std::array<CatalogueEntry, kGcCount> kGcCatalogue{{
+    {Id::P30, "P30",
+     "GC: the first orphan ref deleted (update-ref -d CAS); the other orphan refs, the prune and "
+     "the quarantine sweep not done",
+     "GC: first orphan ref deleted; the rest and prune not done", "after_terminal_event",
+     "some orphan refs deleted; no fact written",
+     "unchanged (every accepted fact's ref and commit kept); the next GC finishes", true},
+}};
+
 PowerlossCrashHook gPowerlossHook = nullptr;
 
 }  // namespace
@@ -204,6 +215,7 @@ const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue() {
 const std::array<CatalogueEntry, kRebaselineCount>& rebaselineCatalogue() {
   return kRebaselineCatalogue;
 }
+const std::array<CatalogueEntry, kGcCount>& gcCatalogue() { return kGcCatalogue; }
 
 std::optional<Id> parseId(std::string_view text) {
   if (text.size() < 2 || text.size() > 3 || text[0] != 'P') return std::nullopt;
@@ -222,6 +234,8 @@ std::optional<Id> parseId(std::string_view text) {
   if (value < kCount + kStopCount + kAdmissionCount + kImportCount + kWorkspaceCount)
     return kWorkspaceCatalogue[value - kCount - kStopCount - kAdmissionCount - kImportCount].id;
   for (const auto& e : kRebaselineCatalogue)  // P27–P29, after the workspace group
+    if (e.name == text) return e.id;
+  for (const auto& e : kGcCatalogue)  // P30, the carrier GC
     if (e.name == text) return e.id;
   return std::nullopt;
 }
@@ -251,6 +265,8 @@ const CatalogueEntry& entry(Id id) {
     if (e.id == id) return e;
   for (const auto& e : kRebaselineCatalogue)
     if (e.id == id) return e;
+  for (const auto& e : kGcCatalogue)
+    if (e.id == id) return e;
   return kCatalogue.at(static_cast<size_t>(id));
 }
 
@@ -272,6 +288,7 @@ std::string catalogueJson(int indent) {
   for (const auto& e : kImportCatalogue) add(e, false);
   for (const auto& e : kWorkspaceCatalogue) add(e, false);
   for (const auto& e : kRebaselineCatalogue) add(e, false);
+  for (const auto& e : kGcCatalogue) add(e, false);
   return rows.dump(indent);
 }
 
@@ -292,6 +309,7 @@ std::string catalogueText() {
   for (const auto& e : kImportCatalogue) add(e, false);
   for (const auto& e : kWorkspaceCatalogue) add(e, false);
   for (const auto& e : kRebaselineCatalogue) add(e, false);
+  for (const auto& e : kGcCatalogue) add(e, false);
   return out.str();
 }
 
@@ -306,7 +324,7 @@ Arming parseArming(std::string_view text) {
   const auto id = parsePoint(idText);
   if (!id) {
     throw std::invalid_argument("failpoint arming '" + std::string(text) + "': unknown id '" +
-                                std::string(idText) + "' (expected P0..P29, S or F)");
+                                std::string(idText) + "' (expected P0..P30, S, F or G)");
   }
   uint64_t hit = 0;
   auto [ptr, ec] = std::from_chars(hitText.data(), hitText.data() + hitText.size(), hit);

@@ -34,6 +34,7 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   EXPECT_EQ(r.out,
             "git-workspace-checkpoint/P20#1/kill\ngit-workspace-checkpoint/P20#2/kill\n"
             "git-workspace-drift/P20#1/kill\ngit-workspace-drift/P20#2/kill\n"
+            "git-workspace-gc/P20#1/kill\ngit-workspace-gc/P20#2/kill\n"
             "git-workspace-rebaseline/P20#1/kill\ngit-workspace-rebaseline/P20#2/kill\n"
             "git-workspace-restore/P20#1/kill\ngit-workspace-restore/P20#2/kill\n");
   r = sh(cs() + " sweep --failpoint P20 --mode stop --list 2>&1");
@@ -56,6 +57,16 @@ TEST(CrashsimCli, UsageErrorsExitTwoWithOneLineReason) {
   r = sh(cs() + " sweep --failpoint P27 --failpoint P29 --list 2>/dev/null");
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_EQ(r.out, "git-workspace-rebaseline/P27#1/kill\ngit-workspace-rebaseline/P29#1/kill\n");
+  // The carrier GC (P30, #47 h): one case, only for the scenario whose recoveries end with a GC
+  // under orphanGraceMs 0; kill mode only.
+  r = sh(cs() + " sweep --failpoint P30 --list 2>/dev/null");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_EQ(r.out, "git-workspace-gc/P30#1/kill\n");
+  r = sh(cs() + " sweep --failpoint P30 --mode stop --list 2>&1");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.out.find("--failpoint P30 (the workspace carrier GC) is kill mode only"),
+            std::string::npos)
+      << r.out;
   r = sh(cs() + " sweep --failpoint P28 --mode stop --list 2>&1");
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_NE(r.out.find("--failpoint P27..P29 (the workspace durable rebaseline) are kill mode"),
@@ -67,12 +78,14 @@ TEST(CrashsimCli, FailpointsCatalogueAsJsonHasCrashStopAdmissionAndImportRows) {
   auto r = sh(cs() + " failpoints --json");
   ASSERT_EQ(r.exitCode, 0);
   auto j = json::parse(r.out);
-  ASSERT_EQ(j.size(), 30u);  // P18-P22 capture (run process), P23-P26 restore, P27-P29 rebaseline
-  for (int i = 0; i < 30; ++i) {
+  // P18-P22 capture (run process), P23-P26 restore, P27-P29 rebaseline, P30 the carrier GC
+  ASSERT_EQ(j.size(), 31u);
+  for (int i = 0; i < 31; ++i) {
     EXPECT_EQ(j[i]["id"], "P" + std::to_string(i)) << i;
     EXPECT_EQ(j[i]["stopPath"], i == 12 || i == 13) << i;
     // P16, P17: the first writable open of a legacy directory (primary process).
-    // P23-P26: an isolated restore, P27-P29 a durable rebaseline (recovery process).
+    // P23-P26: an isolated restore, P27-P29 a durable rebaseline, P30 the GC at the end of a
+    // host start-up (recovery process).
     EXPECT_EQ(j[i]["recoveryProcess"], i == 10 || i == 11 || i == 14 || i == 15 || i >= 23) << i;
     EXPECT_FALSE(j[i]["durableState"].get<std::string>().empty()) << i;
   }

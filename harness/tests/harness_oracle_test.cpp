@@ -43,10 +43,11 @@ TEST(CrashPointTable, IsTheRuntimesPointsByNameInTheirOrder) {
     if (i > 0) EXPECT_LT(*fp::parsePoint(all[i - 1].name()), *id) << all[i];
     EXPECT_EQ(CrashPoint::parse(all[i].name()), all[i]);
   }
-  for (auto bad : {"p4", "P04", "P30", " P4", "", "g", "G#1"})
+  for (auto bad : {"p4", "P04", "P31", " P4", "", "g", "G#1"})
     EXPECT_FALSE(CrashPoint::parse(bad)) << bad;
   EXPECT_TRUE(S.isBarrier() && F.isBarrier() && G.isBarrier() && !P4.isBarrier());
-  EXPECT_LT(P29, G);  // the git barrier came last: every other point keeps its number
+  EXPECT_LT(P29, P30);
+  EXPECT_LT(P30, G);  // the git barrier came last: every other point keeps its number
   EXPECT_EQ(pointRange(P0, P3), (std::vector<CrashPoint>{P0, P1, P2, P3}));
   EXPECT_LT(P11, S);
   EXPECT_LT(F, P12);
@@ -232,6 +233,21 @@ TEST(OracleExpectation, RestoreFollowsTheScenarioDriftAfterTheLastCapture) {
 // the agent run killed at the Edit's P1 (its first call, every earlier call a Read: none), the
 // baseline the only checkpoint, readSet = the afterCrash's tracked a.txt written with new bytes
 // (B4 `M`), the Edit gated (no Read of a.txt in the scenario); table B's rows at P27..P29.
+// Phase 4 h (i.2 P30): the GC of git-workspace-gc's recovery (orphanGraceMs 0) after the agent run
+// killed at the baseline capture's P20 — the baseline is capture #1, its ledger the kill at P0#1
+// (d.1 a: before the first provider step). No other scenario runs a GC.
+TEST(OracleExpectation, GcFollowsTheBaselineCapturesOrphanRef) {
+  const auto g = predictedGc(loadScenario(defaultScenarioDir() / "git-workspace-gc.json"));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->captureHit, 1);
+  EXPECT_EQ(g->ledgerPoint, points::P0);
+  EXPECT_EQ(g->ledgerHit, 1);
+  for (const char* other : {"git-workspace-restore.json", "git-workspace-drift.json",
+                            "git-workspace-rebaseline.json", "git-workspace-checkpoint.json",
+                            "write-config-port.json"})
+    EXPECT_FALSE(predictedGc(loadScenario(defaultScenarioDir() / other))) << other;
+}
+
 TEST(OracleExpectation, RebaselineFollowsTheScenarioDriftBeforeTheFirstWrite) {
   const Scenario sc = loadScenario(defaultScenarioDir() / "git-workspace-rebaseline.json");
   const auto r = predictedRebaseline(sc);

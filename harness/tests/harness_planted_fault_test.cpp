@@ -799,3 +799,17 @@ TEST(PlantedFault, UnplantedRecoveryBarrierKillsPass) {
                "'*+R:[SF]#*'",
                "no plant, no failure");
 }
+
+// Phase 4 h.1: a carrier GC that ignores the facts deletes the accepted checkpoints' refs
+// (git-workspace-gc: the agent run killed at the baseline capture's P20, the recovery's GC with
+// orphanGraceMs 0 killed at P30, the recovery to the end). No other verdict looks at the refs
+// after a GC: WH3 only.
+TEST(PlantedFault, GcDeletingAReferencedRefFailsOnlyWH3) {
+  expectCaughtExactly("gc_deletes_referenced_ref", "--scenario git-workspace-gc --failpoint P30",
+                      {"WH3"});
+}
+
+TEST(PlantedFault, UnplantedGcKillPasses) {
+  expectUnseen("rebaseline_repeats_notice", "--scenario git-workspace-gc --failpoint P30",
+               "the GC case confirms no rebaseline");
+}

@@ -5,7 +5,12 @@
 //   crashsim-agent run     --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   crashsim-agent recover --store DIR --workspace DIR --scenario FILE [--effects FILE]
 //   (run and recover: [--cancellation-grace-ms N] [--bash-kill-grace-ms N] [--control-stdin];
-//   recover: [--rebaseline DIGEST], the user's confirmation of a workspace rebaseline, g.1)
+//   recover: [--rebaseline DIGEST], the user's confirmation of a workspace rebaseline, g.1;
+//   [--gc-grace-ms N], the carrier GC at the end of start-up, h.5)
+//   crashsim-agent gc      --store DIR [--grace-ms N] [--dry-run]
+//   (explicit maintenance, workspace-continuity-contract.md h: under the host lock, the orphan
+//   refs older than the grace, the prune and old quarantine entries; --dry-run lists
+//   `would_delete`, takes no lock and writes nothing; one JSON line on stdout)
 //   crashsim-agent serve   (fd 3: the harness's socket; crashsim/fork_server.h)
 //
 // Stop (crashsim/termination.h): SIGINT or SIGTERM, or a line "stop" on stdin with
@@ -61,6 +66,7 @@
 #include "crashsim/plant.h"
 #include "crashsim/powerloss.h"
 #include "crashsim/scenario.h"
+#include "crashsim/workspace_gc.h"
 
 namespace fs = std::filesystem;
 using crashsim::Json;
@@ -239,6 +245,9 @@ struct AgentCommand {
   CLI::App* seed = nullptr;
   CLI::App* run = nullptr;
   CLI::App* recover = nullptr;
+  CLI::App* gc = nullptr;
+  int64_t gcGraceMs = -1;  // recover --gc-grace-ms / gc --grace-ms (-1: recover runs no GC)
+  bool dryRun = false;     // gc --dry-run
   std::string store, workspace, scenarioFile, effects;
   std::string rebaseline;  // recover: the confirmed boundaryManifestDigest (g.1 item 1)
   int64_t cancellationGraceMs = 15000, bashKillGraceMs = 2000;
@@ -279,6 +288,37 @@ void defineCommands(CLI::App& app, AgentCommand& cmd) {
   cmd.recover->add_option("--rebaseline", cmd.rebaseline,
                           "the user's confirmation of a workspace rebaseline: the "
                           "boundaryManifestDigest of the scenario session's parked plan");
+  cmd.recover
+      ->add_option("--gc-grace-ms", cmd.gcGraceMs,
+                   "run the carrier GC at the end of start-up with this orphanGraceMs (h.5)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd.gc = app.add_subcommand("gc", "carrier retention and GC (explicit maintenance, h)");
+  cmd.gc->add_option("--store", cmd.store, "store directory (runtime.sqlite)")->required();
+  cmd.gc->add_option("--grace-ms", cmd.gcGraceMs, "orphanGraceMs (default 86400000, one day)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd.gc->add_flag("--dry-run", cmd.dryRun, "list would_delete; write nothing");
+}
+
+// `gc`: explicit maintenance (h.5). The real GC holds the host lock and opens the store
+// writable (it writes no row); the dry run takes no lock and opens the store read-only.
+int runGc(const AgentCommand& cmd) {
+  if (!fs::exists(fs::path(cmd.store) / "runtime.sqlite"))
+    throw crashsim::Error(crashsim::code::store_open_failed,
+                          "no store at " + cmd.store + " (runtime.sqlite missing)");
+  crashsim::WorkspaceGcOptions options;
+  options.storeDir = cmd.store;
+  if (cmd.gcGraceMs >= 0) options.orphanGrace = std::chrono::milliseconds(cmd.gcGraceMs);
+  options.dryRun = cmd.dryRun;
+  std::optional<crashsim::HostLock> lock;
+  if (!cmd.dryRun) lock.emplace(cmd.store);
+  crashsim::StoreOptions so;
+  so.readOnly = cmd.dryRun;
+  auto store = crashsim::RuntimeStore::open(cmd.store, so);
+  const crashsim::WorkspaceGcReport r =
+      crashsim::collectWorkspaceGarbage(*store, crashsim::resolveGitRuntime(), options);
+  std::cout << Json{{"gc", r.toJson()}}.dump() << std::endl;
+  crashsim::failpoints::writeHitCountsIfRequested();
+  return 0;
 }
 
 // The run's paths and settings from the command line and the environment (the power-loss study
@@ -296,7 +336,8 @@ crashsim::AgentPaths agentPaths(const AgentCommand& cmd) {
 
 // `recover`: the host start-up sequence. Exit 1 when the continuation did not complete.
 int recoverHost(const crashsim::Scenario& scenario, const crashsim::AgentPaths& paths,
-                const std::string& rebaseline, crashsim::CancellationToken& cancel, Json& summary) {
+                const std::string& rebaseline, int64_t gcGraceMs,
+                crashsim::CancellationToken& cancel, Json& summary) {
   // The race of two hosts (CRASHSIM_RACE_BARRIER): released together with the other racer,
   // before start-up takes the host lock.
   crashsim::failpoints::awaitRaceBarrier();
@@ -310,6 +351,10 @@ int recoverHost(const crashsim::Scenario& scenario, const crashsim::AgentPaths& 
   if (!rebaseline.empty())
     startup.rebaseline =
         crashsim::RebaselineConfirmation{crashsim::scenarioSessionId(scenario), rebaseline};
+  if (gcGraceMs >= 0)
+    startup.gcOrphanGrace = std::chrono::milliseconds(gcGraceMs);
+  else if (scenario.workspacePolicy.gcOrphanGraceMs)  // h.5: the scenario's host runs GC
+    startup.gcOrphanGrace = std::chrono::milliseconds(*scenario.workspacePolicy.gcOrphanGraceMs);
   const crashsim::HostStartupReport r = crashsim::hostStartup(startup, cancel);
   summary = r.toJson();
   return (r.continuation && r.continuation->status != crashsim::code::completed) ? 1 : 0;
@@ -333,7 +378,7 @@ int runOrRecover(const AgentCommand& cmd, const crashsim::Scenario& scenario) {
     summary = s.toJson();
     rc = s.status == crashsim::code::completed ? 0 : 1;
   } else {
-    rc = recoverHost(scenario, paths, cmd.rebaseline, cancel, summary);
+    rc = recoverHost(scenario, paths, cmd.rebaseline, cmd.gcGraceMs, cancel, summary);
   }
   gRunFinished.store(true);
   std::cout << summary.dump() << std::endl;
@@ -356,6 +401,15 @@ int agentMain(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return usage(std::string(crashsim::code::agent_usage) + ": " + e.what() +
                  " (see crashsim-agent --help)");
+  }
+  if (cmd.gc->parsed()) {  // maintenance: no scenario
+    try {
+      return runGc(cmd);
+    } catch (const crashsim::Error& e) {
+      std::cout << Json{{"error", Json{{"code", e.code()}, {"message", e.what()}}}}.dump()
+                << std::endl;
+      return usage(e.code() + ": " + e.what());
+    }
   }
   crashsim::Scenario scenario;
   try {

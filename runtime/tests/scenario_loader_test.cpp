@@ -319,3 +319,23 @@ TEST(ScenarioLoader, AfterCrashRestorePointsAreAllOrNoneAndParkDrifted) {
   EXPECT_EQ(errorOf(withAfterCrash(Json::array({"P30"}), "workspace_drifted")).second,
             "$.afterCrash.failpoints[0]");
 }
+
+// Workspace continuity h.5: workspacePolicy.gcOrphanGraceMs (optional) is an integer 0..2^40;
+// the recovery of such a scenario ends with the carrier GC.
+TEST(ScenarioLoader, WorkspacePolicyGcOrphanGraceIsANonNegativeInteger) {
+  const auto withGrace = [](Json grace) {
+    Json j = minimal();
+    j["workspace"] = {{"files", {{"a.txt", "hello\n"}}}, {"git", {{"tracked", {"a.txt"}}}}};
+    j["workspacePolicy"] = {{"checkpointRequirement", "optional_legacy"},
+                            {"gcOrphanGraceMs", std::move(grace)}};
+    return j;
+  };
+  EXPECT_EQ(parseScenario(withGrace(0), "t.json").workspacePolicy.gcOrphanGraceMs, 0);
+  EXPECT_EQ(parseScenario(withGrace(60000), "t.json").workspacePolicy.gcOrphanGraceMs, 60000);
+  EXPECT_FALSE(parseScenario(minimal(), "t.json").workspacePolicy.gcOrphanGraceMs);
+  for (Json bad : {Json(-1), Json("0"), Json(1.5), Json(uint64_t{1} << 41)})
+    EXPECT_EQ(errorOf(withGrace(bad)),
+              std::make_pair(std::string("scenario_invalid"),
+                             std::string("$.workspacePolicy.gcOrphanGraceMs")))
+        << bad.dump();
+}

@@ -63,14 +63,16 @@ namespace crashsim::failpoints {
 // not `disabled`, workspace-continuity-contract.md d.2, i.1), P23–P26 an isolated restore's in
 // the recovery process (f.2, also in workspaceCatalogue()), and P27–P29 a durable rebaseline's
 // (rebaselineCatalogue(): reached only by a recovery process given a user's rebaseline
-// confirmation, g.2); G, the barrier after each git child's spawn, is last. Each group follows the
-// earlier ones so that every id keeps its number.
+// confirmation, g.2), P30 the carrier GC's (gcCatalogue(): reached only by a GC that deletes at
+// least one orphan ref, h.2, h.5); G, the barrier after each git child's spawn, is last. Each group
+// follows the earlier ones so that every id keeps its number.
 // clang-format off
 enum class Id : uint8_t {
   P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, S, F, P12, P13, P14, P15, P16, P17,
   P18, P19, P20, P21, P22,
   P23, P24, P25, P26,
   P27, P28, P29,
+  P30,
   G
 };
 // clang-format on
@@ -80,7 +82,8 @@ inline constexpr size_t kAdmissionCount = 2;   // continuation admission (admiss
 inline constexpr size_t kImportCount = 2;      // legacy JSONL import (importCatalogue rows)
 inline constexpr size_t kWorkspaceCount = 9;   // capture + isolated restore (workspaceCatalogue)
 inline constexpr size_t kRebaselineCount = 3;  // durable rebaseline (rebaselineCatalogue rows)
-inline constexpr size_t kPointCount = 33;      // every failpoint and barrier (hit counters)
+inline constexpr size_t kGcCount = 1;          // retention and GC (gcCatalogue rows)
+inline constexpr size_t kPointCount = 34;      // every failpoint and barrier (hit counters)
 
 // One row of the stable, machine-readable catalogue (DESIGN.md "Failpoints", spec b).
 struct CatalogueEntry {
@@ -113,7 +116,10 @@ const std::array<CatalogueEntry, kWorkspaceCount>& workspaceCatalogue();
 // A durable rebaseline's rows (P27 inside its transition/open transaction, P28 committed, P29
 // the replay notice committed by the continuation before its first provider call).
 const std::array<CatalogueEntry, kRebaselineCount>& rebaselineCatalogue();
-// "P0".."P29" → Id; anything else (including "p4", "P30", " P4", "S") → nullopt.
+// The carrier GC's row (P30: the first orphan ref deleted; the other refs and the prune not done;
+// workspace-continuity-contract.md h.5, i.1).
+const std::array<CatalogueEntry, kGcCount>& gcCatalogue();
+// "P0".."P30" → Id; anything else (including "p4", "P31", " P4", "S") → nullopt.
 std::optional<Id> parseId(std::string_view name);
 // parseId, or "S" / "F" / "G" (a barrier) → Id.
 std::optional<Id> parsePoint(std::string_view name);

@@ -105,6 +105,10 @@
 //   restore_fact_before_ref      the restore's transition commits before its restored ref
 //                                exists (a.3.1) → workspace_restore_process_test (table R's
 //                                P24 row: no fact yet)
+//   gc_deletes_referenced_ref    the carrier GC ignores the facts (h.1) and deletes every ref
+//                                older than the grace, an accepted checkpoint's included
+//                                → workspace_gc_crash_test (the artifact check:
+//                                workspace_ref_missing)
 // The rest (exit_marker_first, planner_touches_header, read_not_recorded, ...) are listed with
 // the verdict that catches each in harness/tests/harness_planted_fault_test.cpp and the README.
 #pragma once

@@ -144,6 +144,9 @@ const FaultMode& parseMode(CaseId& id, std::string_view mode, bool more, std::st
         "case id {}: workspace rebaseline cases (P27..P29) are kill mode only, without a double "
         "fault",
         text));
+  if (id.isGc() && (!fm->isProcessKill() || more))
+    throw std::invalid_argument(fmt::format(
+        "case id {}: workspace GC cases (P30) are kill mode only, without a double fault", text));
   if (fm->deliversStop() && !isAgentRunPoint(id.failpoint))
     throw std::invalid_argument(
         fmt::format("case id {}: a Stop is delivered in the agent run, at P0..P9 (not {})", text,

@@ -141,7 +141,9 @@ struct CommandLine {
            *ledger = nullptr, *resolve = nullptr, *argsHash = nullptr, *prefix = nullptr,
            *exportCmd = nullptr, *planCmd = nullptr, *storeCmd = nullptr, *execCmd = nullptr,
            *salvageCmd = nullptr, *report = nullptr, *merge = nullptr, *durability = nullptr,
-           *fps = nullptr, *scs = nullptr;
+           *fps = nullptr, *scs = nullptr, *gc = nullptr;
+  int64_t gcGraceMs = 86400000;  // crashsim gc --grace-ms (h.2 orphanGraceMs)
+  bool gcDryRun = false;
 };
 
 // --version, --scenarios, --spawn.
@@ -167,7 +169,7 @@ void addSweep(CommandLine& c) {
       c.app.add_subcommand("sweep", "exhaustive crash sweep over every reachable (failpoint, hit)");
   c.sweep->add_option("--scenario", c.so.scenarios, "scenario id (repeatable)");
   c.sweep->add_option("--failpoint", c.so.failpoints,
-                      "failpoint P0..P29, or the barriers S / F (repeatable)");
+                      "failpoint P0..P30, or the barriers S / F / G (repeatable)");
   c.sweep
       ->add_option("--mode", c.so.mode,
                    "fault mode: kill (SIGKILL), powerloss (power cut), stop (a Stop request "
@@ -248,6 +250,15 @@ void addCaseAndStoreReaders(CommandLine& c) {
                                    "repair dry run, resolver decisions, plan, lineage of a store");
   c.inspect->add_option("STORE", c.storeDir, "store directory")->required();
   c.inspect->add_flag("--json", c.json, "JSON output");
+
+  c.gc = c.app.add_subcommand(
+      "gc", "the carrier GC's dry run: the orphan refs and quarantine entries it would delete");
+  c.gc->add_option("STORE", c.storeDir, "store directory")->required();
+  c.gc->add_flag("--dry-run", c.gcDryRun,
+                 "required: crashsim never collects (crashsim-agent gc does)");
+  c.gc->add_option("--grace-ms", c.gcGraceMs, "orphanGraceMs (default 86400000, one day)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  c.gc->add_flag("--json", c.json, "JSON output");
 
   c.resume = c.app.add_subcommand(
       "resume", "host start-up: claim saga, reconcile, repair, plan, continue (crashsim/host.h)");
@@ -431,6 +442,13 @@ int dispatch(CommandLine& c, const fs::path& scenarioDir, const std::string& ext
     if (*c.sweep) return sweepCommand(c, scenarioDir, extra);
     if (*c.run) return cmdRun(c.caseText, c.keep, scenarioDir, extra, c.runSync);
     if (*c.inspect) return inspectStore(c.storeDir, c.json);
+    if (*c.gc) {
+      if (!c.gcDryRun)
+        throw UsageError(
+            "crashsim gc is read-only: pass --dry-run (the host collects with "
+            "crashsim-agent gc --store DIR)");
+      return gcDryRun(c.storeDir, c.gcGraceMs, c.json);
+    }
     if (*c.resume) return resumeStore(c.resumeArgs);
     if (*c.resolve) {
       auto judge = [&](std::string_view in) { return resolveLedger(in, c.highWater); };

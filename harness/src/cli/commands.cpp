@@ -109,6 +109,7 @@ void requirePlanned(const CaseId& id, const Scenario& sc) {
       for (CrashPoint fp : restore->failpoints) hits[fp] = 1;
     if (const auto rebaseline = predictedRebaseline(sc))  // the confirmed rebaseline (P27..P29)
       for (CrashPoint fp : rebaseline->failpoints) hits[fp] = 1;
+    if (predictedGc(sc)) hits[points::P30] = 1;  // the recovery's carrier GC (P30)
   }
   if ((!id.isBarrier() || sc.spec.legacyStore) && id.hit > hits[id.failpoint])
     throw UsageError(fmt::format("case {} is never reached: {} reaches {}", id.str(), id.scenario,

@@ -17,6 +17,7 @@
 #include "crashsim/scenario.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/store.h"
+#include "crashsim/workspace_gc.h"
 
 namespace crashsim::harness {
 namespace {
@@ -249,6 +250,25 @@ int resume(const ResumeArgs& args) {
 }
 
 }  // namespace
+
+int gcDryRun(const std::string& storeDir, int64_t graceMs, bool json) {
+  return guarded("gc", json, [&] {
+    StoreOptions so;
+    so.readOnly = true;
+    auto store = RuntimeStore::open(storeDir, so);
+    const WorkspaceGcReport r = collectWorkspaceGarbage(
+        *store, resolveGitRuntime(),
+        WorkspaceGcOptions{storeDir, std::chrono::milliseconds(graceMs), true});
+    if (json) {
+      std::cout << stableJson(Json{{"gc", r.toJson()}}) << "\n";
+    } else {
+      std::cout << (r.carrier ? "" : "no carrier: nothing to collect\n");
+      for (const auto& name : r.wouldDelete) std::cout << "would delete " << name << "\n";
+      for (const auto& k : r.kept) std::cout << "keep " << k.refName << " (" << k.reason << ")\n";
+    }
+    return 0;
+  });
+}
 
 int inspectStore(const std::string& storeDir, bool json) {
   return guarded("inspect", json, [&] { return inspect(storeDir, json); });

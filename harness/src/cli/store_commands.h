@@ -6,6 +6,7 @@
 // --json stdout holds {"error":{"code","message"}}.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,11 @@ namespace crashsim::harness {
 // the Phase 0 plan and the lineage the contract traverses (spec e.4). Exit 0 when every run's
 // Phase 0 plan is safe_replay, 1 when one is blocked, 2 on any error.
 int inspectStore(const std::string& storeDir, bool json);
+// `crashsim gc STORE --dry-run` (workspace-continuity-contract.md h.5): the carrier GC's dry run
+// on a read-only open of the store — the orphan refs and quarantine entries it would delete
+// (`would_delete`), nothing written; the host collects with `crashsim-agent gc`. Exit 0, or 2
+// with the stable code of any error.
+int gcDryRun(const std::string& storeDir, int64_t graceMs, bool json);
 
 struct ResumeArgs {
   std::string storeDir;

@@ -172,6 +172,7 @@ void runImportCase(CaseRun& r);      // modes/legacy_import.cpp
 void runCrashCase(CaseRun& r);       // modes/crash_case.cpp: kill and powerloss
 void runRestoreCase(CaseRun& r);     // modes/restore_case.cpp: a kill inside an isolated restore
 void runRebaselineCase(CaseRun& r);  // modes/rebaseline_case.cpp: a kill inside a rebaseline
+void runGcCase(CaseRun& r);          // modes/gc_case.cpp: a kill inside the carrier GC (P30)
 const FaultMode& killMode();         // modes/kill.cpp
 const FaultMode& powerlossMode();    // modes/powerloss.cpp
 const FaultMode& stopMode();         // modes/stop.cpp

@@ -325,6 +325,7 @@ void runCrashCase(CaseRun& cr) {
   if (cr.id.isCapture()) return runCaptureCase(cr);
   if (cr.id.isRestore()) return runRestoreCase(cr);
   if (cr.id.isRebaseline()) return runRebaselineCase(cr);
+  if (cr.id.isGc()) return runGcCase(cr);
   CrashCase k{cr, cr.mode.dropsUnsyncedWrites(), {}, {}, {}, false, {}, {}};
   if (k.powerloss)
     cr.checks.m["D1"] = cr.checks.m["D2"] = cr.checks.m["D3"] =

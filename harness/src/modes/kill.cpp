@@ -33,6 +33,8 @@ class KillMode final : public FaultMode {
     // Each rebaseline the user confirms after the scenario's drift (predictedRebaseline).
     if (const auto rebaseline = predictedRebaseline(sc))
       for (CrashPoint fp : rebaseline->failpoints) out.emplace_back(fp, 1);
+    // The carrier GC of a recovery after a kill that leaves an orphan ref (predictedGc).
+    if (predictedGc(sc)) out.emplace_back(P30, 1);
     return out;
   }
 
@@ -44,6 +46,7 @@ class KillMode final : public FaultMode {
     if (plan.primary().isCapture()) return;     // a capture kill has no follow-up yet (phase4.md)
     if (plan.primary().isRestore()) return;     // nor a restore kill (phase4.md, f)
     if (plan.primary().isRebaseline()) return;  // nor a rebaseline kill (phase4.md, g)
+    if (plan.primary().isGc()) return;          // nor a GC kill (phase4.md, h)
     if (sel.doubleFaults) planRecoveryKills(plan);
     if (sel.pathMutations != "off") planPathMutations(plan);
     if (sel.doubleFaults && plan.plansBarriers()) planRecoveryBarrierKills(plan);

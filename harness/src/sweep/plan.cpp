@@ -16,7 +16,7 @@ namespace {
 
 CrashPoint parseFailpoint(const std::string& fp) {
   if (auto p = CrashPoint::parse(fp)) return *p;
-  throw std::runtime_error("unknown failpoint " + fp + " (P0..P29, S, F)");
+  throw std::runtime_error("unknown failpoint " + fp + " (P0..P30, S, F, G)");
 }
 
 bool globMatch(const std::vector<std::string>& globs, const std::string& id) {
@@ -99,6 +99,9 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
   if (wantsRebaseline && !mode.isProcessKill())
     throw std::runtime_error(
         "--failpoint P27..P29 (the workspace durable rebaseline) are kill mode only");
+  const bool wantsGc = !sel.failpoints.empty() && wanted(P30);
+  if (wantsGc && !mode.isProcessKill())
+    throw std::runtime_error("--failpoint P30 (the workspace carrier GC) is kill mode only");
   if ((wanted(P16) || wanted(P17)) && !sel.failpoints.empty() && !mode.isProcessKill())
     throw std::runtime_error("--failpoint P16/P17 (the legacy JSONL import) are kill mode only");
   if ((wanted(P12) || wanted(P13)) && !sel.failpoints.empty() && (!stopMode || !sel.doubleFaults))
@@ -106,7 +109,7 @@ void checkSelection(const PlanSelection& sel, const FaultMode& mode, const Wante
         "--failpoint P12/P13 are reached only after a Stop: add --mode stop --double-faults");
   if (!stopMode && !sel.failpoints.empty() && !sel.doubleFaults &&
       std::none_of(agentRun.begin(), agentRun.end(), wanted) && !wanted(P16) && !wanted(P17) &&
-      !wantsCapture && !wantsRestore && !wantsRebaseline && !plansBarriers(sel))
+      !wantsCapture && !wantsRestore && !wantsRebaseline && !wantsGc && !plansBarriers(sel))
     throw std::runtime_error(
         "--failpoint P10/P11/P14/P15 are reached only by a recovery process: add "
         "--double-faults");

@@ -122,6 +122,11 @@ struct HostStartupOptions {
   // continuation; then the session is planned again. A refusal throws its g.1 code (nothing of
   // the rebaseline written). A dry run only reports `wouldRebaseline`.
   std::optional<RebaselineConfirmation> rebaseline;
+  // Workspace continuity h.5 (e.5 step 8): when set, the carrier GC (crashsim/workspace_gc.h)
+  // with this orphanGraceMs runs at the end of start-up, under its host lock, after the
+  // continuation (never in a dry run). Unset (the default): no GC, so existing sweeps keep
+  // their git children and cases.
+  std::optional<std::chrono::milliseconds> gcOrphanGrace;
 };
 
 struct HostStartupReport {
@@ -147,6 +152,8 @@ struct HostStartupReport {
   // `plans` is the re-plan in the restored instance.
   std::optional<Json> restoreResidue;
   std::optional<Json> workspaceRestore;
+  // h.5: the GC's report (WorkspaceGcReport::toJson) when gcOrphanGrace was set.
+  std::optional<Json> workspaceGc;
 
   // True when start-up left something for a human or a later start-up: a run left open for
   // reconciliation, a plan parked for a reason other than "nothing to continue"

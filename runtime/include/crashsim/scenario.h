@@ -88,6 +88,9 @@ struct WorkspaceGitSeed {
 struct ScenarioWorkspacePolicy {
   std::string checkpointRequirement = "disabled";  // disabled | optional_legacy | required
   std::string driftAction = "park";  // park | isolated_restore | offer_rebaseline (e.3)
+  // h.5: a recovery (host start-up) ends with the carrier GC under this orphanGraceMs; unset
+  // (the default): no GC, as before.
+  std::optional<int64_t> gcOrphanGraceMs;
 };
 
 struct Scenario {

@@ -23,6 +23,7 @@
 #include "crashsim/recovery_resolver.h"
 #include "crashsim/startup_repair.h"
 #include "crashsim/workspace_carrier.h"
+#include "crashsim/workspace_gc.h"
 #include "recovery/file_reconcile.h"
 #include "recovery/resolve_in_place.h"
 #include "store/store_internal.h"
@@ -288,6 +289,7 @@ Json HostStartupReport::toJson() const {
   // Workspace continuity f (only when something happened: existing reports are unchanged).
   if (restoreResidue) j["restoreResidue"] = *restoreResidue;
   if (workspaceRestore) j["workspaceRestore"] = *workspaceRestore;
+  if (workspaceGc) j["workspaceGc"] = *workspaceGc;
   return j;
 }
 
@@ -533,7 +535,8 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
   RuntimeStore& store = *opened.store;
   const std::optional<WorkspaceIdentity>& workspace = opened.workspace;
   // Workspace continuity e.5 step 2 (the store and the b.7 scan were checked by checkIntact):
-  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3).
+  // under the host lock, the carrier's stale locks; step 2a the restore residue (f.3). Steps 6b
+  // (rebaseline) and 8 (GC, when options.gcOrphanGrace is set) follow planning.
   if (!options.dryRun) removeStaleCarrierLocks(storeDir);
   if (!options.dryRun)
     report.restoreResidue = host_detail::quarantineResidueAtStartup(store, storeDir);
@@ -563,6 +566,12 @@ HostStartupReport hostStartup(const HostStartupOptions& options, CancellationTok
                             report.plans[toRun->index], toRun->host, effectsPath, lock, lifecycle,
                             cancel, report);
   }
+  // e.5 step 8 / h.5: the carrier GC at the end of start-up, still under the host lock.
+  if (options.gcOrphanGrace && !options.dryRun)
+    report.workspaceGc =
+        collectWorkspaceGarbage(store, resolveGitRuntime(),
+                                WorkspaceGcOptions{storeDir, *options.gcOrphanGrace, false})
+            .toJson();
   withRuns(report, store);
   return report;
 }

@@ -258,8 +258,10 @@ void parseWorkspace(Validator& val, const Json& w, Scenario& s) {
 
 // $.workspacePolicy.checkpointRequirement (contract d.3); any but disabled needs $.workspace.git.
 // $.workspacePolicy.driftAction (e.3, optional, default park).
+// $.workspacePolicy.gcOrphanGraceMs (h.5, optional): the recovery ends with the carrier GC.
 ScenarioWorkspacePolicy parseWorkspacePolicy(Validator& val, const Json& wp, const Scenario& s) {
-  val.object(wp, "$.workspacePolicy", {"checkpointRequirement"}, {"driftAction"});
+  val.object(wp, "$.workspacePolicy", {"checkpointRequirement"},
+             {"driftAction", "gcOrphanGraceMs"});
   ScenarioWorkspacePolicy out;
   const std::string r =
       val.string(wp["checkpointRequirement"], "$.workspacePolicy.checkpointRequirement");
@@ -276,6 +278,13 @@ ScenarioWorkspacePolicy parseWorkspacePolicy(Validator& val, const Json& wp, con
         out.driftAction != "offer_rebaseline")
       val.fail("$.workspacePolicy.driftAction",
                "must be park, isolated_restore or offer_rebaseline");
+  }
+  if (wp.contains("gcOrphanGraceMs")) {
+    const Json& g = wp["gcOrphanGraceMs"];
+    if (!g.is_number_integer() || g.get<int64_t>() < 0 || g.get<int64_t>() > (int64_t{1} << 40))
+      val.fail("$.workspacePolicy.gcOrphanGraceMs", "must be an integer from 0 to 2^40");
+    else
+      out.gcOrphanGraceMs = g.get<int64_t>();
   }
   return out;
 }

@@ -17,6 +17,22 @@ void fsyncRefChain(const WorkspaceCarrier& carrier, const std::string& refName) 
   }
 }
 
+bool deleteCheckpointRef(const WorkspaceCarrier& carrier, const std::string& refName,
+                         const std::string& oid) {
+  if (!runGit(carrier.git(), carrier.gitHome(),
+              carrierCall(carrier, {"update-ref", "-d", refName, oid}))
+           .ok)
+    return false;
+  // git removes the deleted ref's empty parent directories: fsync the nearest one left.
+  const fs::path refs = carrier.gitDir() / "refs";
+  std::error_code ec;
+  for (fs::path dir = (carrier.gitDir() / refName).parent_path();; dir = dir.parent_path()) {
+    if (fs::is_directory(dir, ec)) posixDurableFs().fsyncDir(dir);
+    if (dir == refs || dir == carrier.gitDir() || !dir.has_parent_path()) break;
+  }
+  return true;
+}
+
 void createCheckpointRef(const WorkspaceCarrier& carrier, const CheckpointFact& c,
                          std::string_view failureCode) {
   const std::string zeros(40, '0');

@@ -14,6 +14,11 @@ namespace crashsim::checkpoint_detail {
 // other failure `failureCode`.
 void createCheckpointRef(const WorkspaceCarrier& carrier, const CheckpointFact& c,
                          std::string_view failureCode);
+// h.2 (c): `update-ref -d <refName> <oid>`, a compare-and-swap on the oid GC read; true when it
+// deleted the ref, false when the ref is gone or names another commit (the CAS lost: kept). The
+// nearest directory git left of the ref's chain is fsynced up to refs/.
+bool deleteCheckpointRef(const WorkspaceCarrier& carrier, const std::string& refName,
+                         const std::string& oid);
 // git does not fsync directories (c.2): the ref's directory chain up to refs/.
 void fsyncRefChain(const WorkspaceCarrier& carrier, const std::string& refName);
 

@@ -85,6 +85,10 @@ struct CaseId {
   // user's directory, a recovery parks and names the boundary, the recovery the user confirms is
   // killed at the point (oracle.h predictedRebaseline).
   bool isRebaseline() const { return failpoint.group() == PointGroup::workspaceRebaseline; }
+  // The carrier GC killed in the recovery process (P30; kill mode, no double fault): the agent
+  // run is killed at the first capture's P20 (an orphan ref), the recovery ends with the GC of
+  // the scenario's gcOrphanGraceMs and is killed at the point (oracle.h predictedGc).
+  bool isGc() const { return failpoint.group() == PointGroup::workspaceGc; }
   bool isPathMutation() const { return pathMutation.has_value(); }
   // The case without its path mutation: the plain kill whose crash state it starts from.
   CaseId withoutPathMutation() const {

@@ -40,6 +40,8 @@ enum class PointGroup : uint8_t {
                         // isolated_restore (oracle.h predictedRestore)
   workspaceRebaseline,  // P27–P29: a durable rebaseline (Phase 4 g.2): reached only by a
                         // recovery process given the user's rebaseline confirmation
+  workspaceGc,          // P30: the carrier GC (Phase 4 h): reached only by a GC that deletes
+                        // at least one orphan ref
 };
 
 struct CrashPointRow {
@@ -48,7 +50,7 @@ struct CrashPointRow {
 };
 
 // Every crash point, in order. The one place a point is defined.
-inline constexpr std::array<CrashPointRow, 33> kCrashPoints{{
+inline constexpr std::array<CrashPointRow, 34> kCrashPoints{{
     {"P0", PointGroup::crashPath},
     {"P1", PointGroup::crashPath},
     {"P2", PointGroup::crashPath},
@@ -81,6 +83,7 @@ inline constexpr std::array<CrashPointRow, 33> kCrashPoints{{
     {"P27", PointGroup::workspaceRebaseline},
     {"P28", PointGroup::workspaceRebaseline},
     {"P29", PointGroup::workspaceRebaseline},
+    {"P30", PointGroup::workspaceGc},
     {"G", PointGroup::barrier},
 }};
 
@@ -128,6 +131,7 @@ inline constexpr CrashPoint P0{"P0"}, P1{"P1"}, P2{"P2"}, P3{"P3"}, P4{"P4"}, P5
     P22{"P22"};
 inline constexpr CrashPoint P23{"P23"}, P24{"P24"}, P25{"P25"}, P26{"P26"};  // restore (f.2)
 inline constexpr CrashPoint P27{"P27"}, P28{"P28"}, P29{"P29"};  // durable rebaseline (g.2)
+inline constexpr CrashPoint P30{"P30"};                          // the carrier GC (h.5)
 inline constexpr CrashPoint G{"G"};  // the barrier after each git child's spawn (Phase 4 i.2)
 }  // namespace points
 

@@ -171,6 +171,21 @@ struct RebaselineKillState {
 };
 RebaselineKillState expectedRebaselineKill(CrashPoint fp);
 
+// Phase 4 h (workspace-continuity-contract.md h.2, h.5, i.2 P30): the carrier GC at the end of a
+// recovery. Present when the policy captures, the scenario's workspacePolicy.gcOrphanGraceMs is 0
+// (an orphan is older than the grace as soon as GC looks) and the run makes a capture. The agent
+// run is killed at the first capture's P20 (table W4: its ref created and verified, no fact — one
+// orphan ref, the baseline's), leaving the run's ledger as the kill at `ledgerPoint`#`ledgerHit`
+// does (captureAt(1)); the recovery continues (the crashed boundary uncovered under
+// optional_legacy, or parks under required) and ends with the GC, which deletes that orphan and
+// reaches P30 once (the armed unit: the GC).
+struct PredictedGc {
+  int captureHit = 1;  // P20#captureHit kills the agent run
+  CrashPoint ledgerPoint = points::P0;
+  int ledgerHit = 1;
+};
+std::optional<PredictedGc> predictedGc(const Scenario& scenario);
+
 // Expectation for killing the agent run at (failpoint, hit) of scenario.
 CaseExpectation expectCase(const Scenario& scenario, CrashPoint failpoint, int hit);
 

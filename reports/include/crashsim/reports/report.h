@@ -58,8 +58,11 @@ inline constexpr std::array<std::string_view, 9> kCheckNames = {"V1", "V2", "V3"
 //   WH4, WH8 a kill inside a confirmed rebaseline (P27–P29; harness/src/verdicts/
 //      wh4_rebaseline_notice.h, wh8_rebaseline_gate.h): table B's row after the kill and one
 //      replay notice after recovery; the gated Edit refused pre-T1 with g.4's answer
-inline constexpr std::array<std::string_view, 11> kOptionalCheckNames = {
-    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH4", "WH5", "WH7", "WH8"};
+//   WH3 a kill inside the carrier GC (P30; harness/src/verdicts/wh3_gc_retention.h): every
+//      accepted checkpoint's ref and commit kept after the kill and after recovery, no orphan
+//      ref left by the GC that ran to its end, and the dry-run plans unchanged by the kill
+inline constexpr std::array<std::string_view, 12> kOptionalCheckNames = {
+    "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH3", "WH4", "WH5", "WH7", "WH8"};
 
 // The open harness's verdicts (crashsim sweep --runtime FILE; docs/open-harness.md): a case of a
 // runtime crashsim did not build carries O1..O5 and no V check. Only the derived views (JUnit,
