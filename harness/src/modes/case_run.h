@@ -159,6 +159,8 @@ UserDirBytes applyUserDrift(CaseRun& cr);
 // WH1 at one moment (`when`): the user's .git as seeded and the user's directory as
 // `userAfterEdit`.
 void judgeUserWorkspace(CaseRun& cr, const UserDirBytes& userAfterEdit, const char* when);
+// The recovery process `recover` run to its end (60 s), with its phases and narrative line.
+ChildResult runRecoveryToEnd(CaseRun& cr, SpawnSpec& recover);
 // The recovery to the end (`recover`, 60 s): `owner` (the case's own verdict) fails when it does
 // not exit 0; then WH1 after recovery, the scenario's afterCrash expectations included.
 void recoverToEndKeepingTheUsersWorkspace(CaseRun& cr, SpawnSpec recover, const char* owner,

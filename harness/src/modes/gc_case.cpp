@@ -95,11 +95,7 @@ void runGcCase(CaseRun& cr) {
   const Json plansAfterKill = dryRunPlans(cr);
   // 3. The recovery to the end: its GC finishes (h.5: each step idempotent).
   SpawnSpec recover = recoveryToEnd(cr.opts, cr.sc, cr.store, cr.ws, cr.dir);
-  recover.timeout = std::chrono::milliseconds(60000);
-  const ChildResult r = cr.driver.runToEnd(recover);
-  cr.ph.child(r, "recovery");
-  cr.ph.to("v8");
-  cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  const ChildResult r = runRecoveryToEnd(cr, recover);
   if (!r.exited || r.exitCode != 0)
     retention.judge("the recovery to the end failed: crashsim-agent recover " + r.describe(),
                     "after recovery: ");

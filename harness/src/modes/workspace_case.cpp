@@ -77,13 +77,18 @@ void judgeUserWorkspace(CaseRun& cr, const UserDirBytes& userAfterEdit, const ch
   judgeAt(cr.checks, "WH1", wh1::userDirProblem(userAfterEdit, cr.ws), when);
 }
 
-void recoverToEndKeepingTheUsersWorkspace(CaseRun& cr, SpawnSpec recover, const char* owner,
-                                          const UserDirBytes& userAfterEdit) {
+ChildResult runRecoveryToEnd(CaseRun& cr, SpawnSpec& recover) {
   recover.timeout = std::chrono::milliseconds(60000);
   const ChildResult r = cr.driver.runToEnd(recover);
   cr.ph.child(r, "recovery");
   cr.ph.to("v8");
   cr.say(fmt::format("recovery to the end: {}", r.describe()));
+  return r;
+}
+
+void recoverToEndKeepingTheUsersWorkspace(CaseRun& cr, SpawnSpec recover, const char* owner,
+                                          const UserDirBytes& userAfterEdit) {
+  const ChildResult r = runRecoveryToEnd(cr, recover);
   if (!r.exited || r.exitCode != 0)
     cr.checks.fail(owner, "after recovery: crashsim-agent recover " + r.describe() + ": " +
                               lastLine(recover.stderrFile));
