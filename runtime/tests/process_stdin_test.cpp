@@ -52,4 +52,24 @@ TEST(ProcessStdin, TheChildStartsWithTheDefaultSigpipe) {
   }
 }
 
+// A host that ignores SIGPIPE (crashsim-agent) still starts its children with the default: SIG_IGN
+// would survive exec.
+TEST(ProcessStdin, AHostIgnoringSigpipeStartsItsChildrenWithTheDefault) {
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &previous), 0);
+  ProcessSpec spec;
+  spec.executable = "grep";
+  spec.args = {"-E", "^SigIgn", "/proc/self/status"};
+  spec.cwd = ".";
+  const auto r = runProcess(spec);
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto at = r.out.find("SigIgn:");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const unsigned long long mask = std::stoull(r.out.substr(at + 7), nullptr, 16);
+  EXPECT_EQ(mask & (1ull << (SIGPIPE - 1)), 0u) << r.out;
+}
+
 }  // namespace

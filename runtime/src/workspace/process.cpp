@@ -137,8 +137,10 @@ ProcessResult runProcess(const ProcessSpec& spec) {
       dfl.sa_handler = SIG_DFL;
       for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction current {};
+        // SIGPIPE too when ignored: a host ignores it (crashsim-agent does) and SIG_IGN
+        // survives exec, where a shell pipeline's writer must die of it.
         if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_DFL &&
-            current.sa_handler != SIG_IGN)
+            (current.sa_handler != SIG_IGN || sig == SIGPIPE))
           ::sigaction(sig, &dfl, nullptr);
       }
       sigset_t none;
