@@ -66,23 +66,7 @@ struct Gc : ::testing::Test {
     return collectWorkspaceGarbage(*s, git, WorkspaceGcOptions{storeDir, grace, dryRun});
   }
   // The accepted fact's artifact still light-verifies (h.1).
-  std::string factArtifactProblem() {
-    auto s = RuntimeStore::open(storeDir);
-    const auto carrier = WorkspaceCarrier::open(storeDir, git, true);
-    for (const auto& row : listWorkspaceCheckpoints(*s)) {
-      CheckpointFact c;
-      c.checkpointId = row.checkpointId;
-      c.carrier.refName = row.refName;
-      c.carrier.commitOid = row.commitOid;
-      c.carrier.treeOid = row.treeOid;
-      try {
-        lightVerifyCheckpoint(carrier, c);
-      } catch (const Error& e) {
-        return e.code();
-      }
-    }
-    return {};
-  }
+  std::string factArtifactProblem() { return acceptedArtifactProblem(storeDir, git); }
 };
 
 std::vector<std::string> names(const std::vector<GcRef>& refs) {

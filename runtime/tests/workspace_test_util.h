@@ -11,6 +11,7 @@
 
 #include "crashsim/workspace.h"
 #include "crashsim/workspace_carrier.h"
+#include "crashsim/workspace_facts.h"
 #include "store_test_util.h"
 
 namespace crashsim::testutil {
@@ -102,6 +103,26 @@ inline std::string carrierRef(const fs::path& storeDir, const std::string& ref) 
   std::error_code ec;
   fs::remove(out, ec);
   return s.substr(0, s.find('\n'));
+}
+
+// a.3.1 / h.1: the code of the first accepted checkpoint whose artifact does not light-verify in
+// the store's carrier, or "" when every one does.
+inline std::string acceptedArtifactProblem(const fs::path& storeDir, const GitRuntime& git) {
+  auto s = RuntimeStore::open(storeDir);
+  const auto carrier = WorkspaceCarrier::open(storeDir, git, true);
+  for (const auto& row : listWorkspaceCheckpoints(*s)) {
+    CheckpointFact c;
+    c.checkpointId = row.checkpointId;
+    c.carrier.refName = row.refName;
+    c.carrier.commitOid = row.commitOid;
+    c.carrier.treeOid = row.treeOid;
+    try {
+      lightVerifyCheckpoint(carrier, c);
+    } catch (const Error& e) {
+      return e.code();
+    }
+  }
+  return {};
 }
 
 }  // namespace crashsim::testutil

@@ -55,21 +55,7 @@ struct CaptureCrash : ::testing::Test {
 
   // a.3.1: every accepted checkpoint's artifact light-verifies.
   std::string factWithoutArtifact() {
-    auto s = RuntimeStore::open(storeDir);
-    const auto carrier = WorkspaceCarrier::open(storeDir, resolveGitRuntime(), true);
-    for (const auto& row : listWorkspaceCheckpoints(*s)) {
-      CheckpointFact c;
-      c.checkpointId = row.checkpointId;
-      c.carrier.refName = row.refName;
-      c.carrier.commitOid = row.commitOid;
-      c.carrier.treeOid = row.treeOid;
-      try {
-        lightVerifyCheckpoint(carrier, c);
-      } catch (const Error& e) {
-        return e.code();
-      }
-    }
-    return {};
+    return acceptedArtifactProblem(storeDir, resolveGitRuntime());
   }
 
   size_t facts() { return listWorkspaceCheckpoints(*RuntimeStore::open(storeDir)).size(); }

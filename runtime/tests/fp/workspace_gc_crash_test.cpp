@@ -64,23 +64,7 @@ struct GcCrash : ::testing::Test {
     fixtureShell("git --git-dir=" + shellQuoted(gitDir) + " update-ref " + ref + " " +
                  kVectorCommit);
   }
-  std::string factArtifactProblem() {
-    auto s = RuntimeStore::open(storeDir);
-    const auto carrier = WorkspaceCarrier::open(storeDir, git, true);
-    for (const auto& row : listWorkspaceCheckpoints(*s)) {
-      CheckpointFact c;
-      c.checkpointId = row.checkpointId;
-      c.carrier.refName = row.refName;
-      c.carrier.commitOid = row.commitOid;
-      c.carrier.treeOid = row.treeOid;
-      try {
-        lightVerifyCheckpoint(carrier, c);
-      } catch (const Error& e) {
-        return e.code();
-      }
-    }
-    return {};
-  }
+  std::string factArtifactProblem() { return acceptedArtifactProblem(storeDir, git); }
   size_t facts() { return listWorkspaceCheckpoints(*RuntimeStore::open(storeDir)).size(); }
 };
 
