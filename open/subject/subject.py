@@ -27,20 +27,87 @@ Switches that break one promise each (environment, read by both commands):
                                          state outside the case) stops with a declared stop
                                          instead of finishing: both outcomes are allowed, their
                                          difference is not (O5)
+  SUBJECT_BREAK=finished_before_result   record a call as finished (a save of its own) before its
+                                         result; resume trusts the record and asks the model
+                                         without that result (O4). Caught at S when saves sync;
+                                         with SUBJECT_DURABILITY=plain only a named point between
+                                         the two saves sees it (level 1)
   SUBJECT_STREAM=1                       ask the model for SSE streams instead of one body
+  SUBJECT_DURABILITY=plain               append each state to the checkpoint as one JSON line, no
+                                         fsync and no rename (it survives a SIGKILL, not a power
+                                         cut): no barrier for the interposer to count
+
+Level 1 (runtime-level1.json): named failpoints at the subject's own boundaries, in the wire format
+crashsim-agent speaks: `answered` (a model answer received, before it is saved) and `saved` (after
+every checkpoint save). CRASHSIM_ARM=<name>:<n> makes the n-th hit write
+{"failpoint":name,"hit":n,"pid":N} to CRASHSIM_CONTROL_FD (or, when that is -1,
+CRASHSIM_CONTROL_FILE) and block until killed; CRASHSIM_HITS_OUT=<file> receives the counts at exit.
+Arming names the subject does not know (S: the interposer's) are ignored.
+  SUBJECT_HITS=none|bad                  break the protocol: write no counts, or a name that
+                                         collides with an open point
 """
 import argparse
+import atexit
 import json
 import os
+import signal
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 
 BREAK = os.environ.get("SUBJECT_BREAK", "")
+ARM = os.environ.get("CRASHSIM_ARM", "")
+HITS = {"answered": 0, "saved": 0}
+PLAIN = os.environ.get("SUBJECT_DURABILITY") == "plain"
+
+
+def failpoint(name):
+    HITS[name] += 1
+    armed, _, hit = ARM.partition(":")
+    if armed != name or hit != str(HITS[name]):
+        return
+    line = (json.dumps({"failpoint": name, "hit": HITS[name], "pid": os.getpid()}) + "\n").encode()
+    fd = int(os.environ.get("CRASHSIM_CONTROL_FD", "2"))
+    if fd >= 0:
+        os.write(fd, line)
+    else:
+        out = os.open(os.environ["CRASHSIM_CONTROL_FILE"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(out, line)
+        os.close(out)
+    while True:
+        signal.pause()
+
+
+def load(path):
+    """The last saved state (plain: the journal's last whole line; a torn last line is skipped)."""
+    with open(path, encoding="utf-8") as f:
+        if not PLAIN:
+            return json.load(f)
+        for line in reversed(f.read().splitlines()):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    raise RuntimeError("no whole state in " + path)
+
+
+def write_hits():
+    out = os.environ.get("CRASHSIM_HITS_OUT")
+    if not out or os.environ.get("SUBJECT_HITS") == "none":
+        return
+    counts = {"MQ": 1} if os.environ.get("SUBJECT_HITS") == "bad" else HITS
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(counts, f)
 
 
 def save(path, state):
+    if PLAIN:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(fd, (json.dumps(state) + "\n").encode())
+        os.close(fd)
+        failpoint("saved")
+        return
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(state, f)
@@ -52,6 +119,7 @@ def save(path, state):
         os.fsync(dfd)
     finally:
         os.close(dfd)
+    failpoint("saved")
 
 
 class Mcp:
@@ -124,6 +192,11 @@ def results_of(messages):
     return {m["tool_call_id"] for m in messages if m.get("role") == "tool"}
 
 
+def trusted_finished(state, resuming):
+    """The calls resume takes as answered without a result (the finished_before_result bug)."""
+    return set(state.get("finished", [])) if resuming and BREAK == "finished_before_result" else set()
+
+
 def loop(args, state, resuming):
     mcp = None
     try:
@@ -144,9 +217,10 @@ def loop(args, state, resuming):
                 save(args.state, state)
                 print(json.dumps({"finished": last.get("content")}))
                 return 0
-            if last["role"] == "assistant" or (last["role"] == "tool" and pending(messages)):
+            trusted = trusted_finished(state, resuming)
+            if pending(messages, trusted):
                 turn = [m for m in messages if m["role"] == "assistant"][-1]
-                answered = results_of(messages)
+                answered = results_of(messages) | trusted
                 for c in turn["tool_calls"]:
                     if c["id"] in answered:
                         continue
@@ -166,6 +240,9 @@ def loop(args, state, resuming):
                     if mcp is None:
                         mcp = Mcp(args.tool_server)
                     content = mcp.call(name, tool_args)
+                    if BREAK == "finished_before_result":
+                        state.setdefault("finished", []).append(c["id"])
+                        save(args.state, state)
                     messages.append({"role": "tool", "tool_call_id": c["id"], "content": content})
                     save(args.state, state)
                 continue
@@ -181,17 +258,19 @@ def loop(args, state, resuming):
                                                     "arguments": c["function"]["arguments"]}}
                                       for c in answer["tool_calls"]]
             messages.append(turn)
+            failpoint("answered")
             save(args.state, state)
     finally:
         if mcp is not None:
             mcp.close()
 
 
-def pending(messages):
+def pending(messages, trusted):
+    """Whether the last assistant turn has a call without a result (or a trusted record)."""
     turns = [m for m in messages if m["role"] == "assistant"]
     if not turns or not turns[-1].get("tool_calls"):
         return False
-    return any(c["id"] not in results_of(messages) for c in turns[-1]["tool_calls"])
+    return any(c["id"] not in results_of(messages) | trusted for c in turns[-1]["tool_calls"])
 
 
 def main():
@@ -202,10 +281,10 @@ def main():
     parser.add_argument("--model-url", required=True)
     parser.add_argument("--tool-server", required=True, type=json.loads)
     args = parser.parse_args()
+    atexit.register(write_hits)
     resuming = args.command == "resume" and os.path.exists(args.state)
     if resuming:
-        with open(args.state, encoding="utf-8") as f:
-            state = json.load(f)
+        state = load(args.state)
         if state.get("done"):
             return 0
         if BREAK == "exit0_unfinished":

@@ -23,6 +23,10 @@ using open_test::Child;
 
 fs::path crashsimBinary() { return open_test::binaryDir().parent_path() / "harness" / "crashsim"; }
 fs::path subjectProfile() { return open_test::sourceDir() / "open" / "subject" / "runtime.json"; }
+// The same subject at level 1: its named failpoints `answered` and `saved` are swept too.
+fs::path level1Profile() {
+  return open_test::sourceDir() / "open" / "subject" / "runtime-level1.json";
+}
 
 struct CliRun {
   int rc = -1;
@@ -337,6 +341,90 @@ TEST(OpenSweep, JobsRunCasesAtOnceAndReportInPlanOrder) {
   EXPECT_EQ(ids, planned);
 }
 
+// Level 1: the runtime's own named failpoints, planned from the counts its reference run writes
+// (CRASHSIM_HITS_OUT) after the open points. The subject's documented boundaries for
+// write-config-port: `answered` once per model answer (3 steps), `saved` once per checkpoint save
+// (the nine saves of subject_test.cpp's table).
+TEST(OpenSweep, ALevel1ProfileListsItsNamedPointsAfterTheOpenOnes) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const CliRun r =
+      crashsim({"sweep", "--scenario", "write-config-port", "--list"}, {}, level1Profile());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::vector<std::pair<std::string, int>> hits = {{"MQ", 3},       {"MA", 3},   {"TC", 2},
+                                                         {"TE", 2},       {"TR", 2},   {"S", 27},
+                                                         {"answered", 3}, {"saved", 9}};
+  std::vector<std::string> expected;
+  for (const auto& [point, n] : hits)
+    for (int k = 1; k <= n; ++k)
+      expected.push_back("subject-py-level1/write-config-port/" + point + "#" + std::to_string(k) +
+                         "/kill");
+  EXPECT_EQ(open_test::lines(r.out), expected);
+  // The resume is swept at its named points too: after TE#2 (the Write done, its result lost)
+  // the resume parks the Write with a declared stop before any save; after TE#1 (the Read) it
+  // re-runs the Read and goes on: its saves and answers are double faults.
+  const CliRun d = crashsim({"sweep", "--scenario", "write-config-port", "--double-faults",
+                             "--case", "*/TE#1/kill*", "--list"},
+                            {}, level1Profile());
+  ASSERT_EQ(d.rc, 0) << d.err;
+  EXPECT_NE(d.out.find("/TE#1/kill+R:saved#1\n"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("/TE#1/kill+R:answered#1\n"), std::string::npos) << d.out;
+}
+
+// The window level 1 exists for: a runtime that persists without barriers
+// (SUBJECT_DURABILITY=plain: no fsync, no rename, so no S) and records a call finished before its
+// result, in a save of its own (SUBJECT_BREAK=finished_before_result). No model or tool point lies
+// between the two saves, so the level-0 sweep passes; the level-1 sweep fails exactly at the saves
+// that record a call finished without its result (saves 4 and 8 of the eleven with the break:
+// start, answer, call-1 started, finished, result, answer, call-2 started, finished, result, final
+// answer, done) with O4 (the history the resume sends lacks that result). The unbroken subject
+// passes the same cases.
+TEST(OpenSweep, ANamedPointSeesAWindowNoLevel0PointReaches) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const std::map<std::string, std::string> plain = {{"SUBJECT_DURABILITY", "plain"}};
+  std::map<std::string, std::string> broken = plain;
+  broken["SUBJECT_BREAK"] = "finished_before_result";
+  const std::vector<std::string> sweep = {
+      "sweep", "--scenario", "write-config-port", "--no-determinism", "--jobs", "2"};
+  const CliRun level0 = crashsim(sweep, broken);
+  EXPECT_EQ(level0.rc, 0) << level0.out << level0.err;
+  EXPECT_NE(level0.out.find("12 case(s), 0 failed"), std::string::npos) << level0.out;
+
+  std::vector<std::string> named = sweep;
+  named.insert(named.end(), {"--failpoint", "saved", "--failpoint", "answered"});
+  const CliRun level1 = crashsim(named, broken, level1Profile());
+  EXPECT_EQ(level1.rc, 1) << level1.out << level1.err;
+  std::set<std::string> failing;
+  for (const auto& line : open_test::lines(level1.out))
+    if (line.starts_with("FAIL ")) failing.insert(line.substr(5));
+  EXPECT_EQ(failing, (std::set<std::string>{"subject-py-level1/write-config-port/saved#4/kill",
+                                            "subject-py-level1/write-config-port/saved#8/kill"}))
+      << level1.out;
+  EXPECT_NE(level1.out.find("O4: "), std::string::npos) << level1.out;
+  EXPECT_NE(level1.out.find("14 case(s), 2 failed"), std::string::npos) << level1.out;
+
+  const CliRun control = crashsim(named, plain, level1Profile());
+  EXPECT_EQ(control.rc, 0) << control.out << control.err;
+  EXPECT_NE(control.out.find("12 case(s), 0 failed"), std::string::npos) << control.out;
+}
+
+// A level-1 runtime owes its counts: none at the end of an unarmed run, or a name that is not a
+// safe failpoint name (one of the open points), is a sweep that cannot be planned.
+TEST(OpenSweep, ALevel1RuntimeThatBreaksTheCountsProtocolIsAnError) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  for (const std::string how : {"none", "bad"}) {
+    const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--list"},
+                              {{"SUBJECT_HITS", how}}, level1Profile());
+    EXPECT_EQ(r.rc, 2) << how << ": " << r.out;
+    EXPECT_NE(r.err.find("open_reference_failed"), std::string::npos) << how << ": " << r.err;
+    EXPECT_NE(r.err.find("named-failpoint counts"), std::string::npos) << how << ": " << r.err;
+    EXPECT_EQ(open_test::lines(r.err).size(), 1u) << r.err;
+  }
+  // The unbroken level-1 subject (above) plans; a level-0 profile never asks for the counts.
+  const CliRun r =
+      crashsim({"sweep", "--scenario", "write-config-port", "--list"}, {{"SUBJECT_HITS", "none"}});
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 TEST(OpenSweep, ASelectionThatRunsNothingIsAnError) {
   ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
   const CliRun r = crashsim({"sweep", "--scenario", "write-config-port", "--case", "nothing*"});
@@ -366,6 +454,7 @@ TEST(OpenSweep, BadInputIsOneLineWithAStableCode) {
       {{"run", "subject-py/write-config-port/TE#1/stop"}, "open_case_invalid"},
       {{"run", "other/write-config-port/TE#1/kill"}, "open_case_invalid"},
       {{"sweep", "--failpoint", "P4", "--list"}, "open points"},
+      {{"sweep", "--failpoint", "P#4", "--list"}, "open points"},
   };
   for (const auto& [args, code] : cases) {
     const CliRun r = crashsim(args);

@@ -415,8 +415,11 @@ OpenSweepOptions openOptions(const CommandLine& c, const fs::path& scenarioDir) 
   o.scenarios = c.so.scenarios;
   o.points = c.so.failpoints;
   for (const auto& p : o.points)
-    if (!isOpenPoint(p))
-      throw UsageError(fmt::format("--failpoint {}: the open points are MQ, MA, TC, TE, TR, S", p));
+    if (!isOpenPoint(p) && !isNamedPoint(p))
+      throw UsageError(fmt::format(
+          "--failpoint {}: the open points are MQ, MA, TC, TE, TR, S and a level-1 runtime's "
+          "names (a letter, then letters, digits, _ or -)",
+          p));
   o.caseGlobs = c.so.caseGlobs;
   o.doubleFaults = c.so.doubleFaults;
   o.verifyAll = c.so.verifyDeterminism;

@@ -2,6 +2,7 @@
 #include "crashsim/harness/open_driver.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -34,6 +36,14 @@ using Clock = std::chrono::steady_clock;
 
 bool isOpenPoint(std::string_view name) {
   return std::find(kOpenPoints.begin(), kOpenPoints.end(), name) != kOpenPoints.end();
+}
+
+bool isNamedPoint(std::string_view name) {
+  const auto ok = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  };
+  return !name.empty() && name.size() <= 32 && std::isalpha(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), ok) && !isOpenPoint(name);
 }
 
 OpenPaths::OpenPaths(const fs::path& caseDir)
@@ -202,7 +212,32 @@ bool groupGone(pid_t pgid) {
   return true;
 }
 
-void readHits(const OpenPaths& paths, const std::string& tag, const HookState& hook,
+// A level-1 runtime's named counts (CRASHSIM_HITS_OUT) into r.hits, or why they are unusable.
+void readNamedHits(const fs::path& file, OpenProcessResult& r) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    r.namedHitsProblem = "wrote no named-failpoint counts (CRASHSIM_HITS_OUT) at its end";
+    return;
+  }
+  const json counts = json::parse(readText(file), nullptr, false);
+  if (!counts.is_object()) {
+    r.namedHitsProblem = "wrote named-failpoint counts that are not a JSON object";
+    return;
+  }
+  for (const auto& [name, n] : counts.items()) {
+    if (!isNamedPoint(name) || !n.is_number_unsigned()) {
+      r.namedHitsProblem = fmt::format(
+          "wrote named-failpoint counts with \"{}\": {}: a name is a letter, then letters, digits, "
+          "_ "
+          "or - (at most 32, none of MQ MA TC TE TR S), a count a whole number",
+          name, n.dump());
+      return;
+    }
+    r.hits[name] = n.get<int>();
+  }
+}
+
+void readHits(const OpenPaths& paths, const std::string& tag, const HookState& hook, int level,
               OpenProcessResult& r) {
   r.hits["MQ"] = hook.mq;
   r.hits["MA"] = hook.ma;
@@ -213,6 +248,7 @@ void readHits(const OpenPaths& paths, const std::string& tag, const HookState& h
   if (barriers.size() >= sizeof slots) std::memcpy(slots, barriers.data(), sizeof slots);
   r.hits["S"] = static_cast<int>(slots[0]);
   r.interposerLoaded = slots[1] > 0;
+  if (level >= 1 && hook.arm.point.empty()) readNamedHits(paths.namedHits(tag), r);
 }
 
 }  // namespace
@@ -263,13 +299,20 @@ Launch launchOf(const open::RuntimeProfile& profile, bool resume, const fs::path
                         "CRASHSIM_HITS_OUT", "CRASHSIM_BARRIER_HITS_OUT"})
     l.env.erase(v);
   for (const auto& [k, v] : l.cmd.env) l.env[k] = v;
+  // The control file takes the interposer's and a level-1 runtime's reports (the fd is -1: a
+  // runtime's own children often close inherited descriptors).
+  if (!interposer.empty() || profile.level >= 1) {
+    l.env["CRASHSIM_CONTROL_FD"] = "-1";
+    l.env["CRASHSIM_CONTROL_FILE"] = paths.control(tag).string();
+  }
   if (!interposer.empty()) {
     l.env["LD_PRELOAD"] = interposer.string();
     l.env["CRASHSIM_BARRIER_COUNTER"] = paths.barriers(tag).string();
-    l.env["CRASHSIM_CONTROL_FD"] = "-1";
-    l.env["CRASHSIM_CONTROL_FILE"] = paths.control(tag).string();
-    if (arm.point == "S") l.env["CRASHSIM_ARM"] = "S:" + std::to_string(arm.hit);
   }
+  if (profile.level >= 1) l.env["CRASHSIM_HITS_OUT"] = paths.namedHits(tag).string();
+  // One arming: S for the interposer or a name for the runtime; each ignores the other's.
+  if (arm.point == "S" || isNamedPoint(arm.point))
+    l.env["CRASHSIM_ARM"] = arm.point + ":" + std::to_string(arm.hit);
   return l;
 }
 
@@ -357,7 +400,7 @@ OpenProcessResult OpenDriver::runProcess(bool resume, const Scenario& scenario,
   if (r.reporter > 0 && !r.reporterGone) ::kill(r.reporter, SIGKILL);
   r.modelRequestsAtEnd = static_cast<int>(model.requestCount());
   std::lock_guard lock(hook.mutex);
-  readHits(paths, tag, hook, r);
+  readHits(paths, tag, hook, profile_.level, r);
   return r;
 }
 

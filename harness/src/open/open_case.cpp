@@ -102,6 +102,7 @@ OpenReference openReference(const OpenDriver& driver, const Scenario& scenario,
   };
   if (!r.child.spawned) throw fail("did not start: " + r.child.error);
   if (!r.child.exited || r.child.exitCode != 0) throw fail(r.child.describe());
+  if (!r.namedHitsProblem.empty()) throw fail(r.namedHitsProblem + " (a level-1 profile)");
   int total = 0;
   for (const auto& [point, n] : r.hits) total += n;
   if (total == 0)
@@ -129,7 +130,13 @@ std::map<std::string, int> openResumeHits(const OpenDriver& driver, const Scenar
   OpenCaseId unarmed = primary;
   unarmed.resumePoint.reset();
   const CaseRun run = runOnce(driver, scenario, unarmed, dir);
-  return run.ev.crashed.reached ? run.ev.resumed.hits : std::map<std::string, int>{};
+  if (!run.ev.crashed.reached) return {};
+  // A resume that ended by itself owes a level-1 profile its named counts, as the run does.
+  if (run.ev.resumed.child.exited && !run.ev.resumed.namedHitsProblem.empty())
+    throw Error(std::string(open_code::reference_failed),
+                fmt::format("{}: the unarmed resume after {} {} (a level-1 profile)", driver.name(),
+                            unarmed.str(), run.ev.resumed.namedHitsProblem));
+  return run.ev.resumed.hits;
 }
 
 OpenCaseResult runOpenCase(const OpenDriver& driver, const Scenario& scenario, const OpenCaseId& id,

@@ -41,12 +41,18 @@ bool parsePointHit(std::string_view text, std::string& point, int& hit) {
   point = std::string(text.substr(0, hash));
   const auto digits = text.substr(hash + 1);
   const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), hit);
-  return isOpenPoint(point) && !digits.empty() && digits[0] != '0' && r.ec == std::errc() &&
-         r.ptr == digits.data() + digits.size() && hit >= 1;
+  return (isOpenPoint(point) || isNamedPoint(point)) && !digits.empty() && digits[0] != '0' &&
+         r.ec == std::errc() && r.ptr == digits.data() + digits.size() && hit >= 1;
 }
 
 OpenDriver makeDriver(const OpenSweepOptions& opts) {
   open::RuntimeProfile profile = open::loadRuntimeProfile(opts.runtime);
+  for (const auto& p : opts.points)
+    if (!isOpenPoint(p) && profile.level < 1)
+      throw Error(std::string(open_code::selection_empty),
+                  fmt::format("--failpoint {}: the open points are MQ, MA, TC, TE, TR, S; {} is a "
+                              "level-0 runtime, without named failpoints",
+                              p, profile.name));
   fs::path toolServer = locateToolServer();
   if (toolServer.empty())
     throw Error(std::string(open_code::setup_missing),
@@ -104,14 +110,22 @@ struct OpenSweepPlan {
   std::vector<OpenPlannedCase> cases;
 };
 
+// The points of a process's hits in plan order: MQ MA TC TE TR S, then a level-1 runtime's
+// names (sorted).
+std::vector<std::string> pointsInPlanOrder(const std::map<std::string, int>& hits) {
+  std::vector<std::string> out(kOpenPoints.begin(), kOpenPoints.end());
+  for (const auto& [name, n] : hits)
+    if (isNamedPoint(name)) out.push_back(name);
+  return out;
+}
+
 // The primaries of one scenario from its reference run's hits.
 void planScenario(const OpenDriver& driver, const Scenario& s, const OpenReference& ref,
                   std::vector<OpenPlannedCase>& out) {
-  for (std::string_view point : kOpenPoints) {
-    const auto it = ref.hits.find(std::string(point));
+  for (const std::string& point : pointsInPlanOrder(ref.hits)) {
+    const auto it = ref.hits.find(point);
     for (int k = 1; it != ref.hits.end() && k <= it->second; ++k)
-      out.push_back({&s, OpenCaseId{std::string(driver.name()), s.id, std::string(point), k,
-                                    std::nullopt, 0}});
+      out.push_back({&s, OpenCaseId{std::string(driver.name()), s.id, point, k, std::nullopt, 0}});
   }
 }
 
@@ -129,10 +143,10 @@ OpenSweepPlan planOpenSweep(const OpenDriver& driver, const OpenSweepOptions& op
       plan.cases.push_back(pc);
       if (!opts.doubleFaults) continue;
       const auto hits = openResumeHits(driver, s, pc.id, work / "resume-ref");
-      for (std::string_view point : kOpenPoints)
-        for (int k = 1; hits.count(std::string(point)) && k <= hits.at(std::string(point)); ++k) {
+      for (const std::string& point : pointsInPlanOrder(hits))
+        for (int k = 1; hits.count(point) && k <= hits.at(point); ++k) {
           OpenCaseId follow = pc.id;
-          follow.resumePoint = std::string(point);
+          follow.resumePoint = point;
           follow.resumeHit = k;
           if (selected(opts, follow)) plan.cases.push_back({&s, follow});
         }
@@ -272,12 +286,12 @@ OpenCaseId OpenCaseId::parse(const std::string& text) {
   id.runtime = text.substr(0, a);
   id.scenario = text.substr(a + 1, b - a - 1);
   if (!parsePointHit(std::string_view(text).substr(b + 1, c - b - 1), id.point, id.hit))
-    throw caseInvalid(text, "the crash point must be MQ|MA|TC|TE|TR|S#<n>, n >= 1");
+    throw caseInvalid(text, "the crash point must be MQ|MA|TC|TE|TR|S|<NAME>#<n>, n >= 1");
   std::string mode = text.substr(c + 1);
   if (mode.starts_with("kill+R:")) {
     std::string rp;
     if (!parsePointHit(std::string_view(mode).substr(7), rp, id.resumeHit))
-      throw caseInvalid(text, "the resume's crash point must be +R:MQ|MA|TC|TE|TR|S#<n>");
+      throw caseInvalid(text, "the resume's crash point must be +R:MQ|MA|TC|TE|TR|S|<NAME>#<n>");
     id.resumePoint = rp;
     mode = "kill";
   }
@@ -385,6 +399,11 @@ int openRunCommand(const std::string& caseText, const OpenSweepOptions& opts,
   const OpenDriver driver = makeDriver(opts);
   if (id.runtime != driver.name())
     throw caseInvalid(caseText, fmt::format("the profile's runtime is {}", driver.name()));
+  for (const std::string* p : {&id.point, id.resumePoint ? &*id.resumePoint : &id.point})
+    if (!isOpenPoint(*p) && driver.profile().level < 1)
+      throw caseInvalid(caseText, fmt::format("{} is a level-0 runtime: its points are MQ, MA, "
+                                              "TC, TE, TR, S",
+                                              driver.name()));
   OpenSweepOptions one = opts;
   one.scenarios = {id.scenario};
   const std::vector<Scenario> scenarios = selectScenarios(one);

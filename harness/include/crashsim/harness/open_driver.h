@@ -11,7 +11,10 @@
 //   MA#n  the n-th answer was fully written;
 //   TC#n, TE#n, TR#n  the tool server's points (crashsim/open/tool_points.h), reported on the
 //         case's control file; TR kills at the runtime's next request after the result;
-//   S#n   the n-th durability barrier of the runtime's process tree (the interposer).
+//   S#n   the n-th durability barrier of the runtime's process tree (the interposer);
+//   <NAME>#n  (a level-1 profile only) the n-th hit of the runtime's own named failpoint NAME,
+//         armed with CRASHSIM_ARM=NAME:n and reported on the control file like a barrier; the
+//         runtime writes its hit counts to CRASHSIM_HITS_OUT when it ends unarmed.
 // The hits are counted per process of the runtime (run, or resume), from 1.
 //
 // Why not the RuntimeDriver interface (runtime_driver.h): that seam is shaped by crashsim-agent —
@@ -40,6 +43,9 @@ namespace crashsim::harness {
 // The open harness's crash points, in the order cases sort by.
 inline constexpr std::array<std::string_view, 6> kOpenPoints{"MQ", "MA", "TC", "TE", "TR", "S"};
 bool isOpenPoint(std::string_view name);
+// A name a level-1 runtime may give its own failpoint: a letter, then at most 31 letters, digits,
+// '_' or '-' (safe in a shell word, a file name and a case id), and none of kOpenPoints.
+bool isNamedPoint(std::string_view name);
 
 // One case's directory and the files in it.
 struct OpenPaths {
@@ -49,6 +55,7 @@ struct OpenPaths {
   std::filesystem::path control(const std::string& tag) const { return dir / (tag + ".control"); }
   std::filesystem::path toolCounter(const std::string& tag) const { return dir / (tag + ".tools"); }
   std::filesystem::path barriers(const std::string& tag) const { return dir / (tag + ".barriers"); }
+  std::filesystem::path namedHits(const std::string& tag) const { return dir / (tag + ".named"); }
   std::filesystem::path out(const std::string& tag) const { return dir / (tag + ".out"); }
   std::filesystem::path err(const std::string& tag) const { return dir / (tag + ".err"); }
 };
@@ -67,9 +74,12 @@ struct OpenProcessResult {
   pid_t reporter = 0;        // the process that reported (0: the harness's model server)
   bool groupGone = true;     // no process of the runtime's group outlived the kill
   bool reporterGone = true;  // the reporting process did not outlive the kill
-  std::map<std::string, int> hits;  // kOpenPoints → hits this process reached
-  bool interposerLoaded = false;    // some process of the tree loaded the interposer
-  int modelRequestsAtEnd = 0;       // the model log's requests when the process ended
+  std::map<std::string, int> hits;  // kOpenPoints (and a level-1 runtime's names) → hits reached
+  // A level-1 runtime that ended unarmed without valid named counts (CRASHSIM_HITS_OUT missing,
+  // not an object of names to counts, or a name that is not isNamedPoint): why; "" otherwise.
+  std::string namedHitsProblem;
+  bool interposerLoaded = false;  // some process of the tree loaded the interposer
+  int modelRequestsAtEnd = 0;     // the model log's requests when the process ended
 };
 
 class OpenCaseModel;  // the model server of one case (open_driver.cpp)

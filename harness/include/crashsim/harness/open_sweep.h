@@ -2,7 +2,8 @@
 // runtime described by a runtime profile (docs/open-harness.md).
 //
 // Per scenario a reference run (unarmed, to its end) counts the hits of every open crash point
-// (MQ, MA, TC, TE, TR, S: open_driver.h); it must exit 0 with the scenario's expected workspace
+// (MQ, MA, TC, TE, TR, S: open_driver.h, and a level-1 runtime's own named failpoints from the
+// counts it writes to CRASHSIM_HITS_OUT); it must exit 0 with the scenario's expected workspace
 // and reach at least one point. Every hit is then one case,
 // `<runtime>/<scenario>/<POINT>#<n>/kill`: the run is killed there (SIGKILL to its process group),
 // `resume` runs to its end, and O1–O4 judge it (harness/src/verdicts/o*_*.cpp); O5 runs the case a
@@ -38,7 +39,8 @@ struct OpenSweepOptions {
   std::filesystem::path runtime;  // the profile
   std::filesystem::path scenarioDir;
   std::vector<std::string> scenarios;  // empty = every scenario of scenarioDir
-  std::vector<std::string> points;     // --failpoint: MQ, MA, TC, TE, TR, S (empty = all)
+  // --failpoint: MQ, MA, TC, TE, TR, S or a level-1 runtime's names (empty = all)
+  std::vector<std::string> points;
   std::vector<std::string> caseGlobs;  // --case (fnmatch on the case id)
   bool doubleFaults = false;
   bool verifyAll = false, noDeterminism = false;
@@ -53,7 +55,8 @@ struct OpenSweepOptions {
   std::filesystem::path baseline;
 };
 
-// One case id: `<runtime>/<scenario>/<POINT>#<hit>/kill[+R:<POINT>#<hit>]`.
+// One case id: `<runtime>/<scenario>/<POINT>#<hit>/kill[+R:<POINT>#<hit>]`; POINT is an open point
+// or a named one (isNamedPoint).
 struct OpenCaseId {
   std::string runtime, scenario, point;
   int hit = 0;
