@@ -97,7 +97,7 @@ class Connection {
   std::unordered_map<std::string, std::pair<std::string, RuntimeEvent>> decoded;
   size_t maxDecoded = 200000;  // StoreOptions::decodeCacheEvents (0: no bound)
   // Passes holding pointers into `decoded` (DecodePin): while one does, the cache is never
-  // dropped (it may outgrow its bound; over it, the next decode of an uncached row drops it).
+  // dropped (it may outgrow its bound until the last pin ends, then is dropped if over it).
   int decodePins = 0;
   // Decodes of a cached id whose payload bytes changed, made while pinned (the pinned entry is
   // not replaced); dropped when the last pin ends.
@@ -144,17 +144,14 @@ class Connection {
 
 // Pins the connection's decode cache for one pass that reads events in place (pointers into
 // it, detail::EventRefs): no entry is dropped or replaced by a read of another event while
-// the pin lives. When the last pin ends a cache over its bound is kept: its memory was paid
-// while the pass read it, and later passes over the same rows (start-up's repair, planning and
-// report, inspect's lineages, after the self-checks' rebuild pinned the whole ledger) reuse it
-// instead of decoding every event again. The next decode of a row the cache does not hold drops
-// it, as any read over the bound does (rememberDecoded).
+// the pin lives. When the last pin ends a cache over its bound is dropped, as a read would.
 class DecodePin {
  public:
   explicit DecodePin(Connection& c) : c_(c) { ++c_.decodePins; }
   ~DecodePin() {
     if (--c_.decodePins != 0) return;
     c_.pinnedRedecodes.clear();
+    if (c_.maxDecoded != 0 && c_.decoded.size() > c_.maxDecoded) c_.decoded.clear();
   }
   DecodePin(const DecodePin&) = delete;
   DecodePin& operator=(const DecodePin&) = delete;
