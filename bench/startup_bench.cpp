@@ -20,12 +20,18 @@
 // projections (tool_operations, journal) are rebuilt once through the store, so 10^6 events
 // build in about a minute; the timed code reads only what the store's writers would have
 // written.
+//
+// CRASHSIM_STARTUP_BENCH_DIR=DIR keeps each size's store in DIR/startup-<n> (and its workspace in
+// DIR/startup-<n>-workspace) and reuses it on later runs, so a 10^6 store is built once and only
+// the timed part re-runs (a store is reused only if its `built` marker, written last, exists).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -53,7 +59,9 @@ struct StartupStore {
   std::filesystem::path dir, workspace;
   int64_t events = 0;
   int runs = 0;
+  bool keep = false;  // under CRASHSIM_STARTUP_BENCH_DIR: left on disk for later runs
   ~StartupStore() {
+    if (keep) return;
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::remove_all(workspace, ec);
@@ -105,10 +113,19 @@ void appendToolCall(std::vector<std::pair<RuntimeEvent, int64_t>>& rows, const R
 
 std::unique_ptr<StartupStore> build(int64_t totalEvents) {
   auto f = std::make_unique<StartupStore>();
-  f->dir =
-      std::filesystem::temp_directory_path() /
-      ("crashsim-startup-bench-" + std::to_string(::getpid()) + "-" + std::to_string(totalEvents));
-  f->workspace = f->dir.string() + "-workspace";
+  const char* keepDir = std::getenv("CRASHSIM_STARTUP_BENCH_DIR");
+  if (keepDir && *keepDir) {
+    f->keep = true;
+    f->dir = std::filesystem::path(keepDir) / ("startup-" + std::to_string(totalEvents));
+    f->workspace = f->dir.string() + "-workspace";
+    std::ifstream marker(f->dir.string() + "-built");
+    if (marker >> f->events >> f->runs) return f;
+  } else {
+    f->dir = std::filesystem::temp_directory_path() /
+             ("crashsim-startup-bench-" + std::to_string(::getpid()) + "-" +
+              std::to_string(totalEvents));
+    f->workspace = f->dir.string() + "-workspace";
+  }
   std::filesystem::remove_all(f->dir);
   std::filesystem::remove_all(f->workspace);
   std::filesystem::create_directories(f->workspace);
@@ -162,6 +179,10 @@ std::unique_ptr<StartupStore> build(int64_t totalEvents) {
     ts += 10;
   }
   s.rebuildProjections();
+  if (f->keep) {
+    store.reset();
+    std::ofstream(f->dir.string() + "-built") << f->events << ' ' << f->runs << '\n';
+  }
   return f;
 }
 
