@@ -3,6 +3,9 @@
 // and a real store. Expected trees, commits and codes are the contract's.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "crashsim/continuation.h"
 #include "workspace_run_fixture.h"
 
@@ -123,6 +126,29 @@ TEST_F(CaptureFixture, CaptureIgnoresTheCallersGitEnvironmentAndGlobalConfig) {
       ::unsetenv(k.c_str());
   }
   EXPECT_EQ(r.checkpoint.carrier.treeOid, kVectorTree);
+}
+
+// d.2 step 5: L must be unchanged between the listing and the fresh re-list. A writer adds a new
+// untracked file every 2 ms during the whole capture (each attempt spends at least three git
+// children between the two listings; the files it already listed are never modified, so
+// `diff-files` passes): all 3 attempts see a different L → `unstable`, nothing accepted. Seen
+// red with the re-list compared against the first listing itself.
+TEST_F(CaptureFixture, GrowingFileListIsUnstable) {
+  fs::create_directories(root / "churn");
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) {
+      writeFile(root / "churn" / ("f" + std::to_string(i)), "x\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const std::string got =
+      codeAndDetail([&] { captureCheckpoint(*store, storeDir, git, captureOf(w)); });
+  stop = true;
+  writer.join();
+  EXPECT_EQ(got, "checkpoint_capture_failed unstable");
+  EXPECT_TRUE(listWorkspaceCheckpoints(*store).empty());
+  EXPECT_EQ(carrierRef(storeDir, kVectorRef), "");
 }
 
 // j.2 vector 5 / c.4: a conversion attribute is refused with its stable detail; nothing is

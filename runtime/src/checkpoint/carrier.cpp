@@ -196,32 +196,39 @@ std::string timed(const Deadline& d, std::string_view code, const GitRuntime& rt
   return std::move(r.out);
 }
 
+// `relistOf`: the stability re-list of d.2 step 5 ("a fresh L equals L") in the repository an
+// earlier listing found: L alone, without checks 4–5 and 7–9 (two git children fewer per
+// capture; docs/phase4.md, Capture cost).
 Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
-                     const SnapshotLimits& limits, const Deadline& d) {
+                     const SnapshotLimits& limits, const Deadline& d,
+                     const GitEnv* relistOf = nullptr) {
   const GitRuntime& rt = carrier.git();
   const fs::path home = carrier.gitHome();
   Listing out;
+  if (relistOf) out.user = *relistOf;
   // 4–5: a non-bare work-tree root of a sha1 repository.
-  auto top = runGit(rt, home, [&] {
-    GitCall c = gitCall({"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                         "--show-object-format"});
-    c.cwd = root;
-    c.timeout = d.left();
-    return c;
-  }());
-  std::vector<std::string> lines;
-  for (size_t at = 0; at < top.out.size();) {
-    const auto nl = top.out.find('\n', at);
-    lines.push_back(top.out.substr(at, nl - at));
-    at = nl == std::string::npos ? top.out.size() : nl + 1;
+  if (!relistOf) {
+    auto top = runGit(rt, home, [&] {
+      GitCall c = gitCall({"rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+                           "--show-object-format"});
+      c.cwd = root;
+      c.timeout = d.left();
+      return c;
+    }());
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < top.out.size();) {
+      const auto nl = top.out.find('\n', at);
+      lines.push_back(top.out.substr(at, nl - at));
+      at = nl == std::string::npos ? top.out.size() : nl + 1;
+    }
+    if (!top.ok || lines.size() < 3 || fs::path(lines[0]) != root)
+      throw CarrierError(code::unsupported_workspace_carrier, "not_worktree_root",
+                         root.string() + " is not the root of a non-bare git work tree");
+    if (lines[2] != "sha1")
+      throw CarrierError(code::unsupported_workspace_carrier, "object_format",
+                         "the repository's object format is " + lines[2]);
+    out.user = GitEnv{lines[1], root, {}, {}, {}};
   }
-  if (!top.ok || lines.size() < 3 || fs::path(lines[0]) != root)
-    throw CarrierError(code::unsupported_workspace_carrier, "not_worktree_root",
-                       root.string() + " is not the root of a non-bare git work tree");
-  if (lines[2] != "sha1")
-    throw CarrierError(code::unsupported_workspace_carrier, "object_format",
-                       "the repository's object format is " + lines[2]);
-  out.user = GitEnv{lines[1], root, {}, {}, {}};
   const std::string_view unsupported = code::checkpoint_capture_failed;
   // One read of the index and the untracked files serves checks 6 and 7 and L: a cached entry is
   // "<tag> <mode> <oid> <stage>\t<path>", an untracked one "? <path>" (a nested repository's ends
@@ -264,6 +271,7 @@ Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
     if (::lstat((root / p).c_str(), &st) != 0) continue;  // absent from disk
     out.paths.push_back(p);
   }
+  if (relistOf) return out;
   // 7: gitlinks, each clean.
   for (const auto& e : entries)
     if (e.mode == "160000" && seen.count(e.path)) out.gitlinks[e.path] = e.oid;
@@ -380,7 +388,7 @@ WorkspaceSnapshot snapshotThrough(const WorkspaceCarrier& carrier, const fs::pat
       return c;
     }());
     if (!diff.ok && diff.exitCode != 1) throw CarrierError(failed, "", diff.failure);
-    if (diff.ok && listInstance(carrier, root, limits, d).paths == l.paths)
+    if (diff.ok && listInstance(carrier, root, limits, d, &l.user).paths == l.paths)
       return WorkspaceSnapshot{tree, l.fileCount, l.totalBytes, std::move(l.paths)};
   }
   throw CarrierError(failed, "unstable",
@@ -555,7 +563,8 @@ void lightVerifyCheckpoint(const WorkspaceCarrier& carrier, const CheckpointFact
   auto objects = runGit(
       rt, home, gitCall({"rev-list", "--objects", "--no-object-names", c.carrier.commitOid}, env));
   if (!objects.ok || objects.out.empty()) corrupt("its objects do not list: " + objects.failure);
-  auto check = runGit(rt, home, gitCall({"cat-file", "--batch-check"}, env, objects.out));
+  auto check =
+      runGit(rt, home, gitCall({"cat-file", "--batch-check", "--buffer"}, env, objects.out));
   if (!check.ok || check.out.find(" missing") != std::string::npos)
     corrupt("an object it reaches is missing");
 }
