@@ -3,6 +3,7 @@
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE            MCP on stdio
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE NAME ARGS  one call
 //   [--arm TC|TE|TR:<n> --control FILE] [--counter FILE]   crash points
+//   [--resent FILE]   finished calls sent again, answered without running (tool_server.h)
 //   (crashsim/open/tool_points.h)
 //
 // MCP mode serves newline-delimited JSON-RPC on stdin/stdout until stdin closes (exit 0);
@@ -18,7 +19,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"crashsim tool server (MCP over stdio, or one call)"};
-  std::string scenarioFile, workspace, effects, name, argsText;
+  std::string scenarioFile, workspace, effects, resent, name, argsText;
   crashsim::open::ToolPointsOptions pointOptions;
   app.add_option("--scenario", scenarioFile, "scenario file (scenarios/*.json)")->required();
   app.add_option("--workspace", workspace, "the case workspace")->required();
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("--arm", pointOptions.arm, "crash point to block at: TC:<n>, TE:<n> or TR:<n>");
   app.add_option("--control", pointOptions.control, "where an armed point is reported (appended)");
   app.add_option("--counter", pointOptions.counter, "the hit counter shared by a run's servers");
+  app.add_option("--resent", resent, "finished calls sent again and not run (JSONL, appended)");
   app.add_option("name", name, "one-call mode: the tool");
   app.add_option("args", argsText, "one-call mode: the arguments as a JSON object");
   try {
@@ -36,7 +38,7 @@ int main(int argc, char** argv) {
   try {
     crashsim::open::ToolPoints points(pointOptions);
     const bool counted = !pointOptions.arm.empty() || !pointOptions.counter.empty();
-    crashsim::open::ToolServerOptions options{workspace, effects, "open-harness", {}};
+    crashsim::open::ToolServerOptions options{workspace, effects, "open-harness", resent, {}};
     if (counted && name.empty())
       options.onPoint = [&points](std::string_view point) { points.reach(point); };
     crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile), std::move(options));

@@ -2,10 +2,12 @@
 #include "crashsim/open/tool_server.h"
 
 #include <algorithm>
+#include <fstream>
 #include <istream>
 #include <map>
 #include <ostream>
 
+#include "crashsim/codes.h"
 #include "crashsim/error.h"
 #include "crashsim/hashing.h"
 #include "crashsim/workspace.h"
@@ -55,19 +57,30 @@ struct ToolServer::Impl {
         effects(options.effectsLog),
         tools(workspace, ToolPolicy{scenario.tools, scenario.deny}, effects) {}
 
+  // Whether the effects log holds a line of scenario call `id`.
+  bool ran(const std::string& id) const {
+    const std::vector<Json> seen = EffectsLog::read(options.effectsLog);
+    return std::any_of(seen.begin(), seen.end(),
+                       [&id](const Json& line) { return line.value("callId", "") == id; });
+  }
+
+  // A finished call answered without running: one line in the re-sent log, before the answer.
+  void noteResent(const std::string& id, const std::string& name) const {
+    if (options.resentLog.empty()) return;
+    std::ofstream out(options.resentLog, std::ios::app | std::ios::binary);
+    out << json{{"callId", id}, {"name", name}}.dump() << "\n";
+    out.flush();
+    if (!out) throw Error(std::string(code::output_unwritable), "cannot append to the re-sent log");
+  }
+
   std::string matchCall(const std::string& name, const json& args) const {
     std::vector<std::string> matches;
     for (const ScriptedStep& step : scenario.model)
       for (const ScriptedCall& c : step.calls)
         if (c.name == name && c.args == args) matches.push_back(c.id);
     if (matches.empty()) return {};
-    const std::vector<Json> seen = EffectsLog::read(options.effectsLog);
-    for (const std::string& id : matches) {
-      const bool logged = std::any_of(seen.begin(), seen.end(), [&id](const Json& line) {
-        return line.value("callId", "") == id;
-      });
-      if (!logged) return id;
-    }
+    for (const std::string& id : matches)
+      if (!ran(id)) return id;
     return matches.front();
   }
 };
@@ -107,9 +120,11 @@ ToolCallOutcome ToolServer::call(const std::string& name, const json& args) {
     operationId = "unscripted:" + sha256Hex(name + "\n" + args.dump()).substr(0, 16);
   }
   out.callId = callId;
+  const bool finished = callId != "unscripted" && s.ran(callId);
   const ToolCallRequest request{callId, name, args};
   const PreflightDecision decision = s.tools.preflight(request);
   if (decision.kind != PreflightDecision::Kind::dispatch) {
+    if (finished) s.noteResent(callId, name);
     out.result = ToolResult{decision.syntheticResult, decision.syntheticIsError};
     return out;
   }

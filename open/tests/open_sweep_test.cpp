@@ -341,6 +341,25 @@ TEST(OpenSweep, JobsRunCasesAtOnceAndReportInPlanOrder) {
   EXPECT_EQ(ids, planned);
 }
 
+// O2 judges the runtime, not the tool: a runtime that sends its finished Write again is caught
+// although the tool server's Write finds its content in place and does not run (no second
+// effects line). write-config-port killed at MQ#3 (the final request: the Write finished and its
+// result saved); SUBJECT_BREAK=rerun_finished sends the Write again on resume. Without the
+// re-sent log this case passed every verdict (seen: O2 green before the tool server kept it).
+TEST(OpenSweep, AFinishedWriteSentAgainFailsO2ThoughTheToolDidNotRunIt) {
+  ASSERT_FALSE(open_test::python().empty()) << "python3 is required";
+  const std::string id = "subject-py/write-config-port/MQ#3/kill";
+  const CliRun bad = crashsim({"run", id}, {{"SUBJECT_BREAK", "rerun_finished"}});
+  EXPECT_EQ(bad.rc, 1) << bad.out << bad.err;
+  const auto verdicts = verdictsOf(bad.out);
+  ASSERT_EQ(verdicts.size(), 5u) << bad.out << bad.err;
+  EXPECT_NE(verdicts.at("O2").find("call-2 (Write) was sent again 1 time(s)"), std::string::npos)
+      << verdicts.at("O2");
+  for (const char* v : {"O1", "O3", "O4", "O5"}) EXPECT_EQ(verdicts.at(v), "pass") << v;
+  const CliRun good = crashsim({"run", id});
+  EXPECT_EQ(good.rc, 0) << good.out << good.err;
+}
+
 // Level 1: the runtime's own named failpoints, planned from the counts its reference run writes
 // (CRASHSIM_HITS_OUT) after the open points. The subject's documented boundaries for
 // write-config-port: `answered` once per model answer (3 steps), `saved` once per checkpoint save

@@ -132,10 +132,42 @@ TEST(ToolServer, OneCallModeRunsTheToolAndLogsIt) {
   EXPECT_EQ(crashsim::EffectsLog::read(dir.path / "effects.jsonl").size(), 3u);
 }
 
+// write-config-port's Write (call-2) sent twice: the first runs (an effects line); the second
+// finds its content already there, so the tools' preflight answers without running it — no
+// second effects line, one re-sent line (what O2 counts). A Write never run before that finds
+// its content in place is not a re-send, and without --resent nothing is kept.
+TEST(ToolServer, AFinishedCallSentAgainAndNotRunIsLoggedAsResent) {
+  open_test::ScratchDir dir;
+  std::filesystem::create_directories(dir.path / "ws");
+  const auto scenario = crashsim::loadScenario(scenarioFile("write-config-port"));
+  const json& args = scenario.model[1].calls[0].args;
+  auto argv = toolServerArgv(dir, "write-config-port");
+  const std::string resent = (dir.path / "resent.jsonl").string();
+  argv.insert(argv.end(), {"--resent", resent, "Write", args.dump()});
+  // The target already holds the content, before any effect: a no-op, but no re-send.
+  std::ofstream(dir.path / "ws" / args["path"].get<std::string>())
+      << args["content"].get<std::string>();
+  Child first(argv, {}, true);
+  EXPECT_TRUE(WIFEXITED(first.wait()));
+  EXPECT_EQ(crashsim::EffectsLog::read(dir.path / "effects.jsonl").size(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(resent));
+  std::filesystem::remove(dir.path / "ws" / args["path"].get<std::string>());
+  Child second(argv, {}, true);  // runs: the effects line
+  EXPECT_TRUE(WIFEXITED(second.wait()) && WEXITSTATUS(*second.status) == 0);
+  Child third(argv, {}, true);  // sent again after its effect: answered without running
+  EXPECT_TRUE(WIFEXITED(third.wait()) && WEXITSTATUS(*third.status) == 0);
+  const auto effects = crashsim::EffectsLog::read(dir.path / "effects.jsonl");
+  ASSERT_EQ(effects.size(), 1u);
+  EXPECT_EQ(effects[0]["callId"], "call-2");
+  const auto lines = open_test::lines(open_test::readFile(resent));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json::parse(lines[0]), (json{{"callId", "call-2"}, {"name", "Write"}}));
+}
+
 TEST(ToolServer, DescriptorsMatchTheRuntimesArgumentSchemas) {
   open_test::ScratchDir dir;
   crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile("write-config-port")),
-                                    {dir.path, dir.path / "effects.jsonl", "t", {}});
+                                    {dir.path, dir.path / "effects.jsonl", "t", {}, {}});
   for (const json& tool : server.toolDescriptors()) {
     json args = json::object();
     for (const json& name : tool["inputSchema"]["required"]) args[name.get<std::string>()] = "x";

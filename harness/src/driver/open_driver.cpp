@@ -51,6 +51,7 @@ OpenPaths::OpenPaths(const fs::path& caseDir)
       workspace(caseDir / "workspace"),
       stateDir(caseDir / "state"),
       effects(caseDir / "effects.jsonl"),
+      resent(caseDir / "resent.jsonl"),
       modelLog(caseDir / "model.jsonl") {}
 
 namespace {
@@ -289,6 +290,7 @@ Launch launchOf(const open::RuntimeProfile& profile, bool resume, const fs::path
                                    "--scenario",  scenario.file.string(),
                                    "--workspace", paths.workspace.string(),
                                    "--effects",   paths.effects.string(),
+                                   "--resent",    paths.resent.string(),
                                    "--counter",   paths.toolCounter(tag).string()};
   if (arm.point == "TC" || arm.point == "TE" || arm.point == "TR")
     tool.insert(tool.end(), {"--arm", arm.point + ":" + std::to_string(arm.hit), "--control",

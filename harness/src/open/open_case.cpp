@@ -73,6 +73,7 @@ CaseRun runOnce(const OpenDriver& driver, const Scenario& scenario, const OpenCa
   }
   model.reset();  // the server stops: the model log is complete
   ev.effects = readEffects(paths.effects);
+  ev.resent = readEffects(paths.resent);
   ev.workspace = snapshotWorkspace(paths.workspace);
   ev.modelLog = readJsonLines(paths.modelLog);
   return run;

@@ -8,13 +8,19 @@ namespace crashsim::harness {
 OpenVerdict judgeO2AtMostOnce(const OpenEvidence& ev) {
   for (const ScenarioCall& call : ev.scenario->calls) {
     if (call.name == "Read") continue;
-    const auto it = ev.effects.find(call.id);
-    const int n = it == ev.effects.end() ? 0 : it->second;
-    if (n > 1)
+    const auto count = [&call](const std::map<std::string, int>& m) {
+      const auto it = m.find(call.id);
+      return it == m.end() ? 0 : it->second;
+    };
+    const int ran = count(ev.effects), again = count(ev.resent);
+    if (ran > 1)
+      return fmt::format("{} ({}) ran {} times ({} before the crash); a {} runs at most once",
+                         call.id, call.name, ran, count(ev.effectsBeforeResume), call.name);
+    if (ran + again > 1)
       return fmt::format(
-          "{} ({}) ran {} times ({} before the crash); a {} runs at most once", call.id, call.name,
-          n, ev.effectsBeforeResume.count(call.id) ? ev.effectsBeforeResume.at(call.id) : 0,
-          call.name);
+          "{} ({}) was sent again {} time(s) after its effect ran (the tool server answered "
+          "without running it again); a {} runs at most once",
+          call.id, call.name, again, call.name);
   }
   return "";
 }

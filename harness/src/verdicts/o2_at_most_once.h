@@ -2,10 +2,11 @@
 // allows.
 //
 // Proves, from the effects log (one line per execution, written by the tool server before the
-// effect): Write, Edit and Bash calls of the scenario ran at most once over the run and every
-// resume; Read may repeat. Cannot see: a re-run Write or Edit whose target already held the
-// expected content (a deterministic no-op of the tools' preflight, no effects line), or an
-// effect the runtime caused without the tool server.
+// effect) and the re-sent log (a finished call sent again that the tool answered without running:
+// a Write or Edit whose target already held its content, crashsim/open/tool_server.h): Write,
+// Edit and Bash calls of the scenario reached the tools at most once after their effect ran — over
+// the run and every resume; Read may repeat. Cannot see: an effect the runtime caused without
+// the tool server.
 #pragma once
 
 #include "verdicts/open_evidence.h"

@@ -27,9 +27,12 @@ struct OpenEvidence {
   OpenArm resumeArm;
   std::map<std::string, int> effectsBeforeResume;  // effects log: callId → executions at the kill
   std::map<std::string, int> effects;              // … at the end of the case
-  std::map<std::string, std::string> workspace;    // the final workspace (relative path → bytes)
-  std::vector<nlohmann::json> modelLog;            // every request of the case, in order
-  int requestsBeforeResume = 0;                    // model requests the crashed run sent
+  // The tool server's re-sent log: callId → finished calls sent again and answered without
+  // running (crashsim/open/tool_server.h), at the end of the case.
+  std::map<std::string, int> resent;
+  std::map<std::string, std::string> workspace;  // the final workspace (relative path → bytes)
+  std::vector<nlohmann::json> modelLog;          // every request of the case, in order
+  int requestsBeforeResume = 0;                  // model requests the crashed run sent
 };
 
 // The one-line result of a verdict: "" = pass, else why it failed.

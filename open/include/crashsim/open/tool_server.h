@@ -11,6 +11,12 @@
 // not seen yet is chosen (the first one when all were seen). A call the scenario never makes is
 // still executed (the runtime decides, crashsim observes) under callId "unscripted" and
 // operationId "unscripted:<16 hex of sha256(tool, args)>".
+//
+// A call matched to a scenario call whose effect the log already holds, and answered without
+// running (preflight: the effect is already there, or the call is refused), leaves no effects
+// line; it is a finished call sent again all the same, so it appends {"callId":…,"name":…} to
+// the re-sent log (ToolServerOptions::resentLog) before the answer. O2 counts both logs: a tool
+// that is idempotent here must not hide a runtime that runs a finished call twice.
 #pragma once
 
 #include <filesystem>
@@ -31,6 +37,8 @@ struct ToolServerOptions {
   std::filesystem::path workspace;   // the case workspace (a marker is created when missing)
   std::filesystem::path effectsLog;  // the effects log (JSONL, crashsim/tools.h EffectsLog)
   std::string invocationId = "open-harness";  // the effects lines' invocationId
+  // Finished calls sent again and answered without running (JSONL, appended; empty = not kept).
+  std::filesystem::path resentLog;
   // The crash points (crashsim/open/tool_points.h), for every tools/call that names a scenario
   // tool: "TC" before call(), "TE" after it, "TR" just before serve() writes the answer. Unset =
   // none.
