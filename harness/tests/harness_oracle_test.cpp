@@ -210,7 +210,8 @@ TEST(OracleExpectation, CapturesFollowTheCheckpointPointsOfTheScenario) {
 // Phase 4 c.4 check 8 (j.2 vector 5): a `.gitattributes` leaving filter (or text, eol, ident,
 // working-tree-encoding) specified on a path of L refuses the capture (`attribute:<name>`, the
 // first path); `-text`/`binary` (text unset), `!filter`, a pattern that matches no path of L and
-// a deeper file's override pass. Bug: an attributes file with `filter=` read as eligible.
+// a deeper file's `!name` override pass; `-ident` (unset, not text) is refused. Bug: an attributes
+// file with `filter=` read as eligible.
 TEST(OracleExpectation, ConversionAttributesRefuseTheSnapshotPerCheck8) {
   const std::vector<std::string> paths = {".gitattributes", "a.txt", "x.bin"};
   auto refusal = conversionAttribute({{".gitattributes", "*.bin filter=lfs -text\n"}}, paths);
@@ -232,8 +233,12 @@ TEST(OracleExpectation, ConversionAttributesRefuseTheSnapshotPerCheck8) {
   EXPECT_EQ(refusal->attribute, "ident");
   EXPECT_EQ(refusal->path, "sub/m.c");
   EXPECT_FALSE(conversionAttribute(
-      {{".gitattributes", "*.c ident\n"}, {"sub/.gitattributes", "*.c -ident\n"}}, {"sub/m.c"}));
+      {{".gitattributes", "*.c ident\n"}, {"sub/.gitattributes", "*.c !ident\n"}}, {"sub/m.c"}));
   EXPECT_FALSE(conversionAttribute({{"sub/.gitattributes", "*.c ident\n"}}, {"m.c"}));
+  // Only text may be unset: `-ident` leaves ident specified (unset), which check 8 refuses.
+  refusal = conversionAttribute({{".gitattributes", "*.c -ident\n"}}, {"m.c"});
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->attribute, "ident");
 }
 
 // Phase 4 (c.4 check 8, d.3): git-workspace-ineligible's .gitattributes puts filter=lfs on its
