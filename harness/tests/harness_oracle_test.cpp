@@ -207,6 +207,52 @@ TEST(OracleExpectation, CapturesFollowTheCheckpointPointsOfTheScenario) {
   for (CrashPoint f : pointRange(points::P18, points::P22)) EXPECT_EQ(predictedHits(plain)[f], 0);
 }
 
+// Phase 4 c.4 check 8 (j.2 vector 5): a `.gitattributes` leaving filter (or text, eol, ident,
+// working-tree-encoding) specified on a path of L refuses the capture (`attribute:<name>`, the
+// first path); `-text`/`binary` (text unset), `!filter`, a pattern that matches no path of L and
+// a deeper file's `!name` override pass; `-ident` (unset, not text) is refused. Bug: an attributes
+// file with `filter=` read as eligible.
+TEST(OracleExpectation, ConversionAttributesRefuseTheSnapshotPerCheck8) {
+  const std::vector<std::string> paths = {".gitattributes", "a.txt", "x.bin"};
+  auto refusal = conversionAttribute({{".gitattributes", "*.bin filter=lfs -text\n"}}, paths);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->attribute, "filter");
+  EXPECT_EQ(refusal->path, "x.bin");
+  EXPECT_FALSE(conversionAttribute({{".gitattributes", "*.bin -text\n"}}, paths));
+  EXPECT_FALSE(conversionAttribute({{".gitattributes", "*.bin binary\n# *.txt eol=lf\n"}}, paths));
+  EXPECT_FALSE(conversionAttribute({{".gitattributes", "*.png filter=lfs\n"}}, paths));
+  EXPECT_FALSE(
+      conversionAttribute({{".gitattributes", "*.bin filter=lfs\n*.bin !filter\n"}}, paths));
+  EXPECT_FALSE(conversionAttribute({}, paths));
+  refusal = conversionAttribute({{".gitattributes", "*.txt text eol=lf\n"}}, paths);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->attribute, "text");
+  EXPECT_EQ(refusal->path, "a.txt");
+  refusal = conversionAttribute({{".gitattributes", "/sub/*.c ident\n"}}, {"sub/m.c", "m.c"});
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->attribute, "ident");
+  EXPECT_EQ(refusal->path, "sub/m.c");
+  EXPECT_FALSE(conversionAttribute(
+      {{".gitattributes", "*.c ident\n"}, {"sub/.gitattributes", "*.c !ident\n"}}, {"sub/m.c"}));
+  EXPECT_FALSE(conversionAttribute({{"sub/.gitattributes", "*.c ident\n"}}, {"m.c"}));
+  // Only text may be unset: `-ident` leaves ident specified (unset), which check 8 refuses.
+  refusal = conversionAttribute({{".gitattributes", "*.c -ident\n"}}, {"m.c"});
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->attribute, "ident");
+}
+
+// Phase 4 (c.4 check 8, d.3): git-workspace-ineligible's .gitattributes puts filter=lfs on its
+// tracked x.bin, so the baseline and the Write's capture are both refused before P18: no capture
+// case, P18-P22 unreached, nothing to restore. Bug: a capture predicted for an ineligible snapshot.
+TEST(OracleExpectation, AnIneligibleWorkspaceCapturesNothing) {
+  const Scenario sc = loadScenario(defaultScenarioDir() / "git-workspace-ineligible.json");
+  EXPECT_EQ(sc.spec.workspacePolicy.checkpointRequirement, "optional_legacy");
+  EXPECT_TRUE(predictedCaptures(sc).empty());
+  EXPECT_FALSE(captureAt(sc, 1));
+  for (CrashPoint f : pointRange(points::P18, points::P22)) EXPECT_EQ(predictedHits(sc)[f], 0) << f;
+  EXPECT_FALSE(predictedRestore(sc));
+}
+
 // Phase 4 f (i.2): the isolated restore of git-workspace-restore — its afterCrash names P23..P26;
 // the agent run is killed at the Edit's capture (the second: P22#2), whose ledger is P6#1's, with
 // both checkpoints accepted (W6). A scenario that parks on drift, or has no afterCrash, restores
@@ -242,9 +288,9 @@ TEST(OracleExpectation, GcFollowsTheBaselineCapturesOrphanRef) {
   EXPECT_EQ(g->captureHit, 1);
   EXPECT_EQ(g->ledgerPoint, points::P0);
   EXPECT_EQ(g->ledgerHit, 1);
-  for (const char* other : {"git-workspace-restore.json", "git-workspace-drift.json",
-                            "git-workspace-rebaseline.json", "git-workspace-checkpoint.json",
-                            "write-config-port.json"})
+  for (const char* other :
+       {"git-workspace-restore.json", "git-workspace-drift.json", "git-workspace-rebaseline.json",
+        "git-workspace-checkpoint.json", "write-config-port.json"})
     EXPECT_FALSE(predictedGc(loadScenario(defaultScenarioDir() / other))) << other;
 }
 

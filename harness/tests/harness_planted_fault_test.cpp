@@ -129,6 +129,19 @@ TEST(PlantedFault, CaptureFactBeforeItsRefFailsWH2AndParksTheContinuation) {
                       {"V3", "V8", "WH2"});
 }
 
+// Phase 4 c.4 check 8: git-workspace-ineligible's .gitattributes puts filter=lfs on x.bin, so the
+// oracle plans no capture (P18-P22 unreached). A carrier that skips the attribute check captures
+// anyway (the baseline and the Write's: P18 twice): the reference run's reach differs from the
+// prediction and the sweep refuses the scenario (a gate: no case's verdict could see a capture the
+// plan does not arm). The unplanted reference passes it.
+TEST(PlantedFault, CaptureSkippingTheAttributeCheckIsRefusedByTheReachGate) {
+  expectReferenceRefused("capture_skips_attribute_check",
+                         "--scenario git-workspace-ineligible --failpoint P9",
+                         "the reference run reached P18 2 time(s), the oracle predicts 0");
+  expectUnseen("capture_fact_before_ref", "--scenario git-workspace-ineligible --failpoint P9",
+               "no capture, no fact");
+}
+
 TEST(PlantedFault, UnplantedCaptureKillsPass) {
   expectUnseen("capture_fact_before_ref",
                "--scenario git-workspace-checkpoint --failpoint P18 --failpoint P21 "

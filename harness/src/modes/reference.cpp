@@ -166,6 +166,12 @@ std::string referenceReachProblem(const Scenario& scenario, const Reference& ref
                                  pointRange(points::P0, points::P11), "the reference run");
       !bad.empty())
     return bad;
+  // ... and its checkpoint captures (P18–P22 once per capture that c.4 lets through: a capture
+  // refused before P18, e.g. by a conversion attribute, is no crash window of the plan).
+  if (auto bad = reachDifference(predictedHits(scenario), ref.hits,
+                                 pointRange(points::P18, points::P22), "the reference run");
+      !bad.empty())
+    return bad;
   for (CrashPoint fp : {points::P16, points::P17})
     if (ref.hits[fp] != predictedImportBatches(scenario))
       return fmt::format("the reference run reached {} {} time(s), the oracle predicts {}",

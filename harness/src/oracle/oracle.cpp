@@ -9,6 +9,7 @@
 
 #include "crashsim/codes.h"
 #include "crashsim/harness/case_id.h"
+#include "crashsim/json.h"
 #include "crashsim/runtime_event.h"
 #include "verdicts/workspace_expect.h"
 
@@ -95,15 +96,57 @@ PointCounts predictedHits(const Scenario& s) {
   return h;
 }
 
+namespace {
+
+// The workspace a capture after call `upTo` (nullopt: the baseline) snapshots, from the seed and
+// the Writes before it: its files (for their .gitattributes) and its paths (L without ignore
+// rules: an ignored path's attribute is predicted as a refusal; no built-in scenario has one).
+// Edits keep their path's content here (an Edit of a .gitattributes is not modelled).
+struct SnapshotModel {
+  std::map<std::string, std::string> files;
+  std::vector<std::string> paths;
+};
+SnapshotModel snapshotAt(const Scenario& s, std::optional<size_t> upTo) {
+  SnapshotModel m;
+  m.files = s.spec.files;
+  std::set<std::string> paths;
+  for (const auto& [path, text] : s.spec.files) paths.insert(path);
+  for (const auto& [path, link] : s.spec.symlinks) paths.insert(path);
+  for (size_t i = 0; upTo && i <= *upTo; ++i) {
+    const ScenarioCall& call = s.calls[i];
+    if (!call.writesFile() || call.expectError) continue;
+    const Json& args = s.spec.model[call.step].calls[call.indexInStep].args;
+    if (!args.contains("path") || !args["path"].is_string()) continue;
+    const std::string path = args["path"].get<std::string>();
+    paths.insert(path);
+    if (call.name == "Write" && args.contains("content") && args["content"].is_string())
+      m.files[path] = args["content"].get<std::string>();
+  }
+  m.paths.assign(paths.begin(), paths.end());
+  return m;
+}
+
+// c.4 check 8 passes for the capture after `upTo` (the checks before it pass for a seeded git
+// workspace: the scenario format has no nested repository, submodule or sparse checkout).
+bool eligibleAt(const Scenario& s, std::optional<size_t> upTo) {
+  const SnapshotModel m = snapshotAt(s, upTo);
+  return !conversionAttribute(m.files, m.paths);
+}
+
+}  // namespace
+
 std::vector<PredictedCapture> predictedCaptures(const Scenario& s) {
   std::vector<PredictedCapture> out;
   if (s.spec.workspacePolicy.checkpointRequirement == "disabled") return out;
-  out.push_back({P0, 1, std::nullopt});  // d.1 (a): P0#1 = no step's event committed yet
+  // d.1 (a): P0#1 = no step's event committed yet. A capture refused by c.4 check 8 never
+  // reaches P18 (d.3 under optional_legacy: it fails alone), so it is not one of P18#k..P22#k.
+  if (eligibleAt(s, std::nullopt)) out.push_back({P0, 1, std::nullopt});
   int p6 = 0;
   for (size_t i = 0; i < s.calls.size(); ++i) {
     if (!reaches(s.calls[i], P6)) continue;
     ++p6;
-    if (s.calls[i].name != "Read") out.push_back({P6, p6, i});  // d.1 (b), e.1's effect
+    if (s.calls[i].name != "Read" && eligibleAt(s, i))
+      out.push_back({P6, p6, i});  // d.1 (b), e.1's effect
   }
   return out;
 }

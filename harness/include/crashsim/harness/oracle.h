@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -113,6 +114,19 @@ struct PredictedCapture {
   std::optional<size_t> call;  // index into scenario.calls (nullopt: the baseline)
 };
 std::vector<PredictedCapture> predictedCaptures(const Scenario& scenario);
+// c.4 check 8 (snapshot policy v1, `attributes:'reject_conversion_v1'`): the first path of L
+// (sorted) on which a `.gitattributes` among `files` (relative path → content, read per
+// gitattributes(5): deeper files and later lines win) leaves one of filter, text, eol, ident,
+// working-tree-encoding other than unspecified (`text` may be unset, as `-text` and `binary`
+// leave it), and that attribute's name; nullopt when every path passes. The capture of such a
+// snapshot fails with `checkpoint_policy_unsupported` (`attribute:<name>`) before P18, so
+// predictedCaptures leaves it out: under optional_legacy it fails alone (d.3) and the run goes on.
+struct AttributeRefusal {
+  std::string attribute;
+  std::string path;
+};
+std::optional<AttributeRefusal> conversionAttribute(const std::map<std::string, std::string>& files,
+                                                    std::vector<std::string> snapshotPaths);
 // The k-th capture (1-based) of predictedCaptures, nullopt when the run makes fewer.
 std::optional<PredictedCapture> captureAt(const Scenario& scenario, int hit);
 // Accepted checkpoints right after a kill at capture failpoint `fp` (P18–P22) hit k: k-1, or k
