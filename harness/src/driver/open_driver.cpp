@@ -226,11 +226,11 @@ void readNamedHits(const fs::path& file, OpenProcessResult& r) {
     return;
   }
   for (const auto& [name, n] : counts.items()) {
-    if (!isNamedPoint(name) || !n.is_number_unsigned()) {
+    if (!isNamedPoint(name) || !n.is_number_unsigned() || n.get<uint64_t>() > 1000000) {
       r.namedHitsProblem = fmt::format(
-          "wrote named-failpoint counts with \"{}\": {}: a name is a letter, then letters, digits, "
-          "_ "
-          "or - (at most 32, none of MQ MA TC TE TR S), a count a whole number",
+          "wrote named-failpoint counts with \"{}\": {}: a name is a letter, then letters, "
+          "digits, _ or - (at most 32, none of MQ MA TC TE TR S), a count a whole number up to "
+          "10^6",
           name, n.dump());
       return;
     }
