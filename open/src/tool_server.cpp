@@ -6,6 +6,7 @@
 #include <istream>
 #include <map>
 #include <ostream>
+#include <set>
 
 #include "crashsim/codes.h"
 #include "crashsim/error.h"
@@ -57,13 +58,6 @@ struct ToolServer::Impl {
         effects(options.effectsLog),
         tools(workspace, ToolPolicy{scenario.tools, scenario.deny}, effects) {}
 
-  // Whether the effects log holds a line of scenario call `id`.
-  bool ran(const std::string& id) const {
-    const std::vector<Json> seen = EffectsLog::read(options.effectsLog);
-    return std::any_of(seen.begin(), seen.end(),
-                       [&id](const Json& line) { return line.value("callId", "") == id; });
-  }
-
   // A finished call answered without running: one line in the re-sent log, before the answer.
   void noteResent(const std::string& id, const std::string& name) const {
     if (options.resentLog.empty()) return;
@@ -73,14 +67,21 @@ struct ToolServer::Impl {
     if (!out) throw Error(std::string(code::output_unwritable), "cannot append to the re-sent log");
   }
 
-  std::string matchCall(const std::string& name, const json& args) const {
+  // The scenario call a call of `name` with `args` is: the first match whose effect the log does
+  // not hold yet (the first match when all ran; "" when none matches). `finished`: its effect ran.
+  std::string matchCall(const std::string& name, const json& args, bool& finished) const {
     std::vector<std::string> matches;
     for (const ScriptedStep& step : scenario.model)
       for (const ScriptedCall& c : step.calls)
         if (c.name == name && c.args == args) matches.push_back(c.id);
+    finished = false;
     if (matches.empty()) return {};
+    std::set<std::string> ran;
+    for (const Json& line : EffectsLog::read(options.effectsLog))
+      ran.insert(line.value("callId", ""));
     for (const std::string& id : matches)
-      if (!ran(id)) return id;
+      if (!ran.count(id)) return id;
+    finished = true;
     return matches.front();
   }
 };
@@ -113,14 +114,14 @@ json ToolServer::toolDescriptors() const {
 ToolCallOutcome ToolServer::call(const std::string& name, const json& args) {
   Impl& s = *impl_;
   ToolCallOutcome out;
-  std::string callId = s.matchCall(name, args);
+  bool finished = false;
+  std::string callId = s.matchCall(name, args, finished);
   std::string operationId = callId;
   if (callId.empty()) {
     callId = "unscripted";
     operationId = "unscripted:" + sha256Hex(name + "\n" + args.dump()).substr(0, 16);
   }
   out.callId = callId;
-  const bool finished = callId != "unscripted" && s.ran(callId);
   const ToolCallRequest request{callId, name, args};
   const PreflightDecision decision = s.tools.preflight(request);
   if (decision.kind != PreflightDecision::Kind::dispatch) {
