@@ -18,6 +18,13 @@ Switches that break one promise each (environment, read by both commands):
   SUBJECT_BREAK=rerun_finished           resume runs the last finished non-Read call again (O2)
   SUBJECT_BREAK=unknown_as_not_executed  resume answers a started call with "not executed"
                                          instead of parking (O4)
+  SUBJECT_BREAK=unknown_as_cancelled     the same with "cancelled" (O4)
+  SUBJECT_BREAK=retry_reencoded          resume re-sends a started call instead of parking, its
+                                         arguments re-encoded (a newline added to each string):
+                                         the tool server matches no scenario call, so the effect
+                                         runs a second time unscripted (O2)
+  SUBJECT_BREAK=stop_always              resume stops (the declared exit 3) whatever it finds,
+                                         even when no call with a side effect was ever asked (O3)
   SUBJECT_BREAK=half_history             resume sends the history without the last tool result
                                          (O4; the model server refuses it)
   SUBJECT_BREAK=exit0_unfinished         resume exits 0 without finishing (O3)
@@ -57,6 +64,12 @@ import urllib.error
 import urllib.request
 
 BREAK = os.environ.get("SUBJECT_BREAK", "")
+# What the giving-up breaks tell the model about a started call (its outcome is in fact unknown).
+GIVE_UP_TEXT = {
+    "unknown_as_not_executed": json.dumps({"error": {"code": "not_executed",
+                                                     "message": "the call was not executed"}}),
+    "unknown_as_cancelled": "Tool call cancelled: the run was interrupted.",
+}
 ARM = os.environ.get("CRASHSIM_ARM", "")
 HITS = {"answered": 0, "saved": 0}
 PLAIN = os.environ.get("SUBJECT_DURABILITY") == "plain"
@@ -227,15 +240,19 @@ def loop(args, state, resuming):
                     name = c["function"]["name"]
                     tool_args = json.loads(c["function"]["arguments"])
                     if c["id"] in state["started"] and name != "Read":
-                        if BREAK == "unknown_as_not_executed":
-                            content = json.dumps({"error": {"code": "not_executed",
-                                                            "message": "the call was not executed"}})
-                            messages.append({"role": "tool", "tool_call_id": c["id"], "content": content})
+                        if BREAK in GIVE_UP_TEXT:
+                            messages.append({"role": "tool", "tool_call_id": c["id"],
+                                             "content": GIVE_UP_TEXT[BREAK]})
                             save(args.state, state)
                             continue
-                        print(json.dumps({"stopped": "unknown_outcome", "callId": c["id"]}))
-                        return 3
-                    state["started"].append(c["id"])
+                        if BREAK == "retry_reencoded":
+                            tool_args = {k: v + "\n" if isinstance(v, str) else v
+                                         for k, v in tool_args.items()}
+                        else:
+                            print(json.dumps({"stopped": "unknown_outcome", "callId": c["id"]}))
+                            return 3
+                    else:
+                        state["started"].append(c["id"])
                     save(args.state, state)
                     if mcp is None:
                         mcp = Mcp(args.tool_server)
@@ -289,6 +306,9 @@ def main():
             return 0
         if BREAK == "exit0_unfinished":
             return 0
+        if BREAK == "stop_always":
+            print(json.dumps({"stopped": "interrupted"}))
+            return 3
         if BREAK == "flaky_resume":
             flaky = os.environ["SUBJECT_FLAKY_FILE"]
             n = int(open(flaky).read() or "0") if os.path.exists(flaky) else 0

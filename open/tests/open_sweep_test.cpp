@@ -118,6 +118,13 @@ const Planted kPlanted[] = {
     // The Write's effect ran, its result never came back; the resume tells the model it was
     // not executed.
     {"unknown_as_not_executed", "subject-py/write-config-port/TE#2/kill", "O4"},
+    // The Write's effect ran; the resume tells the model the call was cancelled.
+    {"unknown_as_cancelled", "subject-py/write-config-port/TE#2/kill", "O4"},
+    // The Bash's effect ran, its result never came back; the resume sends it again with its
+    // command re-encoded: the tool server matches no scenario call and runs it unscripted.
+    {"retry_reencoded", "subject-py/bash-touch-marker/TE#1/kill", "O2"},
+    // Killed at the first model request: the resume stops though nothing can be unknown.
+    {"stop_always", "subject-py/write-config-port/MQ#1/kill", "O3"},
     // Every second resume stops (declared, exit 3) instead of finishing: each run is allowed,
     // the two runs of the case differ.
     {"flaky_resume", "subject-py/write-config-port/MQ#2/kill", "O5"},
@@ -151,7 +158,9 @@ TEST_P(OpenPlantedFault, TurnsExactlyItsVerdictRed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Subject, OpenPlantedFault, ::testing::ValuesIn(kPlanted),
-                         [](const auto& info) { return std::string(info.param.verdict); });
+                         [](const auto& info) {
+                           return std::string(info.param.verdict) + "_" + info.param.brk;
+                         });
 
 TEST(OpenSweep, DoubleFaultsKillTheResumeAtEveryPointItReaches) {
   ASSERT_FALSE(open_test::python().empty()) << "python3 is required";

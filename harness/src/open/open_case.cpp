@@ -33,6 +33,14 @@ std::vector<json> readJsonLines(const fs::path& file) {
   return out;
 }
 
+// The effects log's executions the tool server matched to no scenario call: tool → count.
+std::map<std::string, int> readUnscripted(const fs::path& effects) {
+  std::map<std::string, int> out;
+  for (const json& line : readJsonLines(effects))
+    if (line.value("callId", "") == "unscripted") ++out[line.value("tool", "?")];
+  return out;
+}
+
 double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -59,6 +67,7 @@ CaseRun runOnce(const OpenDriver& driver, const Scenario& scenario, const OpenCa
                                 ev.crashed.child.describe(), ev.crashed.controlLine));
   ev.effectsBeforeResume = readEffects(paths.effects);
   ev.requestsBeforeResume = static_cast<int>(model->requestCount());
+  ev.requestsBeforeFinalResume = ev.requestsBeforeResume;
   const OpenArm resumeArm = id.resumePoint ? OpenArm{*id.resumePoint, id.resumeHit} : OpenArm{};
   ev.resumed = driver.runProcess(true, scenario, paths, *model, resumeArm, "resume");
   run.log.push_back(fmt::format(
@@ -68,12 +77,14 @@ CaseRun runOnce(const OpenDriver& driver, const Scenario& scenario, const OpenCa
   if (id.resumePoint) {
     ev.resumeArm = resumeArm;
     ev.crashedResume = ev.resumed;
+    ev.requestsBeforeFinalResume = static_cast<int>(model->requestCount());
     ev.resumed = driver.runProcess(true, scenario, paths, *model, {}, "resume2");
     run.log.push_back(fmt::format("resume2: {}", ev.resumed.child.describe()));
   }
   model.reset();  // the server stops: the model log is complete
   ev.effects = readEffects(paths.effects);
   ev.resent = readEffects(paths.resent);
+  ev.unscripted = readUnscripted(paths.effects);
   ev.workspace = snapshotWorkspace(paths.workspace);
   ev.modelLog = readJsonLines(paths.modelLog);
   return run;
@@ -116,9 +127,15 @@ OpenReference openReference(const OpenDriver& driver, const Scenario& scenario,
   ev.profile = &driver.profile();
   ev.resumed = r;
   ev.effects = readEffects(paths.effects);
+  ev.resent = readEffects(paths.resent);
+  ev.unscripted = readUnscripted(paths.effects);
   ev.workspace = snapshotWorkspace(paths.workspace);
   if (const std::string why = judgeO3Recovery(ev); !why.empty())
     throw fail("did not do the task: " + why.substr(why.find(':') + 2));
+  // A reference run that already runs a call twice, or one the model never made, cannot be the
+  // yardstick of the cases (and its runtime's tool calls may not reach the tool server as sent).
+  if (const std::string why = judgeO2AtMostOnce(ev); !why.empty())
+    throw fail("broke at-most-once without a crash: " + why);
   OpenReference ref;
   ref.hits = r.hits;
   ref.interposerLoaded = r.interposerLoaded;

@@ -22,6 +22,12 @@ OpenVerdict judgeO2AtMostOnce(const OpenEvidence& ev) {
           "without running it again); a {} runs at most once",
           call.id, call.name, again, call.name);
   }
+  for (const auto& [tool, ran] : ev.unscripted)
+    if (tool != "Read")
+      return fmt::format(
+          "a {} the model never asked for ran {} time(s): the tool server matched its arguments "
+          "to no call of the scenario (a call sent again with other arguments?)",
+          tool, ran);
   return "";
 }
 

@@ -5,8 +5,10 @@
 // effect) and the re-sent log (a finished call sent again that the tool answered without running:
 // a Write or Edit whose target already held its content, crashsim/open/tool_server.h): Write,
 // Edit and Bash calls of the scenario reached the tools at most once after their effect ran — over
-// the run and every resume; Read may repeat. Cannot see: an effect the runtime caused without
-// the tool server.
+// the run and every resume; Read may repeat. And no Write, Edit or Bash ran that the model never
+// asked for: an execution the tool server matched to no scenario call (callId "unscripted" — a
+// call re-sent after the crash with its arguments re-encoded is one) is a side effect beyond the
+// scenario's. Cannot see: an effect the runtime caused without the tool server.
 #pragma once
 
 #include "verdicts/open_evidence.h"

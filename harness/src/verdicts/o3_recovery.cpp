@@ -25,6 +25,21 @@ std::string unfinished(const OpenEvidence& ev) {
   return "";
 }
 
+// Whether the model had asked for a Write, Edit or Bash before the resume judged last began: the
+// steps of the requests logged before it (the last one's answer counted as sent, though a kill at
+// MQ may have stopped it), so a stop is never blamed on a runtime that may have dispatched one.
+bool sideEffectAskedFor(const OpenEvidence& ev) {
+  long last = -1;
+  const auto n = std::min(ev.modelLog.size(), static_cast<size_t>(ev.requestsBeforeFinalResume));
+  for (size_t i = 0; i < n; ++i)
+    if (const auto& step = ev.modelLog[i].value("step", nlohmann::json()); step.is_number_integer())
+      last = std::max(last, step.get<long>());
+  return std::any_of(
+      ev.scenario->calls.begin(), ev.scenario->calls.end(), [last](const ScenarioCall& c) {
+        return c.name != "Read" && c.dispatched() && static_cast<long>(c.step) <= last;
+      });
+}
+
 }  // namespace
 
 std::string recoveryOutcome(const OpenEvidence& ev) {
@@ -42,7 +57,14 @@ std::string recoveryOutcome(const OpenEvidence& ev) {
 OpenVerdict judgeO3Recovery(const OpenEvidence& ev) {
   const ChildResult& r = ev.resumed.child;
   const std::string outcome = recoveryOutcome(ev);
-  if (outcome == "finished" || outcome.starts_with("stopped:")) return "";
+  if (outcome == "finished") return "";
+  if (outcome.starts_with("stopped:"))
+    return sideEffectAskedFor(ev)
+               ? ""
+               : fmt::format(
+                     "the resume stopped (exit {}) though the model had asked for no Write, Edit "
+                     "or Bash before the crash: no outcome was unknown, the task had to finish",
+                     r.exitCode);
   if (outcome == "not-started") return "the resume did not start: " + r.error;
   if (outcome == "timeout")
     return fmt::format("the resume did not end within {} s", ev.profile->resumeSeconds);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 
 namespace crashsim::harness {
 namespace {
@@ -21,17 +22,44 @@ std::string textOf(const json& content) {
   return out;
 }
 
-bool saysNotExecuted(std::string text) {
+std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const char* words : {"not executed", "not_executed", "never ran", "was not run"})
-    if (text.find(words) != std::string::npos) return true;
-  return false;
+  return text;
 }
 
-bool isError(const std::string& text) {
+bool containsAny(const std::string& text, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(),
+                     [&text](const char* w) { return text.find(w) != std::string::npos; });
+}
+
+// The result admits that the outcome is not known (the contract's `outcome_unknown: …`, or
+// words to that effect): never a claim either way.
+bool saysUnknown(const std::string& lowered) {
+  return containsAny(lowered, {"unknown", "uncertain", "indeterminate", "may have", "might have",
+                               "may or may not", "not known"});
+}
+
+// The result tells the model the call did not happen: the phrases runtimes put into a synthetic
+// result for a call they give up on (not executed, cancelled, skipped, rejected …), unless it
+// also says the outcome is unknown.
+bool saysNotExecuted(const std::string& text) {
+  const std::string t = lower(text);
+  return !saysUnknown(t) &&
+         containsAny(
+             t, {"not executed", "not_executed", "not been executed", "never executed", "never ran",
+                 "never run", "was not run", "wasn't run", "did not run", "didn't run",
+                 "not performed", "cancelled", "canceled", "skipped", "rejected", "aborted"});
+}
+
+// The result is an error (a JSON object with "error", or text that starts with "error") or admits
+// an unknown outcome: either way no success.
+bool isErrorOrUnknown(const std::string& text) {
   const json j = json::parse(text, nullptr, false);
-  return j.is_object() && j.contains("error");
+  if (j.is_object() && j.contains("error")) return true;
+  const std::string t = lower(text);
+  const auto start = t.find_first_not_of(" \t\r\n[");
+  return saysUnknown(t) || (start != std::string::npos && t.compare(start, 5, "error") == 0);
 }
 
 }  // namespace
@@ -60,7 +88,7 @@ OpenVerdict judgeO4History(const OpenEvidence& ev) {
             "before the crash",
             seq, id, call->name);
       if (call->name != "Read" && call->dispatched() && !ev.effects.count(id) &&
-          !saysNotExecuted(text) && !isError(text))
+          !saysNotExecuted(text) && !isErrorOrUnknown(text))
         return fmt::format("request {} presents {} ({}) as a success, but its effect never ran",
                            seq, id, call->name);
     }

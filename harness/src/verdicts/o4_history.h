@@ -6,8 +6,12 @@
 // answered twice or not at all before the next turn, the user message twice, a turn the model
 // never gave …); no tool result presents a call whose effect ran before the crash as "not
 // executed"; no tool result presents a Write, Edit or Bash call whose effect never ran as a
-// success. "Not executed" is a result whose text says so (not executed / not_executed / never
-// ran / was not run, any case). Cannot see: a runtime that keeps its history from the model.
+// success. "Not executed" is a result whose text says the call did not happen (not executed,
+// never ran, did not run, cancelled, skipped, rejected, aborted …, any case) without saying its
+// outcome is unknown; a success is a result that is neither that, nor an error (a JSON "error"
+// object, or text starting "error"), nor an admission of an unknown outcome (the contract's
+// `outcome_unknown: …`). Cannot see: a runtime that keeps its history from the model, nor a lie
+// in words outside that vocabulary.
 #pragma once
 
 #include "verdicts/open_evidence.h"

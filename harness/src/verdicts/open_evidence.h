@@ -30,9 +30,14 @@ struct OpenEvidence {
   // The tool server's re-sent log: callId → finished calls sent again and answered without
   // running (crashsim/open/tool_server.h), at the end of the case.
   std::map<std::string, int> resent;
+  // Effects the tool server could match to no call of the scenario (callId "unscripted"): tool
+  // name → executions, at the end of the case.
+  std::map<std::string, int> unscripted;
   std::map<std::string, std::string> workspace;  // the final workspace (relative path → bytes)
   std::vector<nlohmann::json> modelLog;          // every request of the case, in order
   int requestsBeforeResume = 0;                  // model requests the crashed run sent
+  // … before the resume judged last (after a double fault: the crashed resume's too).
+  int requestsBeforeFinalResume = 0;
 };
 
 // The one-line result of a verdict: "" = pass, else why it failed.
