@@ -118,4 +118,21 @@ TEST(OpenVerdictO4, ACallWhoseEffectNeverRanIsNeverPresentedAsASuccess) {
     EXPECT_EQ(crashsim::harness::judgeO4History(presenting(fine, false)), "") << fine;
 }
 
+TEST(OpenVerdictO4, AResultIsNeverPresentedUnderAnotherCall) {
+  const std::string readResult = R"({"content":"port=8080\n","path":"config.txt"})";
+  const std::string writeResult = R"({"bytesWritten":10,"path":"config.txt"})";
+  OpenEvidence ev = presenting(writeResult, true);
+  ev.answers = {{"call-1", {readResult}}, {"call-2", {writeResult}}};
+  EXPECT_EQ(crashsim::harness::judgeO4History(ev), "");
+  // The Read's result re-attached to the Write (results matched to calls by position).
+  OpenEvidence swapped = presenting(readResult, true);
+  swapped.answers = ev.answers;
+  EXPECT_NE(crashsim::harness::judgeO4History(swapped).find(
+                "presents the result the tool server gave call-1 as the result of call-2"),
+            std::string::npos);
+  // A text both calls were given is no evidence of a swap.
+  swapped.answers["call-2"].insert(readResult);
+  EXPECT_EQ(crashsim::harness::judgeO4History(swapped), "");
+}
+
 }  // namespace

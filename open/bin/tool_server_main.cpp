@@ -4,6 +4,7 @@
 //   crashsim-tool-server --scenario FILE --workspace DIR --effects FILE NAME ARGS  one call
 //   [--arm TC|TE|TR:<n> --control FILE] [--counter FILE]   crash points
 //   [--resent FILE]   finished calls sent again, answered without running (tool_server.h)
+//   [--answers FILE]  every result given, per call (tool_server.h)
 //   (crashsim/open/tool_points.h)
 //
 // MCP mode serves newline-delimited JSON-RPC on stdin/stdout until stdin closes (exit 0);
@@ -19,7 +20,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"crashsim tool server (MCP over stdio, or one call)"};
-  std::string scenarioFile, workspace, effects, resent, name, argsText;
+  std::string scenarioFile, workspace, effects, resent, answers, name, argsText;
   crashsim::open::ToolPointsOptions pointOptions;
   app.add_option("--scenario", scenarioFile, "scenario file (scenarios/*.json)")->required();
   app.add_option("--workspace", workspace, "the case workspace")->required();
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--control", pointOptions.control, "where an armed point is reported (appended)");
   app.add_option("--counter", pointOptions.counter, "the hit counter shared by a run's servers");
   app.add_option("--resent", resent, "finished calls sent again and not run (JSONL, appended)");
+  app.add_option("--answers", answers, "every result given, per call (JSONL, appended)");
   app.add_option("name", name, "one-call mode: the tool");
   app.add_option("args", argsText, "one-call mode: the arguments as a JSON object");
   try {
@@ -38,7 +40,8 @@ int main(int argc, char** argv) {
   try {
     crashsim::open::ToolPoints points(pointOptions);
     const bool counted = !pointOptions.arm.empty() || !pointOptions.counter.empty();
-    crashsim::open::ToolServerOptions options{workspace, effects, "open-harness", resent, {}};
+    crashsim::open::ToolServerOptions options{workspace, effects, "open-harness",
+                                              resent,    answers, {}};
     if (counted && name.empty())
       options.onPoint = [&points](std::string_view point) { points.reach(point); };
     crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile), std::move(options));

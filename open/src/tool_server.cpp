@@ -60,11 +60,22 @@ struct ToolServer::Impl {
 
   // A finished call answered without running: one line in the re-sent log, before the answer.
   void noteResent(const std::string& id, const std::string& name) const {
-    if (options.resentLog.empty()) return;
-    std::ofstream out(options.resentLog, std::ios::app | std::ios::binary);
-    out << json{{"callId", id}, {"name", name}}.dump() << "\n";
+    append(options.resentLog, json{{"callId", id}, {"name", name}}, "re-sent");
+  }
+
+  // A result given: one line in the answers log, before the answer.
+  void noteAnswer(const std::string& id, const ToolResult& result) const {
+    append(options.answersLog, json{{"callId", id}, {"text", result.result.dump()}}, "answers");
+  }
+
+  static void append(const std::filesystem::path& log, const json& line, const char* which) {
+    if (log.empty()) return;
+    std::ofstream out(log, std::ios::app | std::ios::binary);
+    out << line.dump() << "\n";
     out.flush();
-    if (!out) throw Error(std::string(code::output_unwritable), "cannot append to the re-sent log");
+    if (!out)
+      throw Error(std::string(code::output_unwritable),
+                  std::string("cannot append to the ") + which + " log");
   }
 
   // The scenario call a call of `name` with `args` is: the first match whose effect the log does
@@ -127,11 +138,12 @@ ToolCallOutcome ToolServer::call(const std::string& name, const json& args) {
   if (decision.kind != PreflightDecision::Kind::dispatch) {
     if (finished) s.noteResent(callId, name);
     out.result = ToolResult{decision.syntheticResult, decision.syntheticIsError};
-    return out;
+  } else {
+    out.executed = true;
+    out.result = s.tools.execute(
+        request, decision, ToolExecution{operationId, callId, s.options.invocationId}, s.cancel);
   }
-  out.executed = true;
-  out.result = s.tools.execute(
-      request, decision, ToolExecution{operationId, callId, s.options.invocationId}, s.cancel);
+  s.noteAnswer(callId, out.result);
   return out;
 }
 

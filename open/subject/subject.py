@@ -25,6 +25,8 @@ Switches that break one promise each (environment, read by both commands):
                                          runs a second time unscripted (O2)
   SUBJECT_BREAK=stop_always              resume stops (the declared exit 3) whatever it finds,
                                          even when no call with a side effect was ever asked (O3)
+  SUBJECT_BREAK=results_reversed         resume sends its history with the last turn's tool
+                                         results re-attached to its calls in reverse order (O4)
   SUBJECT_BREAK=half_history             resume sends the history without the last tool result
                                          (O4; the model server refuses it)
   SUBJECT_BREAK=exit0_unfinished         resume exits 0 without finishing (O3)
@@ -264,6 +266,8 @@ def loop(args, state, resuming):
                     save(args.state, state)
                 continue
             history = messages
+            if resuming and BREAK == "results_reversed":
+                history = reattach_reversed(messages)
             if resuming and BREAK == "half_history" and any(m["role"] == "tool" for m in messages):
                 cut = max(i for i, m in enumerate(messages) if m["role"] == "tool")
                 history = messages[:cut] + messages[cut + 1:]
@@ -280,6 +284,20 @@ def loop(args, state, resuming):
     finally:
         if mcp is not None:
             mcp.close()
+
+
+def reattach_reversed(messages):
+    """The history with the last turn's tool results under its calls' ids in reverse order."""
+    turns = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if not turns:
+        return messages
+    turn = turns[-1]
+    results = [i for i in range(turn + 1, len(messages)) if messages[i]["role"] == "tool"]
+    ids = [messages[i]["tool_call_id"] for i in results][::-1]
+    out = [dict(m) for m in messages]
+    for i, tool_call_id in zip(results, ids):
+        out[i]["tool_call_id"] = tool_call_id
+    return out
 
 
 def pending(messages, trusted):

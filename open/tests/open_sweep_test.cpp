@@ -125,6 +125,9 @@ const Planted kPlanted[] = {
     {"retry_reencoded", "subject-py/bash-touch-marker/TE#1/kill", "O2"},
     // Killed at the first model request: the resume stops though nothing can be unknown.
     {"stop_always", "subject-py/write-config-port/MQ#1/kill", "O3"},
+    // parallel-calls: the three results saved, the next request killed; the resume re-attaches
+    // them to the calls in reverse order (the Bash's result under the Write's id).
+    {"results_reversed", "subject-py/parallel-calls/MQ#2/kill", "O4"},
     // Every second resume stops (declared, exit 3) instead of finishing: each run is allowed,
     // the two runs of the case differ.
     {"flaky_resume", "subject-py/write-config-port/MQ#2/kill", "O5"},

@@ -164,10 +164,40 @@ TEST(ToolServer, AFinishedCallSentAgainAndNotRunIsLoggedAsResent) {
   EXPECT_EQ(json::parse(lines[0]), (json{{"callId", "call-2"}, {"name", "Write"}}));
 }
 
+// Every result the server gives is in the answers log under the call it was matched to, as the
+// runtime received it (the text of MCP's content: here the one-call mode's "result", dumped):
+// the run, the no-op re-send and an unscripted call each leave one line, in order.
+TEST(ToolServer, EveryResultGivenIsLoggedUnderItsCall) {
+  open_test::ScratchDir dir;
+  std::filesystem::create_directories(dir.path / "ws");
+  const auto scenario = crashsim::loadScenario(scenarioFile("write-config-port"));
+  json args = scenario.model[1].calls[0].args;
+  const std::string answers = (dir.path / "answers.jsonl").string();
+  std::vector<std::string> printed;
+  for (int i = 0; i < 3; ++i) {
+    if (i == 2) args["content"] = args["content"].get<std::string>() + "\n";  // no scenario call
+    auto argv = toolServerArgv(dir, "write-config-port");
+    argv.insert(argv.end(), {"--answers", answers, "Write", args.dump()});
+    Child call(argv, {}, true);
+    const auto line = open_test::readLine(call.out, std::chrono::seconds(30));
+    ASSERT_TRUE(line.has_value());
+    printed.push_back(json::parse(*line)["result"].dump());
+    EXPECT_TRUE(WIFEXITED(call.wait()));
+  }
+  const auto lines = open_test::lines(open_test::readFile(answers));
+  ASSERT_EQ(lines.size(), 3u);
+  const char* ids[] = {"call-2", "call-2", "unscripted"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(json::parse(lines[i])["callId"], ids[i]) << i;
+    EXPECT_EQ(json::parse(lines[i])["text"], printed[i]) << i;
+  }
+  EXPECT_EQ(json::parse(printed[0])["path"], args["path"]);  // a Write's result names its file
+}
+
 TEST(ToolServer, DescriptorsMatchTheRuntimesArgumentSchemas) {
   open_test::ScratchDir dir;
   crashsim::open::ToolServer server(crashsim::loadScenario(scenarioFile("write-config-port")),
-                                    {dir.path, dir.path / "effects.jsonl", "t", {}, {}});
+                                    {dir.path, dir.path / "effects.jsonl", "t", {}, {}, {}});
   for (const json& tool : server.toolDescriptors()) {
     json args = json::object();
     for (const json& name : tool["inputSchema"]["required"]) args[name.get<std::string>()] = "x";

@@ -52,6 +52,7 @@ OpenPaths::OpenPaths(const fs::path& caseDir)
       stateDir(caseDir / "state"),
       effects(caseDir / "effects.jsonl"),
       resent(caseDir / "resent.jsonl"),
+      answers(caseDir / "answers.jsonl"),
       modelLog(caseDir / "model.jsonl") {}
 
 namespace {
@@ -291,6 +292,7 @@ Launch launchOf(const open::RuntimeProfile& profile, bool resume, const fs::path
                                    "--workspace", paths.workspace.string(),
                                    "--effects",   paths.effects.string(),
                                    "--resent",    paths.resent.string(),
+                                   "--answers",   paths.answers.string(),
                                    "--counter",   paths.toolCounter(tag).string()};
   if (arm.point == "TC" || arm.point == "TE" || arm.point == "TR")
     tool.insert(tool.end(), {"--arm", arm.point + ":" + std::to_string(arm.hit), "--control",

@@ -41,6 +41,14 @@ std::map<std::string, int> readUnscripted(const fs::path& effects) {
   return out;
 }
 
+// The answers log: callId → the result texts the tool server gave it.
+std::map<std::string, std::set<std::string>> readAnswers(const fs::path& answers) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const json& line : readJsonLines(answers))
+    out[line.value("callId", "?")].insert(line.value("text", ""));
+  return out;
+}
+
 double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -85,6 +93,7 @@ CaseRun runOnce(const OpenDriver& driver, const Scenario& scenario, const OpenCa
   ev.effects = readEffects(paths.effects);
   ev.resent = readEffects(paths.resent);
   ev.unscripted = readUnscripted(paths.effects);
+  ev.answers = readAnswers(paths.answers);
   ev.workspace = snapshotWorkspace(paths.workspace);
   ev.modelLog = readJsonLines(paths.modelLog);
   return run;

@@ -62,6 +62,16 @@ bool isErrorOrUnknown(const std::string& text) {
   return saysUnknown(t) || (start != std::string::npos && t.compare(start, 5, "error") == 0);
 }
 
+// The scenario call other than `id` that the tool server gave exactly `text`, when `id` itself
+// was never given it: a result presented under the wrong call ("" = none such).
+std::string answeredTo(const OpenEvidence& ev, const std::string& id, const std::string& text) {
+  if (const auto own = ev.answers.find(id); own != ev.answers.end() && own->second.count(text))
+    return "";
+  for (const auto& [other, texts] : ev.answers)
+    if (other != id && other != "unscripted" && texts.count(text)) return other;
+  return "";
+}
+
 }  // namespace
 
 OpenVerdict judgeO4History(const OpenEvidence& ev) {
@@ -81,6 +91,10 @@ OpenVerdict judgeO4History(const OpenEvidence& ev) {
                                      [&](const ScenarioCall& c) { return c.id == id; });
       if (call == ev.scenario->calls.end()) continue;
       const std::string text = textOf(m.value("content", json()));
+      if (const std::string other = answeredTo(ev, id, text); !other.empty())
+        return fmt::format(
+            "request {} presents the result the tool server gave {} as the result of {} ({})", seq,
+            other, id, call->name);
       const bool ranBefore = ev.effectsBeforeResume.count(id) > 0;
       if (ranBefore && saysNotExecuted(text))
         return fmt::format(

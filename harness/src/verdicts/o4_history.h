@@ -10,7 +10,9 @@
 // never ran, did not run, cancelled, skipped, rejected, aborted …, any case) without saying its
 // outcome is unknown; a success is a result that is neither that, nor an error (a JSON "error"
 // object, or text starting "error"), nor an admission of an unknown outcome (the contract's
-// `outcome_unknown: …`). Cannot see: a runtime that keeps its history from the model, nor a lie
+// `outcome_unknown: …`). And no tool result is presented under another call than the one the
+// tool server gave it (the answers log: a result text given to call Y, never to X, presented as
+// X's — results re-attached to the wrong calls). Cannot see: a runtime that keeps its history from the model, nor a lie
 // in words outside that vocabulary.
 #pragma once
 

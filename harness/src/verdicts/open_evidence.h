@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct OpenEvidence {
   // Effects the tool server could match to no call of the scenario (callId "unscripted"): tool
   // name → executions, at the end of the case.
   std::map<std::string, int> unscripted;
+  // The tool server's answers log: callId → every result text it gave that call.
+  std::map<std::string, std::set<std::string>> answers;
   std::map<std::string, std::string> workspace;  // the final workspace (relative path → bytes)
   std::vector<nlohmann::json> modelLog;          // every request of the case, in order
   int requestsBeforeResume = 0;                  // model requests the crashed run sent

@@ -50,7 +50,8 @@ bool isNamedPoint(std::string_view name);
 // One case's directory and the files in it.
 struct OpenPaths {
   // resent: the tool server's finished calls sent again and answered without running
-  std::filesystem::path dir, workspace, stateDir, effects, resent, modelLog;
+  // answers: every result the tool server gave ({"callId","text"}, crashsim/open/tool_server.h)
+  std::filesystem::path dir, workspace, stateDir, effects, resent, answers, modelLog;
   explicit OpenPaths(const std::filesystem::path& caseDir);
   // The per-process files of process `tag` ("run", "resume", "resume2").
   std::filesystem::path control(const std::string& tag) const { return dir / (tag + ".control"); }

@@ -17,6 +17,10 @@
 // line; it is a finished call sent again all the same, so it appends {"callId":…,"name":…} to
 // the re-sent log (ToolServerOptions::resentLog) before the answer. O2 counts both logs: a tool
 // that is idempotent here must not hide a runtime that runs a finished call twice.
+//
+// Every result the server gives (executed or not, matched or not) is appended as
+// {"callId":…,"text":…} to the answers log (ToolServerOptions::answersLog) before it is returned:
+// O4 compares the tool results a runtime presents with what each call was really answered.
 #pragma once
 
 #include <filesystem>
@@ -39,6 +43,9 @@ struct ToolServerOptions {
   std::string invocationId = "open-harness";  // the effects lines' invocationId
   // Finished calls sent again and answered without running (JSONL, appended; empty = not kept).
   std::filesystem::path resentLog;
+  // Every result given: {"callId","text"} (JSONL, appended; empty = not kept). `text` is the
+  // result as MCP's text content carries it (the result object, dumped).
+  std::filesystem::path answersLog;
   // The crash points (crashsim/open/tool_points.h), for every tools/call that names a scenario
   // tool: "TC" before call(), "TE" after it, "TR" just before serve() writes the answer. Unset =
   // none.
