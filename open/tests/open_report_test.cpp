@@ -22,13 +22,13 @@ namespace reports = crashsim::reports;
 fs::path crashsimBinary() { return open_test::binaryDir().parent_path() / "harness" / "crashsim"; }
 fs::path subjectProfile() { return open_test::sourceDir() / "open" / "subject" / "runtime.json"; }
 
-struct Run {
+struct CliResult {
   int rc = -1;
   std::string out;  // stdout and stderr
 };
 
 // A shell command (crashsim's path first), stdout and stderr together.
-Run shell(const std::string& args, const std::map<std::string, std::string>& env = {}) {
+CliResult shell(const std::string& args, const std::map<std::string, std::string>& env = {}) {
   open_test::ScratchDir dir;
   const std::string cmd = "'" + crashsimBinary().string() + "' " + args + " >'" +
                           (dir.path / "out").string() + "' 2>&1";
@@ -39,8 +39,9 @@ Run shell(const std::string& args, const std::map<std::string, std::string>& env
 }
 
 // `crashsim sweep` of the subject on one scenario, the given cases, into out.
-Run sweep(const std::string& scenario, const std::vector<std::string>& cases, const fs::path& out,
-          const std::string& extra = "", const std::map<std::string, std::string>& env = {}) {
+CliResult sweep(const std::string& scenario, const std::vector<std::string>& cases,
+                const fs::path& out, const std::string& extra = "",
+                const std::map<std::string, std::string>& env = {}) {
   std::string args = "sweep --runtime '" + subjectProfile().string() + "' --scenarios '" +
                      (open_test::sourceDir() / "scenarios").string() + "' --scenario " + scenario +
                      " --out '" + out.string() + "' " + extra;
@@ -82,9 +83,9 @@ TEST(OpenReport, AnOpenSweepsReportJsonFollowsTheSharedSchema) {
               {"findings", {{{"case", known}, {"verdicts", {"O2"}}, {"reason", reason}}}}}
              .dump();
   const std::vector<std::string> cases = {"*/MQ#1/kill", "*/TR#1/kill", "*/S#1/kill"};
-  const Run r = sweep("bash-touch-marker", cases, dir.path / "out",
-                      "--baseline '" + (dir.path / "baseline.json").string() + "'",
-                      {{"SUBJECT_BREAK", "rerun_finished"}});
+  const CliResult r = sweep("bash-touch-marker", cases, dir.path / "out",
+                            "--baseline '" + (dir.path / "baseline.json").string() + "'",
+                            {{"SUBJECT_BREAK", "rerun_finished"}});
   EXPECT_EQ(r.rc, 0) << r.out;  // the one failure is the baseline's known finding
   const json report = load(dir.path / "out" / "report.json");
   EXPECT_EQ(violationsOf(report), "");
@@ -134,7 +135,7 @@ TEST(OpenReport, ReportMergeJoinsScenarioShardsAndRefusesOtherSweeps) {
     return shell("report merge '" + x.string() + "' '" + y.string() + "' --out '" + out.string() +
                  "'");
   };
-  const Run m = merge(a / "report.json", b / "report.json", dir.path / "merged");
+  const CliResult m = merge(a / "report.json", b / "report.json", dir.path / "merged");
   ASSERT_EQ(m.rc, 0) << m.out;
   const json merged = load(dir.path / "merged" / "report.json");
   EXPECT_EQ(violationsOf(merged), "");
@@ -153,7 +154,7 @@ TEST(OpenReport, ReportMergeJoinsScenarioShardsAndRefusesOtherSweeps) {
   const auto refused = [&](const fs::path& x, const fs::path& y, const std::string& code,
                            const std::string& why) {
     const fs::path out = dir.path / ("refused-" + std::to_string(n++));
-    const Run r = merge(x, y, out);
+    const CliResult r = merge(x, y, out);
     EXPECT_EQ(r.rc, 2) << why << ": " << r.out;
     EXPECT_NE(r.out.find(code), std::string::npos) << why << ": " << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
