@@ -92,9 +92,9 @@ TEST(OpenSweep, TheCorrectSubjectPassesEverySweptCase) {
   int determinism = 0;
   for (const json& c : report["cases"]) {
     for (const char* v : {"O1", "O2", "O3", "O4"})
-      EXPECT_EQ(c["checks"][v]["status"], "pass") << c["id"] << " " << v;
+      EXPECT_EQ(c["checks"][v], "pass") << c["id"] << " " << v;
     if (c["hit"] == 1) {
-      EXPECT_EQ(c["checks"]["O5"]["status"], "pass") << c["id"];
+      EXPECT_EQ(c["checks"]["O5"], "pass") << c["id"];
       ++determinism;
     }
   }
@@ -347,7 +347,7 @@ TEST(OpenSweep, JobsRunCasesAtOnceAndReportInPlanOrder) {
     const bool planted =
         id.ends_with("/TR#1/kill") || id.ends_with("/MQ#2/kill") || id.ends_with("/MA#2/kill");
     for (const char* v : {"O1", "O2", "O3", "O4"})
-      EXPECT_EQ(c["checks"][v]["status"], planted && std::string(v) == "O2" ? "fail" : "pass")
+      EXPECT_EQ(c["checks"][v], planted && std::string(v) == "O2" ? "fail" : "pass")
           << c["id"] << " " << v;
   }
   EXPECT_EQ(ids, planned);

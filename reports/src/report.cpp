@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 #include <tuple>
 
@@ -18,18 +19,44 @@ namespace crashsim::reports {
 
 std::string_view crashsimVersion() { return CRASHSIM_VERSION; }
 
-std::string manifestDigest(std::vector<std::string> caseIds) {
-  std::sort(caseIds.begin(), caseIds.end());
-  std::string text;
-  for (const auto& id : caseIds) text.append(id).append("\n");
+std::string sha256Digest(std::string_view bytes) {
   unsigned char md[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), md);
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), md);
   std::string out = "sha256:";
   for (unsigned char b : md) out += fmt::format("{:02x}", b);
   return out;
 }
 
+std::string manifestDigest(std::vector<std::string> caseIds) {
+  std::sort(caseIds.begin(), caseIds.end());
+  std::string text;
+  for (const auto& id : caseIds) text.append(id).append("\n");
+  return sha256Digest(text);
+}
+
+bool failsGate(const CaseRecord& c) {
+  if (c.baseline) return !c.baseline->change.empty();
+  return c.verdict == "fail";
+}
+
 namespace {
+
+// An open sweep's platform: the machine and crashsim's build, no SQLite (openPlatform).
+Json openPlatformJson(const Platform& p) {
+  return {{"os", p.os},         {"kernel", p.kernel},     {"arch", p.arch},
+          {"fsType", p.fsType}, {"compiler", p.compiler}, {"buildType", p.buildType}};
+}
+
+Platform openPlatformFromJson(const Json& j) {
+  Platform p;
+  p.os = j.at("os").get<std::string>();
+  p.kernel = j.at("kernel").get<std::string>();
+  p.arch = j.at("arch").get<std::string>();
+  p.fsType = j.at("fsType").get<std::string>();
+  p.compiler = j.at("compiler").get<std::string>();
+  p.buildType = j.at("buildType").get<std::string>();
+  return p;
+}
 
 Json platformJson(const Platform& p) {
   Json j = {{"os", p.os},
@@ -77,8 +104,15 @@ double nearestRank(std::vector<double> v, double q) {
 
 void sortCases(Report& report) {
   // Natural order: scenario, failpoint number (P2 before P10, the barriers S and F after P11),
-  // hit, mode, recovery point.
-  auto num = [](const std::string& fp) {
+  // hit, mode, recovery point. An open sweep's plan order: MQ MA TC TE TR S, then a level-1
+  // runtime's named points by name (the id breaks their tie).
+  static const std::vector<std::string> kOpenOrder = {"MQ", "MA", "TC", "TE", "TR", "S"};
+  const bool open = !report.runtime.empty();
+  auto num = [&](const std::string& fp) {
+    if (open) {
+      const auto it = std::find(kOpenOrder.begin(), kOpenOrder.end(), fp);
+      return static_cast<int>(it - kOpenOrder.begin());
+    }
     if (fp == "S") return 12;
     if (fp == "F") return 13;
     return fp.size() > 1 ? std::atoi(fp.c_str() + 1) : -1;
@@ -117,11 +151,14 @@ void finalizeSummary(Report& report, double wallSeconds, int workers) {
 }
 
 Json toJson(const Report& r) {
+  const bool open = !r.runtime.empty();
   Json cases = Json::array();
   for (const auto& c : r.cases) {
     Json checks = Json::object();
     Json reasons = Json::object();
-    for (auto name : kCheckNames) {
+    // An open case carries O1..O5 and nothing else (openCase); others V1..V9 and what they ran.
+    for (auto name : open ? std::span<const std::string_view>(kOpenCheckNames)
+                          : std::span<const std::string_view>(kCheckNames)) {
       std::string key(name);
       auto it = c.checks.find(key);
       Check ch = it == c.checks.end() ? Check{"n/a", "not evaluated"} : it->second;
@@ -129,7 +166,7 @@ Json toJson(const Report& r) {
       if (ch.status != "pass") reasons[key] = ch.reason;
     }
     for (auto name : kOptionalCheckNames) {
-      auto it = c.checks.find(std::string(name));
+      auto it = open ? c.checks.end() : c.checks.find(std::string(name));
       if (it == c.checks.end()) continue;
       checks[it->first] = it->second.status;
       if (it->second.status != "pass") reasons[it->first] = it->second.reason;
@@ -158,13 +195,18 @@ Json toJson(const Report& r) {
                          {"recovery", c.corruption->recovery}};
     if (c.recoveryFailpoint) j["recoveryFailpoint"] = *c.recoveryFailpoint;
     if (c.recoveryHit) j["recoveryHit"] = *c.recoveryHit;
+    if (c.baseline) {
+      j["baseline"] = c.baseline->verdicts;
+      j["baselineReason"] = c.baseline->reason;
+      if (!c.baseline->change.empty()) j["baselineChange"] = c.baseline->change;
+    }
     cases.push_back(std::move(j));
   }
   Json shards = Json::array();
   for (const auto& s : r.shards) shards.push_back({{"index", s.index}, {"total", s.total}});
   Json j = {{"formatVersion", r.formatVersion},
             {"crashsimVersion", r.crashsimVersion},
-            {"platform", platformJson(r.platform)},
+            {"platform", open ? openPlatformJson(r.platform) : platformJson(r.platform)},
             {"selection",
              {{"scenarios", r.selection.scenarios},
               {"failpoints", r.selection.failpoints},
@@ -188,8 +230,23 @@ Json toJson(const Report& r) {
             {"cases", cases}};
   if (!r.platforms.empty()) {
     Json ps = Json::array();
-    for (const auto& p : r.platforms) ps.push_back(platformJson(p));
+    for (const auto& p : r.platforms) ps.push_back(open ? openPlatformJson(p) : platformJson(p));
     j["platforms"] = ps;
+  }
+  if (open) {
+    // openReport: the runtime, the interposer, the reference runs; no seed (the open harness
+    // draws nothing), the O5 sample instead.
+    j["runtime"] = {
+        {"name", r.runtime}, {"level", r.runtimeLevel}, {"profileDigest", r.profileDigest}};
+    j["interposer"] = {{"preloaded", r.interposerPreloaded}};
+    Json scenarios = Json::object();
+    for (const auto& [id, s] : r.scenarioRuns)
+      scenarios[id] = {{"hits", s.hits},
+                       {"referenceMs", round3(s.referenceMs)},
+                       {"interposerLoaded", s.interposerLoaded}};
+    j["scenarios"] = scenarios;
+    j["selection"].erase("seed");
+    j["selection"]["determinism"] = r.selection.determinism;
   }
   if (!r.selection.caseGlobs.empty()) j["selection"]["caseGlobs"] = r.selection.caseGlobs;
   if (!r.coverage.empty()) {
@@ -240,15 +297,31 @@ Report reportFromJson(const Json& j) {
           fmt::format("report formatVersion {} is not supported (this build reads {})",
                       r.formatVersion, kReportFormatVersion));
     r.crashsimVersion = j.at("crashsimVersion").get<std::string>();
-    r.platform = platformFromJson(j.at("platform"));
+    const bool open = j.contains("runtime");
+    const auto platform = open ? openPlatformFromJson : platformFromJson;
+    r.platform = platform(j.at("platform"));
     if (j.contains("platforms"))
-      for (const auto& p : j.at("platforms")) r.platforms.push_back(platformFromJson(p));
+      for (const auto& p : j.at("platforms")) r.platforms.push_back(platform(p));
     const auto& sel = j.at("selection");
     r.selection.scenarios = sel.at("scenarios").get<std::vector<std::string>>();
     r.selection.failpoints = sel.at("failpoints").get<std::vector<std::string>>();
     r.selection.mode = sel.at("mode").get<std::string>();
     r.selection.doubleFaults = sel.at("doubleFaults").get<bool>();
-    r.selection.seed = sel.at("seed").get<uint64_t>();
+    if (open) {
+      const auto& rt = j.at("runtime");
+      r.runtime = rt.at("name").get<std::string>();
+      if (r.runtime.empty()) throw ReportError("an open sweep's runtime has no name");
+      r.runtimeLevel = rt.at("level").get<int>();
+      r.profileDigest = rt.at("profileDigest").get<std::string>();
+      r.interposerPreloaded = j.at("interposer").at("preloaded").get<bool>();
+      for (const auto& [id, s] : j.at("scenarios").items())
+        r.scenarioRuns[id] =
+            OpenScenario{s.at("hits").get<std::map<std::string, int>>(),
+                         s.at("referenceMs").get<double>(), s.at("interposerLoaded").get<bool>()};
+      r.selection.determinism = sel.at("determinism").get<std::string>();
+    } else {
+      r.selection.seed = sel.at("seed").get<uint64_t>();
+    }
     if (sel.contains("caseGlobs"))
       r.selection.caseGlobs = sel.at("caseGlobs").get<std::vector<std::string>>();
     if (j.contains("coverage"))
@@ -302,7 +375,8 @@ Report reportFromJson(const Json& j) {
       if (c.contains("recoveryFailpoint")) cr.recoveryFailpoint = c.at("recoveryFailpoint");
       if (c.contains("recoveryHit")) cr.recoveryHit = c.at("recoveryHit").get<int>();
       cr.verdict = c.at("verdict");
-      for (auto name : kCheckNames) {
+      for (auto name : open ? std::span<const std::string_view>(kOpenCheckNames)
+                            : std::span<const std::string_view>(kCheckNames)) {
         std::string key(name);
         Check ch;
         ch.status = c.at("checks").at(key).get<std::string>();
@@ -311,7 +385,7 @@ Report reportFromJson(const Json& j) {
       }
       for (auto name : kOptionalCheckNames) {
         std::string key(name);
-        if (!c.at("checks").contains(key)) continue;
+        if (open || !c.at("checks").contains(key)) continue;
         Check ch;
         ch.status = c.at("checks").at(key).get<std::string>();
         if (c.at("reasons").contains(key)) ch.reason = c.at("reasons").at(key).get<std::string>();
@@ -326,6 +400,10 @@ Report reportFromJson(const Json& j) {
         cr.corruption = Corruption{k.at("kind"),    k.at("detail"), k.at("detectable"),
                                    k.at("outcome"), k.at("code"),   k.at("recovery")};
       }
+      if (c.contains("baseline"))
+        cr.baseline = BaselineEntry{c.at("baselineReason").get<std::string>(),
+                                    c.value("baselineChange", std::string()),
+                                    c.at("baseline").get<std::vector<std::string>>()};
       r.cases.push_back(std::move(cr));
     }
     return r;
@@ -365,6 +443,23 @@ Report mergeReports(const std::vector<Report>& reports) {
   out.crashsimVersion = first.crashsimVersion;
   out.platform = first.platform;
   out.selection = first.selection;
+  const bool open = !first.runtime.empty();
+  if (open) {
+    out.runtime = first.runtime;
+    out.runtimeLevel = first.runtimeLevel;
+    out.profileDigest = first.profileDigest;
+    out.interposerPreloaded = first.interposerPreloaded;
+    out.selection.scenarios.clear();
+  }
+  // An open sweep is split by scenario: one selection apart from its scenarios.
+  const auto sameSelection = [&](const Selection& a) {
+    if (!open) return a == first.selection;
+    Selection x = a, y = first.selection;
+    x.scenarios.clear();
+    y.scenarios.clear();
+    return x == y;
+  };
+  bool allScenarios = false;
   std::set<std::string> ids;
   std::set<int> shardIndexes;
   double wall = 0;
@@ -375,11 +470,42 @@ Report mergeReports(const std::vector<Report>& reports) {
       throw ReportError(
           fmt::format("refusing to merge: report {} is crashsim {}, report 0 is crashsim {}", i,
                       r.crashsimVersion, first.crashsimVersion));
-    if (!(r.selection == first.selection))
+    if (r.runtime.empty() != first.runtime.empty()) {
       throw ReportError(fmt::format(
-          "refusing to merge: report {} selected a different case set (scenarios, failpoints, "
-          "mode, double faults or seed differ from report 0)",
-          i));
+          "refusing to merge: report {} is an open sweep of runtime {}, report {} a sweep of "
+          "crashsim's own runtime (the two kinds are never parts of one sweep)",
+          open ? 0 : i, open ? first.runtime : r.runtime, open ? i : 0));
+    }
+    if (open && (r.runtime != first.runtime || r.runtimeLevel != first.runtimeLevel ||
+                 r.profileDigest != first.profileDigest))
+      throw ReportError(fmt::format(
+          "refusing to merge: report {} swept runtime {} (level {}, profile {}), report 0 "
+          "runtime {} (level {}, profile {}): shards of one open sweep share one profile",
+          i, r.runtime, r.runtimeLevel, r.profileDigest, first.runtime, first.runtimeLevel,
+          first.profileDigest));
+    if (open && r.interposerPreloaded != first.interposerPreloaded)
+      throw ReportError(
+          fmt::format("refusing to merge: report {} ran {} the barrier interposer, report 0 {} it",
+                      i, r.interposerPreloaded ? "with" : "without",
+                      first.interposerPreloaded ? "with" : "without"));
+    if (!sameSelection(r.selection))
+      throw ReportError(fmt::format(
+          "refusing to merge: report {} selected a different case set ({} differ from report 0)", i,
+          open ? "failpoints, double faults, O5's sample or case globs"
+               : "scenarios, failpoints, mode, double faults or seed"));
+    if (open) {
+      allScenarios = allScenarios || r.selection.scenarios.empty();
+      for (const auto& sc : r.selection.scenarios)
+        if (std::find(out.selection.scenarios.begin(), out.selection.scenarios.end(), sc) ==
+            out.selection.scenarios.end())
+          out.selection.scenarios.push_back(sc);
+      for (const auto& [id, run] : r.scenarioRuns)
+        if (!out.scenarioRuns.emplace(id, run).second)
+          throw ReportError(fmt::format(
+              "refusing to merge: scenario {} was swept by more than one report (an open sweep "
+              "is split by scenario)",
+              id));
+    }
     for (const auto& s : r.shards) {
       if (!first.shards.empty() && s.total != first.shards.front().total)
         throw ReportError(fmt::format(
@@ -409,6 +535,10 @@ Report mergeReports(const std::vector<Report>& reports) {
     }
     wall = std::max(wall, r.summary.wallSeconds);  // shards run side by side
     workers += r.summary.workers;
+  }
+  if (open) {
+    std::sort(out.selection.scenarios.begin(), out.selection.scenarios.end());
+    if (allScenarios) out.selection.scenarios.clear();  // every scenario of the directory
   }
   std::sort(out.shards.begin(), out.shards.end(),
             [](const Shard& a, const Shard& b) { return a.index < b.index; });
@@ -472,6 +602,8 @@ Json withoutTimingAndPlatform(const Json& reportJson) {
   for (auto k : {"casesPerSecond", "medianCaseMs", "p95CaseMs", "wallSeconds", "budget"})
     j["summary"].erase(k);
   for (auto& c : j["cases"]) c.erase("durationMs"), c.erase("phasesMs");
+  if (j.contains("scenarios") && j["scenarios"].is_object())
+    for (auto& s : j["scenarios"]) s.erase("referenceMs");
   return j;
 }
 

@@ -16,7 +16,8 @@ const std::set<std::string>& supportedKeywords() {
                                           "required", "properties",  "additionalProperties",
                                           "enum",     "const",       "items",
                                           "minimum",  "maximum",     "minLength",
-                                          "pattern",  "$ref"};
+                                          "pattern",  "$ref",        "if",
+                                          "then",     "else"};
   return k;
 }
 
@@ -57,6 +58,14 @@ class Validator {
     }
     if (auto r = schema.find("$ref"); r != schema.end()) {
       validate(resolve(r->get<std::string>()), v, path);
+    }
+    // if/then/else: the instance that passes `if` (judged silently) must pass `then`, any
+    // other `else` (report.schema.json: an open sweep's report by its `runtime`).
+    if (auto i = schema.find("if"); i != schema.end()) {
+      Validator probe(root_);
+      probe.validate(*i, v, path);
+      const char* branch = probe.out.empty() ? "then" : "else";
+      if (auto b = schema.find(branch); b != schema.end()) validate(*b, v, path);
     }
     if (auto t = schema.find("type"); t != schema.end()) {
       bool ok = false;

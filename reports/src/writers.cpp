@@ -1,5 +1,6 @@
 // The derived views of a report: JUnit XML, Markdown, static HTML with an SVG matrix.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -94,12 +95,8 @@ std::string anchor(std::string_view id) {
   return out;
 }
 
-// A case JUnit reports as <failure>: a failed verdict that no baseline entry matches, or a
-// baseline entry the case no longer matches (a finding gone or a new one beside it).
-bool junitFailure(const CaseRecord& c) {
-  if (c.baseline) return !c.baseline->change.empty();
-  return c.verdict == "fail";
-}
+// A case JUnit reports as <failure>: one that fails the gate (failsGate, report.h).
+bool junitFailure(const CaseRecord& c) { return failsGate(c); }
 
 // A known finding of an open sweep's baseline, failing exactly as its entry says: <skipped>.
 bool knownFinding(const CaseRecord& c) {
@@ -122,7 +119,10 @@ std::string failureText(const CaseRecord& c) {
   return out;
 }
 
-std::string platformLine(const Platform& p) {
+std::string platformLine(const Platform& p, bool open = false) {
+  if (open)  // an open sweep's platform: the machine and crashsim's build (openPlatform)
+    return fmt::format("{} {} ({}), fs {}, {}, {}", p.os, p.kernel, p.arch, p.fsType, p.compiler,
+                       p.buildType);
   return fmt::format("{} {} ({}), fs {}, SQLite {} journal_mode={} synchronous={}, {}, {}", p.os,
                      p.kernel, p.arch, p.fsType, p.sqliteVersion, p.journalMode, p.synchronous,
                      p.compiler, p.buildType);
@@ -223,16 +223,35 @@ std::map<std::string, std::array<int, 6>> corruptionRows(const Report& r) {
 }  // namespace
 
 std::string renderMarkdown(const Report& r) {
-  std::string out = "# crashsim crash sweep\n\n";
-  out += fmt::format("**{}** — {} cases, {} passed, {} failed.\n\n",
-                     r.summary.failed == 0 ? "PASS" : "FAIL", r.summary.total, r.summary.passed,
-                     r.summary.failed);
-  out += fmt::format("- crashsim {} (report format {}), mode `{}`, double faults {}, seed {}\n",
-                     r.crashsimVersion, r.formatVersion, r.selection.mode,
-                     r.selection.doubleFaults ? "on" : "off", r.selection.seed);
-  out += "- platform: " + platformLine(r.platform) + "\n";
+  const bool open = !r.runtime.empty();
+  std::string out = open ? "# crashsim open sweep of " + mdEscape(r.runtime) + "\n\n"
+                         : std::string("# crashsim crash sweep\n\n");
+  if (!open) {
+    out += fmt::format("**{}** — {} cases, {} passed, {} failed.\n\n",
+                       r.summary.failed == 0 ? "PASS" : "FAIL", r.summary.total, r.summary.passed,
+                       r.summary.failed);
+    out += fmt::format("- crashsim {} (report format {}), mode `{}`, double faults {}, seed {}\n",
+                       r.crashsimVersion, r.formatVersion, r.selection.mode,
+                       r.selection.doubleFaults ? "on" : "off", r.selection.seed);
+  } else {
+    // The gate: a known finding of the baseline is not a failure of the sweep.
+    const auto known = std::count_if(r.cases.begin(), r.cases.end(), knownFinding);
+    const auto gate = std::count_if(r.cases.begin(), r.cases.end(), junitFailure);
+    out += fmt::format(
+        "**{}** — {} cases, {} passed, {} failed ({} known finding(s) of the baseline, {} "
+        "failing the gate).\n\n",
+        gate == 0 ? "PASS" : "FAIL", r.summary.total, r.summary.passed, r.summary.failed, known,
+        gate);
+    out += fmt::format(
+        "- crashsim {} (report format {}), runtime `{}` level {} (profile `{}`), mode `kill`, "
+        "double faults {}, O5 on {}, barrier interposer {}\n",
+        r.crashsimVersion, r.formatVersion, mdEscape(r.runtime), r.runtimeLevel, r.profileDigest,
+        r.selection.doubleFaults ? "on" : "off", r.selection.determinism,
+        r.interposerPreloaded ? "preloaded" : "absent (no S case)");
+  }
+  out += "- platform: " + platformLine(r.platform, open) + "\n";
   for (size_t i = 1; i < r.platforms.size(); ++i)
-    out += "- platform: " + platformLine(r.platforms[i]) + "\n";
+    out += "- platform: " + platformLine(r.platforms[i], open) + "\n";
   out += fmt::format("- timing: {:.1f} cases/s, median {:.1f} ms, p95 {:.1f} ms, wall {:.1f} s\n",
                      r.summary.casesPerSecond, r.summary.medianCaseMs, r.summary.p95CaseMs,
                      r.summary.wallSeconds);
@@ -264,6 +283,31 @@ std::string renderMarkdown(const Report& r) {
     out += "\n";
   }
   out += "\n";
+  if (open && !r.scenarioRuns.empty()) {
+    // The reference runs: every hit is one case.
+    std::set<std::string> named;
+    for (const auto& [id, s] : r.scenarioRuns)
+      for (const auto& [point, n] : s.hits)
+        if (std::find(matrixColumns(r).begin(), matrixColumns(r).end(), point) ==
+            matrixColumns(r).end())
+          named.insert(point);
+    std::vector<std::string> points = {"MQ", "MA", "TC", "TE", "TR", "S"};
+    points.insert(points.end(), named.begin(), named.end());
+    out += "## Reference runs (hits per crash point)\n\n| scenario |";
+    for (const auto& p : points) out += " " + mdEscape(p) + " |";
+    out += " interposer loaded | ms |\n|---|";
+    for (size_t p = 0; p < points.size(); ++p) out += "---|";
+    out += "---|---|\n";
+    for (const auto& [id, s] : r.scenarioRuns) {
+      out += "| " + mdEscape(id) + " |";
+      for (const auto& p : points) {
+        const auto it = s.hits.find(p);
+        out += fmt::format(" {} |", it == s.hits.end() ? 0 : it->second);
+      }
+      out += fmt::format(" {} | {:.0f} |\n", s.interposerLoaded ? "yes" : "no", s.referenceMs);
+    }
+    out += "\n";
+  }
   if (r.manifest)
     out += fmt::format("- manifest: {} case(s), `{}` (whole selection: {}, `{}`)\n\n",
                        r.manifest->cases, r.manifest->digest, r.manifest->sweepCases,
@@ -298,11 +342,15 @@ std::string renderMarkdown(const Report& r) {
     if (listed == 0) out += "- none\n";
     out += "\n";
   }
-  if (r.summary.failed > 0) {
+  if (r.summary.failed > 0 || std::any_of(r.cases.begin(), r.cases.end(), junitFailure)) {
     out += "## Failures\n\n";
     for (const auto& c : r.cases) {
-      if (c.verdict != "fail") continue;
-      out += fmt::format("### `{}`\n\n", c.id);
+      if (c.verdict != "fail" && !junitFailure(c)) continue;
+      out += fmt::format("### `{}`{}\n\n", c.id, knownFinding(c) ? " (known finding)" : "");
+      if (c.baseline)
+        out += fmt::format(
+            "- **baseline** ({}): {}\n", fmt::join(c.baseline->verdicts, ", "),
+            mdEscape(c.baseline->change.empty() ? c.baseline->reason : c.baseline->change));
       for (const auto& [name, ch] : c.checks)
         if (ch.status == "fail")
           out += fmt::format("- **{}** fail: {}\n", name, mdEscape(ch.reason));
@@ -412,7 +460,8 @@ std::string renderHtml(const Report& r) {
            ", platform: " + xmlEscape(platformLine(r.platform)) + "</p>\n";
   else
     out += "<p>crashsim " + xmlEscape(r.crashsimVersion) + ", runtime " + xmlEscape(r.runtime) +
-           ", mode kill</p>\n";
+           fmt::format(" level {}", r.runtimeLevel) +
+           ", mode kill, platform: " + xmlEscape(platformLine(r.platform, true)) + "</p>\n";
   out += "<h2>Matrix (scenario &times; failpoint)</h2>\n" + svg;
   if (const auto rows = corruptionRows(r); !rows.empty()) {
     out +=

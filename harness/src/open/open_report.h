@@ -1,13 +1,17 @@
-// open/open_report.h — the JUnit and HTML views of an open sweep (crashsim sweep --runtime FILE
-// --out DIR), written by the one report model's writers (crashsim/reports/report.h): a case is a
-// reports::CaseRecord with O1–O5 as its checks and the runtime's name on the report.
+// open/open_report.h — the reports of an open sweep (crashsim sweep --runtime FILE --out DIR),
+// written by the one report model's writers (crashsim/reports/report.h): report.json in
+// report.schema.json's openReport shape, report.md, junit.xml and report.html. A case is a
+// reports::CaseRecord with O1–O5 as its checks; the report carries the runtime (name, level,
+// profile digest), the interposer and each scenario's reference run.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "crashsim/harness/open_sweep.h"
 #include "crashsim/reports/report.h"
 #include "open/open_case.h"
 
@@ -18,10 +22,17 @@ namespace crashsim::harness {
 reports::CaseRecord openCaseRecord(const OpenCaseResult& result, const std::string& reproduce,
                                    std::optional<reports::BaselineEntry> baseline);
 
-// Writes junit.xml and report.html into dir: one testcase per case (a <failure> per case whose
-// verdicts fail unlisted or differ from their baseline entry, <skipped> with the entry's reason
-// for a known finding) and the table of O1–O5. Throws crashsim::Error(output_unwritable).
-void writeOpenViews(const std::filesystem::path& dir, const std::string& runtime,
-                    std::vector<reports::CaseRecord> cases, double wallSeconds);
+// The report of a sweep of `driver`'s runtime with `opts`: the cases in plan order, each
+// scenario's reference run, the platform of `workRoot` (the cases' file system) and the summary
+// over `wallSeconds`. Throws crashsim::Error(runtime_profile_invalid) when the profile file
+// cannot be read again for its digest.
+reports::Report openReport(const OpenDriver& driver, const OpenSweepOptions& opts,
+                           const std::map<std::string, OpenReference>& references,
+                           std::vector<reports::CaseRecord> cases, double wallSeconds,
+                           const std::filesystem::path& workRoot);
+
+// Writes report.json, junit.xml, report.md and report.html into dir (reports::writeAll).
+// Throws crashsim::Error(output_unwritable).
+void writeOpenReports(const std::filesystem::path& dir, const reports::Report& report);
 
 }  // namespace crashsim::harness

@@ -164,48 +164,6 @@ bool sampled(const OpenSweepOptions& opts, const OpenCaseId& id) {
   return opts.verifyAll || (id.hit == 1 && !id.resumePoint);
 }
 
-json caseJson(const OpenCaseResult& r, const std::string& reproduce) {
-  json checks = json::object();
-  for (const auto& [name, reason] : r.verdicts) {
-    const std::string status = reason.empty() ? "pass" : reason.starts_with("n/a") ? "n/a" : "fail";
-    checks[name] = {{"status", status}, {"reason", reason}};
-  }
-  return {{"id", r.id.str()},
-          {"scenario", r.id.scenario},
-          {"point", r.id.point},
-          {"hit", r.id.hit},
-          {"verdict", r.failed ? "fail" : "pass"},
-          {"checks", checks},
-          {"durationMs", r.durationMs},
-          {"reproduce", reproduce}};
-}
-
-void writeReports(const fs::path& out, const OpenDriver& driver, const OpenSweepPlan& plan,
-                  const json& cases, int failed) {
-  json scenarios = json::object();
-  for (const auto& [id, ref] : plan.references)
-    scenarios[id] = {{"hits", ref.hits}, {"referenceMs", ref.durationMs}};
-  const json report = {{"runtime", driver.name()},
-                       {"interposer", driver.hasInterposer() ? "preloaded" : "absent"},
-                       {"scenarios", scenarios},
-                       {"cases", cases},
-                       {"summary",
-                        {{"total", cases.size()},
-                         {"failed", failed},
-                         {"passed", static_cast<int>(cases.size()) - failed}}}};
-  std::ofstream(out / "report.json") << report.dump(2) << "\n";
-  std::ofstream md(out / "report.md");
-  md << "# crashsim open sweep: " << driver.name() << "\n\n| case | O1 | O2 | O3 | O4 | O5 |\n"
-     << "|---|---|---|---|---|---|\n";
-  for (const json& c : cases) {
-    md << "| " << c["id"].get<std::string>();
-    for (const char* v : {"O1", "O2", "O3", "O4", "O5"})
-      md << " | " << c["checks"][v]["status"].get<std::string>();
-    md << " |\n";
-  }
-  md << "\n" << failed << " of " << cases.size() << " case(s) failed.\n";
-}
-
 // A baseline entry: the verdicts it expects to fail, and why.
 struct KnownFinding {
   std::set<std::string> verdicts;
@@ -313,8 +271,7 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
-  json cases = json::array();
-  std::vector<reports::CaseRecord> records;  // the JUnit and HTML views' model
+  std::vector<reports::CaseRecord> records;  // the reports' model (open/open_report.h)
   int failed = 0, index = 0, gate = 0, known = 0;
   // --jobs: workers run the cases (each its own directory, model server and process group);
   // this thread consumes their results in plan order.
@@ -358,17 +315,14 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
     results[i].reset();
     const std::string reproduce = reproduceLine(pc.id, opts);
     const std::string change = againstBaseline(r, baseline);
-    json record = caseJson(r, reproduce);
     std::optional<reports::BaselineEntry> entry;
-    if (baseline.count(pc.id.str())) {
-      record["baseline"] = baseline.at(pc.id.str()).verdicts;
-      entry = reports::BaselineEntry{baseline.at(pc.id.str()).reason,
-                                     change.empty() ? "" : change.substr(1, change.size() - 2)};
+    if (const auto it = baseline.find(pc.id.str()); it != baseline.end()) {
+      entry = reports::BaselineEntry{
+          it->second.reason, change.empty() ? "" : change.substr(1, change.size() - 2),
+          std::vector<std::string>(it->second.verdicts.begin(), it->second.verdicts.end())};
       ++known;
     }
     records.push_back(openCaseRecord(r, reproduce, entry));
-    if (!change.empty()) record["baselineChange"] = change.substr(1);
-    cases.push_back(record);
     std::cout << (!change.empty() ? "FAIL " : r.failed ? "known " : "ok   ") << pc.id.str();
     for (const auto& [name, reason] : r.verdicts)
       if (!reason.empty() && !reason.starts_with("n/a"))
@@ -384,11 +338,12 @@ int openSweepCommand(const OpenSweepOptions& opts, bool listOnly) {
       "crashsim sweep --runtime {}: {} case(s), {} failed, {} in the baseline, {} differ from "
       "it\n",
       driver.name(), plan.cases.size(), failed, known, gate);
-  if (!opts.out.empty()) {
-    writeReports(opts.out, driver, plan, cases, failed);
-    writeOpenViews(opts.out, std::string(driver.name()), std::move(records),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  if (!opts.out.empty())
+    writeOpenReports(
+        opts.out,
+        openReport(driver, opts, plan.references, std::move(records),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                   work));
   if (!opts.keepFailures || failed == 0) fs::remove_all(work);
   return gate == 0 ? 0 : 1;
 }

@@ -47,7 +47,8 @@ struct OpenSweepOptions {
   bool keepFailures = false;
   // --jobs: cases run at once, each by a worker thread; records still come out in plan order
   int jobs = 1;
-  // --out: report.json, report.md (the open shape), junit.xml, report.html (open/open_report.h)
+  // --out: report.json (report.schema.json's openReport), report.md, junit.xml, report.html
+  // (open/open_report.h)
   std::filesystem::path out;
   // --baseline: the known findings {"baselineVersion":1,"findings":[{"case","verdicts":[…],
   // "reason"}]}; the sweep then exits 1 on a failure it does not list or a listed verdict that

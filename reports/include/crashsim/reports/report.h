@@ -65,8 +65,8 @@ inline constexpr std::array<std::string_view, 12> kOptionalCheckNames = {
     "D1", "D2", "D3", "C1", "H1", "WH1", "WH2", "WH3", "WH4", "WH5", "WH7", "WH8"};
 
 // The open harness's verdicts (crashsim sweep --runtime FILE; docs/open-harness.md): a case of a
-// runtime crashsim did not build carries O1..O5 and no V check. Only the derived views (JUnit,
-// HTML) of an open sweep hold them; its report.json is its own shape, not this schema's.
+// runtime crashsim did not build carries O1..O5 and no V check (report.schema.json's openCase;
+// a report whose `runtime` is set holds only such cases).
 //   O1 kill: the runtime died by SIGKILL at the armed point, its whole process group with it
 //   O2 at most once: no scenario call's effect ran more often than its tool allows
 //   O3 recovery: resume ends in time, the task done or stopped with a declared code
@@ -103,12 +103,14 @@ inline constexpr std::array<std::string_view, 9> kPhaseNames = {
     "setup", "spawn", "run", "kill", "verify", "recovery", "v8", "report", "determinism"};
 
 // A case of an open sweep that a --baseline file lists (a known finding of the runtime): the
-// entry's reason, and how the case's failures differ from the entry ("" when they match, else
-// "new failure O3; baseline finding O2 no longer fails"). A matching known finding is JUnit
-// <skipped> with the reason, a difference a <failure>. Views only: not in report.json.
+// entry's reason, how the case's failures differ from the entry ("" when they match, else
+// "new failure O3; baseline finding O2 no longer fails") and the verdicts the entry lists. A
+// matching known finding is JUnit <skipped> with the reason, a difference a <failure>. In
+// report.json: the case's `baselineReason`, `baselineChange` (when not "") and `baseline`.
 struct BaselineEntry {
   std::string reason;
   std::string change;
+  std::vector<std::string> verdicts;  // "O2", ... as the entry lists them, sorted
   bool operator==(const BaselineEntry&) const = default;
 };
 
@@ -128,9 +130,14 @@ struct CaseRecord {
   std::string reproduce;                   // one shell line that reproduces the case
   double durationMs = 0;                   // timing (excluded from determinism)
   std::map<std::string, double> phasesMs;  // timing: ms per kPhaseNames entry the case ran
-  std::optional<BaselineEntry> baseline;   // open sweep with --baseline (views only)
+  std::optional<BaselineEntry> baseline;   // open sweep: the --baseline entry listing the case
   bool operator==(const CaseRecord&) const = default;
 };
+
+// A case that fails the sweep's gate (a <failure> in JUnit, exit 1 of `report merge`): a failed
+// verdict that no baseline entry lists, or a case whose failures differ from its entry. A known
+// finding failing exactly as its entry says does not.
+bool failsGate(const CaseRecord& c);
 
 struct Platform {
   std::string os, kernel, arch, fsType, sqliteVersion, compiler, buildType;
@@ -159,7 +166,10 @@ struct Selection {
   std::vector<std::string> caseGlobs;   // --case GLOB (fnmatch on the case id); empty = all
   std::string mode = "kill";
   bool doubleFaults = false;
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // crashsim's own runtime only
+  // An open sweep's O5 sample: "first-hit" | "all" (--verify-determinism) | "none"
+  // (--no-determinism); "" for crashsim's own runtime.
+  std::string determinism;
   bool operator==(const Selection&) const = default;
 };
 
@@ -193,9 +203,22 @@ struct Manifest {
   bool operator==(const Manifest&) const = default;
 };
 
+// "sha256:<hex>" of bytes (a runtime profile's file).
+std::string sha256Digest(std::string_view bytes);
+
 // "sha256:<hex>" of the case ids sorted bytewise, each followed by "\n" (order-independent, so
 // a shard's, a merged report's and `crashsim sweep --list`'s digests compare directly).
 std::string manifestDigest(std::vector<std::string> caseIds);
+
+// The reference run of one scenario of an open sweep (unarmed, to its end): the hits per crash
+// point (each hit is one case), its duration (timing), and whether its processes reported the
+// barrier interposer loaded.
+struct OpenScenario {
+  std::map<std::string, int> hits;
+  double referenceMs = 0;
+  bool interposerLoaded = false;
+  bool operator==(const OpenScenario&) const = default;
+};
 
 struct Report {
   int formatVersion = kReportFormatVersion;
@@ -208,9 +231,14 @@ struct Report {
   std::vector<CaseRecord> cases;      // sortCases() order
   std::vector<CoverageRow> coverage;  // empty only in reports of builds before coverage
   std::optional<Manifest> manifest;
-  // The runtime profile's name of an open sweep (crashsim sweep --runtime): the views then show
-  // the open crash points (MQ MA TC TE TR S) and O1–O5. "" for crashsim's own runtime. Views only.
+  // An open sweep (crashsim sweep --runtime; report.schema.json's openReport) when `runtime`, the
+  // runtime profile's name, is set: its cases carry O1–O5, the views show the open crash points
+  // (MQ MA TC TE TR S). "" for crashsim's own runtime, and the fields below are then unused.
   std::string runtime;
+  int runtimeLevel = 0;       // the profile's level
+  std::string profileDigest;  // sha256Digest of the profile file: one sweep, one profile
+  bool interposerPreloaded = false;
+  std::map<std::string, OpenScenario> scenarioRuns;  // per selected scenario (`scenarios`)
   bool operator==(const Report&) const = default;
 };
 
@@ -252,6 +280,9 @@ Report readReportFile(const std::filesystem::path& file);  // throws ReportError
 // crashsimVersion or formatVersion, different selections, a shard index that appears twice,
 // different shard totals, shard indices that are not exactly 0..N-1 (naming the missing
 // ones), case sets that overlap, or a merged case list that is not the sweep's manifest.
+// Open sweeps are split by scenario: their reports join when they are of one runtime (name,
+// level, profile digest), one interposer setting and one selection apart from the scenarios,
+// each scenario in one report; an open report and one of crashsim's own runtime never join.
 Report mergeReports(const std::vector<Report>& reports);
 
 // The timing fields removed (for determinism comparisons).

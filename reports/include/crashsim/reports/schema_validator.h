@@ -2,8 +2,10 @@
 //
 // Supports exactly the subset the report schema uses: type (string or array of strings),
 // required, properties, additionalProperties (bool or schema), enum, const, items, minimum,
-// maximum, minLength, pattern (ECMAScript regex), $ref to "#/$defs/<name>". Any other keyword in a
-// schema is an error (so the schema cannot silently use a keyword this validator ignores).
+// maximum, minLength, pattern (ECMAScript regex), $ref to "#/$defs/<name>", and if/then/else (an
+// instance valid against `if`, judged silently, must be valid against `then`, any other against
+// `else`: report.schema.json's two kinds of report). Any other keyword in a schema is an error (so
+// the schema cannot silently use a keyword this validator ignores).
 #pragma once
 
 #include <nlohmann/json.hpp>
