@@ -142,6 +142,18 @@ TEST(PlantedFault, CaptureSkippingTheAttributeCheckIsRefusedByTheReachGate) {
                "no capture, no fact");
 }
 
+// Phase 4 c.4 check 7: git-workspace-dirty-submodule's submodule lib has an edited tracked file,
+// so the oracle plans no capture. A carrier that skips the submodule check captures the dirty
+// gitlink anyway (the baseline and the Write's: P18 twice) and the reach gate refuses the
+// scenario; the unplanted reference passes it, WH1 (the user's and lib's .git) included.
+TEST(PlantedFault, CaptureSkippingTheSubmoduleCheckIsRefusedByTheReachGate) {
+  expectReferenceRefused("capture_skips_submodule_check",
+                         "--scenario git-workspace-dirty-submodule --failpoint P9",
+                         "the reference run reached P18 2 time(s), the oracle predicts 0");
+  expectUnseen("capture_fact_before_ref", "--scenario git-workspace-dirty-submodule --failpoint P9",
+               "no capture, no fact");
+}
+
 TEST(PlantedFault, UnplantedCaptureKillsPass) {
   expectUnseen("capture_fact_before_ref",
                "--scenario git-workspace-checkpoint --failpoint P18 --failpoint P21 "
