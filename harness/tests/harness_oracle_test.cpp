@@ -281,7 +281,7 @@ TEST(OracleExpectation, ADirtySubmoduleCapturesNothingACleanOneCaptures) {
   // The Write (call-2) goes into the submodule instead of notes.txt.
   const auto writeInto = [&](const std::string& path, const std::string& content) {
     Scenario s = clean;
-    Json& args = s.spec.model[1].calls[0].args;
+    auto& args = s.spec.model[1].calls[0].args;
     args["path"] = path;
     args["content"] = content;
     return s;

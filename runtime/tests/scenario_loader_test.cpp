@@ -406,7 +406,7 @@ TEST(ScenarioLoader, SeedWritesASubmoduleAsAGitlinkAndItsEdits) {
     return text;
   };
   std::string firstGitlink;
-  for (const auto* s : {&dirty, &clean}) {
+  for (const Scenario* s : {&dirty, static_cast<const Scenario*>(&clean)}) {
     const fs::path ws = box.path / (s == &dirty ? "dirty" : "clean");
     seedWorkspace(*s, ws);
     const std::string q = "'" + ws.string() + "'";
