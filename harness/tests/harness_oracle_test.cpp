@@ -253,6 +253,55 @@ TEST(OracleExpectation, AnIneligibleWorkspaceCapturesNothing) {
   EXPECT_FALSE(predictedRestore(sc));
 }
 
+// Phase 4 (c.4 check 7, d.3): git-workspace-dirty-submodule's submodule lib has lib.txt edited
+// after its commit, so every capture is refused before P18: no capture case. Hand-built from it:
+// the same submodule clean (no edits) is captured at the baseline and after the Write (G1: a clean
+// gitlink is captured); clean, but a Write or an Edit into lib/ before the second capture dirties
+// it from there on; a Write of lib.txt's committed bytes leaves it clean; a new file in it is
+// dirty (--untracked-files=all). Bugs: a capture predicted for a dirty submodule, none for a
+// clean one, or a file inside the submodule taken for a path of L.
+TEST(OracleExpectation, ADirtySubmoduleCapturesNothingACleanOneCaptures) {
+  const Scenario dirty = loadScenario(defaultScenarioDir() / "git-workspace-dirty-submodule.json");
+  ASSERT_TRUE(dirty.spec.git && dirty.spec.git->submodules.count("lib"));
+  EXPECT_TRUE(predictedCaptures(dirty).empty());
+  EXPECT_FALSE(captureAt(dirty, 1));
+  for (CrashPoint f : pointRange(points::P18, points::P22))
+    EXPECT_EQ(predictedHits(dirty)[f], 0) << f;
+  EXPECT_FALSE(predictedRestore(dirty));
+
+  Scenario clean = dirty;
+  clean.spec.git->submodules.at("lib").edits.clear();
+  const auto both = predictedCaptures(clean);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_FALSE(both[0].call);                         // the baseline
+  EXPECT_EQ(both[1].call, std::optional<size_t>(1));  // after the Write's T2
+  for (CrashPoint f : pointRange(points::P18, points::P22))
+    EXPECT_EQ(predictedHits(clean)[f], 2) << f;
+
+  // The Write (call-2) goes into the submodule instead of notes.txt.
+  const auto writeInto = [&](const std::string& path, const std::string& content) {
+    Scenario s = clean;
+    auto& args = s.spec.model[1].calls[0].args;
+    args["path"] = path;
+    args["content"] = content;
+    return s;
+  };
+  const auto afterWrite = predictedCaptures(writeInto("lib/lib.txt", "v3\n"));
+  ASSERT_EQ(afterWrite.size(), 1u);  // the baseline only
+  EXPECT_FALSE(afterWrite[0].call);
+  EXPECT_EQ(predictedCaptures(writeInto("lib/lib.txt", "v1\n")).size(), 2u);  // committed bytes
+  EXPECT_EQ(predictedCaptures(writeInto("lib/new.txt", "n\n")).size(), 1u);   // untracked
+  Scenario edit = clean;
+  edit.spec.model[1].calls[0].name = "Edit";
+  edit.spec.model[1].calls[0].args = {
+      {"path", "lib/lib.txt"}, {"old_string", "v1"}, {"new_string", "v9"}};
+  edit.calls[1].name = "Edit";
+  EXPECT_EQ(predictedCaptures(edit).size(), 1u);
+  Scenario untracked = clean;
+  untracked.spec.git->submodules.at("lib").edits = {{"extra.txt", "x\n"}};
+  EXPECT_TRUE(predictedCaptures(untracked).empty());
+}
+
 // Phase 4 f (i.2): the isolated restore of git-workspace-restore — its afterCrash names P23..P26;
 // the agent run is killed at the Edit's capture (the second: P22#2), whose ledger is P6#1's, with
 // both checkpoints accepted (W6). A scenario that parks on drift, or has no afterCrash, restores

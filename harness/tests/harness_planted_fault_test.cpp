@@ -142,6 +142,20 @@ TEST(PlantedFault, CaptureSkippingTheAttributeCheckIsRefusedByTheReachGate) {
                "no capture, no fact");
 }
 
+// Phase 4 c.4 check 7: git-workspace-dirty-submodule's submodule lib has an edited tracked file,
+// so the oracle plans no capture. A carrier that skips the submodule check goes on to P18 with the
+// dirty gitlink; d.2 step 5's stability check (`diff-files --quiet` sees the submodule's modified
+// content) then fails each of the 3 attempts: P18 three times for the baseline and three for the
+// Write's capture, each ending `checkpoint_capture_failed` (`unstable`). The reach gate refuses the
+// scenario; the unplanted reference passes it.
+TEST(PlantedFault, CaptureSkippingTheSubmoduleCheckIsRefusedByTheReachGate) {
+  expectReferenceRefused("capture_skips_submodule_check",
+                         "--scenario git-workspace-dirty-submodule --failpoint P9",
+                         "the reference run reached P18 6 time(s), the oracle predicts 0");
+  expectUnseen("capture_fact_before_ref", "--scenario git-workspace-dirty-submodule --failpoint P9",
+               "no capture, no fact");
+}
+
 TEST(PlantedFault, UnplantedCaptureKillsPass) {
   expectUnseen("capture_fact_before_ref",
                "--scenario git-workspace-checkpoint --failpoint P18 --failpoint P21 "

@@ -25,6 +25,7 @@
 #include "verdicts/v7_repair.h"
 #include "verdicts/v8_recovery.h"
 #include "verdicts/v9_determinism.h"
+#include "verdicts/wh1_user_git.h"
 
 using crashsim::ContentKind;
 using crashsim::RuntimeEvent;
@@ -415,4 +416,45 @@ TEST(ObservedStore, AReadScopeSeesWhatAnotherConnectionCommitsBetweenReads) {
     EXPECT_EQ(observed::integrity(store), "ok");
   }
   fs::remove_all(dir);
+}
+
+// WH1 (i.3 H1) on hand-built directories: the user's .git and a submodule's own .git (a directory,
+// or a gitfile) byte-identical, the only allowed change RC h's marker line in the user's
+// info/exclude. Bugs: c.4 check 7's `status` in the submodule rewriting its index (no
+// GIT_OPTIONAL_LOCKS=0), a capture touching the submodule's gitfile.
+TEST(WH1UserGit, ASubmodulesGitIsJudgedToo) {
+  const fs::path d = freshDir("crashsim-wh1-submodule");
+  const auto put = [](const fs::path& p, const std::string& bytes) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+  };
+  const fs::path tpl = d / "template", ws = d / "ws";
+  put(tpl / ".git" / "HEAD", "ref: refs/heads/main\n");
+  put(tpl / ".git" / "info" / "exclude", "# x\n");
+  put(tpl / "lib" / ".git" / "index", "submodule index");
+  put(tpl / "lib" / "lib.txt", "v2\n");
+  put(tpl / "vendor" / "dep" / ".git", "gitdir: ../../.git/modules/dep\n");
+  const auto fresh = [&] {
+    fs::remove_all(ws);
+    fs::copy(tpl, ws, fs::copy_options::recursive);
+    put(ws / ".git" / "info" / "exclude", "# x\n.maka-workspace.json\n");
+    put(ws / "notes.txt", "hello\n");  // the work tree is V8's, not WH1's
+  };
+  fresh();
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "");
+  put(ws / "lib" / ".git" / "index", "rewritten by status");
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "the user's lib/.git/index changed");
+  fresh();
+  put(ws / "lib" / ".git" / "index.lock", "");
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "the user's lib/.git/index.lock appeared");
+  fresh();
+  fs::remove_all(ws / "lib" / ".git");
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "the user's lib/.git/ is gone");
+  fresh();
+  put(ws / "vendor" / "dep" / ".git", "gitdir: /elsewhere\n");
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "the user's vendor/dep/.git changed");
+  fresh();
+  put(ws / ".git" / "index", "user index");
+  EXPECT_EQ(wh1::userGitProblem(tpl, ws), "the user's .git/index appeared");
+  fs::remove_all(d);
 }

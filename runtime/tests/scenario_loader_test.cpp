@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -338,4 +339,92 @@ TEST(ScenarioLoader, WorkspacePolicyGcOrphanGraceIsANonNegativeInteger) {
               std::make_pair(std::string("scenario_invalid"),
                              std::string("$.workspacePolicy.gcOrphanGraceMs")))
         << bad.dump();
+}
+
+// Workspace continuity c.4 check 7 in a scenario: workspace.git.submodules.<path> = {files,
+// edits?}. Each bad shape is scenario_invalid at its JSON path.
+TEST(ScenarioLoader, GitSubmodulesAreValidated) {
+  const auto withSubs = [](Json subs) {
+    Json j = minimal();
+    j["workspace"] = {{"files", {{"a.txt", "hello\n"}, {"dir/b.txt", "b\n"}}},
+                      {"git", {{"tracked", {"a.txt"}}, {"submodules", std::move(subs)}}}};
+    return j;
+  };
+  const Json files = {{"files", {{"lib.txt", "v1\n"}}}};
+  const Scenario ok = parseScenario(withSubs({{"lib", files}}), "t.json");
+  ASSERT_TRUE(ok.git);
+  ASSERT_EQ(ok.git->submodules.count("lib"), 1u);
+  EXPECT_EQ(ok.git->submodules.at("lib").files.at("lib.txt"), "v1\n");
+  EXPECT_FALSE(ok.git->submodules.at("lib").dirty());
+  const Json edited = {{"files", {{"lib.txt", "v1\n"}}}, {"edits", {{"lib.txt", "v2\n"}}}};
+  EXPECT_TRUE(
+      parseScenario(withSubs({{"lib", edited}}), "t.json").git->submodules.at("lib").dirty());
+  const Json added = {{"files", {{"lib.txt", "v1\n"}}}, {"edits", {{"new.txt", "n\n"}}}};
+  EXPECT_EQ(errorOf(withSubs({{"lib", added}})).first, "<no error>");
+  const std::string at = "$.workspace.git.submodules";
+  const std::pair<Json, std::string> bad[] = {
+      {Json::array({"lib"}), at},                                   // not an object
+      {{{"../lib", files}}, at + ".../lib"},                        // escapes
+      {{{".git", files}}, at + "..git"},                            // the repository itself
+      {{{"lib/.git", files}}, at + ".lib/.git"},                    // a .git component
+      {{{"a.txt", files}}, at + ".a.txt"},                          // a seed file
+      {{{"dir", files}}, at + ".dir"},                              // a seed file's directory
+      {{{"a.txt/x", files}}, at + ".a.txt/x"},                      // below a seed file
+      {{{"lib", files}, {"lib/inner", files}}, at + ".lib/inner"},  // inside a submodule
+      {{{"lib", {{"edits", {{"x", "y"}}}}}}, at + ".lib"},          // no files
+      {{{"lib", {{"files", Json::object()}}}}, at + ".lib.files"},  // empty files
+      {{{"lib", {{"files", {{"x", "y"}}}, {"head", "x"}}}}, at + ".lib.head"},  // unknown key
+      {{{"lib", {{"files", {{".git/config", "y"}}}}}}, at + ".lib.files..git/config"},
+      {{{"lib", {{"files", {{"x", "y"}}}, {"edits", {{"x", "y"}}}}}}, at + ".lib.edits.x"},
+      {{{"lib", {{"files", {{"x", "y"}}}, {"edits", {{"x/z", "y"}}}}}}, at + ".lib.edits.x/z"},
+      {{{"lib", {{"files", {{"x", 1}}}}}}, at + ".lib.files.x"},  // not a string
+  };
+  for (const auto& [subs, path] : bad)
+    EXPECT_EQ(errorOf(withSubs(subs)), std::make_pair(std::string("scenario_invalid"), path))
+        << subs.dump();
+  Json unknown = withSubs({{"lib", files}});
+  unknown["workspace"]["git"]["modules"] = Json::object();
+  EXPECT_EQ(errorOf(unknown).second, "$.workspace.git.modules");
+}
+
+// The seed of a submodule, seen with the real git CLI (never the code under test): the gitlink
+// (160000) records the submodule's own HEAD; with edits `status --porcelain` in it is not empty,
+// without them it is. The seed is the same commit each time (fixed identity and date).
+TEST(ScenarioLoader, SeedWritesASubmoduleAsAGitlinkAndItsEdits) {
+  const Scenario dirty = loadScenario(kScenarioDir / "git-workspace-dirty-submodule.json");
+  ASSERT_TRUE(dirty.git && dirty.git->submodules.count("lib"));
+  Scenario clean = dirty;
+  clean.git->submodules.at("lib").edits.clear();
+  testutil::TempDir box;
+  const auto out = [](const std::string& command) {
+    std::string text;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (!p) return text;
+    char buf[512];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
+    ::pclose(p);
+    return text;
+  };
+  std::string firstGitlink;
+  for (const Scenario* s : {&dirty, static_cast<const Scenario*>(&clean)}) {
+    const fs::path ws = box.path / (s == &dirty ? "dirty" : "clean");
+    seedWorkspace(*s, ws);
+    const std::string q = "'" + ws.string() + "'";
+    const std::string head = out("git -C " + q + "/lib rev-parse HEAD");
+    ASSERT_EQ(head.size(), 41u) << head;
+    const std::string gitlink = out("git -C " + q + " ls-files -s lib");
+    EXPECT_EQ(gitlink, "160000 " + head.substr(0, 40) + " 0\tlib\n");
+    EXPECT_TRUE(fs::is_directory(ws / "lib" / ".git"));
+    EXPECT_EQ(out("git -C " + q + " ls-files"), ".gitmodules\na.txt\nlib\n");
+    const std::string status =
+        out("git -C " + q + "/lib status --porcelain=v1 --untracked-files=all");
+    if (s == &dirty) {
+      EXPECT_EQ(status, " M lib.txt\n");
+      EXPECT_EQ(testutil::readBytes(ws / "lib" / "lib.txt"), "v2\n");
+      firstGitlink = gitlink;
+    } else {
+      EXPECT_EQ(status, "");
+      EXPECT_EQ(gitlink, firstGitlink);  // the same seed commit
+    }
+  }
 }

@@ -141,6 +141,11 @@ void checkNamedCrash(const CaseId& id, const CaseExpectation& x, const std::file
 // (modes/workspace_case.cpp). judgeAt: one verdict judged at one moment of a case — `problem`
 // empty passes it unless an earlier moment failed it, else fails it with `when` + problem.
 void judgeAt(Checks& c, const char* check, const std::string& problem, const char* when);
+// WH1 (verdicts/wh1_user_git.h) on `ws` at `when`, for every case of a scenario whose git seed has
+// a submodule: each capture attempt, refused or not, runs c.4 check 7's `status` in it (c.5: read
+// only), so its .git is judged in every case, not only after a kill inside a capture. Other
+// scenarios: nothing (their cases' reports are unchanged).
+void judgeSubmoduleGit(CaseRun& cr, const std::filesystem::path& ws, const char* when);
 // The agent run from the template workspace, killed at (armAt, armHit) with its descendants
 // watched (WH5), then V1 and V2–V7 on the ledger it leaves, judged as the crash-path kill at
 // (ledgerPoint, ledgerHit). False when there is no crash state (V1 failed; V2–V8 n/a).

@@ -340,6 +340,7 @@ void runCrashCase(CaseRun& cr) {
   else
     cr.checks.pass("V1");
   recoverToEnd(k);
+  judgeSubmoduleGit(cr, cr.ws, "after recovery: ");
 }
 
 }  // namespace crashsim::harness

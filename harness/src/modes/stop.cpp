@@ -279,6 +279,7 @@ void runStopGraceCase(CaseRun& cr) {
   const WorkspaceSnapshot atSeal = snapshotWorkspace(ws);
   SpawnSpec recover;
   const ChildResult r = recoverCase(cr, sc, store, ws, recover);
+  judgeSubmoduleGit(cr, ws, "after recovery: ");
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
     checkLineageDigests(store, "after recovery: ", cr.checks);
   StopRecoveryExpectation want{{}, atSeal};
@@ -324,6 +325,7 @@ void runStopCase(CaseRun& cr) {
   const WorkspaceSnapshot atCrash = snapshotWorkspace(ws);
   SpawnSpec recover;
   const ChildResult r = recoverCase(cr, sc, store, ws, recover);
+  judgeSubmoduleGit(cr, ws, "after recovery: ");
   if (r.exited && (r.exitCode == 0 || r.exitCode == 1))
     checkLineageDigests(store, "after recovery: ", cr.checks);
   if (!equivalent) {

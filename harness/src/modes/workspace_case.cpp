@@ -18,6 +18,18 @@ void judgeAt(Checks& c, const char* check, const std::string& problem, const cha
     c.pass(check);
 }
 
+void judgeSubmoduleGit(CaseRun& cr, const std::filesystem::path& ws, const char* when) {
+  const auto& git = cr.sc.spec.git;
+  if (!git || git->submodules.empty()) return;
+  // A generated change of the workspace root (path_mutations.h) is the harness's own move or
+  // removal of the user's directory, .git included: not the run's write.
+  if (cr.id.pathMutation && cr.id.pathMutation->component == ".") {
+    cr.checks.na("WH1", "the generated change replaced the workspace root, .git included");
+    return;
+  }
+  judgeAt(cr.checks, "WH1", wh1::userGitProblem(cr.ref.templateWorkspace, ws), when);
+}
+
 bool killWorkspaceAgentRun(CaseRun& cr, CrashPoint armAt, int armHit, CrashPoint ledgerPoint,
                            int ledgerHit) {
   Checks& c = cr.checks;

@@ -99,38 +99,82 @@ PointCounts predictedHits(const Scenario& s) {
 namespace {
 
 // The workspace a capture after call `upTo` (nullopt: the baseline) snapshots, from the seed and
-// the Writes before it: its files (for their .gitattributes) and its paths (L without ignore
-// rules: an ignored path's attribute is predicted as a refusal; no built-in scenario has one).
-// Edits keep their path's content here (an Edit of a .gitattributes is not modelled).
+// the Writes before it: its files (for their .gitattributes), its paths (L without ignore rules:
+// an ignored path's attribute is predicted as a refusal; no built-in scenario has one) and
+// whether a submodule is dirty. Edits keep their path's content here (an Edit of a
+// .gitattributes is not modelled). A submodule's gitlink path is in L, the files inside it are
+// not (they are its repository's): a Write or Edit there changes the submodule instead.
 struct SnapshotModel {
   std::map<std::string, std::string> files;
   std::vector<std::string> paths;
+  bool dirtySubmodule = false;
 };
+
+// The gitlink path `rel` lies in ("lib" for "lib/x.txt"), or "".
+std::string submoduleOf(const Scenario& s, const std::string& rel) {
+  if (!s.spec.git) return "";
+  for (const auto& [path, sub] : s.spec.git->submodules)
+    if (rel.rfind(path + "/", 0) == 0) return path;
+  return "";
+}
+
+// c.4 check 7's "status --porcelain in it empty": every committed file keeps its bytes and no
+// other file is there (`now`: the submodule's files as the seed's edits and the calls left them).
+bool submoduleChanged(const WorkspaceSubmoduleSeed& sub,
+                      const std::map<std::string, std::string>& now) {
+  for (const auto& [rel, content] : now)
+    if (auto it = sub.files.find(rel); it == sub.files.end() || it->second != content) return true;
+  return false;
+}
+
 SnapshotModel snapshotAt(const Scenario& s, std::optional<size_t> upTo) {
   SnapshotModel m;
   m.files = s.spec.files;
   std::set<std::string> paths;
   for (const auto& [path, text] : s.spec.files) paths.insert(path);
   for (const auto& [path, link] : s.spec.symlinks) paths.insert(path);
+  std::map<std::string, std::map<std::string, std::string>> inSubmodule;  // gitlink → rel → bytes
+  if (s.spec.git)
+    for (const auto& [path, sub] : s.spec.git->submodules) {
+      paths.insert(path);  // the gitlink (c.3 step 3: 160000)
+      auto& now = inSubmodule[path];
+      now = sub.files;
+      for (const auto& [rel, content] : sub.edits) now[rel] = content;
+    }
   for (size_t i = 0; upTo && i <= *upTo; ++i) {
     const ScenarioCall& call = s.calls[i];
     if (!call.writesFile() || call.expectError) continue;
     const Json& args = s.spec.model[call.step].calls[call.indexInStep].args;
     if (!args.contains("path") || !args["path"].is_string()) continue;
     const std::string path = args["path"].get<std::string>();
+    if (const std::string sub = submoduleOf(s, path); !sub.empty()) {
+      std::string& bytes = inSubmodule[sub][path.substr(sub.size() + 1)];
+      if (call.name == "Write" && args.contains("content") && args["content"].is_string())
+        bytes = args["content"].get<std::string>();
+      else if (call.name == "Edit" && args.contains("old_string") && args.contains("new_string"))
+        if (const auto at = bytes.find(args["old_string"].get<std::string>());
+            at != std::string::npos)
+          bytes.replace(at, args["old_string"].get<std::string>().size(),
+                        args["new_string"].get<std::string>());
+      continue;
+    }
     paths.insert(path);
     if (call.name == "Write" && args.contains("content") && args["content"].is_string())
       m.files[path] = args["content"].get<std::string>();
   }
+  if (s.spec.git)
+    for (const auto& [path, sub] : s.spec.git->submodules)
+      m.dirtySubmodule = m.dirtySubmodule || submoduleChanged(sub, inSubmodule[path]);
   m.paths.assign(paths.begin(), paths.end());
   return m;
 }
 
-// c.4 check 8 passes for the capture after `upTo` (the checks before it pass for a seeded git
-// workspace: the scenario format has no nested repository, submodule or sparse checkout).
+// c.4 checks 7 and 8 pass for the capture after `upTo` (checks 4–6 pass for a seeded git
+// workspace: the scenario format has no nested repository outside a gitlink and no sparse
+// checkout; a gitlink's HEAD is its seed commit, which no tool moves).
 bool eligibleAt(const Scenario& s, std::optional<size_t> upTo) {
   const SnapshotModel m = snapshotAt(s, upTo);
-  return !conversionAttribute(m.files, m.paths);
+  return !m.dirtySubmodule && !conversionAttribute(m.files, m.paths);
 }
 
 }  // namespace
@@ -138,7 +182,7 @@ bool eligibleAt(const Scenario& s, std::optional<size_t> upTo) {
 std::vector<PredictedCapture> predictedCaptures(const Scenario& s) {
   std::vector<PredictedCapture> out;
   if (s.spec.workspacePolicy.checkpointRequirement == "disabled") return out;
-  // d.1 (a): P0#1 = no step's event committed yet. A capture refused by c.4 check 8 never
+  // d.1 (a): P0#1 = no step's event committed yet. A capture refused by c.4 check 7 or 8 never
   // reaches P18 (d.3 under optional_legacy: it fails alone), so it is not one of P18#k..P22#k.
   if (eligibleAt(s, std::nullopt)) out.push_back({P0, 1, std::nullopt});
   int p6 = 0;

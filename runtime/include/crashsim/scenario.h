@@ -76,11 +76,24 @@ struct LegacyStore {
   size_t batchEvents = 0;    // 1..256
 };
 
+// scenario.workspace.git.submodules.<path> (scenarios/README.md): a second repository at `path`
+// of the seed — its own `git init` (its .git a directory inside it) and one commit of `files` by
+// the seed's identity and date — recorded in the seed commit as a gitlink (mode 160000) of that
+// commit. `edits` are written into it afterwards: a changed tracked file or a new untracked one,
+// so `status --porcelain` in it is not empty (workspace-continuity-contract.md c.4 check 7: a
+// dirty submodule). Without `edits` the gitlink is clean (c.3: captured as 160000).
+struct WorkspaceSubmoduleSeed {
+  std::map<std::string, std::string> files;  // relative path in the submodule → content
+  std::map<std::string, std::string> edits;  // written after its commit (each a change)
+  bool dirty() const { return !edits.empty(); }
+};
+
 // scenario.workspace.git (scenarios/README.md): the seed is a git repository — `git init` and
-// one commit of `tracked` (seed files, by the fixed identity and date of the seed), every other
-// seed file left untracked (or ignored by a tracked .gitignore).
+// one commit of `tracked` (seed files, by the fixed identity and date of the seed) and of the
+// submodules' gitlinks, every other seed file left untracked (or ignored by a tracked .gitignore).
 struct WorkspaceGitSeed {
   std::vector<std::string> tracked;  // relative paths of seed files or symlinks
+  std::map<std::string, WorkspaceSubmoduleSeed> submodules;  // gitlink path → its repository
 };
 
 // scenario.workspacePolicy (workspace-continuity-contract.md e.3): the host's checkpoint
@@ -128,9 +141,10 @@ Scenario loadScenario(const std::filesystem::path& file);
 std::vector<Scenario> loadScenarioDirectory(const std::filesystem::path& dir);
 
 // Writes the seed files and symlinks into `workspace` (creating parent directories); with
-// `git`, runs the real git CLI (no user or system config, a fixed identity and date): init, add
-// the tracked paths, one commit. Refuses paths that escape the workspace. Existing files are
-// overwritten.
+// `git`, runs the real git CLI (no user or system config, a fixed identity and date): each
+// submodule's init, add and commit in its directory; then init, add the tracked paths and the
+// submodules (gitlinks), one commit; then each submodule's edits. Refuses paths that escape the
+// workspace. Existing files are overwritten.
 void seedWorkspace(const Scenario& scenario, const std::filesystem::path& workspace);
 
 // The workspace expectations (expect.files / absent, afterCrash) are judged, and afterCrash is

@@ -232,6 +232,58 @@ void parseExpect(Validator& val, const Json& expect, const std::set<std::string>
   }
 }
 
+// "a" is "b" or one of them is a directory of the other ("lib" and "lib/x").
+bool pathsOverlap(const std::string& a, const std::string& b) {
+  return a == b || a.rfind(b + "/", 0) == 0 || b.rfind(a + "/", 0) == 0;
+}
+
+// A path with a ".git" component: a repository's own directory, which no seed writes.
+bool namesGitDir(const std::string& p) {
+  return p == ".git" || p.rfind(".git/", 0) == 0 || p.find("/.git/") != std::string::npos ||
+         (p.size() > 5 && p.compare(p.size() - 5, 5, "/.git") == 0);
+}
+
+// $.workspace.git.submodules: gitlink path → {files, edits?}. A path is no seed file or symlink,
+// none of their directories, not inside another submodule; its files are non-empty; each edit
+// changes the submodule (a new file or other bytes than the committed ones).
+std::map<std::string, WorkspaceSubmoduleSeed> parseSubmodules(Validator& val, const Json& subs,
+                                                              const Scenario& s) {
+  const std::string at = "$.workspace.git.submodules";
+  if (!subs.is_object()) val.fail(at, "must be an object of path → submodule");
+  std::map<std::string, WorkspaceSubmoduleSeed> out;
+  for (const auto& [path, v] : subs.items()) {
+    const std::string here = at + "." + path;
+    val.relativePath(path, here);
+    if (path == kWorkspaceMarkerName || namesGitDir(path))
+      val.fail(here, "must not be the workspace marker or a .git directory");
+    for (const auto* seeded : {&s.files, &s.symlinks})
+      for (const auto& [rel, content] : *seeded)
+        if (pathsOverlap(path, rel)) val.fail(here, "overlaps the seed path " + rel);
+    for (const auto& [other, sub] : out)
+      if (pathsOverlap(path, other)) val.fail(here, "overlaps the submodule " + other);
+    val.object(v, here, {"files"}, {"edits"});
+    WorkspaceSubmoduleSeed sub;
+    sub.files = val.fileMap(v["files"], here + ".files");
+    if (sub.files.empty()) val.fail(here + ".files", "must not be empty (one commit of them)");
+    if (v.contains("edits")) sub.edits = val.fileMap(v["edits"], here + ".edits");
+    for (const auto* m : {&sub.files, &sub.edits})
+      for (const auto& [rel, content] : *m)
+        if (namesGitDir(rel))
+          val.fail(here + (m == &sub.files ? ".files." : ".edits.") + rel,
+                   "must not name the submodule's .git");
+    for (const auto& [rel, content] : sub.edits) {
+      const auto f = sub.files.find(rel);
+      if (f != sub.files.end() && f->second == content)
+        val.fail(here + ".edits." + rel, "changes nothing: the committed content");
+      for (const auto& [file, text] : sub.files)
+        if (rel != file && pathsOverlap(rel, file))
+          val.fail(here + ".edits." + rel, "is a file and a directory of the submodule's " + file);
+    }
+    out.emplace(path, std::move(sub));
+  }
+  return out;
+}
+
 // $.workspace: seed files, symlinks, and a git repository over them (tracked: the seed commit's).
 void parseWorkspace(Validator& val, const Json& w, Scenario& s) {
   val.object(w, "$.workspace", {}, {"files", "symlinks", "git"});
@@ -245,13 +297,14 @@ void parseWorkspace(Validator& val, const Json& w, Scenario& s) {
   }
   if (w.contains("git")) {
     const Json& g = w["git"];
-    val.object(g, "$.workspace.git", {"tracked"}, {});
+    val.object(g, "$.workspace.git", {"tracked"}, {"submodules"});
     WorkspaceGitSeed seed;
     seed.tracked = val.strings(g["tracked"], "$.workspace.git.tracked");
     for (size_t i = 0; i < seed.tracked.size(); ++i)
       if (!s.files.count(seed.tracked[i]) && !s.symlinks.count(seed.tracked[i]))
         val.fail("$.workspace.git.tracked[" + std::to_string(i) + "]",
                  "names no seed file or symlink");
+    if (g.contains("submodules")) seed.submodules = parseSubmodules(val, g["submodules"], s);
     s.git = std::move(seed);
   }
 }
@@ -424,16 +477,21 @@ void seedGit(const fs::path& workspace, const std::vector<std::string>& args) {
                     " failed: " + (r.started ? r.err.substr(0, r.err.find('\n')) : r.spawnError));
 }
 
-}  // namespace
-
-void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
-  for (const auto& [rel, content] : scenario.files) {
-    const fs::path target = workspace / rel;
+// Writes each relative path → content under `dir` (creating parent directories).
+void writeSeedFiles(const std::map<std::string, std::string>& files, const fs::path& dir) {
+  for (const auto& [rel, content] : files) {
+    const fs::path target = dir / rel;
     fs::create_directories(target.parent_path());
     std::ofstream out(target, std::ios::binary | std::ios::trunc);
     out << content;
     if (!out) throw Error(code::workspace_io_failed, "cannot seed " + target.string());
   }
+}
+
+}  // namespace
+
+void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
+  writeSeedFiles(scenario.files, workspace);
   for (const auto& [rel, linkText] : scenario.symlinks) {
     const fs::path target = workspace / rel;
     fs::create_directories(target.parent_path());
@@ -443,11 +501,26 @@ void seedWorkspace(const Scenario& scenario, const fs::path& workspace) {
     if (ec) throw Error(code::workspace_io_failed, "cannot seed " + target.string());
   }
   if (!scenario.git) return;
+  // Each submodule: its own repository in place (its .git a directory inside it, as a clone
+  // leaves it), one commit of its files. `git add` of that directory in the seed records the
+  // gitlink at its HEAD; no `submodule add`, so no URL, clone or file transport (docs/phase4.md).
+  for (const auto& [path, sub] : scenario.git->submodules) {
+    const fs::path dir = workspace / path;
+    writeSeedFiles(sub.files, dir);
+    seedGit(dir, {"-c", "init.defaultBranch=main", "init", "-q"});
+    seedGit(dir, {"add", "--all"});
+    seedGit(dir, {"commit", "-q", "--no-verify", "-m", "crashsim seed submodule"});
+  }
   seedGit(workspace, {"-c", "init.defaultBranch=main", "init", "-q"});
-  std::vector<std::string> add = {"add", "--"};
+  std::vector<std::string> add = {"-c", "advice.addEmbeddedRepo=false", "add", "--"};
   add.insert(add.end(), scenario.git->tracked.begin(), scenario.git->tracked.end());
+  for (const auto& [path, sub] : scenario.git->submodules) add.push_back(path);
   seedGit(workspace, add);
   seedGit(workspace, {"commit", "-q", "--no-verify", "-m", "crashsim seed"});
+  // c.4 check 7's dirty submodule: a tracked file changed or an untracked one added after both
+  // commits.
+  for (const auto& [path, sub] : scenario.git->submodules)
+    writeSeedFiles(sub.edits, workspace / path);
 }
 
 }  // namespace crashsim

@@ -276,6 +276,7 @@ Listing listInstance(const WorkspaceCarrier& carrier, const fs::path& root,
   for (const auto& e : entries)
     if (e.mode == "160000" && seen.count(e.path)) out.gitlinks[e.path] = e.oid;
   for (const auto& [path, oid] : out.gitlinks) {
+    if (planted("capture_skips_submodule_check")) break;  // planted bug: a dirty gitlink passes
     const fs::path sub = root / path;
     const GitEnv subEnv{sub / ".git", sub, {}, {}, {}};
     std::error_code ec;

@@ -107,7 +107,9 @@ PointCounts predictedHits(const Scenario& scenario);
 // P18#k..P22#k is the k-th capture. None under `disabled`. A capture writes no row of the run: a
 // kill inside the k-th capture leaves the run's ledger as a kill at `ledgerPoint`#`ledgerHit`
 // does (the baseline: P0#1, before the first step's text; after call c's T2: P6 at c's hit), and
-// `checkpointsBefore` accepted checkpoints (k-1; P22 adds its own).
+// `checkpointsBefore` accepted checkpoints (k-1; P22 adds its own). A capture whose snapshot c.4
+// refuses — check 7, a dirty submodule (the seed's edits in it, or a Write/Edit into it before the
+// capture), or check 8 (conversionAttribute) — fails before P18 and is left out.
 struct PredictedCapture {
   CrashPoint ledgerPoint = points::P0;
   int ledgerHit = 1;
