@@ -74,17 +74,11 @@ Json platformJson(const Platform& p) {
 }
 
 Platform platformFromJson(const Json& j) {
-  Platform p;
-  p.os = j.at("os").get<std::string>();
-  p.kernel = j.at("kernel").get<std::string>();
-  p.arch = j.at("arch").get<std::string>();
-  p.fsType = j.at("fsType").get<std::string>();
+  Platform p = openPlatformFromJson(j);
   p.sqliteVersion = j.at("sqliteVersion").get<std::string>();
   p.sqliteCompileOptions = j.at("sqliteCompileOptions").get<std::vector<std::string>>();
   p.journalMode = j.at("journalMode").get<std::string>();
   p.synchronous = j.at("synchronous").get<std::string>();
-  p.compiler = j.at("compiler").get<std::string>();
-  p.buildType = j.at("buildType").get<std::string>();
   if (j.contains("fsyncLatencyUs")) p.fsyncLatencyUs = j.at("fsyncLatencyUs").get<double>();
   return p;
 }
